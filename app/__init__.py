@@ -1,0 +1,69 @@
+"""Claude Ops: the host application."""
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+from flask import Flask
+
+from app.config import PROJECT_ROOT, derive_paths, load_settings
+from app.extensions import csrf, db, migrate
+from app.plugins import make_plugin_manager
+
+MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
+
+
+def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[Any] = ()) -> Flask:
+    """Build the application.
+
+    ``test_config`` overrides settings (any ``CLAUDEOPS_*`` key or Flask key);
+    ``plugins`` are registered in addition to the built-in and entry-point ones,
+    which is how a test adds a plugin for one app only.
+    """
+    app = Flask(__name__, template_folder=str(PROJECT_ROOT / "templates"))
+    app.config.update(load_settings())
+    if test_config:
+        app.config.update(test_config)
+    derive_paths(app.config)
+    logging.basicConfig(level=app.config["CLAUDEOPS_LOG_LEVEL"],
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for key in ("CLAUDEOPS_STATE_DIR", "CLAUDEOPS_RESULTS_DIR"):
+        Path(app.config[key]).mkdir(parents=True, exist_ok=True)
+    app.config["SQLALCHEMY_DATABASE_URI"] = app.config["CLAUDEOPS_DATABASE_URL"]
+    app.config.setdefault("SECRET_KEY", app.config["CLAUDEOPS_SECRET_KEY"] or _state_secret_key(app.config))
+    app.config.setdefault("WTF_CSRF_TIME_LIMIT", None)
+
+    db.init_app(app)
+    migrate.init_app(app, db, directory=str(MIGRATIONS_DIR))
+    csrf.init_app(app)
+
+    pm = make_plugin_manager(extra_plugins=plugins, load_entry_points=app.config.get("CLAUDEOPS_LOAD_ENTRY_POINTS", True))
+    app.extensions["claudeops.plugins"] = pm
+
+    from app import models  # noqa: F401  (the host's tables join the metadata)
+    from app.web import register_web
+    register_web(app, pm)
+    return app
+
+
+def _state_secret_key(config: dict) -> str:
+    """One key for every worker: generated once, kept in the state directory
+    (readable by the service's user only)."""
+    path = Path(config["CLAUDEOPS_STATE_DIR"]) / "secret_key"
+    if not path.exists():
+        # Written aside, then linked into place: a worker racing us reads
+        # either no file or a complete one, and the first link wins.
+        draft = path.with_name(f".secret_key.{os.getpid()}")
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_hex(32))
+        try:
+            os.link(draft, path)
+        except FileExistsError:
+            pass
+        finally:
+            draft.unlink()
+    return path.read_text().strip()

@@ -1,0 +1,88 @@
+"""The ``claudeops`` command."""
+from __future__ import annotations
+
+import sys
+
+import click
+from flask import current_app
+from flask.cli import FlaskGroup, with_appcontext
+
+from app import create_app
+from app.config import SETTINGS, TIERS
+
+
+class ClaudeOpsGroup(FlaskGroup):
+    """Flask's command group, without its options for choosing an app: this
+    command only ever serves Claude Ops, configured from the environment."""
+
+    def __init__(self, **kwargs):
+        super().__init__(create_app=lambda: create_app(), add_default_commands=False,
+                         add_version_option=False, load_dotenv=False, set_debug_flag=False, **kwargs)
+        self.params = [p for p in self.params if p.name not in {"env_file", "app", "debug"}]
+
+
+@click.group(cls=ClaudeOpsGroup)
+def main():
+    """Claude Ops: run the Claude Code CLI on a schedule against your
+    infrastructure; record what the agent reports through plugins, and review
+    it in a dashboard and a JSON API.
+
+    Settings come from CLAUDEOPS_* environment variables (see `claudeops config`).
+    `claudeops db upgrade|check|history` manage the database schema.
+    """
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address the dashboard and API listen on.")
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(1, 65535), help="Port to listen on.")
+@click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64),
+              help="gunicorn worker processes (the scheduler is always exactly one, beside them).")
+@with_appcontext
+def serve(host: str, port: int, workers: int):
+    """Apply migrations, then serve the dashboard and API with gunicorn and run
+    the scheduler. Stops cleanly on SIGTERM or Ctrl-C."""
+    from app.serve import serve as run_service
+    sys.exit(run_service(current_app._get_current_object(), host, port, workers))
+
+
+@main.command()
+@with_appcontext
+def scheduler():
+    """Run only the scheduler (apply migrations first); no web server."""
+    from app.serve import run_scheduler
+    sys.exit(run_scheduler(current_app._get_current_object()))
+
+
+@main.command("run")
+@click.option("--tier", default=1, show_default=True, type=click.IntRange(1, 3),
+              help=f"Tier to run: {', '.join(f'{n} {name}' for n, name in TIERS.items())}.")
+@click.option("--prompt", default=None, help="An ad-hoc request, added to the tier's instructions.")
+@with_appcontext
+def run_once(tier: int, prompt: str | None):
+    """Run one session now, in the foreground, and print how it ended.
+
+    Exits 0 if the session completed, 1 otherwise. Meant for trying a setup
+    out; a running `claudeops serve` is the way to run sessions regularly."""
+    from app.sessions import control
+    from app.sessions.manager import run_session
+    from app.serve import apply_migrations
+    apply_migrations(current_app._get_current_object())
+    session = control.claim(control.enqueue(tier=tier, prompt=prompt, trigger="cli").id)
+    session = run_session(session)
+    click.echo(f"session #{session.id}: {session.status}" + (f" ({session.status_reason})" if session.status_reason else ""))
+    if session.response:
+        click.echo(session.response)
+    sys.exit(0 if session.status == "completed" else 1)
+
+
+@main.command("config")
+@with_appcontext
+def show_config():
+    """Print every setting with its effective value."""
+    for setting in SETTINGS:
+        value = current_app.config[setting.name]
+        if setting.name == "CLAUDEOPS_SECRET_KEY" and value:
+            value = "(set)"
+        if isinstance(value, list):
+            value = ",".join(value)
+        click.echo(f"{setting.name}={value}")

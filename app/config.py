@@ -1,0 +1,116 @@
+"""Configuration: defaults, overridden by ``CLAUDEOPS_*`` environment variables.
+
+Every setting is declared once in ``SETTINGS`` so that parsing, validation, the
+README's configuration table (a test compares them) and ``claudeops config`` all
+agree on names, defaults and meaning.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+class ConfigError(ValueError):
+    """A setting has a value the service cannot run with."""
+
+
+def _non_negative_int(raw: str) -> int:
+    value = int(raw)
+    if value < 0:
+        raise ValueError("must be 0 or more")
+    return value
+
+
+def _positive_int(raw: str) -> int:
+    value = int(raw)
+    if value <= 0:
+        raise ValueError("must be greater than 0")
+    return value
+
+
+def _tool_list(raw: str) -> list[str]:
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    default: str
+    help: str
+    parse: Callable[[str], Any] = str
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("CLAUDEOPS_STATE_DIR", "./state",
+            "Directory for the SQLite database, run logs and the generated secret key.",
+            lambda raw: str(Path(raw).expanduser().resolve())),
+    Setting("CLAUDEOPS_DATABASE_URL", "",
+            "Any SQLAlchemy URL; empty means SQLite at `$CLAUDEOPS_STATE_DIR/claudeops.db`."),
+    Setting("CLAUDEOPS_RESULTS_DIR", "",
+            "Where each session's raw run log is written; empty means `$CLAUDEOPS_STATE_DIR/results`."),
+    Setting("CLAUDEOPS_CLAUDE_BIN", "claude",
+            "The Claude Code CLI to run (a name on `PATH` or a path)."),
+    Setting("CLAUDEOPS_WORKDIR", "",
+            "Working directory of the CLI; empty means `$CLAUDEOPS_STATE_DIR/work`."),
+    Setting("CLAUDEOPS_PROMPTS_DIR", str(PROJECT_ROOT / "prompts"),
+            "Directory holding tier1-observe.md, tier2-investigate.md and tier3-remediate.md."),
+    Setting("CLAUDEOPS_INTERVAL", "3600",
+            "Seconds from the end of one scheduled tier-1 session to the start of the next; 0 runs only ad-hoc sessions.",
+            _non_negative_int),
+    Setting("CLAUDEOPS_SESSION_TIMEOUT", "1800",
+            "Seconds a session may run before its whole process group is ended (status `timed_out`).",
+            _positive_int),
+    Setting("CLAUDEOPS_TIER1_MODEL", "haiku", "Model for tier 1 (observe)."),
+    Setting("CLAUDEOPS_TIER2_MODEL", "sonnet", "Model for tier 2 (investigate)."),
+    Setting("CLAUDEOPS_TIER3_MODEL", "opus", "Model for tier 3 (remediate)."),
+    Setting("CLAUDEOPS_TIER1_ALLOWED_TOOLS", "Bash,Read,Grep,Glob",
+            "Comma-separated `--allowedTools` for tier 1; empty passes none.", _tool_list),
+    Setting("CLAUDEOPS_TIER2_ALLOWED_TOOLS", "Bash,Read,Grep,Glob,WebFetch",
+            "Comma-separated `--allowedTools` for tier 2.", _tool_list),
+    Setting("CLAUDEOPS_TIER3_ALLOWED_TOOLS", "Bash,Read,Grep,Glob,WebFetch,Edit,Write",
+            "Comma-separated `--allowedTools` for tier 3.", _tool_list),
+    Setting("CLAUDEOPS_TIER1_DISALLOWED_TOOLS", "Edit,Write",
+            "Comma-separated `--disallowedTools` for tier 1.", _tool_list),
+    Setting("CLAUDEOPS_TIER2_DISALLOWED_TOOLS", "Edit,Write",
+            "Comma-separated `--disallowedTools` for tier 2.", _tool_list),
+    Setting("CLAUDEOPS_TIER3_DISALLOWED_TOOLS", "",
+            "Comma-separated `--disallowedTools` for tier 3.", _tool_list),
+    Setting("CLAUDEOPS_MAX_LINE_BYTES", str(8 * 1024 * 1024),
+            "Longest stream-json line parsed; a longer one is kept in the run log, logged and skipped.",
+            _positive_int),
+    Setting("CLAUDEOPS_SECRET_KEY", "",
+            "Key that signs dashboard cookies and CSRF tokens; empty means one generated once into the state directory."),
+    Setting("CLAUDEOPS_LOG_LEVEL", "INFO", "Log level of the service (DEBUG, INFO, WARNING, ERROR)."),
+)
+
+TIERS = {1: "observe", 2: "investigate", 3: "remediate"}
+
+
+def load_settings(environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """Read every setting from ``environ`` (default: the process environment)."""
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for setting in SETTINGS:
+        raw = environ.get(setting.name, setting.default)
+        if setting.name == "CLAUDEOPS_STATE_DIR" and not Path(raw).is_absolute() and setting.name not in environ:
+            raw = str(PROJECT_ROOT / raw)
+        try:
+            values[setting.name] = setting.parse(raw)
+        except ValueError as exc:
+            raise ConfigError(f"{setting.name}={raw!r}: {exc}") from None
+    return values
+
+
+def derive_paths(config: dict[str, Any]) -> None:
+    """Fill the settings whose empty default is derived from the state directory."""
+    state = Path(config["CLAUDEOPS_STATE_DIR"])
+    if not config.get("CLAUDEOPS_RESULTS_DIR"):
+        config["CLAUDEOPS_RESULTS_DIR"] = str(state / "results")
+    if not config.get("CLAUDEOPS_WORKDIR"):
+        config["CLAUDEOPS_WORKDIR"] = str(state / "work")
+    if not config.get("CLAUDEOPS_DATABASE_URL"):
+        config["CLAUDEOPS_DATABASE_URL"] = f"sqlite:///{state / 'claudeops.db'}"

@@ -1,0 +1,43 @@
+"""Flask extensions shared by the host and every plugin.
+
+Plugins define their models on ``db`` (``from app.extensions import db``) so that
+one metadata, one migration history and one drift check cover everything.
+"""
+from __future__ import annotations
+
+import sqlite3
+
+from flask_migrate import Migrate
+from flask_sqlalchemy import SQLAlchemy
+from flask_wtf import CSRFProtect
+from sqlalchemy import MetaData, event
+from sqlalchemy.engine import Engine
+
+# Named constraints let Alembic alter and drop them later, SQLite included.
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+db = SQLAlchemy(metadata=MetaData(naming_convention=NAMING_CONVENTION))
+migrate = Migrate(render_as_batch=True, compare_type=True)
+csrf = CSRFProtect()
+
+SQLITE_BUSY_TIMEOUT_MS = 15000
+
+
+@event.listens_for(Engine, "connect")
+def _tune_sqlite(dbapi_connection, _record) -> None:
+    """WAL lets dashboard readers run while the scheduler writes; the busy
+    timeout makes writers wait for each other instead of failing."""
+    if not isinstance(dbapi_connection, sqlite3.Connection):
+        return
+    cursor = dbapi_connection.cursor()
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()

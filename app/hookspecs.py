@@ -1,0 +1,125 @@
+"""The hook specifications of Claude Ops, and the one ``hookimpl`` marker.
+
+A plugin is any module or object with functions decorated by ``hookimpl`` whose
+names match the specs below (``pm.check_pending()`` rejects a misspelt name at
+start-up). ``docs/plugins.md`` walks through a complete plugin; a test keeps it
+and this file in step.
+"""
+from __future__ import annotations
+
+import pluggy
+
+PROJECT_NAME = "claudeops"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+@hookspec
+def claudeops_markers(text, run):
+    """Find and record this plugin's markers in one block of the agent's text.
+
+    Called once for every assistant ``text`` block of the stream-json output, in
+    stream order, while the session runs, inside an application context. Never
+    called with tool input, tool output, user or system lines: markers come only
+    from what the agent itself wrote.
+
+    :param str text: the complete text of one assistant text block.
+    :param RunInfo run: the running session.
+    :returns: a list of :class:`~app.plugin_types.MarkerRecord` for what was
+        recorded (shown as badges in the activity log), or ``None``.
+
+    All implementations are called (results collected). Each is called on its
+    own: one that raises is logged and the others still run, and so does the
+    session.
+    """
+
+
+@hookspec
+def claudeops_prompt_context(run):
+    """Contribute a section to the session's system prompt.
+
+    Called once per session, after ``claudeops_session_starting`` and before
+    the CLI starts, inside an application context.
+
+    :param RunInfo run: the session about to start.
+    :returns: a :class:`~app.plugin_types.PromptSection`, a plain string
+        (position 500), or ``None`` for nothing.
+
+    All implementations are called; the host puts the environment section first
+    and then joins the sections by ascending ``position``, then ``name``, into
+    ``--append-system-prompt``. One that raises is logged and left out.
+    """
+
+
+@hookspec
+def claudeops_dashboard_pages():
+    """Declare dashboard pages.
+
+    Called once, when the application is created.
+
+    :returns: a list of :class:`~app.plugin_types.DashboardPage`. The host
+        registers each page's blueprint and builds the sidebar from the pages
+        by ascending ``position`` (Overview 0, Sessions 10, Events 20,
+        Memories 30, Cooldowns 40).
+
+    All implementations are called (results collected).
+    """
+
+
+@hookspec
+def claudeops_api_blueprints():
+    """Add endpoints to the JSON API.
+
+    Called once, when the application is created.
+
+    :returns: a list of Flask blueprints; the host mounts each under
+        ``/api/v1``, exempts it from CSRF (API clients send JSON, not forms)
+        and renders its errors as JSON ``{"error": "..."}``.
+
+    All implementations are called (results collected).
+    """
+
+
+@hookspec
+def claudeops_session_starting(run):
+    """Prepare for a session (for instance, decay stale knowledge).
+
+    Called once per session, after it is marked running and before its prompt
+    is assembled, inside an application context.
+
+    :param RunInfo run: the session about to start.
+    :returns: ``None``.
+
+    All implementations are called. One that raises is logged; the session
+    still runs.
+    """
+
+
+@hookspec
+def claudeops_session_finished(run, result):
+    """React to the end of a session.
+
+    Called once per session that ran, after its final status is stored,
+    inside an application context.
+
+    :param RunInfo run: the session that ended.
+    :param SessionResult result: its status, reason, response and costs.
+    :returns: ``None``.
+
+    All implementations are called. One that raises is logged.
+    """
+
+
+@hookspec
+def claudeops_overview_cards():
+    """Contribute cards to the Overview page.
+
+    Called on every render of the Overview page, inside a request.
+
+    :returns: a list of :class:`~app.plugin_types.OverviewCard`, shown by
+        ascending ``position``.
+
+    All implementations are called (results collected). One that raises is
+    logged and its cards are left out; the page still renders.
+    """

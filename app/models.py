@@ -1,0 +1,98 @@
+"""The host's tables: sessions and their activity log. Plugins own theirs."""
+from __future__ import annotations
+
+from sqlalchemy import Boolean, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from app.extensions import db
+from app.timeutil import UTCDateTime, isoformat, utcnow
+
+QUEUED = "queued"
+RUNNING = "running"
+COMPLETED = "completed"
+FAILED = "failed"
+STOPPED = "stopped"
+TIMED_OUT = "timed_out"
+INTERRUPTED = "interrupted"
+
+STATUSES = (QUEUED, RUNNING, COMPLETED, FAILED, STOPPED, TIMED_OUT, INTERRUPTED)
+FINISHED_STATUSES = frozenset({COMPLETED, FAILED, STOPPED, TIMED_OUT, INTERRUPTED})
+
+TRIGGERS = ("schedule", "dashboard", "api", "cli")
+
+
+class Session(db.Model):
+    __tablename__ = "sessions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tier: Mapped[int] = mapped_column(Integer, nullable=False)
+    model: Mapped[str | None] = mapped_column(String(100))
+    trigger: Mapped[str] = mapped_column(String(20), nullable=False)
+    prompt: Mapped[str | None] = mapped_column(Text)  # the operator's ad-hoc request
+    status: Mapped[str] = mapped_column(String(20), nullable=False, default=QUEUED, index=True)
+    status_reason: Mapped[str | None] = mapped_column(Text)
+    stop_requested: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    created_at = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    started_at = mapped_column(UTCDateTime)
+    ended_at = mapped_column(UTCDateTime)
+    system_prompt: Mapped[str | None] = mapped_column(Text)
+    response: Mapped[str | None] = mapped_column(Text)
+    cost_usd: Mapped[float | None] = mapped_column(Float)
+    num_turns: Mapped[int | None] = mapped_column(Integer)
+    duration_ms: Mapped[int | None] = mapped_column(Integer)
+    is_error: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    exit_code: Mapped[int | None] = mapped_column(Integer)
+    cli_session_id: Mapped[str | None] = mapped_column(String(64))
+    log_path: Mapped[str | None] = mapped_column(Text)
+
+    activity = relationship("SessionActivity", back_populates="session", cascade="all, delete-orphan",
+                            passive_deletes=True, order_by="SessionActivity.id")
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED_STATUSES
+
+    def to_dict(self, detail: bool = False) -> dict:
+        data = {
+            "id": self.id,
+            "tier": self.tier,
+            "model": self.model,
+            "trigger": self.trigger,
+            "prompt": self.prompt,
+            "status": self.status,
+            "status_reason": self.status_reason,
+            "created_at": isoformat(self.created_at),
+            "started_at": isoformat(self.started_at),
+            "ended_at": isoformat(self.ended_at),
+            "cost_usd": self.cost_usd,
+            "num_turns": self.num_turns,
+            "duration_ms": self.duration_ms,
+            "is_error": self.is_error,
+            "exit_code": self.exit_code,
+            "cli_session_id": self.cli_session_id,
+        }
+        if detail:
+            data["response"] = self.response
+            data["system_prompt"] = self.system_prompt
+        return data
+
+
+class SessionActivity(db.Model):
+    """One line of a session's activity log: agent text, a tool call, a tool
+    result, a marker a plugin recorded, or a notice from the host."""
+
+    __tablename__ = "session_activity"
+    __table_args__ = (Index("ix_session_activity_session_id_id", "session_id", "id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    session_id: Mapped[int] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False)
+    kind: Mapped[str] = mapped_column(String(20), nullable=False)  # text, tool_use, tool_result, marker, system, warning
+    title: Mapped[str | None] = mapped_column(String(200))
+    body: Mapped[str | None] = mapped_column(Text)
+    created_at = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+
+    session = relationship("Session", back_populates="activity")
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "kind": self.kind, "title": self.title, "body": self.body,
+                "created_at": isoformat(self.created_at)}

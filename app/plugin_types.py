@@ -1,0 +1,87 @@
+"""The data that flows through the hooks.
+
+Plugins receive ``RunInfo`` and ``SessionResult`` and return the other types.
+They are plain frozen dataclasses so that a plugin depends on nothing but this
+module and ``app.hookspecs``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Optional
+
+from flask import Blueprint
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """The session a hook is called for."""
+
+    session_id: int
+    tier: int
+    tier_name: str            # "observe", "investigate" or "remediate"
+    model: str
+    trigger: str              # "schedule", "dashboard", "api" or "cli"
+    operator_prompt: Optional[str]
+    started_at: Optional[datetime]
+
+
+@dataclass(frozen=True)
+class SessionResult:
+    """How a session ended, passed to ``claudeops_session_finished``."""
+
+    status: str               # completed, failed, stopped, timed_out
+    reason: Optional[str]
+    response: str
+    cost_usd: Optional[float]
+    num_turns: Optional[int]
+    duration_ms: Optional[int]
+    is_error: bool
+    cli_session_id: Optional[str]
+
+
+@dataclass(frozen=True)
+class MarkerRecord:
+    """One thing a plugin recorded from a text block; shown as a badge in the
+    session's activity log, e.g. ``MarkerRecord("event", "warning:postgres", "Slow queries")``."""
+
+    kind: str
+    label: str
+    summary: str = ""
+
+
+@dataclass(frozen=True)
+class PromptSection:
+    """A plugin's part of ``--append-system-prompt``.
+
+    Sections are joined in ascending ``position``, then ``name``; a plain string
+    returned from the hook is treated as ``position=500``.
+    """
+
+    name: str
+    text: str
+    position: int = 500
+
+
+@dataclass(frozen=True)
+class DashboardPage:
+    """A page in the sidebar. ``endpoint`` is the view (``"events.index"``)
+    the link points to; ``blueprint`` is registered by the host."""
+
+    label: str
+    endpoint: str
+    blueprint: Optional[Blueprint] = None
+    position: int = 500
+
+
+@dataclass(frozen=True)
+class OverviewCard:
+    """A card on the Overview page."""
+
+    title: str
+    value: str
+    detail: str = ""
+    link_endpoint: Optional[str] = None
+    position: int = 500
+    tone: str = "neutral"      # neutral, good, warn, bad
+    extra: dict = field(default_factory=dict)

@@ -1,0 +1,83 @@
+"""``claudeops serve``: migrations, then gunicorn for the dashboard and API,
+and the one scheduler in this process.
+
+gunicorn runs as a child process with as many workers as asked; the
+scheduler lives here, outside the workers, so there is exactly one however
+many workers serve the dashboard. SIGTERM or SIGINT stops the scheduler
+first (a running session is ended and recorded as stopped), then gunicorn.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+import flask_migrate
+from flask import Flask
+
+from app.config import PROJECT_ROOT
+from app.sessions.scheduler import SessionScheduler
+
+log = logging.getLogger(__name__)
+
+GUNICORN_STOP_SECONDS = 30
+
+
+def apply_migrations(app: Flask) -> None:
+    with app.app_context():
+        flask_migrate.upgrade()
+
+
+def gunicorn_command(host: str, port: int, workers: int) -> list[str]:
+    return [sys.executable, "-m", "gunicorn", "--workers", str(workers), "--bind", f"{host}:{port}",
+            "--chdir", str(PROJECT_ROOT), "--access-logfile", "-", "--graceful-timeout", "20",
+            "wsgi:app"]
+
+
+def serve(app: Flask, host: str, port: int, workers: int) -> int:
+    apply_migrations(app)
+    # Workers must see the same state directory and key as this process.
+    env = dict(os.environ, CLAUDEOPS_STATE_DIR=app.config["CLAUDEOPS_STATE_DIR"],
+               CLAUDEOPS_DATABASE_URL=app.config["CLAUDEOPS_DATABASE_URL"],
+               CLAUDEOPS_SECRET_KEY=app.config["SECRET_KEY"])
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, _frame: stop.set())
+
+    web = subprocess.Popen(gunicorn_command(host, port, workers), env=env)
+    scheduler = SessionScheduler(app)
+    scheduler.start()
+    log.info("dashboard on http://%s:%d with %d worker(s); one scheduler in pid %d",
+             host, port, workers, os.getpid())
+    exit_code = 0
+    while not stop.wait(1.0):
+        if web.poll() is not None:
+            log.error("gunicorn exited with status %s; shutting down", web.returncode)
+            exit_code = 1
+            break
+    log.info("shutting down")
+    scheduler.shutdown()
+    if web.poll() is None:
+        web.terminate()
+        try:
+            web.wait(GUNICORN_STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            web.kill()
+            web.wait()
+    return exit_code
+
+
+def run_scheduler(app: Flask) -> int:
+    """The scheduler alone, for deployments that serve the dashboard elsewhere."""
+    apply_migrations(app)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, _frame: stop.set())
+    scheduler = SessionScheduler(app)
+    scheduler.start()
+    stop.wait()
+    scheduler.shutdown()
+    return 0

@@ -1,0 +1,101 @@
+"""Queue, claim and stop sessions through the database.
+
+The database is the only channel between the dashboard workers and the one
+scheduler process: "Run now" inserts a queued row, the scheduler claims it
+atomically, and "Stop" sets a flag that the running session polls.
+"""
+from __future__ import annotations
+
+from sqlalchemy import select, update
+
+from app.config import TIERS
+from app.extensions import db
+from app.models import (FINISHED_STATUSES, INTERRUPTED, QUEUED, RUNNING, STOPPED, TRIGGERS, Session)
+from app.timeutil import utcnow
+
+MAX_PROMPT_CHARS = 20_000
+
+
+class ControlError(Exception):
+    """A request the current state does not allow; ``status`` is the HTTP code."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
+
+
+def enqueue(tier: int = 1, prompt: str | None = None, trigger: str = "api") -> Session:
+    if tier not in TIERS:
+        raise ControlError(f"tier must be one of {sorted(TIERS)}, not {tier!r}")
+    if trigger not in TRIGGERS:
+        raise ControlError(f"unknown trigger {trigger!r}")
+    if prompt is not None:
+        prompt = prompt.strip() or None
+    if prompt and len(prompt) > MAX_PROMPT_CHARS:
+        raise ControlError(f"prompt is {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}")
+    session = Session(tier=tier, prompt=prompt, trigger=trigger, status=QUEUED, created_at=utcnow())
+    db.session.add(session)
+    db.session.commit()
+    return session
+
+
+def claim_next() -> Session | None:
+    """Mark the oldest queued session running and return it, or ``None``."""
+    while True:
+        candidate = db.session.scalar(
+            select(Session.id).where(Session.status == QUEUED).order_by(Session.id).limit(1))
+        if candidate is None:
+            return None
+        session = claim(candidate)
+        if session is not None:
+            return session
+
+
+def claim(session_id: int) -> Session | None:
+    """Mark one queued session running; ``None`` if it is no longer queued.
+
+    The conditional UPDATE makes the claim atomic: if two processes ever
+    raced for a row, only one would get it."""
+    claimed = db.session.execute(
+        update(Session).where(Session.id == session_id, Session.status == QUEUED)
+        .values(status=RUNNING, started_at=utcnow())).rowcount
+    db.session.commit()
+    return db.session.get(Session, session_id, populate_existing=True) if claimed else None
+
+
+def request_stop(session_id: int) -> Session:
+    """Stop a session: a queued one at once, a running one at its next poll."""
+    session = db.session.get(Session, session_id)
+    if session is None:
+        raise ControlError(f"session {session_id} not found", 404)
+    if session.status in FINISHED_STATUSES:
+        raise ControlError(f"session {session_id} has already ended ({session.status})", 409)
+    changed = db.session.execute(
+        update(Session).where(Session.id == session_id, Session.status == QUEUED)
+        .values(status=STOPPED, status_reason="stopped by the operator before it started",
+                stop_requested=True, ended_at=utcnow())).rowcount
+    if not changed:
+        db.session.execute(update(Session).where(Session.id == session_id, Session.status == RUNNING)
+                           .values(stop_requested=True))
+    db.session.commit()
+    return db.session.get(Session, session_id, populate_existing=True)
+
+
+def stop_requested(session_id: int) -> bool:
+    return bool(db.session.scalar(select(Session.stop_requested).where(Session.id == session_id)))
+
+
+def mark_interrupted() -> int:
+    """Sessions left ``running`` by a crash can never finish: say so."""
+    count = db.session.execute(
+        update(Session).where(Session.status == RUNNING)
+        .values(status=INTERRUPTED, ended_at=utcnow(),
+                status_reason="interrupted: the service stopped while this session was running")).rowcount
+    db.session.commit()
+    return count
+
+
+def has_pending(trigger: str) -> bool:
+    """Is a session of this trigger queued or running?"""
+    return db.session.scalar(select(Session.id).where(
+        Session.trigger == trigger, Session.status.in_((QUEUED, RUNNING))).limit(1)) is not None

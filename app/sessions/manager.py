@@ -1,0 +1,157 @@
+"""Run one claimed session from start to finished status.
+
+Order of a session: ``claudeops_session_starting`` → tier prompt and system
+prompt → the CLI in its own process group, its output handled line by line →
+final status from how the process ended and its ``result`` line →
+``claudeops_session_finished``.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Optional
+
+from flask import current_app
+
+from app.config import TIERS
+from app.extensions import db
+from app.models import COMPLETED, FAILED, STOPPED, TIMED_OUT, Session
+from app.plugin_types import RunInfo, SessionResult
+from app.plugins import call_each
+from app.sessions import control
+from app.sessions.activity import StreamHandler
+from app.sessions.prompts import PromptError, system_prompt, tier_prompt
+from app.sessions.runner import CLICommand, ProcessOutcome, run_process
+from app.timeutil import utcnow
+
+log = logging.getLogger(__name__)
+
+STOP_POLL_SECONDS = 1.0
+SHUTDOWN_REASON = "stopped: the service shut down during the session"
+OPERATOR_STOP_REASON = "stopped by the operator"
+
+
+def run_info(session: Session) -> RunInfo:
+    return RunInfo(session_id=session.id, tier=session.tier, tier_name=TIERS[session.tier],
+                   model=session.model or "", trigger=session.trigger,
+                   operator_prompt=session.prompt, started_at=session.started_at)
+
+
+def build_argv(config: dict, tier: int, prompt: str, appended_system_prompt: str) -> list[str]:
+    argv = [config["CLAUDEOPS_CLAUDE_BIN"], "-p", prompt,
+            "--output-format", "stream-json", "--verbose",
+            "--model", config[f"CLAUDEOPS_TIER{tier}_MODEL"],
+            "--append-system-prompt", appended_system_prompt]
+    # Tool lists go last: the CLI's tool options take several values each.
+    for flag, key in (("--allowedTools", "ALLOWED_TOOLS"), ("--disallowedTools", "DISALLOWED_TOOLS")):
+        tools = config[f"CLAUDEOPS_TIER{tier}_{key}"]
+        if tools:
+            argv += [flag, ",".join(tools)]
+    return argv
+
+
+def child_env(session: Session) -> dict[str, str]:
+    """The service's environment, passed through (``ANTHROPIC_*`` and all),
+    plus what a hook script may want to know about the session."""
+    env = dict(os.environ)
+    env["CLAUDEOPS_SESSION_ID"] = str(session.id)
+    env["CLAUDEOPS_TIER"] = str(session.tier)
+    return env
+
+
+def run_session(session: Session, shutdown: Optional[threading.Event] = None) -> Session:
+    """Run a session already marked running (see ``control.claim_next``)."""
+    config = current_app.config
+    session.model = config[f"CLAUDEOPS_TIER{session.tier}_MODEL"]
+    session.log_path = str(Path(config["CLAUDEOPS_RESULTS_DIR"])
+                           / f"session-{session.id:06d}-{session.started_at:%Y%m%dT%H%M%SZ}.ndjson")
+    db.session.commit()
+    run = run_info(session)
+    call_each("claudeops_session_starting", run=run, commit_each=True)
+
+    try:
+        prompt = tier_prompt(config["CLAUDEOPS_PROMPTS_DIR"], session.tier, session.prompt)
+    except PromptError as exc:
+        return _finish(session, run, FAILED, str(exc), None)
+    workdir = config["CLAUDEOPS_WORKDIR"]
+    Path(workdir).mkdir(parents=True, exist_ok=True)
+    session.system_prompt = system_prompt(run, workdir)
+    db.session.commit()
+
+    command = CLICommand(argv=build_argv(config, session.tier, prompt, session.system_prompt),
+                         env=child_env(session), cwd=workdir, log_path=Path(session.log_path),
+                         timeout_seconds=config["CLAUDEOPS_SESSION_TIMEOUT"],
+                         max_line_bytes=config["CLAUDEOPS_MAX_LINE_BYTES"])
+    handler = StreamHandler(session, run)
+    outcome = run_process(command, handler.handle_line, _stop_poller(session.id, shutdown),
+                          handler.handle_oversized)
+    session.exit_code = outcome.exit_code
+    status, reason = decide_status(outcome, handler, config["CLAUDEOPS_CLAUDE_BIN"])
+    return _finish(session, run, status, reason, handler)
+
+
+def decide_status(outcome: ProcessOutcome, handler: StreamHandler, claude_bin: str) -> tuple[str, Optional[str]]:
+    result = handler.result
+    if outcome.spawn_error:
+        return FAILED, f"could not start the Claude CLI ({outcome.spawn_error}); check CLAUDEOPS_CLAUDE_BIN={claude_bin!r}"
+    if outcome.timed_out:
+        return TIMED_OUT, outcome.ended_by
+    if outcome.ended_by:
+        return STOPPED, outcome.ended_by
+    if result is not None and result.is_error:
+        what = f"API error {result.api_error_status}" if result.api_error_status else "the CLI reported an error"
+        return FAILED, f"{what}: {result.result or 'no message'}"
+    if outcome.exit_code:
+        how = (f"was killed by signal {-outcome.exit_code}" if outcome.exit_code < 0
+               else f"exited with status {outcome.exit_code}")
+        return FAILED, _with_stderr(f"the Claude CLI {how}", outcome.stderr_tail)
+    if result is None:
+        return FAILED, _with_stderr("the Claude CLI ended without a result line", outcome.stderr_tail)
+    return COMPLETED, None
+
+
+def _with_stderr(reason: str, stderr_tail: str) -> str:
+    last = stderr_tail.strip().splitlines()[-3:] if stderr_tail.strip() else []
+    return reason + (": " + " | ".join(last) if last else "")
+
+
+def _stop_poller(session_id: int, shutdown: Optional[threading.Event]):
+    """A ``should_stop`` for the runner that reads the database at most once a second."""
+    last_check = 0.0
+
+    def should_stop() -> Optional[str]:
+        nonlocal last_check
+        if shutdown is not None and shutdown.is_set():
+            return SHUTDOWN_REASON
+        now = time.monotonic()
+        if now - last_check < STOP_POLL_SECONDS:
+            return None
+        last_check = now
+        return OPERATOR_STOP_REASON if control.stop_requested(session_id) else None
+
+    return should_stop
+
+
+def _finish(session: Session, run: RunInfo, status: str, reason: Optional[str],
+            handler: Optional[StreamHandler]) -> Session:
+    result = handler.result if handler else None
+    session.status = status
+    session.status_reason = reason
+    session.ended_at = utcnow()
+    if handler is not None:
+        session.response = handler.response
+    if result is not None:
+        session.cost_usd = result.cost_usd
+        session.num_turns = result.num_turns
+        session.duration_ms = result.duration_ms
+        session.is_error = result.is_error
+    db.session.commit()
+    log.info("session %s %s%s", session.id, status, f": {reason}" if reason else "")
+    call_each("claudeops_session_finished", run=run, commit_each=True, result=SessionResult(
+        status=status, reason=reason, response=session.response or "", cost_usd=session.cost_usd,
+        num_turns=session.num_turns, duration_ms=session.duration_ms, is_error=session.is_error,
+        cli_session_id=session.cli_session_id))
+    return session

@@ -1,0 +1,69 @@
+"""What the CLI is told: the tier prompt (``-p``) and the system prompt
+(``--append-system-prompt``).
+
+The system prompt is the environment section first, then every plugin's
+``claudeops_prompt_context`` section in ascending ``position``, then ``name``
+(events 100, memory 200, cooldowns 300; a plain string counts as 500).
+"""
+from __future__ import annotations
+
+import logging
+import platform
+from pathlib import Path
+
+from app.config import TIERS
+from app.plugin_types import PromptSection, RunInfo
+from app.plugins import call_each
+from app.timeutil import isoformat, utcnow
+
+log = logging.getLogger(__name__)
+
+TIER_PROMPT_FILES = {1: "tier1-observe.md", 2: "tier2-investigate.md", 3: "tier3-remediate.md"}
+DEFAULT_SECTION_POSITION = 500
+
+
+class PromptError(RuntimeError):
+    """The tier prompt file is missing or unreadable."""
+
+
+def tier_prompt(prompts_dir: str | Path, tier: int, operator_prompt: str | None) -> str:
+    """The ``-p`` prompt: the tier's instructions, with an operator's ad-hoc
+    request added after them, never in their place."""
+    path = Path(prompts_dir) / TIER_PROMPT_FILES[tier]
+    try:
+        instructions = path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise PromptError(f"cannot read tier {tier} prompt {path}: {exc.strerror or exc}") from None
+    if operator_prompt and operator_prompt.strip():
+        instructions += ("\n\n## Operator's request\n\n"
+                         "The operator asked for this in addition to the instructions above:\n\n"
+                         + operator_prompt.strip())
+    return instructions
+
+
+def environment_section(run: RunInfo, workdir: str) -> str:
+    now = run.started_at or utcnow()
+    return "\n".join([
+        "## Environment",
+        "",
+        f"- Claude Ops session: #{run.session_id} ({run.trigger})",
+        f"- Tier: {run.tier} ({TIERS[run.tier]}), model {run.model}",
+        f"- Started (UTC): {isoformat(now)}",
+        f"- Host: {platform.node() or 'unknown'}",
+        f"- Working directory: {workdir}",
+    ])
+
+
+def system_prompt(run: RunInfo, workdir: str) -> str:
+    sections = [_as_section(result) for result in call_each("claudeops_prompt_context", run=run)]
+    ordered = sorted((s for s in sections if s and s.text.strip()), key=lambda s: (s.position, s.name))
+    return "\n\n".join([environment_section(run, workdir)] + [s.text.strip() for s in ordered])
+
+
+def _as_section(result) -> PromptSection | None:
+    if isinstance(result, PromptSection):
+        return result
+    if isinstance(result, str):
+        return PromptSection(name="", text=result, position=DEFAULT_SECTION_POSITION)
+    log.warning("ignoring prompt context of type %s; return a PromptSection or a str", type(result).__name__)
+    return None

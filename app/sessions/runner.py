@@ -1,0 +1,204 @@
+"""Run one CLI process: its own process group, stdout read as it arrives.
+
+The runner knows processes and bytes, not stream-json: it hands each complete
+stdout line to a callback, copies every byte to the run log, and ends the whole
+process group on stop, timeout or when the CLI has exited but a leftover child
+still holds stdout open.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import selectors
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+log = logging.getLogger(__name__)
+
+READ_CHUNK = 64 * 1024
+POLL_SECONDS = 0.25
+# After the CLI exits, how long stdout may stay open (held by a child it left
+# behind) before the group is ended and reading stops.
+ORPHAN_GRACE_SECONDS = 2.0
+# Between SIGTERM and SIGKILL when ending a process group.
+KILL_GRACE_SECONDS = 5.0
+STDERR_TAIL_BYTES = 4000
+
+
+@dataclass
+class ProcessOutcome:
+    exit_code: Optional[int] = None
+    ended_by: Optional[str] = None       # None, or the reason the group was ended early
+    timed_out: bool = False
+    spawn_error: Optional[str] = None
+    stderr_tail: str = ""
+    oversized_lines: int = 0
+
+
+@dataclass
+class CLICommand:
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str
+    log_path: Path
+    timeout_seconds: float
+    max_line_bytes: int
+
+
+class LineSplitter:
+    """Bytes in, complete lines out; a line longer than ``max_line_bytes`` is
+    dropped (reported once through ``on_oversized``) without ever being held
+    in memory whole."""
+
+    def __init__(self, max_line_bytes: int, on_line: Callable[[bytes], None],
+                 on_oversized: Callable[[int], None]):
+        self.max = max_line_bytes
+        self.on_line = on_line
+        self.on_oversized = on_oversized
+        self.buffer = bytearray()
+        self.skipping = 0   # > 0: bytes dropped so far of the current oversized line
+
+    def feed(self, data: bytes) -> None:
+        start = 0
+        while start < len(data):
+            newline = data.find(b"\n", start)
+            end = len(data) if newline < 0 else newline
+            piece = data[start:end]
+            if self.skipping:
+                self.skipping += len(piece)
+            elif len(self.buffer) + len(piece) > self.max:
+                self.skipping = len(self.buffer) + len(piece)
+                self.buffer.clear()
+            else:
+                self.buffer += piece
+            if newline < 0:
+                return
+            self._end_line()
+            start = newline + 1
+
+    def close(self) -> None:
+        """Flush a last line that had no newline."""
+        if self.buffer or self.skipping:
+            self._end_line()
+
+    def _end_line(self) -> None:
+        if self.skipping:
+            size, self.skipping = self.skipping, 0
+            self.on_oversized(size)
+        elif self.buffer.strip():
+            line = bytes(self.buffer)
+            self.buffer.clear()
+            self.on_line(line)
+        else:
+            self.buffer.clear()
+
+
+def run_process(command: CLICommand, on_line: Callable[[bytes], None],
+                should_stop: Callable[[], Optional[str]],
+                on_oversized: Callable[[int], None] = lambda size: None) -> ProcessOutcome:
+    """Run ``command`` to its end and return how it ended.
+
+    ``should_stop`` is polled about every quarter second; a non-empty string it
+    returns ends the process group and becomes ``ended_by``.
+    """
+    outcome = ProcessOutcome()
+    command.log_path.parent.mkdir(parents=True, exist_ok=True)
+    stderr_path = command.log_path.with_suffix(".stderr.log")
+    with open(command.log_path, "wb") as run_log, open(stderr_path, "w+b") as stderr_file:
+        try:
+            proc = subprocess.Popen(
+                command.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr_file,
+                cwd=command.cwd, env=command.env, start_new_session=True,
+            )
+        except OSError as exc:
+            outcome.spawn_error = f"{command.argv[0]}: {exc.strerror or exc}"
+            return outcome
+
+        def oversized(size: int) -> None:
+            outcome.oversized_lines += 1
+            on_oversized(size)
+
+        splitter = LineSplitter(command.max_line_bytes, on_line, oversized)
+        try:
+            _pump(proc, command, splitter, run_log, should_stop, outcome)
+        finally:
+            _end_group(proc)
+            proc.stdout.close()
+        splitter.close()
+        outcome.exit_code = proc.returncode
+        stderr_file.seek(max(0, stderr_file.seek(0, os.SEEK_END) - STDERR_TAIL_BYTES))
+        outcome.stderr_tail = stderr_file.read().decode("utf-8", "replace").strip()
+    return outcome
+
+
+def _pump(proc, command, splitter, run_log, should_stop, outcome) -> None:
+    deadline = time.monotonic() + command.timeout_seconds
+    exited_at: Optional[float] = None
+    fd = proc.stdout.fileno()
+    os.set_blocking(fd, False)
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while True:
+            for _ in selector.select(POLL_SECONDS):
+                data = _read(fd)
+                if data == b"":
+                    proc.wait()
+                    return
+                if data:
+                    run_log.write(data)
+                    run_log.flush()
+                    splitter.feed(data)
+            reason = should_stop()
+            if reason:
+                outcome.ended_by = reason
+                return
+            now = time.monotonic()
+            if now >= deadline:
+                outcome.timed_out = True
+                outcome.ended_by = f"exceeded the session timeout of {command.timeout_seconds:g} s"
+                return
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now - exited_at > ORPHAN_GRACE_SECONDS:
+                log.warning("CLI exited but a leftover process kept stdout open; ending its group")
+                return
+
+
+def _read(fd: int) -> Optional[bytes]:
+    try:
+        return os.read(fd, READ_CHUNK)
+    except BlockingIOError:
+        return None
+
+
+def _end_group(proc: subprocess.Popen) -> None:
+    """SIGTERM the whole group; SIGKILL whatever is left after a grace period.
+
+    Called at every end, so nothing a session started outlives it."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + KILL_GRACE_SECONDS
+        while time.monotonic() < deadline:
+            # Reap the CLI first: a zombie still counts as a member of its group.
+            if proc.poll() is not None and not _group_alive(proc.pid):
+                break
+            time.sleep(0.05)
+        else:
+            continue
+        break
+    proc.wait()
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True

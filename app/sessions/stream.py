@@ -1,0 +1,192 @@
+"""Claude Code ``stream-json`` output, one NDJSON line at a time, into typed items.
+
+The format, as the real CLI writes it (see tests/fixtures/): one JSON object per
+line; ``system``/``init`` first and ``result`` last; every ``assistant`` line
+carries one complete content block; tool output arrives in ``user`` lines as
+``tool_result`` blocks. Key order differs between CLI versions, so only parsed
+JSON is trusted, never the text. Types and subtypes this module does not know
+(``stream_event``, ``system``/``status`` …) are returned as ``Ignored`` rather
+than rejected, because newer CLIs add them freely.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+
+
+class StreamError(ValueError):
+    """A line that is not a stream-json object."""
+
+
+@dataclass(frozen=True)
+class Init:
+    cli_session_id: Optional[str]
+    model: Optional[str]
+    cli_version: Optional[str]
+
+
+@dataclass(frozen=True)
+class AssistantText:
+    text: str
+    message_id: Optional[str]
+    is_api_error: bool = False
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    tool_use_id: Optional[str]
+    name: str
+    input: Any
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    tool_use_id: Optional[str]
+    content: str
+    is_error: bool
+
+
+@dataclass(frozen=True)
+class SystemNotice:
+    subtype: str
+    summary: str
+
+
+@dataclass(frozen=True)
+class Result:
+    is_error: bool
+    result: Optional[str]
+    cost_usd: Optional[float]
+    num_turns: Optional[int]
+    duration_ms: Optional[int]
+    cli_session_id: Optional[str]
+    api_error_status: Optional[int]
+    permission_denials: list = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Ignored:
+    type: str
+
+
+Item = Union[Init, AssistantText, ToolUse, ToolResult, SystemNotice, Result, Ignored]
+
+
+def parse_line(line: Union[bytes, str]) -> list[Item]:
+    """Parse one line into items (an assistant line may, in principle, hold
+    several blocks). Raises ``StreamError`` for anything that is not a JSON
+    object with a string ``type``."""
+    if isinstance(line, bytes):
+        try:
+            line = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise StreamError(f"not UTF-8 at byte {exc.start}") from None
+    try:
+        obj = json.loads(line)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise StreamError(f"not JSON: {exc}") from None
+    if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
+        raise StreamError("not a stream-json object (no string 'type')")
+    parser = _PARSERS.get(obj["type"])
+    if parser is None:
+        return [Ignored(obj["type"])]
+    return parser(obj)
+
+
+def _content_blocks(obj: dict) -> list[dict]:
+    message = obj.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, list):
+        return [block for block in content if isinstance(block, dict)]
+    return []
+
+
+def _parse_system(obj: dict) -> list[Item]:
+    subtype = obj.get("subtype")
+    if subtype == "init":
+        return [Init(_str(obj.get("session_id")), _str(obj.get("model")), _str(obj.get("claude_code_version")))]
+    if subtype == "api_retry":
+        summary = (f"API retry {obj.get('attempt')}/{obj.get('max_retries')} after "
+                   f"{obj.get('error_status') or obj.get('error')}")
+        return [SystemNotice("api_retry", summary)]
+    if subtype == "permission_denied":
+        return [SystemNotice("permission_denied", f"{obj.get('tool_name')}: {obj.get('message', '')}")]
+    return [Ignored(f"system/{subtype}")]
+
+
+def _parse_assistant(obj: dict) -> list[Item]:
+    message = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+    message_id = _str(message.get("id"))
+    api_error = bool(obj.get("is_api_error_message")) or message.get("model") == "<synthetic>"
+    items: list[Item] = []
+    for block in _content_blocks(obj):
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            items.append(AssistantText(block["text"], message_id, api_error))
+        elif kind == "tool_use":
+            items.append(ToolUse(_str(block.get("id")), str(block.get("name") or "?"), block.get("input")))
+        else:
+            items.append(Ignored(f"assistant/{kind}"))
+    return items
+
+
+def _parse_user(obj: dict) -> list[Item]:
+    items: list[Item] = []
+    for block in _content_blocks(obj):
+        if block.get("type") == "tool_result":
+            items.append(ToolResult(_str(block.get("tool_use_id")), _flatten_content(block.get("content")),
+                                    bool(block.get("is_error"))))
+        else:
+            items.append(Ignored(f"user/{block.get('type')}"))
+    return items or [Ignored("user")]
+
+
+def _parse_result(obj: dict) -> list[Item]:
+    denials = obj.get("permission_denials")
+    return [Result(
+        is_error=bool(obj.get("is_error")),
+        result=_str(obj.get("result")),
+        cost_usd=_number(obj.get("total_cost_usd"), float),
+        num_turns=_number(obj.get("num_turns"), int),
+        duration_ms=_number(obj.get("duration_ms"), int),
+        cli_session_id=_str(obj.get("session_id")),
+        api_error_status=_number(obj.get("api_error_status"), int),
+        permission_denials=denials if isinstance(denials, list) else [],
+    )]
+
+
+def _flatten_content(content: Any) -> str:
+    """Tool output is a string or a list of ``{"type": "text", ...}`` parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+            elif isinstance(part, dict):
+                parts.append(f"[{part.get('type', 'content')}]")
+        return "\n".join(parts)
+    return "" if content is None else json.dumps(content)
+
+
+def _str(value: Any) -> Optional[str]:
+    return value if isinstance(value, str) else None
+
+
+def _number(value: Any, kind: type) -> Any:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        return kind(value)
+    except (OverflowError, ValueError):
+        return None
+
+
+_PARSERS = {
+    "system": _parse_system,
+    "assistant": _parse_assistant,
+    "user": _parse_user,
+    "result": _parse_result,
+}

@@ -1,0 +1,81 @@
+"""Wire the dashboard and the API: host views, plugin pages, the sidebar,
+error handling and template helpers."""
+from __future__ import annotations
+
+import logging
+
+import pluggy
+from flask import Flask, request
+from werkzeug.exceptions import HTTPException
+
+from app.extensions import csrf
+from app.plugin_types import DashboardPage
+from app.plugins import flatten
+from app.timeutil import isoformat
+from app.web.apiutil import ApiError, json_error
+
+log = logging.getLogger(__name__)
+
+API_PREFIX = "/api/v1"
+
+
+def register_web(app: Flask, pm: pluggy.PluginManager) -> None:
+    from app.web.api import api
+
+    pages = sorted((p for p in flatten(pm.hook.claudeops_dashboard_pages()) if isinstance(p, DashboardPage)),
+                   key=lambda p: (p.position, p.label))
+    for page in pages:
+        if page.blueprint is not None and page.blueprint.name not in app.blueprints:
+            app.register_blueprint(page.blueprint)
+    app.extensions["claudeops.nav"] = pages
+
+    csrf.exempt(api)
+    app.register_blueprint(api, url_prefix=API_PREFIX)
+    for blueprint in flatten(pm.hook.claudeops_api_blueprints()):
+        csrf.exempt(blueprint)
+        app.register_blueprint(blueprint, url_prefix=API_PREFIX)
+
+    _register_error_handlers(app)
+    _register_template_helpers(app)
+
+
+def _wants_json() -> bool:
+    return request.path == API_PREFIX or request.path.startswith(API_PREFIX + "/")
+
+
+def _register_error_handlers(app: Flask) -> None:
+    @app.errorhandler(ApiError)
+    def api_error(exc: ApiError):
+        return json_error(exc.message, exc.status)
+
+    @app.errorhandler(HTTPException)
+    def http_error(exc: HTTPException):
+        if _wants_json():
+            return json_error(exc.description or exc.name, exc.code or 500)
+        return exc
+
+    @app.errorhandler(Exception)
+    def unexpected(exc: Exception):
+        log.exception("unhandled error on %s %s", request.method, request.path)
+        if _wants_json():
+            return json_error("internal error; see the service log", 500)
+        return "Internal error; see the service log.", 500
+
+
+def _register_template_helpers(app: Flask) -> None:
+    app.add_template_filter(isoformat, "ts")
+
+    @app.template_filter("duration")
+    def duration(ms):
+        if ms is None:
+            return "—"
+        seconds = ms / 1000
+        return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+    @app.template_filter("cost")
+    def cost(usd):
+        return "—" if usd is None else f"${usd:.4f}"
+
+    @app.context_processor
+    def navigation():
+        return {"nav_pages": app.extensions["claudeops.nav"]}

@@ -1,0 +1,44 @@
+"""The host's own pages and Overview cards, declared through the same hooks
+that plugins use."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import func, select
+
+from app.extensions import db
+from app.hookspecs import hookimpl
+from app.models import COMPLETED, FAILED, QUEUED, RUNNING, TIMED_OUT, Session
+from app.plugin_types import DashboardPage, OverviewCard
+from app.timeutil import utcnow
+
+
+@hookimpl
+def claudeops_dashboard_pages():
+    from app.web.overview import overview
+    from app.web.sessions import sessions
+    return [DashboardPage("Overview", "overview.index", overview, position=0),
+            DashboardPage("Sessions", "sessions.index", sessions, position=10)]
+
+
+@hookimpl
+def claudeops_overview_cards():
+    counts = dict(db.session.execute(select(Session.status, func.count()).group_by(Session.status)).all())
+    since = utcnow() - timedelta(hours=24)
+    recent = dict(db.session.execute(
+        select(Session.status, func.count()).where(Session.created_at >= since).group_by(Session.status)).all())
+    last = db.session.scalar(select(Session).where(Session.ended_at.is_not(None)).order_by(Session.id.desc()).limit(1))
+    failed_recent = recent.get(FAILED, 0) + recent.get(TIMED_OUT, 0)
+    active = counts.get(RUNNING, 0) + counts.get(QUEUED, 0)
+    return [
+        OverviewCard("Sessions", str(sum(counts.values())), f"{sum(recent.values())} in the last 24 h",
+                     "sessions.index", position=0),
+        OverviewCard("Running / queued", f"{counts.get(RUNNING, 0)} / {counts.get(QUEUED, 0)}",
+                     "a session is running" if counts.get(RUNNING) else "idle", "sessions.index",
+                     position=1, tone="good" if active else "neutral"),
+        OverviewCard("Last session", last.status if last else "none yet",
+                     f"#{last.id}, tier {last.tier}" if last else "", "sessions.index", position=2,
+                     tone=("good" if last and last.status == COMPLETED else "bad" if last else "neutral")),
+        OverviewCard("Failed in 24 h", str(failed_recent), "failed or timed out", "sessions.index",
+                     position=3, tone="bad" if failed_recent else "good"),
+    ]

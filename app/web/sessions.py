@@ -1,0 +1,77 @@
+"""Session pages: the list (polling), a session's detail with its live
+activity log, Run now and Stop."""
+from __future__ import annotations
+
+from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
+from sqlalchemy import func, select
+
+from app.config import TIERS
+from app.extensions import db
+from app.models import Session, SessionActivity
+from app.sessions import control
+from app.web.htmx import is_htmx, render_page
+
+sessions = Blueprint("sessions", __name__)
+
+PAGE_SIZE = 50
+
+
+@sessions.get("/sessions")
+def index():
+    page = max(request.args.get("page", 1, type=int) or 1, 1)
+    total = db.session.scalar(select(func.count()).select_from(Session))
+    rows = db.session.scalars(select(Session).order_by(Session.id.desc())
+                              .limit(PAGE_SIZE).offset((page - 1) * PAGE_SIZE)).all()
+    return render_page("sessions/list.html", "sessions/_rows.html", sessions=rows, page=page,
+                       total=total, page_size=PAGE_SIZE, tiers=TIERS)
+
+
+@sessions.get("/sessions/<int:session_id>")
+def detail(session_id: int):
+    session = db.session.get(Session, session_id) or abort(404)
+    activity = _activity_after(session_id, 0)
+    return render_template("sessions/detail.html", session=session, activity=activity,
+                           last_id=activity[-1].id if activity else 0)
+
+
+@sessions.get("/sessions/<int:session_id>/live")
+def live(session_id: int):
+    """New activity since ``after`` plus the current header; polled while the session runs."""
+    session = db.session.get(Session, session_id) or abort(404)
+    after = request.args.get("after", 0, type=int) or 0
+    activity = _activity_after(session_id, after)
+    return render_template("sessions/_live.html", session=session, activity=activity,
+                           last_id=activity[-1].id if activity else after)
+
+
+@sessions.post("/sessions/run")
+def run_now():
+    try:
+        tier = int(request.form.get("tier", "1"))
+        session = control.enqueue(tier=tier, prompt=request.form.get("prompt"), trigger="dashboard")
+    except (ValueError, control.ControlError) as exc:
+        flash(f"Not queued: {exc}", "error")
+        return redirect(url_for("sessions.index"))
+    flash(f"Session #{session.id} queued; it starts within a few seconds.", "info")
+    return redirect(url_for("sessions.detail", session_id=session.id))
+
+
+@sessions.post("/sessions/<int:session_id>/stop")
+def stop(session_id: int):
+    try:
+        session = control.request_stop(session_id)
+        flash(f"Stop requested for session #{session.id}.", "info")
+    except control.ControlError as exc:
+        if exc.status == 404:
+            abort(404)
+        flash(str(exc), "error")
+    target = url_for("sessions.detail", session_id=session_id)
+    if is_htmx():
+        return "", 204, {"HX-Redirect": target}
+    return redirect(target)
+
+
+def _activity_after(session_id: int, after: int) -> list[SessionActivity]:
+    return db.session.scalars(select(SessionActivity)
+                              .where(SessionActivity.session_id == session_id, SessionActivity.id > after)
+                              .order_by(SessionActivity.id)).all()

@@ -1,0 +1,1 @@
+"""Built-in plugins; each uses only the public hooks in app.hookspecs."""

@@ -1,0 +1,61 @@
+"""``[EVENT:<level>] message`` and ``[EVENT:<level>:<service>] message``.
+
+A marker may stand anywhere in a line; its message runs to the end of the line
+or to the next marker of any plugin on that line, whichever comes first.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+log = logging.getLogger(__name__)
+
+LEVELS = ("info", "warning", "critical")
+
+# Variants an agent writes, mapped to the three levels the dashboard filters by.
+LEVEL_ALIASES = {
+    "info": "info", "information": "info", "informational": "info", "notice": "info",
+    "ok": "info", "debug": "info",
+    "warning": "warning", "warn": "warning", "warnings": "warning",
+    "critical": "critical", "crit": "critical", "error": "critical", "err": "critical",
+    "fatal": "critical", "alert": "critical", "emergency": "critical", "severe": "critical",
+}
+
+MAX_MESSAGE_CHARS = 2000
+MAX_SERVICE_CHARS = 100
+
+EVENT_MARKER = re.compile(
+    r"\[EVENT:(?P<level>[A-Za-z]+)(?::(?P<service>[A-Za-z0-9_.\-/]+))?\][ \t]*"
+    r"(?P<message>(?:(?!\[[A-Z]+:)[^\n])*)")
+
+
+@dataclass(frozen=True)
+class EventMarker:
+    level: str
+    service: Optional[str]
+    message: str
+
+
+def normalise_level(raw: str) -> Optional[str]:
+    return LEVEL_ALIASES.get(raw.lower())
+
+
+def parse_event_markers(text: str) -> list[EventMarker]:
+    """Every well-formed event marker in ``text``, in order. A marker with an
+    unknown level or no message is logged and skipped."""
+    markers = []
+    for match in EVENT_MARKER.finditer(text):
+        level = normalise_level(match["level"])
+        message = match["message"].strip()
+        if level is None:
+            log.warning("ignoring event marker with unknown level %r (use one of %s)",
+                        match["level"], ", ".join(LEVELS))
+            continue
+        if not message:
+            log.warning("ignoring event marker with no message: %r", match.group(0)[:80])
+            continue
+        service = match["service"][:MAX_SERVICE_CHARS] if match["service"] else None
+        markers.append(EventMarker(level, service, message[:MAX_MESSAGE_CHARS]))
+    return markers

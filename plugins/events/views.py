@@ -1,0 +1,54 @@
+"""The Events page (filters, 5 s polling) and ``GET /api/v1/events``."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from flask import Blueprint, request
+from sqlalchemy import distinct, func, select
+
+from app.extensions import db
+from app.web.apiutil import ApiError, page, pagination
+from app.web.htmx import render_page
+from plugins.events.markers import LEVELS, normalise_level
+from plugins.events.models import Event
+
+pages = Blueprint("events", __name__, template_folder=str(Path(__file__).parent / "templates"))
+api = Blueprint("events_api", __name__)
+
+PAGE_SIZE = 100
+
+
+def _filtered(level: str | None, service: str | None):
+    query = select(Event)
+    if level:
+        query = query.where(Event.level == level)
+    if service:
+        query = query.where(Event.service == service)
+    return query
+
+
+@pages.get("/events")
+def index():
+    level = normalise_level(request.args.get("level", "")) or None
+    service = request.args.get("service", "").strip() or None
+    events = db.session.scalars(_filtered(level, service).order_by(Event.id.desc()).limit(PAGE_SIZE)).all()
+    services = db.session.scalars(select(distinct(Event.service)).where(Event.service.is_not(None))
+                                  .order_by(Event.service)).all()
+    return render_page("events/index.html", "events/_rows.html", events=events, levels=LEVELS,
+                       services=services, level=level, service=service, page_size=PAGE_SIZE)
+
+
+@api.get("/events")
+def list_events():
+    limit, offset = pagination()
+    raw_level = request.args.get("level")
+    level = None
+    if raw_level:
+        level = normalise_level(raw_level)
+        if level is None:
+            raise ApiError(f"level must be one of {', '.join(LEVELS)}, not {raw_level!r}")
+    service = request.args.get("service") or None
+    query = _filtered(level, service)
+    total = db.session.scalar(select(func.count()).select_from(query.subquery()))
+    rows = db.session.scalars(query.order_by(Event.id.desc()).limit(limit).offset(offset)).all()
+    return page([e.to_dict() for e in rows], total, limit, offset, key="events")

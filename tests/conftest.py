@@ -1,0 +1,67 @@
+"""Shared fixtures: a throwaway app (its own state directory and SQLite file,
+migrated by the real Alembic revisions) and a fake CLI driven by a script."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import flask_migrate
+import pytest
+
+from app import create_app
+
+TESTS_DIR = Path(__file__).resolve().parent
+FAKE_CLAUDE = TESTS_DIR / "fake_claude.py"
+FIXTURES = TESTS_DIR / "fixtures"
+
+
+def make_app(tmp_path: Path, plugins=(), **overrides):
+    config = {
+        "TESTING": True,
+        "WTF_CSRF_ENABLED": False,
+        "CLAUDEOPS_STATE_DIR": str(tmp_path / "state"),
+        "CLAUDEOPS_DATABASE_URL": "",
+        "CLAUDEOPS_RESULTS_DIR": "",
+        "CLAUDEOPS_WORKDIR": "",
+        "CLAUDEOPS_CLAUDE_BIN": str(FAKE_CLAUDE),
+        "CLAUDEOPS_LOG_LEVEL": "INFO",
+        "CLAUDEOPS_SECRET_KEY": "test-secret",
+    }
+    config.update(overrides)
+    app = create_app(config, plugins=plugins)
+    with app.app_context():
+        flask_migrate.upgrade()
+    return app
+
+
+@pytest.fixture
+def app(tmp_path):
+    app = make_app(tmp_path)
+    with app.app_context():
+        yield app
+
+
+@pytest.fixture
+def fake_cli(tmp_path, monkeypatch):
+    """Write a script for tests/fake_claude.py; returns a function that takes
+    the steps and gives the path where the fake records its argv."""
+    def script(steps: list[dict]) -> Path:
+        script_path = tmp_path / "script.json"
+        argv_path = tmp_path / "argv.json"
+        script_path.write_text(json.dumps(steps))
+        monkeypatch.setenv("FAKE_CLAUDE_SCRIPT", str(script_path))
+        monkeypatch.setenv("FAKE_CLAUDE_ARGV", str(argv_path))
+        return argv_path
+    return script
+
+
+@pytest.fixture
+def run_session_now(app):
+    """Queue a session and run it in this process, as the scheduler would."""
+    from app.sessions import control
+    from app.sessions.manager import run_session
+
+    def run(tier: int = 1, prompt: str | None = None, trigger: str = "api", shutdown=None):
+        session = control.claim(control.enqueue(tier=tier, prompt=prompt, trigger=trigger).id)
+        return run_session(session, shutdown)
+    return run

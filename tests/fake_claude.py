@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""A stand-in for the Claude Code CLI, for session tests.
+
+It speaks the real stream-json format (lines built by tests/streamlines.py
+from the shapes in tests/fixtures/) and follows a script named by
+``FAKE_CLAUDE_SCRIPT``: a JSON list of steps, each one of
+
+    {"line": {...}}          print one JSON object as a line
+    {"raw": "text"}          print text as is (a newline is added)
+    {"big_line": N}          print one line of N bytes (not JSON)
+    {"sleep": seconds}
+    {"orphan": seconds}      start a grandchild that keeps stdout open that long
+                             (its pid goes to ``FAKE_CLAUDE_ORPHAN_PID`` when set)
+    {"stderr": "text"}
+    {"exit": code}
+
+It records its argv (JSON) to ``FAKE_CLAUDE_ARGV`` when that is set.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+
+def main() -> int:
+    if os.environ.get("FAKE_CLAUDE_ARGV"):
+        with open(os.environ["FAKE_CLAUDE_ARGV"], "w") as handle:
+            json.dump({"argv": sys.argv[1:], "env": {k: v for k, v in os.environ.items()
+                                                     if k.startswith(("CLAUDEOPS_", "ANTHROPIC_"))}}, handle)
+    with open(os.environ["FAKE_CLAUDE_SCRIPT"]) as handle:
+        steps = json.load(handle)
+    out = sys.stdout.buffer
+    for step in steps:
+        if "line" in step:
+            out.write(json.dumps(step["line"]).encode() + b"\n")
+        elif "raw" in step:
+            out.write(step["raw"].encode("utf-8", "surrogateescape") + b"\n")
+        elif "big_line" in step:
+            chunk = b"x" * (1024 * 1024)
+            remaining = step["big_line"]
+            while remaining > 0:
+                out.write(chunk[:remaining])
+                remaining -= len(chunk)
+            out.write(b"\n")
+        elif "sleep" in step:
+            out.flush()
+            time.sleep(step["sleep"])
+        elif "orphan" in step:
+            out.flush()
+            # Inherits stdout, so the pipe stays open after this process exits.
+            child = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({step['orphan']})"])
+            if os.environ.get("FAKE_CLAUDE_ORPHAN_PID"):
+                with open(os.environ["FAKE_CLAUDE_ORPHAN_PID"], "w") as handle:
+                    handle.write(str(child.pid))
+        elif "stderr" in step:
+            sys.stderr.write(step["stderr"] + "\n")
+            sys.stderr.flush()
+        elif "exit" in step:
+            out.flush()
+            return step["exit"]
+        out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

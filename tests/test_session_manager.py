@@ -1,0 +1,233 @@
+"""Sessions through the real runner with a fake CLI: every way a session ends."""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+
+import pytest
+from sqlalchemy import select
+
+from app.extensions import db
+from app.models import SessionActivity
+from plugins.events.models import Event
+from tests import streamlines as sl
+
+
+def kinds(session):
+    return [a.kind for a in db.session.scalars(select(SessionActivity).where(
+        SessionActivity.session_id == session.id).order_by(SessionActivity.id))]
+
+
+def test_completed_session_records_result_response_and_events(app, fake_cli, run_session_now):
+    fake_cli(sl.steps(
+        sl.init(),
+        sl.text("Checking.\n[EVENT:info:jellyfin] Health check passed"),
+        sl.tool_use("docker ps"),
+        sl.tool_result("jellyfin Up 3 days"),
+        sl.text("All good. [EVENT:warning:postgres] Slow queries", message_id="msg_last"),
+        sl.result("All good. [EVENT:warning:postgres] Slow queries", cost=0.05, turns=2, duration_ms=2100),
+    ))
+    session = run_session_now()
+    assert session.status == "completed", session.status_reason
+    assert session.status_reason is None
+    assert session.cost_usd == 0.05 and session.num_turns == 2 and session.duration_ms == 2100
+    assert session.cli_session_id == sl.CLI_SESSION_ID
+    assert session.exit_code == 0
+    # The response is all of the agent's text, not only result.result.
+    assert "Checking." in session.response and "All good." in session.response
+    events = db.session.scalars(select(Event).order_by(Event.id)).all()
+    assert [(e.level, e.service, e.message, e.session_id, e.tier) for e in events] == [
+        ("info", "jellyfin", "Health check passed", session.id, 1),
+        ("warning", "postgres", "Slow queries", session.id, 1),
+    ]
+    assert kinds(session) == ["text", "marker", "tool_use", "tool_result", "text", "marker"]
+
+
+def test_raw_lines_go_to_the_sessions_own_run_log(app, fake_cli, run_session_now):
+    fake_cli(sl.steps(sl.init(), sl.text("hello"), sl.result("hello")) + [{"raw": "not json"}])
+    first = run_session_now()
+    second = run_session_now()
+    assert first.log_path != second.log_path
+    lines = open(first.log_path, "rb").read().splitlines()
+    assert len(lines) == 4 and lines[-1] == b"not json"
+    assert json.loads(lines[0])["subtype"] == "init"
+    assert first.log_path.startswith(app.config["CLAUDEOPS_RESULTS_DIR"])
+
+
+def test_argv_environment_and_prompts(app, fake_cli, run_session_now, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/")
+    argv_file = fake_cli(sl.steps(sl.init(), sl.result()))
+    session = run_session_now(tier=2, prompt="Look at the NAS too")
+    recorded = json.loads(argv_file.read_text())
+    argv = recorded["argv"]
+    assert argv[0] == "-p"
+    assert argv[argv.index("--output-format") + 1] == "stream-json"
+    assert "--verbose" in argv
+    assert argv[argv.index("--model") + 1] == "sonnet"
+    assert argv[argv.index("--allowedTools") + 1] == "Bash,Read,Grep,Glob,WebFetch"
+    assert argv[argv.index("--disallowedTools") + 1] == "Edit,Write"
+    prompt = argv[1]
+    assert prompt.startswith("# Tier 2: Investigate")
+    assert prompt.index("Tier 2: Investigate") < prompt.index("## Operator's request") < prompt.index("Look at the NAS too")
+    system = argv[argv.index("--append-system-prompt") + 1]
+    assert system == session.system_prompt
+    assert system.startswith("## Environment") and f"session: #{session.id}" in system
+    assert "## Reporting events" in system
+    assert recorded["env"]["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9/"
+    assert recorded["env"]["CLAUDEOPS_SESSION_ID"] == str(session.id)
+
+
+def test_non_zero_exit_fails_with_stderr_in_reason(app, fake_cli, run_session_now):
+    fake_cli(sl.steps(sl.init(), sl.text("partial")) + [{"stderr": "Error: invalid API key"}, {"exit": 3}])
+    session = run_session_now()
+    assert session.status == "failed"
+    assert "exited with status 3" in session.status_reason
+    assert "invalid API key" in session.status_reason
+    assert session.response == "partial"
+
+
+def test_api_error_result_fails(app, fake_cli, run_session_now):
+    fake_cli(sl.steps(sl.init(), sl.api_error_text(500), sl.result("API Error: 500 Internal server error.",
+                                                                      is_error=True, api_error_status=500))
+             + [{"exit": 1}])
+    session = run_session_now()
+    assert session.status == "failed"
+    assert session.status_reason.startswith("API error 500: API Error: 500")
+    assert session.is_error is True
+
+
+@pytest.mark.parametrize("fixture_name", ["claude-code-2.1.197-c_error_http500.ndjson",
+                                          "claude-code-2.1.330-c_error_http500.ndjson"])
+def test_real_api_error_streams_fail_and_record_nothing_from_the_error_text(app, fake_cli, run_session_now, fixture_name):
+    from tests.conftest import FIXTURES
+    lines = (FIXTURES / fixture_name).read_text().splitlines()
+    fake_cli([{"raw": line} for line in lines] + [{"exit": 1}])
+    session = run_session_now()
+    assert session.status == "failed"
+    assert "API error 500" in session.status_reason
+    assert db.session.scalar(select(Event).limit(1)) is None
+
+
+def test_missing_binary_fails_with_a_clear_reason(app, run_session_now):
+    app.config["CLAUDEOPS_CLAUDE_BIN"] = "/nonexistent/claude"
+    session = run_session_now()
+    assert session.status == "failed"
+    assert "could not start the Claude CLI" in session.status_reason
+    assert "/nonexistent/claude" in session.status_reason
+
+
+def test_no_result_line_fails(app, fake_cli, run_session_now):
+    fake_cli(sl.steps(sl.init(), sl.text("I was cut off")))
+    session = run_session_now()
+    assert session.status == "failed"
+    assert "without a result line" in session.status_reason
+
+
+def process_gone(pid: int, within: float = 5.0) -> bool:
+    """True once ``pid`` no longer runs (a zombie awaiting its reaper counts as gone)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as handle:
+                if handle.read().split(") ", 1)[1].startswith("Z"):
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture
+def orphan_pid_file(tmp_path, monkeypatch):
+    path = tmp_path / "orphan.pid"
+    monkeypatch.setenv("FAKE_CLAUDE_ORPHAN_PID", str(path))
+    return path
+
+
+def test_timeout_ends_the_whole_process_group(app, fake_cli, run_session_now, orphan_pid_file):
+    app.config["CLAUDEOPS_SESSION_TIMEOUT"] = 1
+    fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:nas] before the hang")) + [{"orphan": 60}, {"sleep": 60}])
+    started = time.monotonic()
+    session = run_session_now()
+    assert time.monotonic() - started < 15
+    assert session.status == "timed_out"
+    assert "session timeout of 1 s" in session.status_reason
+    assert process_gone(int(orphan_pid_file.read_text())), "the CLI's child outlived the timeout"
+    # What arrived before the timeout is kept.
+    assert db.session.scalar(select(Event.message)) == "before the hang"
+
+
+def test_stop_request_ends_the_session_and_its_group(app, fake_cli, orphan_pid_file):
+    from app.sessions import control
+    from app.sessions.manager import run_session
+    fake_cli(sl.steps(sl.init(), sl.text("working")) + [
+        {"orphan": 60}, {"sleep": 60}])
+    session = control.claim(control.enqueue().id)
+    session_id = session.id
+
+    def stop_soon():
+        with app.app_context():
+            time.sleep(1.0)
+            control.request_stop(session_id)
+            db.session.remove()
+    stopper = threading.Thread(target=stop_soon)
+    stopper.start()
+    started = time.monotonic()
+    session = run_session(session)
+    stopper.join()
+    assert session.status == "stopped"
+    assert session.status_reason == "stopped by the operator"
+    assert time.monotonic() - started < 10
+    assert session.response == "working"
+    assert process_gone(int(orphan_pid_file.read_text())), "the CLI's child outlived the stop"
+
+
+def test_orphaned_stdout_does_not_hang_the_session(app, fake_cli, run_session_now, orphan_pid_file):
+    fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:web] up")) + [{"orphan": 60}] + sl.steps(sl.result("up")))
+    started = time.monotonic()
+    session = run_session_now()
+    elapsed = time.monotonic() - started
+    assert session.status == "completed", session.status_reason
+    assert elapsed < 10, f"session took {elapsed:.1f}s with an orphan holding stdout"
+    assert process_gone(int(orphan_pid_file.read_text()))
+
+
+def test_garbage_lines_are_skipped_and_the_session_goes_on(app, fake_cli, run_session_now, caplog):
+    fake_cli(sl.steps(sl.init()) + [
+        {"raw": "this is not json"},
+        {"raw": "[1, 2, 3]"},
+        {"raw": '{"type": 42}'},
+        {"raw": '{"type": "brand_new_kind", "x": 1}'},
+        {"raw": '{"type": "assistant", "message": "not an object"}'},
+        {"raw": "\udcff\udcfe invalid utf-8"},
+    ] + sl.steps(sl.text("[EVENT:critical:nas] Disk failing"), sl.result("done")))
+    session = run_session_now()
+    assert session.status == "completed"
+    assert db.session.scalar(select(Event.message)) == "Disk failing"
+    warnings = db.session.scalars(select(SessionActivity.body).where(SessionActivity.kind == "warning")).all()
+    assert len(warnings) == 4  # not JSON, not an object, non-string type, not UTF-8
+    assert any("not UTF-8" in w for w in warnings)
+    assert "skipped stream line" in caplog.text
+
+
+def test_ten_megabyte_line_is_skipped_and_kept_in_the_run_log(app, fake_cli, run_session_now):
+    size = 10 * 1024 * 1024
+    app.config["CLAUDEOPS_MAX_LINE_BYTES"] = 8 * 1024 * 1024
+    fake_cli(sl.steps(sl.init()) + [{"big_line": size}] + sl.steps(sl.text("[EVENT:info:a] after"), sl.result()))
+    session = run_session_now()
+    assert session.status == "completed"
+    assert db.session.scalar(select(Event.message)) == "after"
+    warning = db.session.scalar(select(SessionActivity.body).where(SessionActivity.kind == "warning"))
+    assert f"{size} bytes" in warning
+    assert os.path.getsize(session.log_path) > size
+
+
+def test_shutdown_stops_the_running_session(app, fake_cli, run_session_now):
+    fake_cli(sl.steps(sl.init(), sl.text("working")) + [{"sleep": 60}])
+    shutdown = threading.Event()
+    threading.Timer(0.8, shutdown.set).start()
+    session = run_session_now(shutdown=shutdown)
+    assert session.status == "stopped"
+    assert "service shut down" in session.status_reason
