@@ -33,7 +33,8 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
     for key in ("CLAUDEOPS_STATE_DIR", "CLAUDEOPS_RESULTS_DIR"):
         Path(app.config[key]).mkdir(parents=True, exist_ok=True)
     app.config["SQLALCHEMY_DATABASE_URI"] = app.config["CLAUDEOPS_DATABASE_URL"]
-    app.config.setdefault("SECRET_KEY", app.config["CLAUDEOPS_SECRET_KEY"] or _state_secret_key(app.config))
+    if not app.config.get("SECRET_KEY"):  # Flask's defaults hold SECRET_KEY=None
+        app.config["SECRET_KEY"] = app.config["CLAUDEOPS_SECRET_KEY"] or _state_secret_key(app.config)
     app.config.setdefault("WTF_CSRF_TIME_LIMIT", None)
 
     db.init_app(app)

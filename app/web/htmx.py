@@ -13,5 +13,5 @@ def render_page(page_template: str, fragment_template: str, **context):
     otherwise; ``Vary`` keeps caches from mixing the two."""
     template = fragment_template if is_htmx() else page_template
     response = make_response(render_template(template, **context))
-    response.headers["Vary"] = "HX-Request"
+    response.vary.add("HX-Request")
     return response

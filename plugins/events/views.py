@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from flask import Blueprint, request
-from sqlalchemy import distinct, func, select
+from sqlalchemy import func, select
 
 from app.extensions import db
 from app.web.apiutil import ApiError, page, pagination
@@ -32,7 +32,7 @@ def index():
     level = normalise_level(request.args.get("level", "")) or None
     service = request.args.get("service", "").strip() or None
     events = db.session.scalars(_filtered(level, service).order_by(Event.id.desc()).limit(PAGE_SIZE)).all()
-    services = db.session.scalars(select(distinct(Event.service)).where(Event.service.is_not(None))
+    services = db.session.scalars(select(Event.service).distinct().where(Event.service.is_not(None))
                                   .order_by(Event.service)).all()
     return render_page("events/index.html", "events/_rows.html", events=events, levels=LEVELS,
                        services=services, level=level, service=service, page_size=PAGE_SIZE)

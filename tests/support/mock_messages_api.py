@@ -26,6 +26,7 @@ from collections import namedtuple
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+# One entry of `all_requests`; path is raw (the CLI posts to /v1/messages?beta=true).
 RecordedRequest = namedtuple("RecordedRequest", "method path body")
 
 

@@ -1,0 +1,133 @@
+"""The JSON API: sessions, events, health, and its errors."""
+from __future__ import annotations
+
+import pytest
+
+from app.extensions import db
+from app.models import Session
+from app.timeutil import utcnow
+from plugins.events.models import Event
+
+
+def add_events(*specs):
+    for level, service, message in specs:
+        db.session.add(Event(level=level, service=service, message=message, created_at=utcnow()))
+    db.session.commit()
+
+
+def test_health(client):
+    body = client.get("/api/v1/health").get_json()
+    assert body["status"] == "ok" and body["database"] == "ok"
+    assert "plugins.events" in body["plugins"]
+
+
+def test_trigger_then_get_then_list(client):
+    response = client.post("/api/v1/sessions/trigger", json={"prompt": "Check the NAS", "start_tier": 2})
+    assert response.status_code == 201
+    created = response.get_json()
+    assert created["status"] == "queued" and created["tier"] == 2 and created["trigger"] == "api"
+    detail = client.get(f"/api/v1/sessions/{created['id']}").get_json()
+    assert detail["prompt"] == "Check the NAS" and "response" in detail
+    assert detail["created_at"].endswith("Z") and len(detail["created_at"]) == 20
+    listing = client.get("/api/v1/sessions").get_json()
+    assert listing["total"] == 1 and listing["sessions"][0]["id"] == created["id"]
+
+
+def test_trigger_defaults_to_tier_one_without_a_prompt(client):
+    created = client.post("/api/v1/sessions/trigger", json={}).get_json()
+    assert created["tier"] == 1 and created["prompt"] is None
+
+
+@pytest.mark.parametrize("body, message", [
+    ({"start_tier": 4}, "tier must be one of [1, 2, 3]"),
+    ({"start_tier": "2"}, "start_tier must be an integer"),
+    ({"start_tier": True}, "start_tier must be an integer"),
+    ({"prompt": 5}, "prompt must be a string"),
+    ({"prompt": "x" * 20001}, "the limit is 20000"),
+    ({"promt": "typo"}, "unknown field(s): promt"),
+    ([1, 2], "must be a JSON object"),
+])
+def test_trigger_rejects_bad_bodies(client, body, message):
+    response = client.post("/api/v1/sessions/trigger", json=body)
+    assert response.status_code == 400
+    assert message in response.get_json()["error"]
+
+
+def test_trigger_needs_json(client):
+    response = client.post("/api/v1/sessions/trigger", data="prompt=hi",
+                           content_type="application/x-www-form-urlencoded")
+    assert response.status_code == 415
+    assert response.get_json()["error"].startswith("send a JSON body")
+    response = client.post("/api/v1/sessions/trigger", data="{not json", content_type="application/json")
+    assert response.status_code == 400
+
+
+def test_pagination(client):
+    for _ in range(5):
+        client.post("/api/v1/sessions/trigger", json={})
+    page = client.get("/api/v1/sessions?limit=2&offset=1").get_json()
+    assert [s["id"] for s in page["sessions"]] == [4, 3]
+    assert (page["total"], page["limit"], page["offset"]) == (5, 2, 1)
+
+
+@pytest.mark.parametrize("query, message", [
+    ("limit=0", "limit must be at least 1"), ("limit=501", "limit must be at most 500"),
+    ("limit=ten", "limit must be a whole number"), ("offset=-1", "offset must be at least 0"),
+])
+def test_pagination_errors(client, query, message):
+    for path in ("/api/v1/sessions", "/api/v1/events"):
+        response = client.get(f"{path}?{query}")
+        assert response.status_code == 400 and message in response.get_json()["error"]
+
+
+def test_stop_queued_running_and_finished(client):
+    queued = client.post("/api/v1/sessions/trigger", json={}).get_json()["id"]
+    response = client.post(f"/api/v1/sessions/{queued}/stop")
+    assert response.status_code == 202
+    assert response.get_json()["status"] == "stopped"
+    assert "before it started" in response.get_json()["status_reason"]
+    # Already ended: a conflict, not a silent success.
+    response = client.post(f"/api/v1/sessions/{queued}/stop")
+    assert response.status_code == 409 and "already ended" in response.get_json()["error"]
+
+    running = Session(tier=1, trigger="api", status="running", created_at=utcnow(), started_at=utcnow())
+    db.session.add(running)
+    db.session.commit()
+    response = client.post(f"/api/v1/sessions/{running.id}/stop")
+    assert response.status_code == 202
+    body = response.get_json()
+    assert body["status"] == "running"  # the runner ends it at its next poll
+    assert db.session.get(Session, running.id, populate_existing=True).stop_requested is True
+
+
+def test_unknown_ids_and_routes_are_json_404(client):
+    for method, path in (("get", "/api/v1/sessions/999"), ("post", "/api/v1/sessions/999/stop"),
+                         ("get", "/api/v1/nothing-here")):
+        response = getattr(client, method)(path)
+        assert response.status_code == 404
+        assert "error" in response.get_json()
+    assert "session 999 not found" in client.get("/api/v1/sessions/999").get_json()["error"]
+
+
+def test_wrong_method_is_json_405(client):
+    response = client.delete("/api/v1/sessions")
+    assert response.status_code == 405 and "error" in response.get_json()
+
+
+def test_events_filters_and_order(client):
+    add_events(("info", "jellyfin", "up"), ("warning", "postgres", "slow"), ("critical", "nas", "disk"),
+               ("info", None, "all quiet"))
+    body = client.get("/api/v1/events").get_json()
+    assert [e["message"] for e in body["events"]] == ["all quiet", "disk", "slow", "up"]
+    assert body["total"] == 4
+    assert [e["message"] for e in client.get("/api/v1/events?level=info").get_json()["events"]] == ["all quiet", "up"]
+    assert [e["message"] for e in client.get("/api/v1/events?level=warn").get_json()["events"]] == ["slow"]
+    assert [e["message"] for e in client.get("/api/v1/events?service=nas").get_json()["events"]] == ["disk"]
+    assert client.get("/api/v1/events?level=info&service=nas").get_json()["total"] == 0
+    paged = client.get("/api/v1/events?limit=1&offset=1").get_json()
+    assert [e["message"] for e in paged["events"]] == ["disk"] and paged["total"] == 4
+
+
+def test_events_unknown_level_is_400(client):
+    response = client.get("/api/v1/events?level=purple")
+    assert response.status_code == 400 and "level must be one of info, warning, critical" in response.get_json()["error"]

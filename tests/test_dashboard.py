@@ -1,0 +1,156 @@
+"""Dashboard pages through the test client: rendering, escaping, HTMX
+fragments, Run now, Stop and CSRF."""
+from __future__ import annotations
+
+import re
+
+from sqlalchemy import select
+
+from app.extensions import db
+from app.models import Session, SessionActivity
+from app.timeutil import utcnow
+from plugins.events.models import Event
+from tests.conftest import make_app
+
+SCRIPT = "<script>alert('x')</script>"
+
+
+def add_session(**fields) -> Session:
+    values = dict(tier=1, trigger="api", status="completed", created_at=utcnow())
+    values.update(fields)
+    session = Session(**values)
+    db.session.add(session)
+    db.session.commit()
+    return session
+
+
+def test_sidebar_lists_pages_in_order(client):
+    html = client.get("/").get_data(as_text=True)
+    nav = html[html.index('<nav class="sidebar"'):html.index("</nav>")]
+    labels = re.findall(r'>([A-Za-z ]+)</a></li>', nav)
+    assert labels == ["Overview", "Sessions", "Events"]
+    assert 'aria-current="page"' in nav.split("Sessions")[0]
+
+
+def test_no_asset_comes_from_another_host(client):
+    html = client.get("/").get_data(as_text=True)
+    assert re.findall(r'(?:src|href)="(https?:)?//', html) == []
+    assert client.get("/static/htmx.min.js").status_code == 200
+
+
+def test_overview_cards(client):
+    add_session(status="failed")
+    db.session.add(Event(level="critical", service="nas", message="disk", created_at=utcnow()))
+    db.session.commit()
+    html = client.get("/").get_data(as_text=True)
+    for title in ("Sessions", "Running / queued", "Last session", "Failed in 24 h", "Events in 24 h"):
+        assert title in html
+    assert "1 critical, 0 warning" in html
+
+
+def test_sessions_page_full_and_fragment(client):
+    add_session(prompt=SCRIPT)
+    full = client.get("/sessions")
+    assert "HX-Request" in full.headers["Vary"]
+    page = full.get_data(as_text=True)
+    assert "<html" in page and 'hx-trigger="every 3s"' in page and "Run now" in page
+    fragment = client.get("/sessions", headers={"HX-Request": "true"}).get_data(as_text=True)
+    assert "<html" not in fragment and "<table" in fragment
+    assert SCRIPT not in page and "&lt;script&gt;" in page
+
+
+def test_session_detail_escapes_everything_the_agent_wrote(client):
+    session = add_session(response=SCRIPT, status_reason=SCRIPT, system_prompt=SCRIPT)
+    for kind in ("text", "tool_use", "tool_result", "marker", "warning"):
+        db.session.add(SessionActivity(session_id=session.id, kind=kind, title=SCRIPT, body=SCRIPT, created_at=utcnow()))
+    db.session.commit()
+    html = client.get(f"/sessions/{session.id}").get_data(as_text=True)
+    assert SCRIPT not in html
+    assert html.count("&lt;script&gt;") >= 8
+
+
+def test_session_detail_shows_activity_kinds_and_badges(client):
+    session = add_session(status="running", started_at=utcnow())
+    for kind, title, body in (("text", None, "Checking [EVENT:info:web] up"), ("tool_use", "Bash", '{"command": "ls"}'),
+                              ("tool_result", None, "file.txt"), ("marker", "event:info:web", "up")):
+        db.session.add(SessionActivity(session_id=session.id, kind=kind, title=title, body=body, created_at=utcnow()))
+    db.session.commit()
+    html = client.get(f"/sessions/{session.id}").get_data(as_text=True)
+    assert re.findall(r'class="act act-(\w+)"', html) == ["text", "tool_use", "tool_result", "marker"]
+    assert '<span class="badge marker">event:info:web</span>' in html
+    assert 'id="live-poller"' in html and 'hx-trigger="every 2s"' in html
+    assert 'id="stop-button"' in html
+
+
+def test_live_fragment_appends_only_new_activity_and_stops_polling_when_done(client):
+    session = add_session(status="running", started_at=utcnow())
+    first = SessionActivity(session_id=session.id, kind="text", body="one", created_at=utcnow())
+    db.session.add(first)
+    db.session.commit()
+    db.session.add(SessionActivity(session_id=session.id, kind="text", body="two", created_at=utcnow()))
+    db.session.commit()
+    live = client.get(f"/sessions/{session.id}/live?after={first.id}").get_data(as_text=True)
+    assert "two" in live and ">one<" not in live
+    assert 'hx-swap-oob="beforeend:#activity"' in live
+    assert f"after={first.id + 1}" in live and 'hx-trigger="every 2s"' in live
+
+    session.status, session.response = "completed", "All done"
+    db.session.commit()
+    done = client.get(f"/sessions/{session.id}/live?after={first.id + 1}").get_data(as_text=True)
+    assert "every 2s" not in done and "All done" in done and "Stop" not in done
+
+
+def test_run_now_queues_a_session_with_tier_and_request(client):
+    response = client.post("/sessions/run", data={"tier": "3", "prompt": "  Restart jellyfin if it is down  "})
+    assert response.status_code == 302
+    session = db.session.scalars(select(Session)).one()
+    assert (session.tier, session.prompt, session.trigger, session.status) == (3, "Restart jellyfin if it is down",
+                                                                               "dashboard", "queued")
+    assert response.headers["Location"].endswith(f"/sessions/{session.id}")
+
+
+def test_run_now_rejects_a_bad_tier_with_a_message(client):
+    response = client.post("/sessions/run", data={"tier": "9"}, follow_redirects=True)
+    assert "Not queued: tier must be one of" in response.get_data(as_text=True)
+    assert db.session.scalar(select(Session)) is None
+
+
+def test_stop_button(client):
+    session = add_session(status="queued")
+    response = client.post(f"/sessions/{session.id}/stop", follow_redirects=True)
+    assert "Stop requested" in response.get_data(as_text=True)
+    assert db.session.get(Session, session.id, populate_existing=True).status == "stopped"
+    again = client.post(f"/sessions/{session.id}/stop", follow_redirects=True).get_data(as_text=True)
+    assert "has already ended" in again
+    assert client.post("/sessions/999/stop").status_code == 404
+    assert client.get("/sessions/999").status_code == 404
+
+
+def test_events_page_filters_and_fragment(client):
+    for level, service, message in (("info", "web", "up"), ("critical", "nas", SCRIPT), ("warning", "db", "slow")):
+        db.session.add(Event(level=level, service=service, message=message, created_at=utcnow()))
+    db.session.commit()
+    page = client.get("/events").get_data(as_text=True)
+    assert 'hx-trigger="every 5s"' in page and SCRIPT not in page and "&lt;script&gt;" in page
+    fragment = client.get("/events?level=critical", headers={"HX-Request": "true"}).get_data(as_text=True)
+    assert "<html" not in fragment
+    assert re.findall(r'class="badge level-(\w+)"', fragment) == ["critical"]
+    by_service = client.get("/events?service=web", headers={"HX-Request": "true"}).get_data(as_text=True)
+    assert "up" in by_service and "slow" not in by_service
+    warn_alias = client.get("/events?level=warn", headers={"HX-Request": "true"}).get_data(as_text=True)
+    assert re.findall(r'class="badge level-(\w+)"', warn_alias) == ["warning"]
+
+
+def test_forms_need_a_csrf_token(tmp_path):
+    app = make_app(tmp_path, WTF_CSRF_ENABLED=True)
+    client = app.test_client()
+    assert client.post("/sessions/run", data={"tier": "1"}).status_code == 400
+    page = client.get("/sessions").get_data(as_text=True)
+    token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+    assert client.post("/sessions/run", data={"tier": "1", "csrf_token": token}).status_code == 302
+    # HTMX requests carry the token in a header, from the layout's hx-headers.
+    header_token = re.search(r'"X-CSRFToken": "([^"]+)"', page).group(1)
+    with app.app_context():
+        session_id = db.session.scalars(select(Session.id)).one()
+    assert client.post(f"/sessions/{session_id}/stop", headers={"X-CSRFToken": header_token,
+                                                                "HX-Request": "true"}).status_code == 204

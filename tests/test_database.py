@@ -1,0 +1,76 @@
+"""Schema only through Alembic; models and migrations never drift; SQLite
+tuned for one writer and many readers; one timestamp format."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import flask_migrate
+import pytest
+from sqlalchemy import inspect, text
+
+from app.extensions import db
+from app.models import Session
+from app.timeutil import isoformat, utcnow
+
+
+def test_upgrade_then_no_drift(app):
+    # `flask db check` fails (raises) when autogenerate would find any change.
+    flask_migrate.check()
+    tables = set(inspect(db.engine).get_table_names())
+    assert {"sessions", "session_activity", "events", "alembic_version"} <= tables
+
+
+def test_drift_is_detected(app, caplog):
+    """The check above can fail: a model change without a revision is caught."""
+    from sqlalchemy import Column, Integer, Table
+    extra = Table("not_migrated", db.metadata, Column("id", Integer, primary_key=True))
+    try:
+        with pytest.raises(SystemExit):
+            flask_migrate.check()
+    finally:
+        db.metadata.remove(extra)
+    assert "New upgrade operations detected" in caplog.text and "not_migrated" in caplog.text
+
+
+def test_downgrade_to_base_and_up_again(app):
+    flask_migrate.downgrade(revision="base")
+    assert set(inspect(db.engine).get_table_names()) <= {"alembic_version"}
+    flask_migrate.upgrade()
+    flask_migrate.check()
+
+
+def test_sqlite_is_in_wal_mode_with_a_busy_timeout(app):
+    with db.engine.connect() as connection:
+        assert connection.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+        assert connection.execute(text("PRAGMA busy_timeout")).scalar() >= 5000
+        assert connection.execute(text("PRAGMA foreign_keys")).scalar() == 1
+    assert app.config["SQLALCHEMY_DATABASE_URI"].endswith("/state/claudeops.db")
+
+
+def test_database_url_setting_wins(tmp_path):
+    from tests.conftest import make_app
+    url = f"sqlite:///{tmp_path / 'elsewhere.db'}"
+    app = make_app(tmp_path, CLAUDEOPS_DATABASE_URL=url)
+    assert app.config["SQLALCHEMY_DATABASE_URI"] == url
+    assert (tmp_path / "elsewhere.db").exists()
+
+
+def test_timestamps_are_utc_in_and_out(app):
+    local = datetime(2026, 11, 22, 12, 0, tzinfo=timezone(timedelta(hours=2)))
+    session = Session(tier=1, trigger="api", status="queued", created_at=local)
+    db.session.add(session)
+    db.session.commit()
+    stored = db.session.execute(text("SELECT created_at FROM sessions")).scalar()
+    assert str(stored).startswith("2026-11-22 10:00:00")
+    reloaded = db.session.get(Session, session.id, populate_existing=True)
+    assert reloaded.created_at.tzinfo == timezone.utc and reloaded.created_at.hour == 10
+    assert isoformat(reloaded.created_at) == "2026-11-22T10:00:00Z"
+    assert session.to_dict()["created_at"] == "2026-11-22T10:00:00Z"
+
+
+def test_naive_datetimes_are_refused(app):
+    db.session.add(Session(tier=1, trigger="api", status="queued", created_at=datetime(2026, 1, 1)))
+    with pytest.raises(Exception, match="naive datetime"):
+        db.session.commit()
+    db.session.rollback()
+    assert utcnow().tzinfo is timezone.utc

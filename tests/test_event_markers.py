@@ -1,0 +1,63 @@
+"""Event markers: levels, services, several per block, mid-line, bad ones skipped."""
+from __future__ import annotations
+
+import pytest
+
+from plugins.events.markers import EventMarker, parse_event_markers
+
+
+def test_level_only_and_level_with_service():
+    assert parse_event_markers("[EVENT:info] All quiet\n[EVENT:warning:postgres] Slow queries") == [
+        EventMarker("info", None, "All quiet"), EventMarker("warning", "postgres", "Slow queries")]
+
+
+@pytest.mark.parametrize("raw, level", [
+    ("info", "info"), ("INFO", "info"), ("notice", "info"), ("warn", "warning"), ("Warning", "warning"),
+    ("error", "critical"), ("err", "critical"), ("crit", "critical"), ("fatal", "critical"), ("critical", "critical"),
+])
+def test_level_variants_are_normalised(raw, level):
+    assert parse_event_markers(f"[EVENT:{raw}:svc] message") == [EventMarker(level, "svc", "message")]
+
+
+def test_unknown_level_is_logged_and_skipped(caplog):
+    assert parse_event_markers("[EVENT:purple:svc] what\n[EVENT:info:svc] kept") == [
+        EventMarker("info", "svc", "kept")]
+    assert "unknown level 'purple'" in caplog.text
+
+
+def test_mid_line_markers_and_several_on_one_line():
+    text = ("I checked and [EVENT:critical:nas] RAID degraded, one disk missing. "
+            "Also [EVENT:info:web] Site up\nNothing else.")
+    assert parse_event_markers(text) == [
+        EventMarker("critical", "nas", "RAID degraded, one disk missing. Also"),
+        EventMarker("info", "web", "Site up"),
+    ]
+
+
+def test_message_stops_at_a_marker_of_another_plugin():
+    text = "[EVENT:info:jellyfin] Restarted [MEMORY:timing:jellyfin] Takes 60s to start"
+    assert parse_event_markers(text) == [EventMarker("info", "jellyfin", "Restarted")]
+
+
+def test_empty_message_is_skipped(caplog):
+    assert parse_event_markers("[EVENT:info:svc]   \n") == []
+    assert "no message" in caplog.text
+
+
+@pytest.mark.parametrize("text", [
+    "[EVENT info] no colon", "[event:info] lower-case tag", "EVENT:info no brackets",
+    "[EVENT:info:bad service] space in service", "[EVENT:] nothing",
+])
+def test_malformed_markers_are_not_events(text):
+    assert parse_event_markers(text) == []
+
+
+def test_long_message_is_truncated():
+    (marker,) = parse_event_markers("[EVENT:info] " + "x" * 5000)
+    assert len(marker.message) == 2000
+
+
+def test_fixture_text_blocks():
+    text = ("Checking the services now.\n[EVENT:info:jellyfin] Health check passed\n"
+            "[EVENT:warning:postgres] Slow queries\n[MEMORY:timing:jellyfin] Takes 60s to start")
+    assert [(m.level, m.service) for m in parse_event_markers(text)] == [("info", "jellyfin"), ("warning", "postgres")]

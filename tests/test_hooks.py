@@ -1,0 +1,276 @@
+"""Each hook, exercised by a small plugin registered for one app only.
+
+``test_every_hook_is_tested_and_documented`` fails when a hookspec has no
+``test_hook_<name>...`` here or is missing from docs/plugins.md.
+"""
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import pytest
+from flask import Blueprint
+from sqlalchemy import select
+
+from app import hookspecs
+from app.config import PROJECT_ROOT
+from app.extensions import db
+from app.hookspecs import hookimpl
+from app.models import SessionActivity
+from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection
+from app.plugins import BUILTIN_PLUGINS, ENTRY_POINT_GROUP, make_plugin_manager
+from plugins.events.models import Event
+from tests import streamlines as sl
+from tests.conftest import make_app
+
+HOOK_NAMES = sorted(name for name, _ in inspect.getmembers(hookspecs, inspect.isfunction)
+                    if name.startswith("claudeops_"))
+
+
+def test_every_hook_is_tested_and_documented():
+    tests = [name for name in globals() if name.startswith("test_hook_")]
+    guide = (PROJECT_ROOT / "docs" / "plugins.md").read_text()
+    for hook in HOOK_NAMES:
+        assert any(name.startswith(f"test_hook_{hook}") for name in tests), f"{hook} has no test"
+        assert f"`{hook}" in guide, f"{hook} is missing from docs/plugins.md"
+    assert ENTRY_POINT_GROUP in guide
+
+
+def test_every_hookspec_documents_its_call_semantics():
+    for hook in HOOK_NAMES:
+        doc = inspect.getdoc(getattr(hookspecs, hook))
+        assert doc and ":returns:" in doc and "Called" in doc, hook
+        assert "called" in doc.split(":returns:")[1].lower(), f"{hook}: say whether results are collected"
+
+
+def test_misspelt_hookimpl_fails_loudly():
+    class Typo:
+        @hookimpl
+        def claudeops_marker(self, text, run):  # missing "s"
+            return None
+    with pytest.raises(Exception, match="unknown hook 'claudeops_marker'"):
+        make_plugin_manager([Typo()], load_entry_points=False)
+
+
+def test_builtin_plugins_are_registered_by_name(app):
+    pm = app.extensions["claudeops.plugins"]
+    for name in BUILTIN_PLUGINS:
+        assert pm.get_plugin(name) is not None
+
+
+def test_entry_point_plugins_are_loaded(monkeypatch, tmp_path):
+    """An installed distribution (a real dist-info on sys.path) that names a
+    module under the entry-point group is registered, under its entry-point name."""
+    (tmp_path / "claudeops_test_ep_plugin.py").write_text(
+        "from app.hookspecs import hookimpl\n"
+        "from app.plugin_types import OverviewCard\n"
+        "@hookimpl\n"
+        "def claudeops_overview_cards():\n"
+        "    return [OverviewCard('From an entry point', '42')]\n")
+    dist_info = tmp_path / "claudeops_test_ep-0.1.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: claudeops-test-ep\nVersion: 0.1\n")
+    (dist_info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\ntest-ep = claudeops_test_ep_plugin\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    pm = make_plugin_manager()
+    assert pm.get_plugin("test-ep").__name__ == "claudeops_test_ep_plugin"
+    app = make_app(tmp_path)
+    assert "From an entry point" in app.test_client().get("/").get_data(as_text=True)
+
+
+# --- claudeops_markers ------------------------------------------------------
+
+class Recorder:
+    """Records every call; returns a badge for text containing [PING]."""
+
+    def __init__(self):
+        self.texts = []
+
+    @hookimpl
+    def claudeops_markers(self, text, run):
+        self.texts.append((text, run.session_id, run.tier))
+        if "[PING]" in text:
+            return [MarkerRecord("ping", "pong", "saw a ping")]
+        return None
+
+
+def test_hook_claudeops_markers_gets_only_assistant_text(tmp_path, fake_cli):
+    recorder = Recorder()
+    app = make_app(tmp_path, plugins=[recorder])
+    fake_cli(sl.steps(sl.init(), sl.text("first [PING]"), sl.tool_use("echo '[PING] tool input'"),
+                      sl.tool_result("[PING] tool output"), sl.text("second"), sl.result("second")))
+    with app.app_context():
+        from app.sessions import control
+        from app.sessions.manager import run_session
+        session = run_session(control.claim(control.enqueue(tier=2).id))
+        assert [t for t, _, _ in recorder.texts] == ["first [PING]", "second"]
+        assert all(sid == session.id and tier == 2 for _, sid, tier in recorder.texts)
+        badges = db.session.scalars(select(SessionActivity.title).where(SessionActivity.kind == "marker")).all()
+        assert badges == ["ping:pong"]
+
+
+def test_hook_claudeops_markers_a_failing_plugin_loses_only_its_own_work(tmp_path, fake_cli, caplog):
+    class Broken:
+        @hookimpl
+        def claudeops_markers(self, text, run):
+            db.session.add(Event(level="info", message="half-written by a broken plugin"))
+            raise RuntimeError("plugin bug")
+
+    app = make_app(tmp_path, plugins=[Broken()])
+    fake_cli(sl.steps(sl.init(), sl.text("[EVENT:critical:nas] disk"), sl.result()))
+    with app.app_context():
+        from app.sessions import control
+        from app.sessions.manager import run_session
+        session = run_session(control.claim(control.enqueue().id))
+        assert session.status == "completed"
+        assert db.session.scalars(select(Event.message)).all() == ["disk"]
+    assert "plugin bug" in caplog.text
+
+
+# --- claudeops_prompt_context ---------------------------------------------
+
+def test_hook_claudeops_prompt_context_sections_in_documented_order(tmp_path, fake_cli):
+    class Late:
+        @hookimpl
+        def claudeops_prompt_context(self, run):
+            return PromptSection("late", "## Late section", position=900)
+
+    class Early:
+        @hookimpl
+        def claudeops_prompt_context(self, run):
+            return PromptSection("early", f"## Early section for tier {run.tier}", position=1)
+
+    class Plain:
+        @hookimpl
+        def claudeops_prompt_context(self, run):
+            return "## Plain string section"
+
+    class Nothing:
+        @hookimpl
+        def claudeops_prompt_context(self, run):
+            return None
+
+    class Broken:
+        @hookimpl
+        def claudeops_prompt_context(self, run):
+            raise ValueError("boom")
+
+    app = make_app(tmp_path, plugins=[Late(), Early(), Plain(), Nothing(), Broken()])
+    fake_cli(sl.steps(sl.init(), sl.result()))
+    with app.app_context():
+        from app.sessions import control
+        from app.sessions.manager import run_session
+        prompt = run_session(control.claim(control.enqueue(tier=3).id)).system_prompt
+    headings = [line for line in prompt.splitlines() if line.startswith("## ")]
+    assert headings == ["## Environment", "## Early section for tier 3", "## Reporting events",
+                        "## Plain string section", "## Late section"]
+
+
+# --- claudeops_dashboard_pages and claudeops_api_blueprints -----------------
+
+def test_hook_claudeops_dashboard_pages_adds_a_page_to_the_sidebar(tmp_path):
+    bp = Blueprint("widgets", __name__)
+
+    @bp.get("/widgets")
+    def index():
+        return "widgets page"
+
+    class Pages:
+        @hookimpl
+        def claudeops_dashboard_pages(self):
+            return [DashboardPage("Widgets", "widgets.index", bp, position=25)]
+
+    app = make_app(tmp_path, plugins=[Pages()])
+    client = app.test_client()
+    assert client.get("/widgets").data == b"widgets page"
+    html = client.get("/").get_data(as_text=True)
+    nav = html[html.index('<nav class="sidebar"'):html.index("</nav>")]
+    order = [label for label in ("Overview", "Sessions", "Events", "Widgets") if label in nav]
+    assert order == ["Overview", "Sessions", "Events", "Widgets"]
+    assert nav.index("Events") < nav.index("Widgets")
+
+
+def test_hook_claudeops_api_blueprints_mounts_under_api_v1_with_json_errors(tmp_path):
+    bp = Blueprint("widgets_api", __name__)
+
+    @bp.post("/widgets")
+    def create():
+        from app.web.apiutil import json_body
+        return {"got": json_body()}, 201
+
+    class Api:
+        @hookimpl
+        def claudeops_api_blueprints(self):
+            return [bp]
+
+    app = make_app(tmp_path, plugins=[Api()], WTF_CSRF_ENABLED=True)
+    client = app.test_client()
+    assert client.post("/api/v1/widgets", json={"a": 1}).get_json() == {"got": {"a": 1}}  # no CSRF for the API
+    response = client.post("/api/v1/widgets", data="x", content_type="text/plain")
+    assert response.status_code == 415 and "application/json" in response.get_json()["error"]
+    assert client.get("/api/v1/widgets").status_code == 405
+    assert "error" in client.get("/api/v1/widgets").get_json()
+
+
+# --- claudeops_session_starting and claudeops_session_finished --------------
+
+def test_hook_claudeops_session_starting_and_claudeops_session_finished(tmp_path, fake_cli):
+    calls = []
+
+    class Lifecycle:
+        @hookimpl
+        def claudeops_session_starting(self, run):
+            calls.append(("starting", run.session_id, run.model, run.operator_prompt))
+
+        @hookimpl
+        def claudeops_prompt_context(self, run):
+            calls.append(("prompt", run.session_id))
+
+        @hookimpl
+        def claudeops_session_finished(self, run, result):
+            calls.append(("finished", run.session_id, result.status, result.response, result.cost_usd))
+
+    app = make_app(tmp_path, plugins=[Lifecycle()])
+    fake_cli(sl.steps(sl.init(), sl.text("hi"), sl.result("hi", cost=0.5)))
+    with app.app_context():
+        from app.sessions import control
+        from app.sessions.manager import run_session
+        session_id = run_session(control.claim(control.enqueue(prompt="check dns").id)).id
+    assert calls == [("starting", session_id, "haiku", "check dns"), ("prompt", session_id),
+                     ("finished", session_id, "completed", "hi", 0.5)]
+
+
+def test_hook_claudeops_session_finished_sees_failures(tmp_path):
+    seen = []
+
+    class Watcher:
+        @hookimpl
+        def claudeops_session_finished(self, run, result):
+            seen.append((result.status, result.reason))
+
+    app = make_app(tmp_path, plugins=[Watcher()], CLAUDEOPS_CLAUDE_BIN="/nonexistent/claude")
+    with app.app_context():
+        from app.sessions import control
+        from app.sessions.manager import run_session
+        run_session(control.claim(control.enqueue().id))
+    assert seen[0][0] == "failed" and "could not start" in seen[0][1]
+
+
+# --- claudeops_overview_cards ----------------------------------------------
+
+def test_hook_claudeops_overview_cards_render_in_position_order_and_survive_a_broken_plugin(tmp_path):
+    class Cards:
+        @hookimpl
+        def claudeops_overview_cards(self):
+            return [OverviewCard("Zeta card", "1", position=999), OverviewCard("Alpha card", "<b>2</b>", position=-1)]
+
+    class Broken:
+        @hookimpl
+        def claudeops_overview_cards(self):
+            raise RuntimeError("no cards today")
+
+    app = make_app(tmp_path, plugins=[Cards(), Broken()])
+    html = app.test_client().get("/").get_data(as_text=True)
+    cards = html[html.index('<section class="cards">'):]
+    assert cards.index("Alpha card") < cards.index("Sessions") < cards.index("Events in 24 h") < cards.index("Zeta card")
+    assert "&lt;b&gt;2&lt;/b&gt;" in html
