@@ -14,7 +14,9 @@ from the shapes in tests/fixtures/) and follows a script named by
     {"stderr": "text"}
     {"exit": code}
 
-It records its argv (JSON) to ``FAKE_CLAUDE_ARGV`` when that is set.
+It records its argv (JSON) to ``FAKE_CLAUDE_ARGV`` when that is set, and
+appends one line per run (session id, parent pid, start and end time) to
+``FAKE_CLAUDE_RUNS`` when that is set.
 """
 import json
 import os
@@ -28,8 +30,19 @@ def main() -> int:
         with open(os.environ["FAKE_CLAUDE_ARGV"], "w") as handle:
             json.dump({"argv": sys.argv[1:], "env": {k: v for k, v in os.environ.items()
                                                      if k.startswith(("CLAUDEOPS_", "ANTHROPIC_"))}}, handle)
+    started = time.time()
     with open(os.environ["FAKE_CLAUDE_SCRIPT"]) as handle:
         steps = json.load(handle)
+    try:
+        return play(steps)
+    finally:
+        if os.environ.get("FAKE_CLAUDE_RUNS"):
+            with open(os.environ["FAKE_CLAUDE_RUNS"], "a") as handle:
+                handle.write(json.dumps({"session": os.environ.get("CLAUDEOPS_SESSION_ID"), "ppid": os.getppid(),
+                                         "started": started, "ended": time.time()}) + "\n")
+
+
+def play(steps: list) -> int:
     out = sys.stdout.buffer
     for step in steps:
         if "line" in step:

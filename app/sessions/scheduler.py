@@ -59,6 +59,8 @@ class SessionScheduler:
 
     def shutdown(self, timeout: float = 30.0) -> None:
         """Stop scheduling, end the running session (recorded as stopped) and wait for it."""
+        if self.shutdown_event.is_set():
+            return
         self.shutdown_event.set()
         self._wake.set()
         self._aps.shutdown(wait=False)

@@ -1,0 +1,139 @@
+"""The scheduler, in process, with the fake CLI: intervals measured from the
+end of a run, no overlap, no pile-up, Run now, crash recovery, shutdown."""
+from __future__ import annotations
+
+import time
+
+import pytest
+from sqlalchemy import select
+
+from app.extensions import db
+from app.models import Session
+from app.sessions import control
+from app.sessions.scheduler import SessionScheduler
+from app.timeutil import utcnow
+from tests import streamlines as sl
+
+
+def all_sessions():
+    db.session.remove()
+    return db.session.scalars(select(Session).order_by(Session.id)).all()
+
+
+def wait_for(predicate, timeout=15.0, step=0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    raise AssertionError("condition not met in time")
+
+
+def session_script(seconds: float) -> list[dict]:
+    return sl.steps(sl.init(), sl.text("[EVENT:info:web] up")) + [{"sleep": seconds}] + sl.steps(sl.result())
+
+
+@pytest.fixture
+def scheduler(app):
+    started = []
+
+    def start(interval: int):
+        app.config["CLAUDEOPS_INTERVAL"] = interval
+        instance = SessionScheduler(app)
+        instance.start()
+        started.append(instance)
+        return instance
+    yield start
+    for instance in started:
+        instance.shutdown()
+
+
+def assert_never_overlapping(sessions):
+    finished = [s for s in sessions if s.started_at]
+    for earlier, later in zip(finished, finished[1:]):
+        assert earlier.ended_at is not None and later.started_at >= earlier.ended_at, \
+            f"sessions {earlier.id} and {later.id} overlapped"
+
+
+def test_interval_is_measured_from_the_end_of_the_previous_run(app, fake_cli, scheduler):
+    fake_cli(session_script(1.5))
+    instance = scheduler(interval=1)
+    wait_for(lambda: len([s for s in all_sessions() if s.status == "completed"]) >= 2, timeout=20)
+    instance.shutdown()
+    sessions = [s for s in all_sessions() if s.status == "completed"]
+    assert all(s.trigger == "schedule" and s.tier == 1 for s in sessions)
+    assert_never_overlapping(sessions)
+    gap = (sessions[1].started_at - sessions[0].ended_at).total_seconds()
+    # Stored timestamps have whole seconds of precision in SQLite's default
+    # rendering only at display; allow for scheduling jitter below the interval.
+    assert gap >= 0.8, f"the next run started {gap:.2f}s after the last ended; interval is 1 s"
+
+
+def test_a_run_longer_than_the_interval_does_not_pile_up(app, fake_cli, scheduler):
+    fake_cli(session_script(3))
+    scheduler(interval=1)
+    time.sleep(2.5)  # well past the interval while the first run is still going
+    sessions = all_sessions()
+    assert len(sessions) == 1 and sessions[0].status == "running"
+
+
+def test_interval_zero_runs_only_ad_hoc_sessions(app, fake_cli, scheduler):
+    fake_cli(session_script(0))
+    scheduler(interval=0)
+    time.sleep(1.5)
+    assert all_sessions() == []
+    queued_id = control.enqueue(trigger="dashboard").id
+    done = wait_for(lambda: [s for s in all_sessions() if s.id == queued_id and s.finished], timeout=10)
+    assert done[0].status == "completed"
+
+
+def test_run_now_starts_within_a_few_seconds_and_sessions_run_one_at_a_time(app, fake_cli, scheduler):
+    fake_cli(session_script(0.5))
+    scheduler(interval=0)
+    requested = time.monotonic()
+    ids = [control.enqueue(trigger="api").id for _ in range(3)]
+    wait_for(lambda: any(s.status != "queued" for s in all_sessions()), timeout=5)
+    assert time.monotonic() - requested < 3
+    wait_for(lambda: all(s.finished for s in all_sessions()), timeout=20)
+    sessions = all_sessions()
+    assert [s.id for s in sessions] == ids and all(s.status == "completed" for s in sessions)
+    assert_never_overlapping(sessions)
+
+
+def test_a_session_left_running_by_a_crash_is_marked_interrupted(app, fake_cli, scheduler):
+    fake_cli(session_script(0))
+    orphan = Session(tier=1, trigger="schedule", status="running", created_at=utcnow(), started_at=utcnow())
+    db.session.add(orphan)
+    db.session.commit()
+    scheduler(interval=0)
+    reloaded = db.session.get(Session, orphan.id, populate_existing=True)
+    assert reloaded.status == "interrupted"
+    assert "service stopped while this session was running" in reloaded.status_reason
+    assert reloaded.ended_at is not None
+
+
+def test_shutdown_ends_the_running_session_as_stopped(app, fake_cli, scheduler):
+    fake_cli(session_script(60))
+    instance = scheduler(interval=0)
+    session_id = control.enqueue().id
+    wait_for(lambda: any(s.status == "running" for s in all_sessions()), timeout=5)
+    time.sleep(0.5)
+    started = time.monotonic()
+    instance.shutdown()
+    assert time.monotonic() - started < 15
+    session = db.session.get(Session, session_id, populate_existing=True)
+    assert session.status == "stopped" and "service shut down" in session.status_reason
+
+
+def test_a_scheduled_run_stopped_while_queued_does_not_stop_the_schedule(app, fake_cli, scheduler):
+    fake_cli(session_script(2))
+    control.enqueue(trigger="api")   # keeps the worker busy, so the scheduled run waits in the queue
+    scheduler(interval=1)
+    scheduled = wait_for(lambda: [s for s in all_sessions() if s.trigger == "schedule"], timeout=5)[0]
+    assert scheduled.status == "queued"
+    control.request_stop(scheduled.id)
+    # The schedule is re-armed: another scheduled run is queued after the interval.
+    later = wait_for(lambda: [s for s in all_sessions() if s.trigger == "schedule" and s.id != scheduled.id],
+                     timeout=20)
+    assert later[0].tier == 1
