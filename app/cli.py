@@ -8,7 +8,14 @@ from flask import current_app
 from flask.cli import FlaskGroup, with_appcontext
 
 from app import create_app
-from app.config import SETTINGS, TIERS
+from app.config import SETTINGS, TIERS, ConfigError
+
+
+def _create_app():
+    try:
+        return create_app()
+    except ConfigError as exc:
+        raise click.ClickException(f"invalid configuration: {exc}") from None
 
 
 class ClaudeOpsGroup(FlaskGroup):
@@ -16,7 +23,7 @@ class ClaudeOpsGroup(FlaskGroup):
     command only ever serves Claude Ops, configured from the environment."""
 
     def __init__(self, **kwargs):
-        super().__init__(create_app=lambda: create_app(), add_default_commands=False,
+        super().__init__(create_app=_create_app, add_default_commands=False,
                          add_version_option=False, load_dotenv=False, set_debug_flag=False, **kwargs)
         self.params = [p for p in self.params if p.name not in {"env_file", "app", "debug"}]
 

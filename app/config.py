@@ -18,15 +18,22 @@ class ConfigError(ValueError):
     """A setting has a value the service cannot run with."""
 
 
+def _int(raw: str) -> int:
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError("must be a whole number") from None
+
+
 def _non_negative_int(raw: str) -> int:
-    value = int(raw)
+    value = _int(raw)
     if value < 0:
         raise ValueError("must be 0 or more")
     return value
 
 
 def _positive_int(raw: str) -> int:
-    value = int(raw)
+    value = _int(raw)
     if value <= 0:
         raise ValueError("must be greater than 0")
     return value

@@ -39,10 +39,10 @@ def gunicorn_command(host: str, port: int, workers: int) -> list[str]:
 
 def serve(app: Flask, host: str, port: int, workers: int) -> int:
     apply_migrations(app)
-    # Workers must see the same state directory and key as this process.
+    # Workers must use the same state directory and database as this process
+    # (they read the same generated secret key from the state directory).
     env = dict(os.environ, CLAUDEOPS_STATE_DIR=app.config["CLAUDEOPS_STATE_DIR"],
-               CLAUDEOPS_DATABASE_URL=app.config["CLAUDEOPS_DATABASE_URL"],
-               CLAUDEOPS_SECRET_KEY=app.config["SECRET_KEY"])
+               CLAUDEOPS_DATABASE_URL=app.config["CLAUDEOPS_DATABASE_URL"])
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, _frame: stop.set())

@@ -1,0 +1,57 @@
+"""The README and --help texts stay true to the code."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.config import PROJECT_ROOT, SETTINGS, ConfigError, load_settings
+
+README = (PROJECT_ROOT / "README.md").read_text()
+
+
+def test_readme_configuration_table_matches_the_settings():
+    rows = re.findall(r"^\| `(CLAUDEOPS_\w+)` \| (.+?) \| (.+?) \|$", README, re.M)
+    assert [name for name, _, _ in rows] == [s.name for s in SETTINGS]
+    for (name, default, meaning), setting in zip(rows, SETTINGS):
+        expected = f"`{setting.default.replace(str(PROJECT_ROOT), '<checkout>')}`" if setting.default else "(empty)"
+        assert default == expected, name
+        assert meaning == setting.help, name
+
+
+def test_readme_commands_exist_and_ci_runs_the_test_command():
+    commands = re.search(r"## The two commands.*?```sh\n(.*?)```", README, re.S).group(1)
+    serve, test = [line.split()[0] for line in commands.strip().splitlines()]
+    assert (serve, test) == ("bin/serve", "bin/test")
+    for script in (serve, test):
+        assert (PROJECT_ROOT / script).stat().st_mode & 0o111
+    ci = (PROJECT_ROOT / ".ci" / "run").read_text()
+    assert re.search(r"^exec bin/test\b", ci, re.M)
+
+
+def test_readme_command_table_matches_the_cli():
+    claudeops = Path(sys.executable).with_name("claudeops")
+    help_text = subprocess.run([str(claudeops), "--help"], capture_output=True, text=True, check=True).stdout
+    listed = set(re.findall(r"^\| `claudeops (\w+)", README, re.M))
+    offered = set(re.findall(r"^  (\w+)\s", help_text.split("Commands:")[1], re.M))
+    assert listed == offered
+    serve_help = subprocess.run([str(claudeops), "serve", "--help"], capture_output=True, text=True, check=True).stdout
+    for option, default in (("--host", "127.0.0.1"), ("--port", "8080"), ("--workers", "2")):
+        assert option in serve_help and f"[{option} {default}]" in README
+
+
+def test_invalid_setting_names_the_variable():
+    with pytest.raises(ConfigError, match="CLAUDEOPS_INTERVAL='soon'"):
+        load_settings({"CLAUDEOPS_INTERVAL": "soon"})
+    with pytest.raises(ConfigError, match="CLAUDEOPS_SESSION_TIMEOUT='0': must be greater than 0"):
+        load_settings({"CLAUDEOPS_SESSION_TIMEOUT": "0"})
+    claudeops = Path(sys.executable).with_name("claudeops")
+    result = subprocess.run([str(claudeops), "config"], capture_output=True, text=True,
+                            env=dict(os.environ, CLAUDEOPS_INTERVAL="soon"))
+    assert result.returncode == 1
+    assert result.stderr.strip() == "Error: invalid configuration: CLAUDEOPS_INTERVAL='soon': must be a whole number"
+    assert load_settings({"CLAUDEOPS_TIER1_ALLOWED_TOOLS": " Bash , Read ,"})["CLAUDEOPS_TIER1_ALLOWED_TOOLS"] == ["Bash", "Read"]
