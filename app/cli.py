@@ -49,7 +49,11 @@ def serve(host: str, port: int, workers: int):
     """Apply migrations, then serve the dashboard and API with gunicorn and run
     the scheduler. Stops cleanly on SIGTERM or Ctrl-C."""
     from app.serve import serve as run_service
-    sys.exit(run_service(current_app._get_current_object(), host, port, workers))
+    from app.sessions.scheduler import SchedulerAlreadyRunning
+    try:
+        sys.exit(run_service(current_app._get_current_object(), host, port, workers))
+    except SchedulerAlreadyRunning as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 @main.command()
@@ -57,7 +61,11 @@ def serve(host: str, port: int, workers: int):
 def scheduler():
     """Run only the scheduler (apply migrations first); no web server."""
     from app.serve import run_scheduler
-    sys.exit(run_scheduler(current_app._get_current_object()))
+    from app.sessions.scheduler import SchedulerAlreadyRunning
+    try:
+        sys.exit(run_scheduler(current_app._get_current_object()))
+    except SchedulerAlreadyRunning as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 @main.command("run")

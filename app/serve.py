@@ -47,9 +47,9 @@ def serve(app: Flask, host: str, port: int, workers: int) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, _frame: stop.set())
 
-    web = subprocess.Popen(gunicorn_command(host, port, workers), env=env)
     scheduler = SessionScheduler(app)
-    scheduler.start()
+    scheduler.start()  # first: refuses to run beside another scheduler
+    web = subprocess.Popen(gunicorn_command(host, port, workers), env=env)
     log.info("dashboard on http://%s:%d with %d worker(s); one scheduler in pid %d",
              host, port, workers, os.getpid())
     exit_code = 0

@@ -2,6 +2,7 @@
 end of a run, no overlap, no pile-up, Run now, crash recovery, shutdown."""
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -137,3 +138,10 @@ def test_a_scheduled_run_stopped_while_queued_does_not_stop_the_schedule(app, fa
     later = wait_for(lambda: [s for s in all_sessions() if s.trigger == "schedule" and s.id != scheduled.id],
                      timeout=20)
     assert later[0].tier == 1
+
+
+def test_a_second_scheduler_on_the_same_state_refuses_to_start(app, scheduler):
+    from app.sessions.scheduler import SchedulerAlreadyRunning
+    scheduler(interval=0)
+    with pytest.raises(SchedulerAlreadyRunning, match=rf"another scheduler \(pid {os.getpid()}\) is running"):
+        SessionScheduler(app).start()

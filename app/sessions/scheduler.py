@@ -11,9 +11,12 @@ never the web workers.
 """
 from __future__ import annotations
 
+import fcntl
 import logging
+import os
 import threading
 from datetime import timedelta
+from pathlib import Path
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from flask import Flask
@@ -30,6 +33,10 @@ QUEUE_POLL_SECONDS = 1.0
 SCHEDULE_TRIGGER = "schedule"
 
 
+class SchedulerAlreadyRunning(RuntimeError):
+    """Another scheduler holds this state directory."""
+
+
 class SessionScheduler:
     def __init__(self, app: Flask):
         self.app = app
@@ -43,6 +50,7 @@ class SessionScheduler:
         self._worker = threading.Thread(target=self._work, name="session-worker", daemon=True)
 
     def start(self) -> None:
+        self._hold_lock()
         with self.app.app_context():
             interrupted = control.mark_interrupted()
         if interrupted:
@@ -52,6 +60,24 @@ class SessionScheduler:
             self._arm(delay_seconds=0)
         self._worker.start()
         log.info("scheduler started (interval %s)", f"{self.interval} s" if self.interval else "off: ad-hoc runs only")
+
+    def _hold_lock(self) -> None:
+        """One scheduler per state directory, even if `claudeops serve` is
+        started twice by mistake: the second refuses instead of running
+        sessions beside the first. The kernel drops the lock if we crash."""
+        path = Path(self.app.config["CLAUDEOPS_STATE_DIR"]) / "scheduler.lock"
+        self._lock_file = open(path, "a+")
+        try:
+            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock_file.seek(0)
+            holder = self._lock_file.read().strip() or "unknown"
+            self._lock_file.close()
+            raise SchedulerAlreadyRunning(
+                f"another scheduler (pid {holder}) is running on {path.parent}; stop it first") from None
+        self._lock_file.truncate(0)
+        self._lock_file.write(str(os.getpid()))
+        self._lock_file.flush()
 
     def next_scheduled_run(self):
         job = self._aps.get_job(SCHEDULED_JOB_ID)
@@ -65,6 +91,7 @@ class SessionScheduler:
         self._wake.set()
         self._aps.shutdown(wait=False)
         self._worker.join(timeout)
+        self._lock_file.close()
 
     def _arm(self, delay_seconds: float) -> None:
         self._aps.add_job(self._enqueue_scheduled, "date", id=SCHEDULED_JOB_ID, replace_existing=True,
