@@ -1,7 +1,9 @@
 """The ``claudeops`` command."""
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 
 import click
 from flask import current_app
@@ -77,13 +79,27 @@ def run_once(tier: int, prompt: str | None):
     """Run one session now, in the foreground, and print how it ended.
 
     Exits 0 if the session completed, 1 otherwise. Meant for trying a setup
-    out; a running `claudeops serve` is the way to run sessions regularly."""
+    out; it refuses while `claudeops serve` runs on the same state directory
+    (use Run now there instead), so two sessions never run at once."""
+    from app.serve import apply_migrations
     from app.sessions import control
     from app.sessions.manager import run_session
-    from app.serve import apply_migrations
-    apply_migrations(current_app._get_current_object())
-    session = control.claim(control.enqueue(tier=tier, prompt=prompt, trigger="cli").id)
-    session = run_session(session)
+    from app.sessions.scheduler import RunnerLock, SchedulerAlreadyRunning
+    app = current_app._get_current_object()
+    lock = RunnerLock(app.config["CLAUDEOPS_STATE_DIR"])
+    try:
+        lock.acquire()
+    except SchedulerAlreadyRunning as exc:
+        raise click.ClickException(f"{exc}, or use Run now in its dashboard") from None
+    # Ctrl-C or SIGTERM ends the session as stopped, with its group, instead of leaving it running.
+    shutdown = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda signum, _frame: shutdown.set())
+    try:
+        apply_migrations(app)
+        session = run_session(control.claim(control.enqueue(tier=tier, prompt=prompt, trigger="cli").id), shutdown)
+    finally:
+        lock.release()
     click.echo(f"session #{session.id}: {session.status}" + (f" ({session.status_reason})" if session.status_reason else ""))
     if session.response:
         click.echo(session.response)

@@ -143,5 +143,5 @@ def test_a_scheduled_run_stopped_while_queued_does_not_stop_the_schedule(app, fa
 def test_a_second_scheduler_on_the_same_state_refuses_to_start(app, scheduler):
     from app.sessions.scheduler import SchedulerAlreadyRunning
     scheduler(interval=0)
-    with pytest.raises(SchedulerAlreadyRunning, match=rf"another scheduler \(pid {os.getpid()}\) is running"):
+    with pytest.raises(SchedulerAlreadyRunning, match=rf"another Claude Ops process \(pid {os.getpid()}\) is running sessions"):
         SessionScheduler(app).start()

@@ -30,7 +30,7 @@ from app.timeutil import utcnow
 log = logging.getLogger(__name__)
 
 STOP_POLL_SECONDS = 1.0
-SHUTDOWN_REASON = "stopped: the service shut down during the session"
+SHUTDOWN_REASON = "the service shut down during the session"
 OPERATOR_STOP_REASON = "stopped by the operator"
 
 

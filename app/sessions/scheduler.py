@@ -37,6 +37,37 @@ class SchedulerAlreadyRunning(RuntimeError):
     """Another scheduler holds this state directory."""
 
 
+class RunnerLock:
+    """One process runs sessions per state directory: the scheduler, or a
+    foreground `claudeops run`. A second refuses instead of running sessions
+    beside the first. The kernel drops the lock if its holder crashes."""
+
+    def __init__(self, state_dir: str):
+        self.path = Path(state_dir) / "scheduler.lock"
+        self._file = None
+
+    def acquire(self) -> None:
+        handle = open(self.path, "a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            handle.close()
+            raise SchedulerAlreadyRunning(
+                f"another Claude Ops process (pid {holder}) is running sessions on {self.path.parent}; "
+                "stop it first") from None
+        handle.truncate(0)
+        handle.write(str(os.getpid()))
+        handle.flush()
+        self._file = handle
+
+    def release(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
 class SessionScheduler:
     def __init__(self, app: Flask):
         self.app = app
@@ -48,9 +79,10 @@ class SessionScheduler:
         self._schedule_lock = threading.Lock()
         self._aps = BackgroundScheduler(timezone="UTC")
         self._worker = threading.Thread(target=self._work, name="session-worker", daemon=True)
+        self._lock = RunnerLock(app.config["CLAUDEOPS_STATE_DIR"])
 
     def start(self) -> None:
-        self._hold_lock()
+        self._lock.acquire()
         with self.app.app_context():
             interrupted = control.mark_interrupted()
         if interrupted:
@@ -60,24 +92,6 @@ class SessionScheduler:
             self._arm(delay_seconds=0)
         self._worker.start()
         log.info("scheduler started (interval %s)", f"{self.interval} s" if self.interval else "off: ad-hoc runs only")
-
-    def _hold_lock(self) -> None:
-        """One scheduler per state directory, even if `claudeops serve` is
-        started twice by mistake: the second refuses instead of running
-        sessions beside the first. The kernel drops the lock if we crash."""
-        path = Path(self.app.config["CLAUDEOPS_STATE_DIR"]) / "scheduler.lock"
-        self._lock_file = open(path, "a+")
-        try:
-            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self._lock_file.seek(0)
-            holder = self._lock_file.read().strip() or "unknown"
-            self._lock_file.close()
-            raise SchedulerAlreadyRunning(
-                f"another scheduler (pid {holder}) is running on {path.parent}; stop it first") from None
-        self._lock_file.truncate(0)
-        self._lock_file.write(str(os.getpid()))
-        self._lock_file.flush()
 
     def next_scheduled_run(self):
         job = self._aps.get_job(SCHEDULED_JOB_ID)
@@ -91,7 +105,7 @@ class SessionScheduler:
         self._wake.set()
         self._aps.shutdown(wait=False)
         self._worker.join(timeout)
-        self._lock_file.close()
+        self._lock.release()
 
     def _arm(self, delay_seconds: float) -> None:
         self._aps.add_job(self._enqueue_scheduled, "date", id=SCHEDULED_JOB_ID, replace_existing=True,

@@ -1,0 +1,59 @@
+"""`claudeops run`: one session in the foreground."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from app.sessions.scheduler import RunnerLock
+from tests import streamlines as sl
+from tests.conftest import FAKE_CLAUDE
+
+CLAUDEOPS = Path(sys.executable).with_name("claudeops")
+
+
+def claudeops_env(tmp_path: Path) -> dict:
+    return dict(os.environ, CLAUDEOPS_STATE_DIR=str(tmp_path / "state"), CLAUDEOPS_CLAUDE_BIN=str(FAKE_CLAUDE))
+
+
+def test_run_prints_the_outcome_and_exits_zero(tmp_path, fake_cli):
+    fake_cli(sl.steps(sl.init(), sl.text("All healthy. [EVENT:info:web] up"), sl.result("All healthy.")))
+    result = subprocess.run([str(CLAUDEOPS), "run", "--tier", "2"], env=claudeops_env(tmp_path),
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[:2] == ["session #1: completed", "All healthy. [EVENT:info:web] up"]
+
+
+def test_run_exits_one_with_the_reason_when_the_session_fails(tmp_path, fake_cli):
+    fake_cli(sl.steps(sl.init()) + [{"exit": 2}])
+    result = subprocess.run([str(CLAUDEOPS), "run"], env=claudeops_env(tmp_path), capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 1
+    assert result.stdout.startswith("session #1: failed (the Claude CLI exited with status 2")
+
+
+def test_sigterm_stops_the_foreground_session(tmp_path, fake_cli):
+    fake_cli(sl.steps(sl.init(), sl.text("working")) + [{"sleep": 60}])
+    process = subprocess.Popen([str(CLAUDEOPS), "run"], env=claudeops_env(tmp_path), stdout=subprocess.PIPE, text=True)
+    time.sleep(3)
+    process.send_signal(signal.SIGTERM)
+    output, _ = process.communicate(timeout=20)
+    assert process.returncode == 1
+    assert output.startswith("session #1: stopped (the service shut down during the session)")
+
+
+def test_run_refuses_while_another_process_runs_sessions(tmp_path):
+    (tmp_path / "state").mkdir()
+    lock = RunnerLock(str(tmp_path / "state"))
+    lock.acquire()
+    try:
+        result = subprocess.run([str(CLAUDEOPS), "run"], env=claudeops_env(tmp_path), capture_output=True,
+                                text=True, timeout=60)
+    finally:
+        lock.release()
+    assert result.returncode == 1
+    assert f"another Claude Ops process (pid {os.getpid()}) is running sessions" in result.stderr
+    assert "use Run now in its dashboard" in result.stderr
