@@ -52,6 +52,13 @@ class Session(db.Model):
     def finished(self) -> bool:
         return self.status in FINISHED_STATUSES
 
+    @property
+    def elapsed_ms(self) -> int | None:
+        """Wall-clock time from start to end (or to now, while it runs)."""
+        if self.started_at is None:
+            return None
+        return int(((self.ended_at or utcnow()) - self.started_at).total_seconds() * 1000)
+
     def to_dict(self, detail: bool = False) -> dict:
         data = {
             "id": self.id,

@@ -56,6 +56,8 @@ def test_sessions_page_full_and_fragment(client):
     assert "<html" in page and 'hx-trigger="every 3s"' in page and "Run now" in page
     fragment = client.get("/sessions", headers={"HX-Request": "true"}).get_data(as_text=True)
     assert "<html" not in fragment and "<table" in fragment
+    restored = client.get("/sessions", headers={"HX-Request": "true", "HX-History-Restore-Request": "true"})
+    assert "<html" in restored.get_data(as_text=True) and "HX-History-Restore-Request" in restored.headers["Vary"]
     assert SCRIPT not in page and "&lt;script&gt;" in page
 
 

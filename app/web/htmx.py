@@ -5,7 +5,11 @@ from flask import make_response, render_template, request
 
 
 def is_htmx() -> bool:
-    return request.headers.get("HX-Request") == "true"
+    """An HTMX request that wants a fragment. Restoring history (Back, after
+    htmx's snapshot cache was evicted) also sends HX-Request but needs the
+    whole page, which htmx swaps into <body>."""
+    return (request.headers.get("HX-Request") == "true"
+            and request.headers.get("HX-History-Restore-Request") != "true")
 
 
 def render_page(page_template: str, fragment_template: str, **context):
@@ -13,5 +17,5 @@ def render_page(page_template: str, fragment_template: str, **context):
     otherwise; ``Vary`` keeps caches from mixing the two."""
     template = fragment_template if is_htmx() else page_template
     response = make_response(render_template(template, **context))
-    response.vary.add("HX-Request")
+    response.vary.update(("HX-Request", "HX-History-Restore-Request"))
     return response

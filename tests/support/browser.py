@@ -1,0 +1,121 @@
+"""Drive Debian's chromium through Playwright (sync API) for the browser tests.
+
+No browser is ever downloaded: chromium comes from ``CLAUDEOPS_TEST_CHROMIUM``
+(bin/test sets it to the path of ``chromium``). The machine has no internet, so
+chromium's own background traffic (updates, sync, QUIC probes) is switched off.
+
+``PageGuard`` records what a page did that a test should never see: requests
+to another host, dialogs (``alert``/``confirm``, e.g. from injected script),
+JavaScript errors, console errors (htmx logs failed swaps there) and HTTP
+errors answered to the page.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+CHROMIUM_ENV = "CLAUDEOPS_TEST_CHROMIUM"
+
+# headless=True makes Playwright pass --headless, which is the new headless mode
+# in chromium since version 132.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+ALLOWED_HOST = "127.0.0.1"
+
+
+def chromium_path() -> str:
+    """The chromium to drive, or skip the test when none was provided."""
+    path = os.environ.get(CHROMIUM_ENV)
+    if not path:
+        pytest.skip(f"{CHROMIUM_ENV} is not set; run the suite through bin/test, which installs "
+                    "Debian's chromium and exports its path")
+    if not Path(path).exists():
+        pytest.skip(f"{CHROMIUM_ENV}={path!r} does not exist")
+    return path
+
+
+def launch(playwright):
+    return playwright.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
+
+
+@dataclass
+class PageGuard:
+    """What a browser context did that the tests forbid; ``problems()`` lists it."""
+    requests: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+    console_errors: list[str] = field(default_factory=list)
+    http_errors: list[str] = field(default_factory=list)
+
+    def watch_context(self, context) -> None:
+        context.on("request", lambda request: self.requests.append(request.url))
+        context.on("response", self._on_response)
+
+    def watch_page(self, page) -> None:
+        page.on("dialog", self._on_dialog)
+        page.on("pageerror", lambda error: self.page_errors.append(str(error)))
+        page.on("console", self._on_console)
+
+    def _on_dialog(self, dialog) -> None:
+        self.dialogs.append(f"{dialog.type}: {dialog.message}")
+        dialog.dismiss()
+
+    def _on_console(self, message) -> None:
+        if message.type == "error" and not _is_favicon(message.location.get("url", "")):
+            self.console_errors.append(message.text)
+
+    def _on_response(self, response) -> None:
+        if response.status >= 400 and not _is_favicon(response.url):
+            self.http_errors.append(f"{response.status} {response.request.method} {response.url}")
+
+    def foreign_requests(self) -> list[str]:
+        return [url for url in self.requests
+                if urlsplit(url).scheme not in ("http", "https") or urlsplit(url).hostname != ALLOWED_HOST]
+
+    def problems(self) -> list[str]:
+        found = []
+        found += [f"request to another host: {url}" for url in self.foreign_requests()]
+        found += [f"dialog opened: {text}" for text in self.dialogs]
+        found += [f"JavaScript error: {text}" for text in self.page_errors]
+        found += [f"console error: {text}" for text in self.console_errors]
+        found += [f"HTTP error: {text}" for text in self.http_errors]
+        return found
+
+
+def _is_favicon(url: str) -> bool:
+    # Chromium asks every site for /favicon.ico; the dashboard has none.
+    return urlsplit(url).path == "/favicon.ico"
+
+
+def write_script(path: Path, steps: list[dict]) -> None:
+    """Replace the fake CLI's script in one step, so a CLI starting meanwhile
+    reads either the old script or the new one, never half a file."""
+    draft = path.with_name(path.name + ".draft")
+    draft.write_text(json.dumps(steps))
+    os.replace(draft, path)
+
+
+def wait_for(predicate, timeout: float = 20.0, interval: float = 0.2, what: str = "condition"):
+    """Poll a (server-side) condition; returns its first truthy value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"{what} not met within {timeout} s")
+        time.sleep(interval)

@@ -1,0 +1,392 @@
+"""The dashboard in a real browser (Debian's chromium through Playwright)
+against the real service (`claudeops serve`: gunicorn + the scheduler) running
+the fake CLI: Run now and the live activity log, Stop, the Events page's
+filters and polling, escaping of agent and operator text, the polling list.
+
+One service and one browser serve the whole module (the service takes a few
+seconds to start). The fake CLI reads its script when a session starts, so
+each test rewrites the script before it triggers a session; sessions run one
+at a time, and every test leaves the service idle for the next one.
+"""
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from playwright.sync_api import expect, sync_playwright
+
+from tests import streamlines as sl
+from tests.conftest import FAKE_CLAUDE
+from tests.support.browser import PageGuard, chromium_path, launch, wait_for, write_script
+from tests.support.service import Service
+
+pytestmark = pytest.mark.browser
+
+PAYLOAD_SCRIPT = "<script>window.__pwned=1</script>"
+PAYLOAD_IMG = '<img src=x onerror="window.__pwned=1">'
+PAYLOAD_ATTR = '"><svg onload="alert(document.domain)">'
+
+# Set on a page once it has loaded; still there later means the page was never reloaded.
+LOAD_TOKEN = "window.__loadToken = Math.random().toString(36).slice(2)"
+UNFINISHED = ("queued", "running")
+
+
+# ---------------------------------------------------------------- fixtures
+
+@pytest.fixture(scope="module")
+def browser():
+    chromium_path()  # skips before anything starts when bin/test did not provide chromium
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def service(browser, tmp_path_factory):  # after `browser`: no service is started when chromium is missing
+    root = tmp_path_factory.mktemp("browser")
+    script = root / "script.json"
+    write_script(script, sl.steps(sl.init(), sl.result("idle")))
+    svc = Service(root / "state", {"CLAUDEOPS_INTERVAL": "0", "CLAUDEOPS_CLAUDE_BIN": str(FAKE_CLAUDE),
+                                   "FAKE_CLAUDE_SCRIPT": str(script)}, workers=2)
+    svc.script_path = script
+    svc.start()
+    yield svc
+    svc.terminate()
+
+
+@pytest.fixture(autouse=True)
+def idle_service(service):
+    """Every test starts and leaves the service with no session queued or running."""
+    settle(service)
+    yield
+    settle(service)
+
+
+@pytest.fixture
+def guard():
+    return PageGuard()
+
+
+@pytest.fixture
+def page(browser, service, guard):
+    context = browser.new_context(base_url=service.base_url, viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(10_000)
+    guard.watch_context(context)
+    page = context.new_page()
+    guard.watch_page(page)
+    yield page
+    context.close()
+    assert guard.requests, "the page made no requests at all"
+    assert not guard.problems(), "\n".join(guard.problems())
+
+
+# ---------------------------------------------------------------- helpers
+
+def settle(svc: Service, timeout: float = 20.0) -> None:
+    """Stop whatever is queued or running, and wait until it has ended."""
+    def unfinished():
+        return [s for s in svc.get("/api/v1/sessions?limit=100")[1]["sessions"] if s["status"] in UNFINISHED]
+    for session in unfinished():
+        svc.post(f"/api/v1/sessions/{session['id']}/stop")
+    try:
+        wait_for(lambda: not unfinished(), timeout=timeout, what="service idle")
+    except AssertionError:
+        raise AssertionError(f"sessions still unfinished: {unfinished()}\n--- service log ---\n{svc.log()[-4000:]}")
+
+
+def session(svc: Service, session_id: int) -> dict:
+    status, body = svc.get(f"/api/v1/sessions/{session_id}")
+    assert status == 200, body
+    return body
+
+
+def trigger(svc: Service, steps: list[dict], **body) -> int:
+    write_script(svc.script_path, steps)
+    status, created = svc.post("/api/v1/sessions/trigger", body)
+    assert status == 201, created
+    return created["id"]
+
+
+def wait_status(svc: Service, session_id: int, *statuses: str, timeout: float = 20.0) -> dict:
+    return wait_for(lambda: (lambda s: s if s["status"] in statuses else None)(session(svc, session_id)),
+                    timeout=timeout, what=f"session {session_id} {'/'.join(statuses)}")
+
+
+def mark_loaded(page) -> str:
+    return page.evaluate(f"{LOAD_TOKEN}")
+
+
+def assert_not_reloaded(page, token: str) -> None:
+    assert page.evaluate("window.__loadToken") == token, "the page was reloaded"
+
+
+def token() -> str:
+    return uuid.uuid4().hex[:10]
+
+
+def event_rows(page) -> list[dict]:
+    """The Events table as data: level, service, message per row."""
+    return page.eval_on_selector_all("#event-rows tbody tr", """rows => rows
+        .filter(r => r.cells.length === 5)
+        .map(r => ({level: r.cells[1].textContent.trim(), service: r.cells[2].textContent.trim(),
+                    message: r.cells[3].textContent.trim()}))""")
+
+
+def wait_for_messages(page, tok: str, expected: set[str], timeout: int = 10_000) -> None:
+    """Wait until the Events table's rows carrying ``tok`` are exactly ``expected``."""
+    page.wait_for_function("""([tok, expected]) => {
+        const shown = [...document.querySelectorAll('#event-rows tbody td.message')]
+            .map(td => td.textContent.trim()).filter(m => m.includes(tok)).sort();
+        return JSON.stringify(shown) === JSON.stringify(expected);
+    }""", arg=[tok, sorted(expected)], timeout=timeout)
+
+
+def wait_for_swap(page, selector: str, timeout_ms: int = 6_000) -> None:
+    """Wait for the next htmx swap into ``selector`` (e.g. one polling round) to settle."""
+    page.evaluate("""([selector, timeout]) => new Promise((resolve, reject) => {
+        const target = document.querySelector(selector);
+        const timer = setTimeout(() => reject(new Error(`no htmx swap into ${selector} in ${timeout} ms`)), timeout);
+        target.addEventListener("htmx:afterSettle", () => { clearTimeout(timer); resolve(true); }, {once: true});
+    })""", [selector, timeout_ms])
+
+
+# ---------------------------------------------------------------- tests
+
+def test_run_now_shows_the_session_live_until_it_completes(page, service, tmp_path):
+    tok = token()
+    steps = (sl.steps(sl.init()) + [{"sleep": 2.0}]
+             + sl.steps(sl.text(f"Checking the database.\n[EVENT:warning:postgres] replication lag {tok}"))
+             + [{"sleep": 1.5}]
+             + sl.steps(sl.tool_use(f"systemctl status postgresql  # {tok}"))
+             + [{"sleep": 1.5}]
+             + sl.steps(sl.tool_result(f"active (running) {tok}"))
+             + [{"sleep": 1.5}]
+             + sl.steps(sl.text(f"All checked {tok}.\n[EVENT:info:nginx] proxy healthy"),
+                        sl.result("All checked.")))
+    write_script(service.script_path, steps)
+
+    page.goto("/sessions")
+    page.select_option("select[name=tier]", "2")
+    page.fill("textarea[name=prompt]", f"Why is postgres slow? {tok}")
+    page.get_by_role("button", name="Run now").click()
+
+    expect(page).to_have_url(re.compile(r"/sessions/\d+$"))
+    session_id = int(page.url.rsplit("/", 1)[1])
+    expect(page.get_by_role("heading", name=f"Session #{session_id}")).to_be_visible()
+    expect(page.locator(".flash")).to_contain_text(f"Session #{session_id} queued")
+    loaded = mark_loaded(page)
+    navigations = []
+    page.on("framenavigated", lambda frame: frame == page.main_frame and navigations.append(frame.url))
+    ids_at_load = set(page.locator("#activity > li").evaluate_all("els => els.map(e => e.dataset.id)"))
+    status_at_load = page.locator("#session-status").text_content().strip()
+    assert status_at_load in UNFINISHED
+    assert page.locator("#response-section").inner_text().strip() == ""
+
+    api = session(service, session_id)
+    assert (api["tier"], api["trigger"], api["prompt"]) == (2, "dashboard", f"Why is postgres slow? {tok}")
+
+    activity = page.locator("#activity")
+    expect(page.locator("#session-status")).to_have_text("running", timeout=10_000)
+    marker = activity.locator("li.act-marker", has=page.locator(".badge.marker", has_text="event:warning:postgres"))
+    expect(marker).to_be_visible(timeout=10_000)
+    expect(marker).to_contain_text(f"replication lag {tok}")
+    expect(activity.locator("li.act-text").first).to_contain_text("Checking the database.")
+    tool_use = activity.locator("li.act-tool_use")
+    expect(tool_use).to_have_count(1, timeout=10_000)
+    expect(tool_use.locator(".act-title")).to_have_text("Bash")
+    expect(tool_use).to_contain_text(f"systemctl status postgresql  # {tok}")
+    expect(activity.locator("li.act-tool_result")).to_contain_text(f"active (running) {tok}", timeout=10_000)
+    expect(activity.locator(".badge.marker", has_text="event:info:nginx")).to_be_visible(timeout=10_000)
+
+    expect(page.locator("#session-status")).to_have_text("completed", timeout=10_000)
+    response = page.locator("#response-section")
+    expect(response.get_by_role("heading", name="Response")).to_be_visible(timeout=5_000)
+    expect(response.locator("pre.response")).to_contain_text(f"All checked {tok}.")
+    expect(page.locator("dl.meta")).to_contain_text("2 · sonnet")
+    expect(page.locator("#stop-button")).to_have_count(0)
+    expect(page.locator("#live-poller")).not_to_have_attribute("hx-get", re.compile("."))
+
+    # Everything above arrived through polling: same document, no navigation.
+    assert_not_reloaded(page, loaded)
+    assert navigations == []
+    ids_now = page.locator("#activity > li").evaluate_all("els => els.map(e => e.dataset.id)")
+    # Each entry once, in order: appended poll by poll, never duplicated or reordered.
+    kinds = page.locator("#activity > li .act-kind").all_text_contents()
+    assert kinds == ["text", "marker", "tool use", "tool result", "text", "marker"], kinds
+    assert len(set(ids_now)) == len(ids_now) and ids_now == sorted(ids_now, key=int), ids_now
+    assert set(ids_now) - ids_at_load, "no activity arrived after the page loaded"
+
+    api = session(service, session_id)
+    assert (api["status"], api["tier"], api["model"]) == ("completed", 2, "sonnet")
+    shot = Path(tmp_path) / "session-detail.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 0
+
+
+def test_stop_button_stops_a_running_session(page, service):
+    session_id = trigger(service, sl.steps(sl.init(), sl.text("Starting a long check."))
+                         + [{"sleep": 60}] + sl.steps(sl.result("never")))
+    page.goto(f"/sessions/{session_id}")
+    # Stop while running (while queued it would be "stopped ... before it started").
+    expect(page.locator("#session-status")).to_have_text("running", timeout=10_000)
+    expect(page.locator("#activity")).to_contain_text("Starting a long check.", timeout=10_000)
+
+    started = time.monotonic()
+    page.get_by_role("button", name="Stop").click()
+    expect(page.locator(".flash")).to_contain_text(f"Stop requested for session #{session_id}.")
+    expect(page.locator("#session-status")).to_have_text("stopped", timeout=10_000)
+    expect(page.locator("#session-header .reason")).to_have_text("stopped by the operator")
+    expect(page.locator("#stop-button")).to_have_count(0)
+    assert time.monotonic() - started < 10
+
+    api = session(service, session_id)
+    assert (api["status"], api["status_reason"]) == ("stopped", "stopped by the operator")
+
+
+def test_events_filters_and_live_polling(page, service):
+    tok = token()
+    seeded = [("info", "nginx", f"{tok} nginx up"), ("warning", "postgres", f"{tok} replication lag"),
+              ("critical", "postgres", f"{tok} postgres down"), ("warning", "nginx", f"{tok} nginx slow"),
+              ("critical", "nas", f"{tok} disk failing")]
+    lines = "\n".join(f"[EVENT:{level}:{svc}] {message}" for level, svc, message in seeded)
+    seed = trigger(service, sl.steps(sl.init(), sl.text(lines), sl.result("seeded")))
+    wait_status(service, seed, "completed")
+
+    page.goto("/events")
+    every = {message for _, _, message in seeded}
+    wait_for_messages(page, tok, every, timeout=2_000)
+    loaded = mark_loaded(page)
+
+    page.select_option("#event-filters select[name=level]", "warning")
+    wait_for_messages(page, tok, {f"{tok} replication lag", f"{tok} nginx slow"})
+    expect(page).to_have_url(re.compile(r"/events\?level=warning"))
+    rows = event_rows(page)
+    assert rows and all(row["level"] == "warning" for row in rows), rows
+
+    page.select_option("#event-filters select[name=service]", "postgres")
+    wait_for_messages(page, tok, {f"{tok} replication lag"})
+    rows = event_rows(page)
+    assert rows and all((row["level"], row["service"]) == ("warning", "postgres") for row in rows), rows
+
+    page.select_option("#event-filters select[name=level]", label="all")
+    wait_for_messages(page, tok, {f"{tok} replication lag", f"{tok} postgres down"})
+    rows = event_rows(page)
+    assert rows and all(row["service"] == "postgres" for row in rows), rows
+    assert {row["level"] for row in rows} >= {"warning", "critical"}
+    expect(page).to_have_url(re.compile(r"service=postgres"))
+    assert_not_reloaded(page, loaded)
+
+    # A running session records a new event: the 5 s poll shows it, with the
+    # page's filters still applied (the nginx event must not appear).
+    running = trigger(service, sl.steps(sl.init(), sl.text(
+        f"[EVENT:critical:postgres] {tok} primary unreachable\n[EVENT:info:nginx] {tok} nginx still fine"))
+        + [{"sleep": 30}] + sl.steps(sl.result("never")))
+
+    def recorded():
+        events = service.get("/api/v1/events?service=postgres&limit=10")[1]["events"]
+        return any(e["message"] == f"{tok} primary unreachable" for e in events)
+    wait_for(recorded, timeout=15, what="event recorded")
+    recorded_at = time.monotonic()
+    new_row = page.locator("#event-rows tbody tr", has_text=f"{tok} primary unreachable")
+    expect(new_row).to_be_visible(timeout=7_000)  # one 5 s polling period, plus slack
+    assert time.monotonic() - recorded_at < 7
+    expect(new_row.locator(".badge")).to_have_text("critical")
+    assert session(service, running)["status"] == "running", "the event should show while its session runs"
+    wait_for_messages(page, tok, {f"{tok} replication lag", f"{tok} postgres down", f"{tok} primary unreachable"},
+                      timeout=1_000)
+    assert all(row["service"] == "postgres" for row in event_rows(page))
+    assert_not_reloaded(page, loaded)
+
+
+def test_agent_and_operator_text_is_shown_as_text_never_run(page, service, guard):
+    tok = token()
+    hostile = f"{PAYLOAD_SCRIPT} {PAYLOAD_IMG} {PAYLOAD_ATTR}"
+    steps = (sl.steps(sl.init()) + [{"sleep": 2.0}]
+             + sl.steps(sl.text(f"Found {tok}: {hostile}\n[EVENT:critical:web] {tok} {hostile}"),
+                        sl.tool_use(f"echo '{PAYLOAD_SCRIPT}'"), sl.tool_result(hostile))
+             + [{"sleep": 1.0}] + sl.steps(sl.result("done")))
+    session_id = trigger(service, steps, prompt=f"{tok} {hostile}")
+
+    # Live: the activity arrives through htmx swaps (which would run <script>s).
+    page.goto(f"/sessions/{session_id}")
+    assert page.locator("#activity > li").count() == 0, "the activity should arrive after the page loaded"
+    expect(page.locator("#session-status")).to_have_text("completed", timeout=15_000)
+    expect(page.locator("#response-section pre.response")).to_be_visible()
+
+    def check(where: str) -> None:
+        for payload in (PAYLOAD_SCRIPT, PAYLOAD_IMG, PAYLOAD_ATTR):
+            assert page.locator("main").get_by_text(payload).count() >= 1, f"{payload!r} not shown as text on {where}"
+        assert page.evaluate("typeof window.__pwned") == "undefined", f"injected script ran on {where}"
+        assert page.locator("main script, main img, main svg").count() == 0, f"markup injected on {where}"
+
+    check("the live detail page")
+    activity = page.locator("#activity")
+    expect(activity.locator("li.act-text")).to_contain_text(PAYLOAD_SCRIPT)
+    expect(activity.locator("li.act-marker")).to_contain_text(PAYLOAD_IMG)
+    expect(activity.locator("li.act-tool_use")).to_contain_text(PAYLOAD_SCRIPT)
+    expect(activity.locator("li.act-tool_result")).to_contain_text(PAYLOAD_ATTR)
+    expect(page.locator("section", has=page.get_by_role("heading", name="Operator's request"))).to_contain_text(hostile)
+
+    page.reload()  # the same page rendered in full
+    expect(page.locator("#session-status")).to_have_text("completed")
+    check("the detail page")
+
+    page.goto("/events")
+    row = page.locator("#event-rows tbody tr", has_text=tok)
+    expect(row.locator("td.message")).to_have_text(f"{tok} {hostile}")
+    check("the Events page")
+
+    page.goto("/sessions")
+    expect(page.locator("#session-rows td.clip", has_text=tok)).to_have_text(f"{tok} {hostile}")
+    check("the Sessions page")
+    wait_for_swap(page, "#session-rows")  # the rows the poll swaps in must be inert too
+    check("the polled Sessions page")
+
+    assert guard.dialogs == []
+    assert not [url for url in guard.requests if url.rstrip("/").endswith("/x")], "an injected <img> loaded"
+
+
+def test_sessions_list_shows_a_new_session_without_reload(page, service):
+    tok = token()
+    page.goto("/sessions")
+    expect(page.locator("#session-rows table")).to_be_visible()
+    loaded = mark_loaded(page)
+    row = page.locator("#session-rows tbody tr", has_text=tok)
+    expect(row).to_have_count(0)
+
+    session_id = trigger(service, sl.steps(sl.init()) + [{"sleep": 1.0}] + sl.steps(sl.result("ok")),
+                         prompt=f"Look at the backups {tok}", start_tier=3)
+    created = time.monotonic()
+    expect(row).to_have_count(1, timeout=5_000)  # one 3 s polling period, plus slack
+    assert time.monotonic() - created < 5
+    expect(row.locator("a")).to_have_text(f"#{session_id}")
+    expect(row.locator("td").nth(1)).to_have_text("3")
+    expect(row.locator("td").nth(2)).to_have_text("api")
+    expect(row.locator(".badge")).to_have_text("completed", timeout=10_000)
+    assert_not_reloaded(page, loaded)
+
+    row.locator("a").click()
+    expect(page).to_have_url(re.compile(rf"/sessions/{session_id}$"))
+    expect(page.locator("#session-status")).to_have_text("completed")
+
+
+def test_back_after_filtering_restores_the_whole_events_page(page, service):
+    """On a history-cache miss htmx re-fetches the page with HX-Request set; it
+    must get the whole page back, not the rows fragment."""
+    page.goto("/events")
+    page.select_option("#event-filters select[name=level]", "warning")
+    expect(page).to_have_url(re.compile(r"level=warning"))
+    page.select_option("#event-filters select[name=level]", "critical")
+    expect(page).to_have_url(re.compile(r"level=critical"))
+    # htmx keeps snapshots of the last 10 URLs only (htmx.config.historyCacheSize);
+    # drop them, as after more filter changes than that.
+    page.evaluate("sessionStorage.removeItem('htmx-history-cache')")
+    page.go_back()
+    expect(page).to_have_url(re.compile(r"level=warning"))
+    expect(page.locator("nav.sidebar")).to_be_visible(timeout=3_000)
+    expect(page.locator("#event-filters select[name=level]")).to_have_value("warning", timeout=1_000)
