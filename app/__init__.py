@@ -9,9 +9,9 @@ from typing import Any, Iterable, Optional
 
 from flask import Flask
 
-from app.config import PROJECT_ROOT, derive_paths, load_settings
+from app.config import PROJECT_ROOT, SETTINGS, Setting, derive_paths, load_settings
 from app.extensions import csrf, db, migrate
-from app.plugins import make_plugin_manager
+from app.plugins import flatten, make_plugin_manager
 
 MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
 
@@ -24,7 +24,13 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
     which is how a test adds a plugin for one app only.
     """
     app = Flask(__name__, template_folder=str(PROJECT_ROOT / "templates"))
-    app.config.update(load_settings())
+    test_config = test_config or {}
+    pm = make_plugin_manager(extra_plugins=plugins,
+                             load_entry_points=test_config.get("CLAUDEOPS_LOAD_ENTRY_POINTS", True))
+    app.extensions["claudeops.plugins"] = pm
+    settings = SETTINGS + tuple(s for s in flatten(pm.hook.claudeops_settings()) if isinstance(s, Setting))
+    app.extensions["claudeops.settings"] = settings
+    app.config.update(load_settings(settings=settings))
     if test_config:
         app.config.update(test_config)
     derive_paths(app.config)
@@ -40,9 +46,8 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
     db.init_app(app)
     migrate.init_app(app, db, directory=str(MIGRATIONS_DIR))
     csrf.init_app(app)
-
-    pm = make_plugin_manager(extra_plugins=plugins, load_entry_points=app.config.get("CLAUDEOPS_LOAD_ENTRY_POINTS", True))
-    app.extensions["claudeops.plugins"] = pm
+    for command in flatten(pm.hook.claudeops_cli_commands()):
+        app.cli.add_command(command)
 
     from app import models  # noqa: F401  (the host's tables join the metadata)
     from app.web import register_web

@@ -10,7 +10,7 @@ from flask import current_app
 from flask.cli import FlaskGroup, with_appcontext
 
 from app import create_app
-from app.config import SETTINGS, TIERS, ConfigError
+from app.config import TIERS, ConfigError
 
 
 def _create_app():
@@ -110,7 +110,7 @@ def run_once(tier: int, prompt: str | None):
 @with_appcontext
 def show_config():
     """Print every setting with its effective value."""
-    for setting in SETTINGS:
+    for setting in current_app.extensions["claudeops.settings"]:
         value = current_app.config[setting.name]
         if setting.name == "CLAUDEOPS_SECRET_KEY" and value:
             value = "(set)"

@@ -97,11 +97,13 @@ SETTINGS: tuple[Setting, ...] = (
 TIERS = {1: "observe", 2: "investigate", 3: "remediate"}
 
 
-def load_settings(environ: dict[str, str] | None = None) -> dict[str, Any]:
-    """Read every setting from ``environ`` (default: the process environment)."""
+def load_settings(environ: dict[str, str] | None = None,
+                  settings: tuple[Setting, ...] | list[Setting] = SETTINGS) -> dict[str, Any]:
+    """Read ``settings`` (default: the host's) from ``environ`` (default: the
+    process environment)."""
     environ = os.environ if environ is None else environ
     values: dict[str, Any] = {}
-    for setting in SETTINGS:
+    for setting in settings:
         raw = environ.get(setting.name, setting.default)
         if setting.name == "CLAUDEOPS_STATE_DIR" and not Path(raw).is_absolute() and setting.name not in environ:
             raw = str(PROJECT_ROOT / raw)

@@ -15,6 +15,50 @@ hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 
+@hookspec(historic=True)
+def claudeops_add_hookspecs(pluginmanager):
+    """Declare a plugin's own hooks, for other plugins to implement.
+
+    Called once for every plugin as it is registered, before the service
+    starts (historic: a plugin registered later is still called).
+
+    :param pluginmanager: the ``pluggy.PluginManager``; call
+        ``pluginmanager.add_hookspecs(module_or_class)``.
+    :returns: ``None``.
+
+    All implementations are called.
+    """
+
+
+@hookspec
+def claudeops_settings():
+    """Declare a plugin's settings (``CLAUDEOPS_*`` environment variables).
+
+    Called once, when the application is created, before any other hook
+    reads configuration.
+
+    :returns: a list of :class:`~app.plugin_types.Setting`. The host parses
+        each from the environment into ``app.config`` (a bad value stops the
+        service with a message naming the variable) and lists it in
+        ``claudeops config``.
+
+    All implementations are called (results collected).
+    """
+
+
+@hookspec
+def claudeops_cli_commands():
+    """Add subcommands to the ``claudeops`` command.
+
+    Called once, when the application is created.
+
+    :returns: a list of ``click`` commands or groups; each runs inside an
+        application context.
+
+    All implementations are called (results collected).
+    """
+
+
 @hookspec
 def claudeops_markers(text, run):
     """Find and record this plugin's markers in one block of the agent's text.

@@ -12,6 +12,8 @@ from typing import Optional
 
 from flask import Blueprint
 
+from app.config import Setting  # noqa: F401  (part of the plugin API: claudeops_settings returns these)
+
 
 @dataclass(frozen=True)
 class RunInfo:

@@ -32,6 +32,8 @@ BUILTIN_PLUGINS = ("plugins.events",)
 def make_plugin_manager(extra_plugins: Iterable[Any] = (), load_entry_points: bool = True) -> pluggy.PluginManager:
     pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
     pm.add_hookspecs(hookspecs)
+    # Historic: every plugin registered from here on may add hookspecs of its own.
+    pm.hook.claudeops_add_hookspecs.call_historic(kwargs={"pluginmanager": pm})
     for name in HOST_PLUGINS + BUILTIN_PLUGINS:
         pm.register(importlib.import_module(name), name=name)
     if load_entry_points:

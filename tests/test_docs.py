@@ -46,12 +46,12 @@ def test_readme_command_table_matches_the_cli():
 
 def test_invalid_setting_names_the_variable():
     with pytest.raises(ConfigError, match="CLAUDEOPS_INTERVAL='soon'"):
-        load_settings({"CLAUDEOPS_INTERVAL": "soon"})
+        load_settings(environ={"CLAUDEOPS_INTERVAL": "soon"})
     with pytest.raises(ConfigError, match="CLAUDEOPS_SESSION_TIMEOUT='0': must be greater than 0"):
-        load_settings({"CLAUDEOPS_SESSION_TIMEOUT": "0"})
+        load_settings(environ={"CLAUDEOPS_SESSION_TIMEOUT": "0"})
     claudeops = Path(sys.executable).with_name("claudeops")
     result = subprocess.run([str(claudeops), "config"], capture_output=True, text=True,
                             env=dict(os.environ, CLAUDEOPS_INTERVAL="soon"))
     assert result.returncode == 1
     assert result.stderr.strip() == "Error: invalid configuration: CLAUDEOPS_INTERVAL='soon': must be a whole number"
-    assert load_settings({"CLAUDEOPS_TIER1_ALLOWED_TOOLS": " Bash , Read ,"})["CLAUDEOPS_TIER1_ALLOWED_TOOLS"] == ["Bash", "Read"]
+    assert load_settings(environ={"CLAUDEOPS_TIER1_ALLOWED_TOOLS": " Bash , Read ,"})["CLAUDEOPS_TIER1_ALLOWED_TOOLS"] == ["Bash", "Read"]

@@ -274,3 +274,86 @@ def test_hook_claudeops_overview_cards_render_in_position_order_and_survive_a_br
     cards = html[html.index('<section class="cards">'):]
     assert cards.index("Alpha card") < cards.index("Sessions") < cards.index("Events in 24 h") < cards.index("Zeta card")
     assert "&lt;b&gt;2&lt;/b&gt;" in html
+
+
+# --- claudeops_add_hookspecs --------------------------------------------------
+
+class GreetingSpecs:
+    @staticmethod
+    @hookspecs.hookspec(firstresult=True)
+    def claudeops_test_greeting(name):
+        """A hook one plugin declares and another implements."""
+
+
+def test_hook_claudeops_add_hookspecs_lets_a_plugin_declare_hooks_for_others():
+    class Declarer:
+        @hookimpl
+        def claudeops_add_hookspecs(self, pluginmanager):
+            pluginmanager.add_hookspecs(GreetingSpecs)
+
+    class Implementer:
+        @hookimpl
+        def claudeops_test_greeting(self, name):
+            return f"hello {name}"
+
+    # The implementer is registered before the declarer: the spec still applies.
+    pm = make_plugin_manager([Implementer(), Declarer()], load_entry_points=False)
+    assert pm.hook.claudeops_test_greeting(name="ops") == "hello ops"
+
+
+def test_hook_claudeops_add_hookspecs_an_unknown_hook_still_fails_without_it():
+    class Implementer:
+        @hookimpl
+        def claudeops_test_greeting(self, name):
+            return name
+    with pytest.raises(Exception, match="unknown hook 'claudeops_test_greeting'"):
+        make_plugin_manager([Implementer()], load_entry_points=False)
+
+
+# --- claudeops_settings -------------------------------------------------------
+
+class WidgetSettings:
+    @hookimpl
+    def claudeops_settings(self):
+        from app.plugin_types import Setting
+        return [Setting("CLAUDEOPS_WIDGET_LIMIT", "5", "How many widgets.", int)]
+
+
+def test_hook_claudeops_settings_are_read_from_the_environment(tmp_path, monkeypatch):
+    assert make_app(tmp_path / "a", plugins=[WidgetSettings()]).config["CLAUDEOPS_WIDGET_LIMIT"] == 5
+    monkeypatch.setenv("CLAUDEOPS_WIDGET_LIMIT", "12")
+    app = make_app(tmp_path / "b", plugins=[WidgetSettings()])
+    assert app.config["CLAUDEOPS_WIDGET_LIMIT"] == 12
+    assert "CLAUDEOPS_WIDGET_LIMIT" in [s.name for s in app.extensions["claudeops.settings"]]
+
+
+def test_hook_claudeops_settings_bad_value_names_the_variable(tmp_path, monkeypatch):
+    from app.config import ConfigError
+    monkeypatch.setenv("CLAUDEOPS_WIDGET_LIMIT", "many")
+    with pytest.raises(ConfigError, match="CLAUDEOPS_WIDGET_LIMIT='many'"):
+        make_app(tmp_path, plugins=[WidgetSettings()])
+
+
+# --- claudeops_cli_commands ---------------------------------------------------
+
+def test_hook_claudeops_cli_commands_adds_a_subcommand(tmp_path):
+    import click
+    from flask import current_app
+
+    @click.command("widgets")
+    @click.option("--count", default=1)
+    def widgets(count):
+        """List widgets."""
+        click.echo(f"{count} widgets in {current_app.config['CLAUDEOPS_STATE_DIR']}")
+
+    class Commands:
+        @hookimpl
+        def claudeops_cli_commands(self):
+            return [widgets]
+
+    from app.cli import main
+    app = make_app(tmp_path, plugins=[Commands()])
+    # Through the real `claudeops` group, which pushes the application context.
+    result = app.test_cli_runner().invoke(main, ["widgets", "--count", "3"])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == f"3 widgets in {app.config['CLAUDEOPS_STATE_DIR']}"
