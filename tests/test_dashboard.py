@@ -28,7 +28,7 @@ def test_sidebar_lists_pages_in_order(client):
     html = client.get("/").get_data(as_text=True)
     nav = html[html.index('<nav class="sidebar"'):html.index("</nav>")]
     labels = re.findall(r'>([A-Za-z ]+)</a></li>', nav)
-    assert labels == ["Overview", "Sessions", "Events"]
+    assert labels == ["Overview", "Sessions", "Events", "Memories"]
     assert 'aria-current="page"' in nav.split("Sessions")[0]
 
 

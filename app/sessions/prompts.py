@@ -55,7 +55,7 @@ def environment_section(run: RunInfo, workdir: str) -> str:
 
 
 def system_prompt(run: RunInfo, workdir: str) -> str:
-    sections = [_as_section(result) for result in call_each("claudeops_prompt_context", run=run)]
+    sections = [_as_section(result) for result in call_each("claudeops_prompt_context", run=run, commit_each=True)]
     ordered = sorted((s for s in sections if s and s.text.strip()), key=lambda s: (s.position, s.name))
     return "\n\n".join([environment_section(run, workdir)] + [s.text.strip() for s in ordered])
 

@@ -1,0 +1,123 @@
+"""``/api/v1/memories``: list, create, read, update, delete, bulk delete,
+history, and the context the next session will be given."""
+from __future__ import annotations
+
+from flask import Blueprint, current_app, request
+from sqlalchemy import select
+
+from app.extensions import db
+from app.web.apiutil import ApiError, json_body, json_error, page, pagination
+from plugins.memory import queries, store
+from plugins.memory.context import build_memory_context
+from plugins.memory.models import Memory, MemoryHistory
+
+api = Blueprint("memory_api", __name__)
+
+CREATE_FIELDS = {"service", "category", "observation", "confidence"}
+UPDATE_FIELDS = {"observation", "confidence", "active", "pinned"}
+
+
+def _get(memory_id: int) -> Memory:
+    memory = db.session.get(Memory, memory_id)
+    if memory is None:
+        raise ApiError(f"memory {memory_id} not found", 404)
+    return memory
+
+
+def _only(body: dict, allowed: set[str]) -> None:
+    unknown = sorted(set(body) - allowed)
+    if unknown:
+        raise ApiError(f"unknown field(s): {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}")
+
+
+def _active_arg():
+    raw = request.args.get("active")
+    if raw in (None, ""):
+        return None
+    if raw.lower() in ("true", "1", "yes"):
+        return True
+    if raw.lower() in ("false", "0", "no"):
+        return False
+    raise ApiError(f"active must be true or false, not {raw!r}")
+
+
+@api.errorhandler(store.MemoryInputError)
+def _input_error(exc):
+    return json_error(str(exc), 400)
+
+
+@api.get("/memories")
+def list_memories():
+    limit, offset = pagination()
+    query = queries.memory_query(request.args.get("service") or None, request.args.get("category") or None,
+                                 _active_arg(), request.args.get("q"))
+    rows = db.session.scalars(queries.newest_first(query).limit(limit).offset(offset)).all()
+    return page([m.to_dict() for m in rows], queries.count(query), limit, offset, key="memories")
+
+
+@api.post("/memories")
+def create_memory():
+    body = json_body()
+    _only(body, CREATE_FIELDS)
+    if "category" not in body or "observation" not in body:
+        raise ApiError("category and observation are required")
+    memory = store.create(body["category"], body.get("service"), body["observation"],
+                          body.get("confidence", store.DEFAULT_CONFIDENCE))
+    db.session.commit()
+    return memory.to_dict(), 201
+
+
+@api.get("/memories/<int:memory_id>")
+def get_memory(memory_id: int):
+    return _get(memory_id).to_dict()
+
+
+@api.put("/memories/<int:memory_id>")
+def update_memory(memory_id: int):
+    memory = _get(memory_id)
+    body = json_body()
+    _only(body, UPDATE_FIELDS)
+    if not body:
+        raise ApiError(f"nothing to change; send any of {', '.join(sorted(UPDATE_FIELDS))}")
+    store.update(memory, **body)
+    db.session.commit()
+    return memory.to_dict()
+
+
+@api.delete("/memories/<int:memory_id>")
+def delete_memory(memory_id: int):
+    store.delete(_get(memory_id))
+    db.session.commit()
+    return {"deleted": [memory_id]}
+
+
+@api.post("/memories/bulk-delete")
+def bulk_delete():
+    body = json_body()
+    _only(body, {"ids"})
+    try:
+        memories = store.find_many(body.get("ids"))
+    except LookupError as exc:
+        raise ApiError(str(exc), 404) from None
+    for memory in memories:
+        store.delete(memory)
+    db.session.commit()
+    return {"deleted": sorted(m.id for m in memories)}
+
+
+@api.get("/memories/<int:memory_id>/history")
+def memory_history(memory_id: int):
+    if db.session.get(Memory, memory_id) is None and not db.session.scalar(
+            select(MemoryHistory.id).where(MemoryHistory.memory_id == memory_id).limit(1)):
+        raise ApiError(f"memory {memory_id} not found", 404)
+    rows = db.session.scalars(select(MemoryHistory).where(MemoryHistory.memory_id == memory_id)
+                              .order_by(MemoryHistory.id)).all()
+    return {"history": [h.to_dict() for h in rows]}
+
+
+@api.get("/memories/context")
+def next_context():
+    context = build_memory_context(current_app.config["CLAUDEOPS_MEMORY_BUDGET"])
+    return {"text": context.text, "memory_ids": [m.id for m in context.included],
+            "included": len(context.included), "eligible": context.eligible, "tokens": context.tokens,
+            "budget": current_app.config["CLAUDEOPS_MEMORY_BUDGET"]}

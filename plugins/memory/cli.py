@@ -1,0 +1,113 @@
+"""``claudeops memories``: list, add, edit, delete, and show the context the
+next session will be given."""
+from __future__ import annotations
+
+import click
+from flask import current_app
+
+from app.extensions import db
+from plugins.memory import queries, store
+from plugins.memory.context import build_memory_context, format_confidence
+from plugins.memory.models import CATEGORIES, Memory
+
+
+def _fail(exc: Exception):
+    raise click.ClickException(str(exc))
+
+
+def _get(memory_id: int) -> Memory:
+    memory = db.session.get(Memory, memory_id)
+    if memory is None:
+        raise click.ClickException(f"memory {memory_id} not found")
+    return memory
+
+
+def _line(memory: Memory) -> str:
+    status = "active" if memory.active else "inactive"
+    pinned = ", pinned" if memory.pinned else ""
+    return (f"#{memory.id:<5} {memory.service or 'general':<14} {memory.category:<12} "
+            f"{format_confidence(memory.confidence):>4} {status}{pinned}  {memory.observation}")
+
+
+@click.group()
+def memories():
+    """Review and curate what the agent has learned."""
+
+
+@memories.command("list")
+@click.option("--service", help='A service, or "general" for general memories.')
+@click.option("--category", type=click.Choice(CATEGORIES))
+@click.option("--status", type=click.Choice(["active", "inactive"]))
+@click.option("-q", "--query", "q", help="Words in the observation or service.")
+@click.option("--limit", default=100, show_default=True, type=click.IntRange(1, 10000))
+def list_memories(service, category, status, q, limit):
+    """List memories, most recently updated first."""
+    active = {"active": True, "inactive": False}.get(status)
+    query = queries.memory_query(service, category, active, q)
+    rows = db.session.scalars(queries.newest_first(query).limit(limit)).all()
+    for memory in rows:
+        click.echo(_line(memory))
+    total = queries.count(query)
+    click.echo(f"{len(rows)} of {total} memor{'y' if total == 1 else 'ies'}", err=True)
+
+
+@memories.command("add")
+@click.option("--category", required=True, type=click.Choice(CATEGORIES))
+@click.option("--service", default=None, help="Leave out for a general memory.")
+@click.option("--confidence", default=0.7, show_default=True, type=float, help="Clamped to 0..1.")
+@click.argument("observation")
+def add(category, service, confidence, observation):
+    """Add an operator's memory."""
+    try:
+        memory = store.create(category, service, observation, confidence)
+    except store.MemoryInputError as exc:
+        _fail(exc)
+    db.session.commit()
+    click.echo(_line(memory))
+
+
+@memories.command("edit")
+@click.argument("memory_id", type=int)
+@click.option("--observation", help="New text.")
+@click.option("--confidence", type=float, help="Clamped to 0..1; at or above 0.3 reactivates, below deactivates.")
+@click.option("--pin/--unpin", default=None, help="A pinned memory never decays.")
+@click.option("--activate/--deactivate", default=None)
+def edit(memory_id, observation, confidence, pin, activate):
+    """Change a memory's text, confidence, pin or status."""
+    memory = _get(memory_id)
+    if observation is None and confidence is None and pin is None and activate is None:
+        raise click.UsageError("nothing to change: give --observation, --confidence, --pin/--unpin "
+                               "or --activate/--deactivate")
+    try:
+        store.update(memory, observation=observation, confidence=confidence, active=activate, pinned=pin)
+    except store.MemoryInputError as exc:
+        _fail(exc)
+    db.session.commit()
+    click.echo(_line(memory))
+
+
+@memories.command("delete")
+@click.argument("memory_ids", type=int, nargs=-1, required=True)
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+def delete(memory_ids, yes):
+    """Delete memories for good (their history is kept)."""
+    try:
+        found = store.find_many(list(memory_ids))
+    except (LookupError, store.MemoryInputError) as exc:
+        _fail(exc)
+    if not yes:
+        click.confirm(f"Delete {len(found)} memor{'y' if len(found) == 1 else 'ies'}?", abort=True)
+    for memory in found:
+        store.delete(memory)
+    db.session.commit()
+    click.echo(f"deleted {', '.join(f'#{m}' for m in sorted(memory_ids))}")
+
+
+@memories.command("context")
+def context():
+    """Print the memory section the next session will be given."""
+    result = build_memory_context(current_app.config["CLAUDEOPS_MEMORY_BUDGET"])
+    if result.text:
+        click.echo(result.text)
+    else:
+        click.echo("(no memory section: no active memory with confidence of at least 0.3)", err=True)

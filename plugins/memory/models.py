@@ -1,0 +1,95 @@
+"""The memory plugin's tables: memories, their history, and which memories
+each session was given."""
+from __future__ import annotations
+
+from sqlalchemy import Boolean, Float, ForeignKey, Index, Integer, String, Text, false, text, true
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.extensions import db
+from app.timeutil import UTCDateTime, isoformat, utcnow
+
+CATEGORIES = ("timing", "dependency", "behavior", "remediation", "maintenance")
+ACTIVE_THRESHOLD = 0.3
+DEFAULT_CONFIDENCE = 0.7
+
+
+class Memory(db.Model):
+    __tablename__ = "memories"
+    __table_args__ = (
+        Index("idx_memories_service", "service", "active"),
+        Index("idx_memories_confidence", "confidence", "active"),
+        Index("idx_memories_category", "category"),
+        # Ids are never reused, so the history of a deleted memory can never
+        # be mistaken for a newer one's.
+        {"sqlite_autoincrement": True},
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    service: Mapped[str | None] = mapped_column(Text)          # NULL: a general memory
+    category: Mapped[str] = mapped_column(Text, nullable=False)
+    observation: Mapped[str] = mapped_column(Text, nullable=False)
+    confidence: Mapped[float] = mapped_column(Float, nullable=False, default=DEFAULT_CONFIDENCE,
+                                              server_default=text("0.7"))
+    active: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True, server_default=true())
+    created_at = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    # Refreshed when the memory is reinforced or edited by the operator, never
+    # by decay: staleness is measured from here.
+    updated_at = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+    session_id: Mapped[int | None] = mapped_column(ForeignKey("sessions.id", ondelete="SET NULL"))
+    tier: Mapped[int] = mapped_column(Integer, nullable=False, default=1, server_default=text("1"))
+    pinned: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False, server_default=false())
+    # Weeks of staleness already taken off since updated_at; makes decay idempotent.
+    decayed_weeks: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default=text("0"))
+    # The older memory this one contradicted.
+    contradicts_id: Mapped[int | None] = mapped_column(ForeignKey("memories.id", ondelete="SET NULL"))
+
+    @property
+    def service_label(self) -> str:
+        return self.service or "general"
+
+    def to_dict(self) -> dict:
+        return {
+            "id": self.id, "service": self.service, "category": self.category,
+            "observation": self.observation, "confidence": self.confidence, "active": self.active,
+            "pinned": self.pinned, "created_at": isoformat(self.created_at),
+            "updated_at": isoformat(self.updated_at), "session_id": self.session_id, "tier": self.tier,
+            "contradicts_id": self.contradicts_id,
+        }
+
+
+class MemoryHistory(db.Model):
+    """Every change to a memory, with what caused it. Kept when the memory is
+    deleted (no foreign key on memory_id), so the audit trail survives."""
+
+    __tablename__ = "memory_history"
+    __table_args__ = (Index("ix_memory_history_memory_id_id", "memory_id", "id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    memory_id: Mapped[int] = mapped_column(Integer, nullable=False)
+    action: Mapped[str] = mapped_column(String(20), nullable=False)
+    confidence_before: Mapped[float | None] = mapped_column(Float)
+    confidence_after: Mapped[float | None] = mapped_column(Float)
+    session_id: Mapped[int | None] = mapped_column(ForeignKey("sessions.id", ondelete="SET NULL"))
+    actor: Mapped[str] = mapped_column(String(20), nullable=False)   # "session" or "operator" or "system"
+    detail: Mapped[str | None] = mapped_column(Text)
+    related_memory_id: Mapped[int | None] = mapped_column(Integer)
+    created_at = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "memory_id": self.memory_id, "action": self.action,
+                "confidence_before": self.confidence_before, "confidence_after": self.confidence_after,
+                "session_id": self.session_id, "actor": self.actor, "detail": self.detail,
+                "related_memory_id": self.related_memory_id, "created_at": isoformat(self.created_at)}
+
+
+class MemoryInjection(db.Model):
+    """A memory a session was given in its system prompt, as it was then."""
+
+    __tablename__ = "memory_injections"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    session_id: Mapped[int] = mapped_column(ForeignKey("sessions.id", ondelete="CASCADE"), nullable=False,
+                                            index=True)
+    memory_id: Mapped[int | None] = mapped_column(ForeignKey("memories.id", ondelete="SET NULL"), index=True)
+    confidence: Mapped[float] = mapped_column(Float, nullable=False)
+    position: Mapped[int] = mapped_column(Integer, nullable=False)

@@ -1,0 +1,273 @@
+"""The memory lifecycle: what the agent's markers and the operator's edits do
+to memories, each change written to the history.
+
+Confidence stays in [0, 1]; below 0.3 a memory is inactive (kept for audit,
+never injected). Reinforcement +0.1, contradiction −0.2 on the old memory,
+decay −0.1 per full week past a 30-day grace period.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Iterable, Optional
+
+from sqlalchemy import select
+
+from app.extensions import db
+from app.plugin_types import RunInfo
+from app.plugins import plugin_manager
+from app.timeutil import utcnow
+from plugins.memory.matcher import CONTRADICT, REINFORCE, Candidate, Match
+from plugins.memory.models import (ACTIVE_THRESHOLD, CATEGORIES, DEFAULT_CONFIDENCE, Memory,
+                                   MemoryHistory)
+
+log = logging.getLogger(__name__)
+
+REINFORCE_DELTA = 0.1
+CONTRADICT_DELTA = 0.2
+DECAY_PER_WEEK = 0.1
+GRACE_PERIOD = timedelta(days=30)
+MAX_OBSERVATION_CHARS = 2000
+MAX_SERVICE_CHARS = 100
+SERVICE_PATTERN = re.compile(r"^[A-Za-z0-9_-]+$")
+GENERAL = "general"
+
+OPERATOR, SESSION, SYSTEM = "operator", "session", "system"
+
+
+class MemoryInputError(ValueError):
+    """An operator's value the memory store cannot take; the message says why."""
+
+
+@dataclass(frozen=True)
+class Recorded:
+    relation: str            # created, reinforced, contradicted, repeated
+    memory: Memory
+
+
+def clamp(confidence: float) -> float:
+    return round(min(1.0, max(0.0, float(confidence))), 3)
+
+
+def clean_observation(raw) -> str:
+    if not isinstance(raw, str):
+        raise MemoryInputError("observation must be text")
+    text = " ".join(raw.split())  # one line: the prompt format is one memory per line
+    if not text:
+        raise MemoryInputError("observation must not be empty")
+    if len(text) > MAX_OBSERVATION_CHARS:
+        raise MemoryInputError(f"observation is {len(text)} characters; the limit is {MAX_OBSERVATION_CHARS}")
+    return text
+
+
+def clean_service(raw) -> Optional[str]:
+    """``None``, empty and "general" all mean a general memory."""
+    if raw is None:
+        return None
+    if not isinstance(raw, str):
+        raise MemoryInputError("service must be text or null")
+    service = raw.strip()
+    if not service or service.lower() == GENERAL:
+        return None
+    if len(service) > MAX_SERVICE_CHARS or not SERVICE_PATTERN.match(service):
+        raise MemoryInputError("service must be 1-100 letters, digits, '_' or '-'")
+    return service
+
+
+def clean_category(raw) -> str:
+    if raw not in CATEGORIES:
+        raise MemoryInputError(f"category must be one of {', '.join(CATEGORIES)}, not {raw!r}")
+    return raw
+
+
+def parse_confidence(raw) -> float:
+    """A number, clamped to [0, 1]; anything else is refused."""
+    if isinstance(raw, bool):
+        raise MemoryInputError("confidence must be a number")
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise MemoryInputError(f"confidence must be a number, not {raw!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise MemoryInputError("confidence must be a finite number")
+    return clamp(value)
+
+
+# --- the agent -------------------------------------------------------------
+
+def record_observation(category: str, service: Optional[str], observation: str, run: RunInfo) -> Recorded:
+    """Apply one ``[MEMORY:...]`` marker: reinforce, contradict or create."""
+    candidates = db.session.scalars(select(Memory).where(
+        Memory.active.is_(True), Memory.category == category,
+        Memory.service.is_(None) if service is None else Memory.service == service)
+        .order_by(Memory.confidence.desc(), Memory.id)).all()
+    by_id = {memory.id: memory for memory in candidates}
+    match = plugin_manager().hook.claudeops_memory_match(
+        category=category, service=service, observation=observation,
+        candidates=[Candidate(m.id, m.observation) for m in candidates]) or Match("distinct")
+    target = by_id.get(match.memory_id)
+    if match.relation in (REINFORCE, CONTRADICT) and target is None:
+        log.warning("memory matcher named memory %s, which is not a candidate; recording a new memory",
+                    match.memory_id)
+        match = Match("distinct")
+
+    if match.relation == REINFORCE:
+        if _session_already_counted(target, run.session_id):
+            log.info("session %s repeated memory %s; not counted as reinforcement", run.session_id, target.id)
+            return Recorded("repeated", target)
+        before = target.confidence
+        target.confidence = clamp(before + REINFORCE_DELTA)
+        _refresh(target)
+        _history(target, "reinforced", before, run=run, detail=observation)
+        return Recorded("reinforced", target)
+
+    memory = _insert(category, service, observation, DEFAULT_CONFIDENCE, run.session_id, run.tier)
+    if match.relation == CONTRADICT:
+        memory.contradicts_id = target.id
+        before = target.confidence
+        target.confidence = clamp(before - CONTRADICT_DELTA)
+        _history(target, "contradicted", before, run=run, detail=observation, related=memory.id)
+        if target.confidence < ACTIVE_THRESHOLD:
+            target.active = False
+            _history(target, "deactivated", target.confidence, run=run, detail="contradicted below 0.3",
+                     related=memory.id)
+        _history(memory, "created", None, run=run, detail=f"contradicts memory {target.id}", related=target.id)
+        return Recorded("contradicted", memory)
+    _history(memory, "created", None, run=run)
+    return Recorded("created", memory)
+
+
+def _session_already_counted(memory: Memory, session_id: int) -> bool:
+    """An agent repeating itself is not confirmation: a session creates or
+    reinforces a given memory once at most."""
+    return db.session.scalar(select(MemoryHistory.id).where(
+        MemoryHistory.memory_id == memory.id, MemoryHistory.session_id == session_id,
+        MemoryHistory.action.in_(("created", "reinforced"))).limit(1)) is not None
+
+
+# --- the operator ----------------------------------------------------------
+
+def create(category, service, observation, confidence=DEFAULT_CONFIDENCE) -> Memory:
+    """An operator's memory: no session, active (if confidence allows)."""
+    memory = _insert(clean_category(category), clean_service(service), clean_observation(observation),
+                     parse_confidence(confidence), None, 1)
+    memory.active = memory.confidence >= ACTIVE_THRESHOLD
+    _history(memory, "created", None, actor=OPERATOR)
+    return memory
+
+
+def update(memory: Memory, *, observation=None, confidence=None, active=None, pinned=None) -> Memory:
+    """An operator's edit; only the fields given change."""
+    new_text = clean_observation(observation) if observation is not None else None
+    new_confidence = parse_confidence(confidence) if confidence is not None else None
+    if active is not None and not isinstance(active, bool):
+        raise MemoryInputError("active must be true or false")
+    if pinned is not None and not isinstance(pinned, bool):
+        raise MemoryInputError("pinned must be true or false")
+    effective = new_confidence if new_confidence is not None else memory.confidence
+    if active is True and effective < ACTIVE_THRESHOLD:
+        raise MemoryInputError(f"an active memory needs confidence of at least {ACTIVE_THRESHOLD}; "
+                               "raise its confidence as well")
+
+    if new_text is not None and new_text != memory.observation:
+        _history(memory, "edited", memory.confidence, actor=OPERATOR, detail=f"{memory.observation} → {new_text}")
+        memory.observation = new_text
+        _refresh(memory)
+    if new_confidence is not None and new_confidence != memory.confidence:
+        before = memory.confidence
+        memory.confidence = new_confidence
+        _history(memory, "edited", before, actor=OPERATOR, detail="confidence")
+        _refresh(memory)
+        if active is None:  # the slider decides: at or above the threshold is active
+            _set_active(memory, new_confidence >= ACTIVE_THRESHOLD)
+    if active is not None:
+        _set_active(memory, active)
+    if pinned is not None and pinned != memory.pinned:
+        memory.pinned = pinned
+        _history(memory, "pinned" if pinned else "unpinned", memory.confidence, actor=OPERATOR)
+    return memory
+
+
+def delete(memory: Memory) -> None:
+    _history(memory, "deleted", memory.confidence, actor=OPERATOR,
+             detail=f"[{memory.category}:{memory.service_label}] {memory.observation}")
+    db.session.delete(memory)
+
+
+def find_many(ids: Iterable) -> list[Memory]:
+    ids = _clean_ids(ids)
+    found = db.session.scalars(select(Memory).where(Memory.id.in_(ids))).all()
+    missing = sorted(set(ids) - {m.id for m in found})
+    if missing:
+        raise LookupError(f"no memory with id {', '.join(map(str, missing))}")
+    return found
+
+
+def _clean_ids(ids) -> list[int]:
+    if not isinstance(ids, (list, tuple)) or not ids:
+        raise MemoryInputError("ids must be a non-empty list of memory ids")
+    if len(ids) > 1000:
+        raise MemoryInputError("at most 1000 ids at a time")
+    if not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+        raise MemoryInputError("ids must be whole numbers")
+    return sorted(set(ids))
+
+
+# --- decay -----------------------------------------------------------------
+
+def decay(now: Optional[datetime] = None, run: Optional[RunInfo] = None) -> int:
+    """Take 0.1 off per full week past the grace period since the last
+    reinforcement or edit. Idempotent: weeks already taken off are counted
+    in ``decayed_weeks``, so running it again the same week changes nothing.
+    Pinned memories never decay. Returns how many memories changed."""
+    now = now or utcnow()
+    stale = db.session.scalars(select(Memory).where(
+        Memory.active.is_(True), Memory.pinned.is_(False), Memory.updated_at < now - GRACE_PERIOD)).all()
+    changed = 0
+    for memory in stale:
+        weeks_due = int((now - memory.updated_at - GRACE_PERIOD) / timedelta(weeks=1))
+        weeks = weeks_due - memory.decayed_weeks
+        if weeks <= 0:
+            continue
+        before = memory.confidence
+        memory.confidence = clamp(before - DECAY_PER_WEEK * weeks)
+        memory.decayed_weeks = weeks_due
+        _history(memory, "decayed", before, run=run, actor=SYSTEM,
+                 detail=f"{weeks_due} week(s) past the 30-day grace period")
+        if memory.confidence < ACTIVE_THRESHOLD:
+            memory.active = False
+            _history(memory, "deactivated", memory.confidence, run=run, actor=SYSTEM, detail="decayed below 0.3")
+        changed += 1
+    return changed
+
+
+# --- shared ------------------------------------------------------------------
+
+def _insert(category, service, observation, confidence, session_id, tier) -> Memory:
+    now = utcnow()
+    memory = Memory(category=category, service=service, observation=observation, confidence=confidence,
+                    active=True, created_at=now, updated_at=now, session_id=session_id, tier=tier)
+    db.session.add(memory)
+    db.session.flush()  # the id, for the history
+    return memory
+
+
+def _refresh(memory: Memory) -> None:
+    memory.updated_at = utcnow()
+    memory.decayed_weeks = 0
+
+
+def _set_active(memory: Memory, active: bool) -> None:
+    if active != memory.active:
+        memory.active = active
+        _history(memory, "reactivated" if active else "deactivated", memory.confidence, actor=OPERATOR)
+
+
+def _history(memory: Memory, action: str, before: Optional[float], *, run: Optional[RunInfo] = None,
+             actor: Optional[str] = None, detail: Optional[str] = None, related: Optional[int] = None) -> None:
+    db.session.add(MemoryHistory(
+        memory_id=memory.id, action=action, confidence_before=before, confidence_after=memory.confidence,
+        session_id=run.session_id if run else None, actor=actor or SESSION, detail=detail,
+        related_memory_id=related, created_at=utcnow()))

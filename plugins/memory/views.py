@@ -1,0 +1,181 @@
+"""The Memories page: a filterable table that polls every 5 s (paused while
+the operator edits or selects), inline edit, confidence slider, pin, delete,
+bulk actions, Add Memory, a memory's history, and a preview of what the next
+session will be given."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from flask import Blueprint, abort, current_app, make_response, render_template, request
+from sqlalchemy import select
+
+from app.extensions import db
+from app.models import Session
+from app.web.htmx import render_page
+from plugins.memory import queries, store
+from plugins.memory.context import build_memory_context, format_confidence
+from plugins.memory.models import CATEGORIES, Memory, MemoryHistory, MemoryInjection
+
+HERE = Path(__file__).parent
+pages = Blueprint("memory", __name__, template_folder=str(HERE / "templates"),
+                  static_folder=str(HERE / "static"), static_url_path="/memories/static")
+
+PAGE_SIZE = 100
+
+
+@pages.app_template_filter("confidence")
+def _confidence(value: float) -> str:
+    return format_confidence(value)
+
+
+def _filters() -> dict:
+    status = request.values.get("status", "")
+    return {
+        "service": request.values.get("service", "").strip(),
+        "category": request.values.get("category", "") if request.values.get("category") in CATEGORIES else "",
+        "status": status if status in queries.STATUSES else "",
+        "q": request.values.get("q", "").strip()[:200],
+    }
+
+
+def _table_context() -> dict:
+    filters = _filters()
+    page = max(request.args.get("page", 1, type=int) or 1, 1)
+    active = {"active": True, "inactive": False}.get(filters["status"])
+    query = queries.memory_query(filters["service"] or None, filters["category"] or None, active, filters["q"])
+    total = queries.count(query)
+    memories = db.session.scalars(queries.newest_first(query).limit(PAGE_SIZE).offset((page - 1) * PAGE_SIZE)).all()
+    return {"memories": memories, "total": total, "page": page, "page_size": PAGE_SIZE, "filters": filters}
+
+
+def _get(memory_id: int) -> Memory:
+    return db.session.get(Memory, memory_id) or abort(404)
+
+
+def _error(message: str, status: int = 200):
+    """Show a problem above the table, whatever element asked."""
+    response = make_response(render_template("memory/_error.html", message=message), status)
+    response.headers["HX-Retarget"] = "#memory-errors"
+    response.headers["HX-Reswap"] = "innerHTML"
+    return response
+
+
+def _changed(*events: str):
+    """Success of a form that does not swap the table itself: clear the error
+    area and tell the table (and whoever listens) to refresh."""
+    response = make_response("")
+    response.headers["HX-Retarget"] = "#memory-errors"
+    response.headers["HX-Reswap"] = "innerHTML"
+    response.headers["HX-Trigger"] = ", ".join(("memories-changed",) + events)
+    return response
+
+
+def _row(memory: Memory):
+    return render_template("memory/_row.html", memory=memory)
+
+
+@pages.get("/memories")
+def index():
+    return render_page("memory/index.html", "memory/_table.html", categories=CATEGORIES,
+                       services=queries.services(), statuses=queries.STATUSES, **_table_context())
+
+
+@pages.post("/memories")
+def create():
+    try:
+        memory = store.create(request.form.get("category"), request.form.get("service"),
+                              request.form.get("observation", ""), request.form.get("confidence", "0.7"))
+    except store.MemoryInputError as exc:
+        return _error(f"Memory not added: {exc}")
+    db.session.commit()
+    return _changed("memory-added")
+
+
+@pages.get("/memories/<int:memory_id>/row")
+def row(memory_id: int):
+    return _row(_get(memory_id))
+
+
+@pages.get("/memories/<int:memory_id>/edit")
+def edit(memory_id: int):
+    return render_template("memory/_row_edit.html", memory=_get(memory_id))
+
+
+@pages.put("/memories/<int:memory_id>")
+def update(memory_id: int):
+    memory = _get(memory_id)
+    try:
+        store.update(memory, observation=request.form.get("observation", ""))
+    except store.MemoryInputError as exc:
+        return _error(f"Not saved: {exc}")
+    db.session.commit()
+    return _row(memory)
+
+
+@pages.put("/memories/<int:memory_id>/confidence")
+def set_confidence(memory_id: int):
+    memory = _get(memory_id)
+    try:
+        store.update(memory, confidence=request.form.get("confidence"))
+    except store.MemoryInputError as exc:
+        return _error(f"Not saved: {exc}")
+    db.session.commit()
+    return _row(memory)
+
+
+@pages.post("/memories/<int:memory_id>/pin")
+def toggle_pin(memory_id: int):
+    memory = _get(memory_id)
+    store.update(memory, pinned=not memory.pinned)
+    db.session.commit()
+    return _row(memory)
+
+
+@pages.delete("/memories/<int:memory_id>")
+def delete(memory_id: int):
+    store.delete(_get(memory_id))
+    db.session.commit()
+    return ""
+
+
+@pages.post("/memories/bulk")
+def bulk():
+    ids = [int(raw) for raw in request.form.getlist("ids") if raw.isdigit()]
+    if not ids:
+        return _error("Select at least one memory first.")
+    try:
+        memories = store.find_many(ids)
+        if request.form.get("action") == "delete":
+            for memory in memories:
+                store.delete(memory)
+        elif request.form.get("action") == "confidence":
+            confidence = store.parse_confidence(request.form.get("bulk_confidence", ""))
+            for memory in memories:
+                store.update(memory, confidence=confidence)
+        else:
+            return _error("Unknown bulk action.")
+    except (store.MemoryInputError, LookupError) as exc:
+        db.session.rollback()
+        return _error(f"Nothing changed: {exc}")
+    db.session.commit()
+    return _changed()
+
+
+@pages.get("/memories/<int:memory_id>")
+def detail(memory_id: int):
+    memory = db.session.get(Memory, memory_id)
+    history = db.session.scalars(select(MemoryHistory).where(MemoryHistory.memory_id == memory_id)
+                                 .order_by(MemoryHistory.id)).all()
+    if memory is None and not history:
+        abort(404)
+    given = db.session.execute(
+        select(MemoryInjection.session_id, MemoryInjection.confidence, Session.created_at)
+        .join(Session, Session.id == MemoryInjection.session_id)
+        .where(MemoryInjection.memory_id == memory_id).order_by(MemoryInjection.id.desc()).limit(20)).all()
+    return render_template("memory/detail.html", memory=memory, memory_id=memory_id, history=history, given=given)
+
+
+@pages.get("/memories/preview")
+def preview():
+    budget = current_app.config["CLAUDEOPS_MEMORY_BUDGET"]
+    return render_template("memory/preview.html", context=build_memory_context(budget), budget=budget)
