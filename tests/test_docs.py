@@ -14,10 +14,13 @@ from app.config import PROJECT_ROOT, SETTINGS, ConfigError, load_settings
 README = (PROJECT_ROOT / "README.md").read_text()
 
 
-def test_readme_configuration_table_matches_the_settings():
+def test_readme_configuration_table_matches_the_settings(app):
+    """The host's settings and those the built-in plugins declare."""
+    settings = app.extensions["claudeops.settings"]
+    assert settings[:len(SETTINGS)] == SETTINGS
     rows = re.findall(r"^\| `(CLAUDEOPS_\w+)` \| (.+?) \| (.+?) \|$", README, re.M)
-    assert [name for name, _, _ in rows] == [s.name for s in SETTINGS]
-    for (name, default, meaning), setting in zip(rows, SETTINGS):
+    assert [name for name, _, _ in rows] == [s.name for s in settings]
+    for (name, default, meaning), setting in zip(rows, settings):
         expected = f"`{setting.default.replace(str(PROJECT_ROOT), '<checkout>')}`" if setting.default else "(empty)"
         assert default == expected, name
         assert meaning == setting.help, name

@@ -77,9 +77,10 @@ def update_memory(memory_id: int):
     memory = _get(memory_id)
     body = json_body()
     _only(body, UPDATE_FIELDS)
-    if not body:
+    changes = {field: value for field, value in body.items() if value is not None}  # null: leave as is
+    if not changes:
         raise ApiError(f"nothing to change; send any of {', '.join(sorted(UPDATE_FIELDS))}")
-    store.update(memory, **body)
+    store.update(memory, **changes)
     db.session.commit()
     return memory.to_dict()
 

@@ -52,7 +52,7 @@ SYNONYMS = {
 
 UNIT_SECONDS = {"ms": 0.001, "second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 604800}
 NUMBER_WITH_UNIT = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|sec|secs|min|mins|h|hr|hrs)?$")
-WORD = re.compile(r"[a-z0-9_.:]+|n't")
+WORD = re.compile(r"n't|[a-z0-9_.:]+")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,55 @@
+"""Shared helpers for the memory tests."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import select
+
+from app.extensions import db
+from app.models import Session
+from app.plugin_types import RunInfo
+from app.sessions.manager import run_info
+from app.timeutil import utcnow
+from plugins.memory import store
+from plugins.memory.models import Memory, MemoryHistory
+
+
+def new_run(tier: int = 1) -> RunInfo:
+    """A session row, as a running session would have, and its RunInfo."""
+    session = Session(tier=tier, trigger="api", status="running", model="haiku", created_at=utcnow(),
+                      started_at=utcnow())
+    db.session.add(session)
+    db.session.commit()
+    return run_info(session)
+
+
+def remember(text: str, run: RunInfo) -> store.Recorded:
+    """Feed one assistant text block through the memory plugin's marker hook path."""
+    from plugins.memory.markers import parse_memory_markers
+    (marker,) = parse_memory_markers(text)
+    recorded = store.record_observation(marker.category, marker.service, marker.observation, run)
+    db.session.commit()
+    return recorded
+
+
+def add_memory(observation: str, category: str = "timing", service: str | None = "jellyfin",
+               confidence: float = 0.7, active: bool = True, age_days: float = 0, session_id=None,
+               pinned: bool = False) -> Memory:
+    when = utcnow() - timedelta(days=age_days)
+    memory = Memory(service=service, category=category, observation=observation, confidence=confidence,
+                    active=active, created_at=when, updated_at=when, session_id=session_id, tier=1,
+                    pinned=pinned)
+    db.session.add(memory)
+    db.session.commit()
+    return memory
+
+
+def all_memories() -> list[Memory]:
+    db.session.expire_all()
+    return db.session.scalars(select(Memory).order_by(Memory.id)).all()
+
+
+def history(memory_id: int) -> list[tuple]:
+    return [(h.action, h.confidence_before, h.confidence_after, h.actor, h.session_id)
+            for h in db.session.scalars(select(MemoryHistory).where(MemoryHistory.memory_id == memory_id)
+                                        .order_by(MemoryHistory.id))]

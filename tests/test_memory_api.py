@@ -1,0 +1,151 @@
+"""/api/v1/memories and its errors."""
+from __future__ import annotations
+
+import pytest
+
+from tests.memory_helpers import add_memory, all_memories, new_run
+
+API = "/api/v1/memories"
+
+
+def test_create_and_get(client):
+    response = client.post(API, json={"service": "postgres", "category": "maintenance",
+                                      "observation": "Needs manual VACUUM FULL weekly", "confidence": 0.9})
+    assert response.status_code == 201
+    created = response.get_json()
+    assert created["session_id"] is None and created["active"] is True and created["confidence"] == 0.9
+    assert created["created_at"].endswith("Z")
+    assert client.get(f"{API}/{created['id']}").get_json() == created
+
+
+def test_create_defaults_and_clamps(client):
+    body = client.post(API, json={"category": "timing", "observation": "x", "confidence": 7}).get_json()
+    assert body["confidence"] == 1.0 and body["service"] is None
+    body = client.post(API, json={"category": "timing", "observation": "y", "confidence": -1}).get_json()
+    assert body["confidence"] == 0.0 and body["active"] is False
+    body = client.post(API, json={"category": "timing", "observation": "z"}).get_json()
+    assert body["confidence"] == 0.7
+
+
+@pytest.mark.parametrize("body, message", [
+    ({"observation": "x"}, "category and observation are required"),
+    ({"category": "misc", "observation": "x"}, "category must be one of timing, dependency"),
+    ({"category": "timing", "observation": ""}, "must not be empty"),
+    ({"category": "timing", "observation": 5}, "observation must be text"),
+    ({"category": "timing", "observation": "x" * 2001}, "the limit is 2000"),
+    ({"category": "timing", "observation": "x", "confidence": "high"}, "confidence must be a number"),
+    ({"category": "timing", "observation": "x", "confidence": True}, "confidence must be a number"),
+    ({"category": "timing", "observation": "x", "service": "no spaces please"}, "service must be"),
+    ({"category": "timing", "observation": "x", "session_id": 3}, "unknown field(s): session_id"),
+])
+def test_create_errors(client, body, message):
+    response = client.post(API, json=body)
+    assert response.status_code == 400, response.get_json()
+    assert message in response.get_json()["error"]
+    assert all_memories() == []
+
+
+def test_wrong_content_type_is_415(client):
+    response = client.post(API, data="category=timing", content_type="application/x-www-form-urlencoded")
+    assert response.status_code == 415
+
+
+def test_list_filters(app, client):
+    add_memory("Jellyfin starts slowly", service="jellyfin", category="timing")
+    add_memory("Caddy after WireGuard", service="caddy", category="dependency", confidence=0.2, active=False)
+    add_memory("DNS flaps during reconnects", service=None, category="remediation")
+
+    def observations(query=""):
+        return [m["observation"] for m in client.get(f"{API}?{query}").get_json()["memories"]]
+    assert len(observations()) == 3
+    assert observations("service=jellyfin") == ["Jellyfin starts slowly"]
+    assert observations("service=general") == ["DNS flaps during reconnects"]
+    assert observations("category=dependency") == ["Caddy after WireGuard"]
+    assert observations("active=false") == ["Caddy after WireGuard"]
+    assert sorted(observations("active=true")) == ["DNS flaps during reconnects", "Jellyfin starts slowly"]
+    assert observations("q=wireguard") == ["Caddy after WireGuard"]
+    assert observations("q=caddy") == ["Caddy after WireGuard"]          # the service matches too
+    assert observations("q=100%25") == []                                 # % is literal
+    body = client.get(f"{API}?limit=1&offset=1").get_json()
+    assert body["total"] == 3 and len(body["memories"]) == 1
+
+
+@pytest.mark.parametrize("query, message", [
+    ("category=misc", "category must be one of"), ("active=maybe", "active must be true or false"),
+    ("limit=0", "limit must be at least 1"), ("offset=x", "offset must be a whole number"),
+])
+def test_list_errors(client, query, message):
+    response = client.get(f"{API}?{query}")
+    assert response.status_code == 400 and message in response.get_json()["error"]
+
+
+def test_partial_update(client):
+    memory = add_memory("Takes 60s to start", confidence=0.7)
+    body = client.put(f"{API}/{memory.id}", json={"pinned": True}).get_json()
+    assert body["pinned"] is True and body["observation"] == "Takes 60s to start" and body["confidence"] == 0.7
+    body = client.put(f"{API}/{memory.id}", json={"confidence": 0.1}).get_json()
+    assert body["confidence"] == 0.1 and body["active"] is False
+    body = client.put(f"{API}/{memory.id}", json={"confidence": 0.6, "observation": "Takes 90s"}).get_json()
+    assert body["active"] is True and body["observation"] == "Takes 90s"
+    body = client.put(f"{API}/{memory.id}", json={"active": False}).get_json()
+    assert body["active"] is False and body["confidence"] == 0.6
+
+
+@pytest.mark.parametrize("body, message", [
+    ({}, "nothing to change"),
+    ({"category": "behavior"}, "unknown field(s): category"),
+    ({"active": "yes"}, "active must be true or false"),
+    ({"pinned": 1}, "pinned must be true or false"),
+    ({"confidence": None}, "nothing to change"),   # null means "leave as is"
+])
+def test_update_errors(client, body, message):
+    memory = add_memory("Takes 60s to start")
+    response = client.put(f"{API}/{memory.id}", json=body)
+    assert response.status_code == 400 and message in response.get_json()["error"]
+
+
+def test_reactivating_needs_confidence(client):
+    memory = add_memory("Weak", confidence=0.2, active=False)
+    response = client.put(f"{API}/{memory.id}", json={"active": True})
+    assert response.status_code == 400 and "at least 0.3" in response.get_json()["error"]
+
+
+def test_delete_and_unknown_ids(client):
+    memory = add_memory("Obsolete")
+    assert client.delete(f"{API}/{memory.id}").get_json() == {"deleted": [memory.id]}
+    for method in ("get", "put", "delete"):
+        response = getattr(client, method)(f"{API}/{memory.id}", json={"pinned": True})
+        assert response.status_code == 404 and f"memory {memory.id} not found" in response.get_json()["error"]
+    # The history outlives the memory.
+    history = client.get(f"{API}/{memory.id}/history").get_json()["history"]
+    assert [h["action"] for h in history] == ["deleted"]
+    assert client.get(f"{API}/999/history").status_code == 404
+
+
+def test_bulk_delete(client):
+    ids = [add_memory(f"m{i}", service=f"s{i}").id for i in range(4)]
+    response = client.post(f"{API}/bulk-delete", json={"ids": ids[:3]})
+    assert response.get_json() == {"deleted": ids[:3]}
+    assert [m.id for m in all_memories()] == ids[3:]
+
+
+@pytest.mark.parametrize("body, status, message", [
+    ({"ids": []}, 400, "non-empty list"), ({"ids": "1,2"}, 400, "non-empty list"),
+    ({"ids": [1, "2"]}, 400, "whole numbers"), ({"ids": [True]}, 400, "whole numbers"),
+    ({"ids": [1, 999]}, 404, "no memory with id 999"), ({"id": [1]}, 400, "unknown field(s): id"),
+])
+def test_bulk_delete_errors_delete_nothing(client, body, status, message):
+    add_memory("Kept")
+    response = client.post(f"{API}/bulk-delete", json=body)
+    assert response.status_code == status and message in response.get_json()["error"]
+    assert len(all_memories()) == 1
+
+
+def test_history_and_context_endpoints(client):
+    run = new_run()
+    memory = add_memory("Takes 60s to start after restart", confidence=0.9, session_id=run.session_id)
+    client.put(f"{API}/{memory.id}", json={"pinned": True})
+    assert [h["action"] for h in client.get(f"{API}/{memory.id}/history").get_json()["history"]] == ["pinned"]
+    context = client.get(f"{API}/context").get_json()
+    assert context["memory_ids"] == [memory.id] and context["budget"] == 2000
+    assert context["text"].startswith("## Operational Memory (1 of 1 memories")

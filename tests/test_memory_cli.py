@@ -1,0 +1,57 @@
+"""`claudeops memories list|add|edit|delete|context`."""
+from __future__ import annotations
+
+from app.cli import main
+from tests.memory_helpers import add_memory, all_memories
+
+
+def invoke(app, *args, input=None):
+    return app.test_cli_runner().invoke(main, ["memories", *args], input=input)
+
+
+def test_add_list_edit_delete(app):
+    result = invoke(app, "add", "--category", "maintenance", "--service", "postgres", "--confidence", "0.9",
+                    "Needs manual VACUUM FULL weekly")
+    assert result.exit_code == 0, result.output
+    assert "postgres" in result.output and "0.9" in result.output
+    (memory,) = all_memories()
+    assert (memory.session_id, memory.active, memory.confidence) == (None, True, 0.9)
+
+    result = invoke(app, "list", "--service", "postgres")
+    assert result.exit_code == 0 and "Needs manual VACUUM FULL weekly" in result.output
+    assert "1 of 1 memory" in result.output
+    assert "Needs manual" not in invoke(app, "list", "--category", "timing").stdout
+
+    result = invoke(app, "edit", str(memory.id), "--observation", "Needs VACUUM FULL every Sunday", "--pin")
+    assert result.exit_code == 0 and "pinned" in result.output
+    result = invoke(app, "edit", str(memory.id), "--confidence", "0.1")
+    assert "inactive" in result.output
+    assert all_memories()[0].observation == "Needs VACUUM FULL every Sunday"
+
+    result = invoke(app, "delete", str(memory.id), input="n\n")
+    assert result.exit_code == 1 and len(all_memories()) == 1     # declined
+    result = invoke(app, "delete", str(memory.id), "--yes")
+    assert result.exit_code == 0 and all_memories() == []
+
+
+def test_errors_are_clear(app):
+    result = invoke(app, "add", "--category", "timing", "--service", "bad service", "x")
+    assert result.exit_code == 1 and "service must be" in result.output
+    result = invoke(app, "add", "--category", "misc", "x")
+    assert result.exit_code == 2 and "'misc' is not one of" in result.output
+    assert "memory 42 not found" in invoke(app, "edit", "42", "--pin").output
+    memory = add_memory("Kept")
+    assert "nothing to change" in invoke(app, "edit", str(memory.id)).output
+    result = invoke(app, "delete", str(memory.id), "77", "--yes")
+    assert result.exit_code == 1 and "no memory with id 77" in result.output and len(all_memories()) == 1
+
+
+def test_context_prints_the_next_sessions_memory_section(app):
+    result = invoke(app, "context")
+    assert result.exit_code == 0 and result.stdout == "" and "no memory section" in result.output
+    add_memory("Takes 60s to start after restart", confidence=0.9)
+    result = invoke(app, "context")
+    text = result.stdout.rstrip("\n")
+    assert text.splitlines() == [
+        f"## Operational Memory (1 of 1 memories, ~{-(-len(text) // 4)} tokens)", "", "### jellyfin",
+        "- [timing] Takes 60s to start after restart (confidence: 0.9)"]
