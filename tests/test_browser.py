@@ -96,7 +96,7 @@ def settle(svc: Service, timeout: float = 20.0) -> None:
     try:
         wait_for(lambda: not unfinished(), timeout=timeout, what="service idle")
     except AssertionError:
-        raise AssertionError(f"sessions still unfinished: {unfinished()}\n--- service log ---\n{svc.log()[-4000:]}")
+        raise AssertionError(f"sessions still unfinished: {unfinished()}\n--- service log ---\n{svc.log()[-4000:]}") from None
 
 
 def session(svc: Service, session_id: int) -> dict:

@@ -300,3 +300,15 @@ def test_overview_card_counts_active_and_total(app, client):
     add_memory("Three", confidence=0.1, active=False, service="y")
     html = client.get("/").get_data(as_text=True)
     assert "2 active" in html and "3 in all" in html
+
+
+def test_preview_is_what_a_session_starting_now_gets_and_changes_nothing(app, client):
+    add_memory("Fresh", confidence=0.9, service="a")
+    add_memory("Stale enough to drop out", confidence=0.4, age_days=44, service="b")
+    preview = client.get("/api/v1/memories/context").get_json()
+    assert "Fresh" in preview["text"] and "Stale enough" not in preview["text"]
+    assert preview["eligible"] == 1
+    # The preview decayed nothing for real: the session will.
+    assert [(m.confidence, m.active) for m in all_memories()] == [(0.9, True), (0.4, True)]
+    page = client.get("/memories/preview").get_data(as_text=True)
+    assert "Fresh" in page and "Stale enough" not in page

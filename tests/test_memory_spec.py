@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import logging
 import re
-from datetime import timedelta
 
 import flask_migrate
 import pytest
@@ -15,7 +14,6 @@ from app.timeutil import utcnow
 from plugins.memory import store
 from plugins.memory.context import build_memory_context
 from plugins.memory.markers import MEMORY_MARKER, parse_memory_markers
-from plugins.memory.models import Memory
 from tests.memory_helpers import add_memory, all_memories, new_run, remember
 
 # --- Requirement: Memories Table Schema ---------------------------------------

@@ -2,7 +2,6 @@
 as a real distribution with an entry point."""
 from __future__ import annotations
 
-import json
 import re
 
 from app.config import PROJECT_ROOT

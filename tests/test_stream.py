@@ -1,7 +1,6 @@
 """The stream-json parser against every captured fixture, both CLI versions."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 

@@ -8,7 +8,6 @@ from sqlalchemy import select
 from app.extensions import db
 from app.web.apiutil import ApiError, json_body, json_error, page, pagination
 from plugins.memory import queries, store
-from plugins.memory.context import build_memory_context
 from plugins.memory.models import Memory, MemoryHistory
 
 api = Blueprint("memory_api", __name__)
@@ -118,7 +117,7 @@ def memory_history(memory_id: int):
 
 @api.get("/memories/context")
 def next_context():
-    context = build_memory_context(current_app.config["CLAUDEOPS_MEMORY_BUDGET"])
-    return {"text": context.text, "memory_ids": [m.id for m in context.included],
-            "included": len(context.included), "eligible": context.eligible, "tokens": context.tokens,
+    context = store.preview_next_context(current_app.config["CLAUDEOPS_MEMORY_BUDGET"])
+    return {"text": context.text, "memory_ids": context.memory_ids,
+            "included": len(context.memory_ids), "eligible": context.eligible, "tokens": context.tokens,
             "budget": current_app.config["CLAUDEOPS_MEMORY_BUDGET"]}

@@ -32,6 +32,7 @@ class MemoryContext:
     included: list[Memory] = field(default_factory=list)
     eligible: int = 0
     tokens: int = 0
+    memory_ids: list[int] = field(default_factory=list)
 
 
 def tokens(text: str) -> int:
@@ -74,7 +75,7 @@ def build_memory_context(budget_tokens: int) -> MemoryContext:
         used += cost
         groups.setdefault(group, []).append(memory)
     if not groups:
-        return MemoryContext("", [], len(memories), 0)
+        return MemoryContext("", [], len(memories), 0, [])
 
     order = [g for g in groups if g != GENERAL] + ([GENERAL] if GENERAL in groups else [])
     body = "\n\n".join("\n".join([f"### {g}"] + [memory_line(m) for m in groups[g]]) for g in order)
@@ -84,5 +85,5 @@ def build_memory_context(budget_tokens: int) -> MemoryContext:
     while True:
         text = f"{header(len(included), len(memories), token_count)}\n\n{body}"
         if tokens(text) <= token_count:  # converges: the header only grows by a digit at a time
-            return MemoryContext(text, included, len(memories), tokens(text))
+            return MemoryContext(text, included, len(memories), tokens(text), [m.id for m in included])
         token_count = tokens(text)

@@ -19,6 +19,7 @@ from app.extensions import db
 from app.plugin_types import RunInfo
 from app.plugins import plugin_manager
 from app.timeutil import utcnow
+from plugins.memory.context import MemoryContext, build_memory_context
 from plugins.memory.matcher import CONTRADICT, REINFORCE, Candidate, Match
 from plugins.memory.models import (ACTIVE_THRESHOLD, CATEGORIES, DEFAULT_CONFIDENCE, Memory,
                                    MemoryHistory)
@@ -241,6 +242,16 @@ def decay(now: Optional[datetime] = None, run: Optional[RunInfo] = None) -> int:
             _history(memory, "deactivated", memory.confidence, run=run, actor=SYSTEM, detail="decayed below 0.3")
         changed += 1
     return changed
+
+
+def preview_next_context(budget_tokens: int) -> MemoryContext:
+    """Exactly what a session starting now would be given: decay as of now,
+    then the context, then nothing of the decay kept (the session does its own)."""
+    decay()
+    context = build_memory_context(budget_tokens)
+    context.memory_ids = [m.id for m in context.included]
+    db.session.rollback()
+    return context
 
 
 # --- shared ------------------------------------------------------------------

@@ -13,7 +13,7 @@ from app.extensions import db
 from app.models import Session
 from app.web.htmx import render_page
 from plugins.memory import queries, store
-from plugins.memory.context import build_memory_context, format_confidence
+from plugins.memory.context import format_confidence
 from plugins.memory.models import CATEGORIES, Memory, MemoryHistory, MemoryInjection
 
 HERE = Path(__file__).parent
@@ -83,8 +83,8 @@ def index():
 @pages.post("/memories")
 def create():
     try:
-        memory = store.create(request.form.get("category"), request.form.get("service"),
-                              request.form.get("observation", ""), request.form.get("confidence", "0.7"))
+        store.create(request.form.get("category"), request.form.get("service"),
+                     request.form.get("observation", ""), request.form.get("confidence", "0.7"))
     except store.MemoryInputError as exc:
         return _error(f"Memory not added: {exc}")
     db.session.commit()
@@ -178,4 +178,4 @@ def detail(memory_id: int):
 @pages.get("/memories/preview")
 def preview():
     budget = current_app.config["CLAUDEOPS_MEMORY_BUDGET"]
-    return render_template("memory/preview.html", context=build_memory_context(budget), budget=budget)
+    return render_template("memory/preview.html", context=store.preview_next_context(budget), budget=budget)
