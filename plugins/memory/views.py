@@ -135,7 +135,9 @@ def toggle_pin(memory_id: int):
 def delete(memory_id: int):
     store.delete(_get(memory_id))
     db.session.commit()
-    return ""
+    response = make_response("")
+    response.headers["HX-Trigger"] = "memories-changed"   # the count, and the next page's first row
+    return response
 
 
 @pages.post("/memories/bulk")

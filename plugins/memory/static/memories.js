@@ -15,3 +15,30 @@ document.addEventListener("memory-added", function () {
   var form = document.getElementById("memory-add");
   if (form) form.reset();
 });
+
+// A poll that was already on its way when the operator started editing or
+// selecting must not land on top of that: polls (no triggering event) are
+// dropped while the table is busy.
+document.addEventListener("htmx:beforeSwap", function (evt) {
+  var config = evt.detail.requestConfig;
+  if (evt.detail.target && evt.detail.target.id === "memory-table" && config
+      && !config.triggeringEvent && !memoriesIdle()) {
+    evt.detail.shouldSwap = false;
+  }
+});
+
+// A row action on a memory that is gone (deleted in another tab, by the API
+// or the CLI) answers 404: say so, and refresh the table.
+document.addEventListener("htmx:responseError", function (evt) {
+  var errors = document.getElementById("memory-errors");
+  if (!errors || !document.getElementById("memory-table")) return;
+  var status = evt.detail.xhr.status;
+  errors.innerHTML = "";
+  var message = document.createElement("p");
+  message.className = "flash flash-error";
+  message.textContent = status === 404
+    ? "That memory no longer exists; the table has been refreshed."
+    : "The request failed (HTTP " + status + "); see the service log.";
+  errors.appendChild(message);
+  htmx.trigger(document.body, "memories-changed");
+});
