@@ -315,7 +315,7 @@ def test_polling_never_destroys_an_edit_in_progress(page, service):
     the_row.get_by_role("button", name="Edit").click()
     textarea = the_row.locator("textarea[name=observation]")
     expect(textarea).to_be_visible()
-    textarea.press("End")
+    textarea.press("Control+End")  # the end of the text, not of a wrapped line
     textarea.press_sequentially(" and take 40 min")
     # Focus leaves the table: only the open edit row keeps the polling paused.
     page.get_by_role("heading", name="Memories").click()
@@ -331,7 +331,7 @@ def test_polling_never_destroys_an_edit_in_progress(page, service):
 
     # Back in the textarea (focus in the table also pauses), then Save.
     textarea.click()
-    textarea.press("End")
+    textarea.press("Control+End")  # the end of the text, not of a wrapped line
     textarea.press_sequentially("!")
     the_row.get_by_role("button", name="Save").click()
     expect(the_row.locator(".observation-text")).to_have_text(f"Backups run at 02:00 {tok} and take 40 min!")
@@ -364,7 +364,7 @@ def test_a_poll_in_flight_does_not_destroy_an_edit_started_meanwhile(page, servi
     the_row.get_by_role("button", name="Edit").click()
     textarea = the_row.locator("textarea[name=observation]")
     expect(textarea).to_be_visible()
-    textarea.press("End")
+    textarea.press("Control+End")  # the end of the text, not of a wrapped line
     textarea.press_sequentially(" (and Wednesdays)")
 
     held[0].fallback()  # the old poll's answer arrives now
