@@ -7,7 +7,7 @@ import secrets
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-from flask import Flask
+from flask import Flask, current_app
 
 from app.config import PROJECT_ROOT, SETTINGS, Setting, derive_paths, load_settings
 from app.extensions import csrf, db, migrate
@@ -44,6 +44,7 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
     app.config.setdefault("WTF_CSRF_TIME_LIMIT", None)
 
     db.init_app(app)
+    app.extensions["claudeops.migration_dirs"] = [str(d) for d in flatten(pm.hook.claudeops_migration_dirs())]
     migrate.init_app(app, db, directory=str(MIGRATIONS_DIR))
     csrf.init_app(app)
     for command in flatten(pm.hook.claudeops_cli_commands()):
@@ -53,6 +54,16 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
     from app.web import register_web
     register_web(app, pm)
     return app
+
+
+@migrate.configure
+def _plugin_version_locations(config):
+    """Plugins' own revision directories join the host's (claudeops_migration_dirs)."""
+    extra = current_app.extensions.get("claudeops.migration_dirs", [])
+    if extra:
+        config.set_main_option("version_path_separator", "os")
+        config.set_main_option("version_locations", os.pathsep.join([str(MIGRATIONS_DIR / "versions"), *extra]))
+    return config
 
 
 def _state_secret_key(config: dict) -> str:

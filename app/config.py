@@ -39,6 +39,13 @@ def _positive_int(raw: str) -> int:
     return value
 
 
+def _model(raw: str) -> str:
+    value = raw.strip()
+    if not value or len(value) > 100 or any(c.isspace() for c in value):
+        raise ValueError("must be a model name or alias, without spaces")
+    return value
+
+
 def _tool_list(raw: str) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
@@ -49,6 +56,24 @@ class Setting:
     default: str
     help: str
     parse: Callable[[str], Any] = str
+    runtime: bool = False      # an operator may change it while the service runs (/config)
+    secret: bool = False       # never shown, only whether it is set
+
+
+def _boolean(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError("must be true or false")
+
+
+def _tier(raw: str) -> int:
+    value = _int(raw)
+    if value not in (1, 2, 3):
+        raise ValueError("must be 1, 2 or 3")
+    return value
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -67,13 +92,18 @@ SETTINGS: tuple[Setting, ...] = (
             "Directory holding tier1-observe.md, tier2-investigate.md and tier3-remediate.md."),
     Setting("CLAUDEOPS_INTERVAL", "3600",
             "Seconds from the end of one scheduled tier-1 session to the start of the next; 0 runs only ad-hoc sessions.",
-            _non_negative_int),
+            _non_negative_int, runtime=True),
     Setting("CLAUDEOPS_SESSION_TIMEOUT", "1800",
             "Seconds a session may run before its whole process group is ended (status `timed_out`).",
             _positive_int),
-    Setting("CLAUDEOPS_TIER1_MODEL", "haiku", "Model for tier 1 (observe)."),
-    Setting("CLAUDEOPS_TIER2_MODEL", "sonnet", "Model for tier 2 (investigate)."),
-    Setting("CLAUDEOPS_TIER3_MODEL", "opus", "Model for tier 3 (remediate)."),
+    Setting("CLAUDEOPS_TIER1_MODEL", "haiku", "Model for tier 1 (observe).", _model, runtime=True),
+    Setting("CLAUDEOPS_TIER2_MODEL", "sonnet", "Model for tier 2 (investigate).", _model, runtime=True),
+    Setting("CLAUDEOPS_TIER3_MODEL", "opus", "Model for tier 3 (remediate).", _model, runtime=True),
+    Setting("CLAUDEOPS_MAX_TIER", "3", "Highest tier a session may escalate to (1 turns escalation off).",
+            _tier, runtime=True),
+    Setting("CLAUDEOPS_DRY_RUN", "false",
+            "true: sessions are told to change nothing and escalation is suppressed (an event says so).",
+            _boolean, runtime=True),
     Setting("CLAUDEOPS_TIER1_ALLOWED_TOOLS", "Bash,Read,Grep,Glob",
             "Comma-separated `--allowedTools` for tier 1; empty passes none.", _tool_list),
     Setting("CLAUDEOPS_TIER2_ALLOWED_TOOLS", "Bash,Read,Grep,Glob,WebFetch",
@@ -90,7 +120,8 @@ SETTINGS: tuple[Setting, ...] = (
             "Longest stream-json line parsed; a longer one is kept in the run log, logged and skipped.",
             _positive_int),
     Setting("CLAUDEOPS_SECRET_KEY", "",
-            "Key that signs dashboard cookies and CSRF tokens; empty means one generated once into the state directory."),
+            "Key that signs dashboard cookies and CSRF tokens; empty means one generated once into the state directory.",
+            secret=True),
     Setting("CLAUDEOPS_LOG_LEVEL", "INFO", "Log level of the service (DEBUG, INFO, WARNING, ERROR)."),
 )
 

@@ -167,3 +167,87 @@ def claudeops_overview_cards():
     All implementations are called (results collected). One that raises is
     logged and its cards are left out; the page still renders.
     """
+
+
+@hookspec
+def claudeops_cli_settings(run):
+    """Contribute to the Claude Code settings the session's CLI is started with.
+
+    Called once per session, after the system prompt is built and before the
+    CLI starts, inside an application context.
+
+    :param RunInfo run: the session about to start.
+    :returns: a dict in the format of a Claude Code settings file (for
+        instance ``{"hooks": {"PreToolUse": [...]}}``), or ``None``. The host
+        merges every plugin's dict (nested dicts merged, lists concatenated)
+        and passes the result with ``--settings``.
+
+    All implementations are called (results collected). One that raises is
+    logged and left out.
+    """
+
+
+@hookspec
+def claudeops_notice(level, message, service, run):
+    """Something the service itself wants the operator to see in the feed.
+
+    Called by the host (and by plugins, through ``pm.hook.claudeops_notice``)
+    when something happens that is not the agent's own report: an escalation
+    suppressed by dry run, a new memory, and so on.
+
+    :param str level: ``info``, ``warning`` or ``critical``.
+    :param str message: what happened.
+    :param service: the service it concerns, or ``None``.
+    :param run: the session it happened in (a ``RunInfo``), or ``None``.
+    :returns: ``None``. (The events plugin records it as an event.)
+
+    All implementations are called.
+    """
+
+
+@hookspec
+def claudeops_migration_dirs():
+    """Bring Alembic revisions for a plugin's own tables.
+
+    Called once, when the application is created.
+
+    :returns: a list of directory paths holding Alembic revision files. The
+        host adds them to Alembic's version locations, so ``claudeops db
+        upgrade`` (and ``claudeops serve``) apply them with the host's. Give
+        the first revision a ``branch_labels`` of its own and
+        ``depends_on`` the host revision whose tables it references.
+
+    All implementations are called (results collected).
+    """
+
+
+@hookspec(firstresult=True)
+def claudeops_escalation(run, result):
+    """Does this session ask for the next tier, and why?
+
+    Called once per session that ran, after ``claudeops_session_finished``,
+    inside an application context.
+
+    :param RunInfo run: the session that ended.
+    :param SessionResult result: how it ended.
+    :returns: the reason for escalating (a non-empty string), or ``None``.
+        The host validates the request (not beyond ``CLAUDEOPS_MAX_TIER``, not
+        in dry run, not for a session that failed to run) and queues the next
+        tier as a child session.
+
+    First result wins.
+    """
+
+
+@hookspec
+def claudeops_stats():
+    """Contribute figures to ``GET /api/v1/stats``.
+
+    Called on every request of the stats endpoint, inside a request.
+
+    :returns: a dict of figure names to JSON values, or ``None``; merged with
+        the host's own (runs, escalations, success rate, cost, next run).
+
+    All implementations are called (results collected). One that raises is
+    logged and left out.
+    """

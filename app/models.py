@@ -18,7 +18,7 @@ INTERRUPTED = "interrupted"
 STATUSES = (QUEUED, RUNNING, COMPLETED, FAILED, STOPPED, TIMED_OUT, INTERRUPTED)
 FINISHED_STATUSES = frozenset({COMPLETED, FAILED, STOPPED, TIMED_OUT, INTERRUPTED})
 
-TRIGGERS = ("schedule", "dashboard", "api", "cli")
+TRIGGERS = ("schedule", "dashboard", "api", "cli", "escalation")
 
 
 class Session(db.Model):
@@ -44,6 +44,9 @@ class Session(db.Model):
     exit_code: Mapped[int | None] = mapped_column(Integer)
     cli_session_id: Mapped[str | None] = mapped_column(String(64))
     log_path: Mapped[str | None] = mapped_column(Text)
+    # Escalation: the session that asked for this one, and why.
+    parent_id: Mapped[int | None] = mapped_column(ForeignKey("sessions.id", ondelete="SET NULL"), index=True)
+    escalation_reason: Mapped[str | None] = mapped_column(Text)
 
     activity = relationship("SessionActivity", back_populates="session", cascade="all, delete-orphan",
                             passive_deletes=True, order_by="SessionActivity.id")
@@ -77,6 +80,8 @@ class Session(db.Model):
             "is_error": self.is_error,
             "exit_code": self.exit_code,
             "cli_session_id": self.cli_session_id,
+            "parent_id": self.parent_id,
+            "escalation_reason": self.escalation_reason,
         }
         if detail:
             data["response"] = self.response
@@ -103,3 +108,27 @@ class SessionActivity(db.Model):
     def to_dict(self) -> dict:
         return {"id": self.id, "kind": self.kind, "title": self.title, "body": self.body,
                 "created_at": isoformat(self.created_at)}
+
+
+class RuntimeSetting(db.Model):
+    """An operator's change to a setting, made while the service runs (/config);
+    it wins over the environment until removed."""
+
+    __tablename__ = "runtime_settings"
+
+    name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    value: Mapped[str] = mapped_column(Text, nullable=False)
+    updated_at = mapped_column(UTCDateTime, nullable=False, default=utcnow)
+
+
+class SchedulerState(db.Model):
+    """What the one scheduler tells the dashboard workers: that it is alive,
+    and when the next scheduled session is due. One row, id 1."""
+
+    __tablename__ = "scheduler_state"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    pid: Mapped[int | None] = mapped_column(Integer)
+    started_at = mapped_column(UTCDateTime)
+    heartbeat_at = mapped_column(UTCDateTime)
+    next_run_at = mapped_column(UTCDateTime)

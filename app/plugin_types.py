@@ -26,6 +26,9 @@ class RunInfo:
     trigger: str              # "schedule", "dashboard", "api" or "cli"
     operator_prompt: Optional[str]
     started_at: Optional[datetime]
+    parent_session_id: Optional[int] = None   # set for an escalation: the session that asked for it
+    escalation_reason: Optional[str] = None
+    dry_run: bool = False
 
 
 @dataclass(frozen=True)

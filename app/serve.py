@@ -27,8 +27,9 @@ GUNICORN_STOP_SECONDS = 30
 
 
 def apply_migrations(app: Flask) -> None:
+    """Every head: the host's revisions and each plugin's own branch."""
     with app.app_context():
-        flask_migrate.upgrade()
+        flask_migrate.upgrade(revision="heads")
 
 
 def gunicorn_command(host: str, port: int, workers: int) -> list[str]:

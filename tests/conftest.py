@@ -30,7 +30,7 @@ def make_app(tmp_path: Path, plugins=(), **overrides):
     config.update(overrides)
     app = create_app(config, plugins=plugins)
     with app.app_context():
-        flask_migrate.upgrade()
+        flask_migrate.upgrade(revision="heads")
     return app
 
 

@@ -74,3 +74,26 @@ def test_naive_datetimes_are_refused(app):
         db.session.commit()
     db.session.rollback()
     assert utcnow().tzinfo is timezone.utc
+
+
+def test_upgrading_a_database_with_data_keeps_every_row_and_link(app):
+    """Revisions that rebuild `sessions` (SQLite batch mode) must not cascade
+    into the rows that point at it."""
+    flask_migrate.downgrade(revision="0003_memories")
+    db.session.execute(text(
+        "INSERT INTO sessions (id, tier, trigger, status, stop_requested, created_at, is_error) "
+        "VALUES (1, 1, 'api', 'completed', 0, '2026-11-01 10:00:00', 0)"))
+    db.session.execute(text(
+        "INSERT INTO session_activity (session_id, kind, body, created_at) VALUES (1, 'text', 'hi', '2026-11-01 10:00:00')"))
+    db.session.execute(text(
+        "INSERT INTO events (session_id, level, message, created_at) VALUES (1, 'info', 'up', '2026-11-01 10:00:00')"))
+    db.session.execute(text(
+        "INSERT INTO memories (service, category, observation, confidence, active, created_at, updated_at, session_id, tier) "
+        "VALUES ('web', 'timing', 'slow', 0.7, 1, '2026-11-01 10:00:00', '2026-11-01 10:00:00', 1, 1)"))
+    db.session.commit()
+    flask_migrate.upgrade(revision="heads")
+    db.session.expire_all()
+    for table in ("session_activity", "events", "memories"):
+        assert db.session.scalar(text(f"SELECT group_concat(session_id) FROM {table}")) == "1", table
+    with db.engine.connect() as connection:
+        assert connection.execute(text("PRAGMA foreign_keys")).scalar() == 1

@@ -24,7 +24,8 @@ class ControlError(Exception):
         self.status = status
 
 
-def enqueue(tier: int = 1, prompt: str | None = None, trigger: str = "api") -> Session:
+def enqueue(tier: int = 1, prompt: str | None = None, trigger: str = "api", parent_id: int | None = None,
+            escalation_reason: str | None = None) -> Session:
     if tier not in TIERS:
         raise ControlError(f"tier must be one of {sorted(TIERS)}, not {tier!r}")
     if trigger not in TRIGGERS:
@@ -33,17 +34,20 @@ def enqueue(tier: int = 1, prompt: str | None = None, trigger: str = "api") -> S
         prompt = prompt.strip() or None
     if prompt and len(prompt) > MAX_PROMPT_CHARS:
         raise ControlError(f"prompt is {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}")
-    session = Session(tier=tier, prompt=prompt, trigger=trigger, status=QUEUED, created_at=utcnow())
+    session = Session(tier=tier, prompt=prompt, trigger=trigger, status=QUEUED, created_at=utcnow(),
+                      parent_id=parent_id, escalation_reason=escalation_reason)
     db.session.add(session)
     db.session.commit()
     return session
 
 
 def claim_next() -> Session | None:
-    """Mark the oldest queued session running and return it, or ``None``."""
+    """Mark the next queued session running and return it, or ``None``:
+    an escalation first (its chain is under way), then the oldest."""
     while True:
         candidate = db.session.scalar(
-            select(Session.id).where(Session.status == QUEUED).order_by(Session.id).limit(1))
+            select(Session.id).where(Session.status == QUEUED)
+            .order_by((Session.trigger != "escalation"), Session.id).limit(1))
         if candidate is None:
             return None
         session = claim(candidate)

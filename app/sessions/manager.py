@@ -7,6 +7,7 @@ final status from how the process ended and its ``result`` line →
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -21,7 +22,8 @@ from app.extensions import db
 from app.models import COMPLETED, FAILED, STOPPED, TIMED_OUT, Session
 from app.plugin_types import RunInfo, SessionResult
 from app.plugins import call_each
-from app.sessions import control
+from app.runtime import setting
+from app.sessions import control, escalation
 from app.sessions.activity import StreamHandler
 from app.sessions.prompts import PromptError, system_prompt, tier_prompt
 from app.sessions.runner import CLICommand, ProcessOutcome, run_process
@@ -37,14 +39,19 @@ OPERATOR_STOP_REASON = "stopped by the operator"
 def run_info(session: Session) -> RunInfo:
     return RunInfo(session_id=session.id, tier=session.tier, tier_name=TIERS[session.tier],
                    model=session.model or "", trigger=session.trigger,
-                   operator_prompt=session.prompt, started_at=session.started_at)
+                   operator_prompt=session.prompt, started_at=session.started_at,
+                   parent_session_id=session.parent_id, escalation_reason=session.escalation_reason,
+                   dry_run=bool(setting("CLAUDEOPS_DRY_RUN")))
 
 
-def build_argv(config: dict, tier: int, prompt: str, appended_system_prompt: str) -> list[str]:
+def build_argv(config: dict, tier: int, model: str, prompt: str, appended_system_prompt: str,
+               cli_settings: Optional[dict] = None) -> list[str]:
     argv = [config["CLAUDEOPS_CLAUDE_BIN"], "-p", prompt,
             "--output-format", "stream-json", "--verbose",
-            "--model", config[f"CLAUDEOPS_TIER{tier}_MODEL"],
+            "--model", model,
             "--append-system-prompt", appended_system_prompt]
+    if cli_settings:
+        argv += ["--settings", json.dumps(cli_settings, separators=(",", ":"))]
     # Tool lists go last: the CLI's tool options take several values each.
     for flag, key in (("--allowedTools", "ALLOWED_TOOLS"), ("--disallowedTools", "DISALLOWED_TOOLS")):
         tools = config[f"CLAUDEOPS_TIER{tier}_{key}"]
@@ -55,17 +62,39 @@ def build_argv(config: dict, tier: int, prompt: str, appended_system_prompt: str
 
 def child_env(session: Session) -> dict[str, str]:
     """The service's environment, passed through (``ANTHROPIC_*`` and all),
-    plus what a hook script may want to know about the session."""
+    plus what a hook command (a ``claudeops`` subcommand the CLI runs) needs
+    to find the same database and know the session."""
     env = dict(os.environ)
+    config = current_app.config
+    env["CLAUDEOPS_STATE_DIR"] = config["CLAUDEOPS_STATE_DIR"]
+    env["CLAUDEOPS_DATABASE_URL"] = config["CLAUDEOPS_DATABASE_URL"]
     env["CLAUDEOPS_SESSION_ID"] = str(session.id)
     env["CLAUDEOPS_TIER"] = str(session.tier)
     return env
 
 
+def merge_settings(fragments: list) -> dict:
+    """Plugins' Claude Code settings, merged: dicts key by key, lists appended."""
+    merged: dict = {}
+
+    def merge(into: dict, fragment: dict) -> None:
+        for key, value in fragment.items():
+            if isinstance(value, dict) and isinstance(into.get(key), dict):
+                merge(into[key], value)
+            elif isinstance(value, list) and isinstance(into.get(key), list):
+                into[key] = into[key] + value
+            else:
+                into[key] = value
+    for fragment in fragments:
+        if isinstance(fragment, dict):
+            merge(merged, fragment)
+    return merged
+
+
 def run_session(session: Session, shutdown: Optional[threading.Event] = None) -> Session:
     """Run a session already marked running (see ``control.claim_next``)."""
     config = current_app.config
-    session.model = config[f"CLAUDEOPS_TIER{session.tier}_MODEL"]
+    session.model = setting(f"CLAUDEOPS_TIER{session.tier}_MODEL")
     session.log_path = str(Path(config["CLAUDEOPS_RESULTS_DIR"])
                            / f"session-{session.id:06d}-{session.started_at:%Y%m%dT%H%M%SZ}.ndjson")
     db.session.commit()
@@ -81,7 +110,9 @@ def run_session(session: Session, shutdown: Optional[threading.Event] = None) ->
     session.system_prompt = system_prompt(run, workdir)
     db.session.commit()
 
-    command = CLICommand(argv=build_argv(config, session.tier, prompt, session.system_prompt),
+    cli_settings = merge_settings(call_each("claudeops_cli_settings", run=run))
+    command = CLICommand(argv=build_argv(config, session.tier, session.model, prompt, session.system_prompt,
+                                         cli_settings),
                          env=child_env(session), cwd=workdir, log_path=Path(session.log_path),
                          timeout_seconds=config["CLAUDEOPS_SESSION_TIMEOUT"],
                          max_line_bytes=config["CLAUDEOPS_MAX_LINE_BYTES"])
@@ -150,8 +181,10 @@ def _finish(session: Session, run: RunInfo, status: str, reason: Optional[str],
         session.is_error = result.is_error
     db.session.commit()
     log.info("session %s %s%s", session.id, status, f": {reason}" if reason else "")
-    call_each("claudeops_session_finished", run=run, commit_each=True, result=SessionResult(
+    result = SessionResult(
         status=status, reason=reason, response=session.response or "", cost_usd=session.cost_usd,
         num_turns=session.num_turns, duration_ms=session.duration_ms, is_error=session.is_error,
-        cli_session_id=session.cli_session_id))
+        cli_session_id=session.cli_session_id)
+    call_each("claudeops_session_finished", run=run, commit_each=True, result=result)
+    escalation.consider(session, run, result)
     return session

@@ -43,7 +43,7 @@ def tier_prompt(prompts_dir: str | Path, tier: int, operator_prompt: str | None)
 
 def environment_section(run: RunInfo, workdir: str) -> str:
     now = run.started_at or utcnow()
-    return "\n".join([
+    lines = [
         "## Environment",
         "",
         f"- Claude Ops session: #{run.session_id} ({run.trigger})",
@@ -51,7 +51,12 @@ def environment_section(run: RunInfo, workdir: str) -> str:
         f"- Started (UTC): {isoformat(now)}",
         f"- Host: {platform.node() or 'unknown'}",
         f"- Working directory: {workdir}",
-    ])
+    ]
+    if run.parent_session_id:
+        lines.append(f"- Escalated from session #{run.parent_session_id}")
+    if run.dry_run:
+        lines.append("- DRY RUN: change nothing. Investigate and report what you would do, and how.")
+    return "\n".join(lines)
 
 
 def system_prompt(run: RunInfo, workdir: str) -> str:

@@ -38,6 +38,20 @@ def claudeops_markers(text, run):
 
 
 @hookimpl
+def claudeops_notice(level, message, service, run):
+    db.session.add(Event(session_id=run.session_id if run else None, tier=run.tier if run else None,
+                         level=level if level in ("info", "warning", "critical") else "info",
+                         service=service, message=message[:2000], created_at=utcnow()))
+
+
+@hookimpl
+def claudeops_stats():
+    since = utcnow() - timedelta(hours=24)
+    return {"critical_events_24h": db.session.scalar(
+        select(func.count()).select_from(Event).where(Event.level == "critical", Event.created_at >= since))}
+
+
+@hookimpl
 def claudeops_prompt_context(run):
     return PromptSection(name="events", text=PROMPT, position=100)
 

@@ -5,11 +5,11 @@ trusted ones in its system prompt; operators curate them in the dashboard,
 the API and ``claudeops memories``."""
 from __future__ import annotations
 
-from flask import current_app
 from sqlalchemy import func, select
 
 from app.extensions import db
 from app.hookspecs import hookimpl
+from app.runtime import setting
 from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection, Setting
 from plugins.memory import hookspecs, matcher, store
 from plugins.memory.context import build_memory_context
@@ -38,7 +38,7 @@ def claudeops_add_hookspecs(pluginmanager):
 def claudeops_settings():
     return [Setting(BUDGET_SETTING, "2000",
                     "Most tokens (characters / 4) the memory section of a session's system prompt may take.",
-                    _positive_int)]
+                    _positive_int, runtime=True)]
 
 
 @hookimpl(trylast=True)
@@ -64,7 +64,7 @@ def claudeops_session_starting(run):
 
 @hookimpl
 def claudeops_prompt_context(run):
-    context = build_memory_context(current_app.config[BUDGET_SETTING])
+    context = build_memory_context(setting(BUDGET_SETTING))
     for position, memory in enumerate(context.included):
         db.session.add(MemoryInjection(session_id=run.session_id, memory_id=memory.id,
                                        confidence=memory.confidence, position=position))
@@ -89,6 +89,12 @@ def claudeops_api_blueprints():
 def claudeops_cli_commands():
     from plugins.memory.cli import memories
     return [memories]
+
+
+@hookimpl
+def claudeops_stats():
+    return {"active_memories": db.session.scalar(
+        select(func.count()).select_from(Memory).where(Memory.active.is_(True)))}
 
 
 @hookimpl

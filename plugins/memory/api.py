@@ -2,10 +2,11 @@
 history, and the context the next session will be given."""
 from __future__ import annotations
 
-from flask import Blueprint, current_app, request
+from flask import Blueprint, request
 from sqlalchemy import select
 
 from app.extensions import db
+from app.runtime import setting
 from app.web.apiutil import ApiError, json_body, json_error, page, pagination
 from plugins.memory import queries, store
 from plugins.memory.models import Memory, MemoryHistory
@@ -117,7 +118,7 @@ def memory_history(memory_id: int):
 
 @api.get("/memories/context")
 def next_context():
-    context = store.preview_next_context(current_app.config["CLAUDEOPS_MEMORY_BUDGET"])
+    context = store.preview_next_context(setting("CLAUDEOPS_MEMORY_BUDGET"))
     return {"text": context.text, "memory_ids": context.memory_ids,
             "included": len(context.memory_ids), "eligible": context.eligible, "tokens": context.tokens,
-            "budget": current_app.config["CLAUDEOPS_MEMORY_BUDGET"]}
+            "budget": setting("CLAUDEOPS_MEMORY_BUDGET")}

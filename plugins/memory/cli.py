@@ -3,9 +3,9 @@ next session will be given."""
 from __future__ import annotations
 
 import click
-from flask import current_app
 
 from app.extensions import db
+from app.runtime import setting
 from plugins.memory import queries, store
 from plugins.memory.context import format_confidence
 from plugins.memory.models import CATEGORIES, Memory
@@ -106,7 +106,7 @@ def delete(memory_ids, yes):
 @memories.command("context")
 def context():
     """Print the memory section the next session will be given."""
-    result = store.preview_next_context(current_app.config["CLAUDEOPS_MEMORY_BUDGET"])
+    result = store.preview_next_context(setting("CLAUDEOPS_MEMORY_BUDGET"))
     if result.text:
         click.echo(result.text)
     else:

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from flask import Blueprint, abort, current_app, make_response, render_template, request
+from flask import Blueprint, abort, make_response, render_template, request
 from sqlalchemy import select
 
 from app.extensions import db
+from app.runtime import setting
 from app.models import Session
 from app.web.htmx import render_page
 from plugins.memory import queries, store
@@ -179,5 +180,5 @@ def detail(memory_id: int):
 
 @pages.get("/memories/preview")
 def preview():
-    budget = current_app.config["CLAUDEOPS_MEMORY_BUDGET"]
+    budget = setting("CLAUDEOPS_MEMORY_BUDGET")
     return render_template("memory/preview.html", context=store.preview_next_context(budget), budget=budget)

@@ -1,0 +1,84 @@
+"""Settings an operator may change while the service runs.
+
+Declared with ``runtime=True`` (the host's interval, tier models, maximum
+tier and dry run; plugins' own, such as the memory budget). A change made on
+/config or through ``PUT /api/v1/config`` is stored in the database, so every
+process (the web workers and the scheduler) sees it at once and it survives a
+restart; until then the environment's value holds.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from flask import current_app
+from sqlalchemy import select
+
+from app.config import Setting
+from app.extensions import db
+from app.models import RuntimeSetting
+from app.timeutil import utcnow
+
+
+class SettingError(ValueError):
+    """A change /config cannot take; the message names the setting."""
+
+
+def declared() -> tuple[Setting, ...]:
+    return current_app.extensions["claudeops.settings"]
+
+
+def runtime_settings() -> list[Setting]:
+    return [s for s in declared() if s.runtime]
+
+
+def setting(name: str) -> Any:
+    """The value in force: the operator's runtime change if any, else the
+    configuration. Read from the database each time, so a change made in any
+    process takes effect everywhere."""
+    spec = _runtime(name)
+    if spec is not None:
+        raw = db.session.scalar(select(RuntimeSetting.value).where(RuntimeSetting.name == name))
+        if raw is not None:
+            try:
+                return spec.parse(raw)
+            except ValueError:
+                pass  # validated when stored; the environment's value is the safe fallback
+    return current_app.config[name]
+
+
+def overrides() -> dict[str, str]:
+    return dict(db.session.execute(select(RuntimeSetting.name, RuntimeSetting.value)).all())
+
+
+def change(values: dict[str, Any]) -> None:
+    """Validate every change first; store all or nothing. ``None`` removes a
+    change (the environment's value holds again)."""
+    parsed: dict[str, str | None] = {}
+    for name, raw in values.items():
+        spec = _runtime(name)
+        if spec is None:
+            known = ", ".join(s.name for s in runtime_settings())
+            raise SettingError(f"{name} cannot be changed at run time; these can: {known}")
+        if raw is None:
+            parsed[name] = None
+            continue
+        text = str(raw).lower() if isinstance(raw, bool) else str(raw)
+        try:
+            spec.parse(text)
+        except ValueError as exc:
+            raise SettingError(f"{name}={text!r}: {exc}") from None
+        parsed[name] = text
+    for name, text in parsed.items():
+        row = db.session.get(RuntimeSetting, name)
+        if text is None:
+            if row is not None:
+                db.session.delete(row)
+        elif row is None:
+            db.session.add(RuntimeSetting(name=name, value=text, updated_at=utcnow()))
+        else:
+            row.value, row.updated_at = text, utcnow()
+    db.session.commit()
+
+
+def _runtime(name: str) -> Setting | None:
+    return next((s for s in runtime_settings() if s.name == name), None)

@@ -1,0 +1,92 @@
+"""Escalation: a session may ask for the next tier; the host decides.
+
+The request comes from a plugin (``claudeops_escalation``); the host checks
+it and queues the next tier as a child session (trigger ``escalation``,
+``parent_id`` set), which the scheduler runs before anything else queued.
+Tiers only go up and stop at ``CLAUDEOPS_MAX_TIER``, and a session has at
+most one child, so a chain can never loop. In dry run nothing is escalated,
+and an event says what would have been.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Optional
+
+from sqlalchemy import select
+
+from app.config import TIERS
+from app.extensions import db
+from app.models import COMPLETED, Session
+from app.plugin_types import RunInfo, SessionResult
+from app.plugins import plugin_manager
+from app.runtime import setting
+from app.sessions import control
+
+log = logging.getLogger(__name__)
+
+MAX_REASON_CHARS = 2000
+
+
+def consider(session: Session, run: RunInfo, result: SessionResult) -> Optional[Session]:
+    try:
+        reason = plugin_manager().hook.claudeops_escalation(run=run, result=result)
+    except Exception:
+        log.exception("escalation hook failed for session %s", session.id)
+        return None
+    if not reason or not str(reason).strip():
+        return None
+    reason = " ".join(str(reason).split())[:MAX_REASON_CHARS]
+    next_tier = session.tier + 1
+    refusal = _refusal(session, result, next_tier)
+    if refusal:
+        notice("warning" if refusal[0] else "info", f"Session #{session.id} asked to escalate to tier "
+               f"{next_tier} ({reason}); {refusal[1]}", run)
+        return None
+    child = control.enqueue(tier=next_tier, prompt=session.prompt, trigger="escalation",
+                            parent_id=session.id, escalation_reason=reason)
+    log.info("session %s escalated to tier %s as session %s: %s", session.id, next_tier, child.id, reason)
+    notice("warning", f"Session #{session.id} escalated to tier {next_tier} ({TIERS[next_tier]}) as "
+           f"session #{child.id}: {reason}", run)
+    return child
+
+
+def _refusal(session: Session, result: SessionResult, next_tier: int) -> Optional[tuple[bool, str]]:
+    """(is it a warning, why) when the request is not granted, else None."""
+    if result.status != COMPLETED:
+        return True, f"not escalated because the session ended {result.status}"
+    max_tier = setting("CLAUDEOPS_MAX_TIER")
+    if next_tier > max_tier:
+        return True, f"not escalated: CLAUDEOPS_MAX_TIER is {max_tier}"
+    if setting("CLAUDEOPS_DRY_RUN"):
+        return False, "not escalated: dry run (CLAUDEOPS_DRY_RUN) is on"
+    if db.session.scalar(select(Session.id).where(Session.parent_id == session.id).limit(1)):
+        return True, "not escalated: it already has a child session"
+    return None
+
+
+def notice(level: str, message: str, run: Optional[RunInfo]) -> None:
+    """Tell the operator through whatever records notices (the events plugin)."""
+    try:
+        plugin_manager().hook.claudeops_notice(level=level, message=message, service=None, run=run)
+        db.session.commit()
+    except Exception:
+        log.exception("could not record notice: %s", message)
+        db.session.rollback()
+
+
+def chain(session: Session) -> list[Session]:
+    """The session's whole chain, root first: its ancestors, it, its descendants."""
+    root = session
+    seen = {root.id}
+    while root.parent_id and root.parent_id not in seen:
+        parent = db.session.get(Session, root.parent_id)
+        if parent is None:
+            break
+        seen.add(parent.id)
+        root = parent
+    members = [root]
+    while True:
+        child = db.session.scalar(select(Session).where(Session.parent_id == members[-1].id).limit(1))
+        if child is None or child.id in {m.id for m in members}:
+            return members
+        members.append(child)

@@ -1,0 +1,89 @@
+"""Escalation: ``[ESCALATE] <reason>`` asks for the next tier. The host decides
+(``app.sessions.escalation``); this plugin reads the marker, tells every
+session how to ask, and gives an escalated session what the earlier tiers
+found: the reason, their events and other records, and their responses."""
+from __future__ import annotations
+
+import re
+
+from flask import current_app
+
+from app.config import TIERS
+from app.extensions import db
+from app.hookspecs import hookimpl
+from app.models import Session, SessionActivity
+from app.plugin_types import MarkerRecord, PromptSection
+from app.runtime import setting
+from sqlalchemy import select
+
+ESCALATE_MARKER = re.compile(r"\[ESCALATE\][ \t]*(?P<reason>[^\n]+)")
+MAX_RESPONSE_CHARS = 4000
+MAX_RECORDS_PER_SESSION = 50
+
+
+def _requests() -> dict[int, str]:
+    """Requests of running sessions, until the host asks (one process runs sessions)."""
+    return current_app.extensions.setdefault("claudeops.escalation_requests", {})
+
+
+@hookimpl
+def claudeops_markers(text, run):
+    recorded = []
+    for match in ESCALATE_MARKER.finditer(text):
+        reason = match["reason"].strip()
+        if not reason:
+            continue
+        _requests().setdefault(run.session_id, reason)   # the first request states the case
+        recorded.append(MarkerRecord("escalation", f"to tier {run.tier + 1}", reason))
+    return recorded or None
+
+
+@hookimpl
+def claudeops_escalation(run, result):
+    return _requests().pop(run.session_id, None)
+
+
+@hookimpl
+def claudeops_prompt_context(run):
+    parts = []
+    if run.parent_session_id:
+        parts.append(_escalation_context(run))
+    if run.tier < setting("CLAUDEOPS_MAX_TIER"):
+        parts.append(
+            "## Escalating\n\n"
+            f"If you find a problem that needs tier {run.tier + 1} ({TIERS[run.tier + 1]}) to "
+            "resolve, write on its own line:\n\n    [ESCALATE] <what is wrong and what the next tier should do>\n\n"
+            "The next tier starts after this session ends and is given your findings. Escalate only "
+            "for problems you could not resolve at this tier.")
+    return PromptSection("escalation", "\n\n".join(parts), position=50) if parts else None
+
+
+def _escalation_context(run) -> str:
+    ancestors = []
+    session_id = run.parent_session_id
+    while session_id and len(ancestors) < 3:
+        session = db.session.get(Session, session_id)
+        if session is None:
+            break
+        ancestors.append(session)
+        session_id = session.parent_id
+    lines = ["## Escalation", "",
+             f"You were escalated to tier {run.tier} ({TIERS[run.tier]}) because: {run.escalation_reason}", ""]
+    for session in reversed(ancestors):
+        lines.append(f"### Tier {session.tier} ({TIERS[session.tier]}), session #{session.id}: {session.status}")
+        records = db.session.scalars(select(SessionActivity).where(
+            SessionActivity.session_id == session.id, SessionActivity.kind == "marker")
+            .order_by(SessionActivity.id).limit(MAX_RECORDS_PER_SESSION)).all()
+        if records:
+            lines.append("Recorded:")
+            lines += [f"- [{r.title}] {r.body or ''}".rstrip() for r in records]
+        response = (session.response or "").strip()
+        if response:
+            if len(response) > MAX_RESPONSE_CHARS:
+                response = response[-MAX_RESPONSE_CHARS:]
+                lines.append(f"Response (last {MAX_RESPONSE_CHARS} characters):")
+            else:
+                lines.append("Response:")
+            lines.append(response)
+        lines.append("")
+    return "\n".join(lines).rstrip()
