@@ -61,7 +61,7 @@ def _plugin_version_locations(config):
     """Plugins' own revision directories join the host's (claudeops_migration_dirs)."""
     extra = current_app.extensions.get("claudeops.migration_dirs", [])
     if extra:
-        config.set_main_option("version_path_separator", "os")
+        config.set_main_option("path_separator", "os")
         config.set_main_option("version_locations", os.pathsep.join([str(MIGRATIONS_DIR / "versions"), *extra]))
     return config
 

@@ -368,3 +368,135 @@ def test_hook_claudeops_cli_commands_adds_a_subcommand(tmp_path):
     result = app.test_cli_runner().invoke(main, ["widgets", "--count", "3"])
     assert result.exit_code == 0, result.output
     assert result.output.strip() == f"3 widgets in {app.config['CLAUDEOPS_STATE_DIR']}"
+
+
+# --- claudeops_cli_settings -----------------------------------------------------
+
+def test_hook_claudeops_cli_settings_are_merged_and_passed_with_settings(tmp_path, fake_cli):
+    import json as json_
+
+    class GuardA:
+        @hookimpl
+        def claudeops_cli_settings(self, run):
+            return {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "a"}]}]},
+                    "env": {"A": "1"}}
+
+    class GuardB:
+        @hookimpl
+        def claudeops_cli_settings(self, run):
+            return {"hooks": {"PreToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": "b"}]}]},
+                    "env": {"B": str(run.tier)}}
+
+    app = make_app(tmp_path, plugins=[GuardA(), GuardB()])
+    argv_file = fake_cli(sl.steps(sl.init(), sl.result()))
+    with app.app_context():
+        from app.sessions import control
+        from app.sessions.manager import run_session
+        run_session(control.claim(control.enqueue(tier=2).id))
+    argv = json_.loads(argv_file.read_text())["argv"]
+    settings = json_.loads(argv[argv.index("--settings") + 1])
+    ours = [m for m in settings["hooks"]["PreToolUse"] if m["hooks"][0]["command"] in ("a", "b")]
+    assert [m["matcher"] for m in ours] == ["Edit", "Bash"]     # pluggy's order: last registered first
+    assert settings["env"] == {"A": "1", "B": "2"}
+
+
+def test_hook_claudeops_cli_settings_merge_rules():
+    from app.sessions.manager import merge_settings
+    assert merge_settings([]) == {}
+    assert merge_settings([None, "not a dict", {"a": {"x": [1]}, "b": 1}, {"a": {"x": [2], "y": 3}, "b": 2}]) == {
+        "a": {"x": [1, 2], "y": 3}, "b": 2}
+
+
+# --- claudeops_notice -------------------------------------------------------------
+
+def test_hook_claudeops_notice_becomes_an_event(app, client):
+    app.extensions["claudeops.plugins"].hook.claudeops_notice(
+        level="warning", message="Backups are late", service="nas", run=None)
+    db.session.commit()
+    (event,) = client.get("/api/v1/events").get_json()["events"]
+    assert (event["level"], event["service"], event["message"], event["session_id"]) == (
+        "warning", "nas", "Backups are late", None)
+
+
+# --- claudeops_migration_dirs -----------------------------------------------------
+
+WIDGET_REVISION = '''
+"""Widgets (a test plugin's own table)."""
+from alembic import op
+import sqlalchemy as sa
+
+revision = "widgets_0001"
+down_revision = None
+branch_labels = ("widgets",)
+depends_on = "0001_sessions"
+
+
+def upgrade():
+    op.create_table("widgets", sa.Column("id", sa.Integer(), nullable=False),
+                    sa.PrimaryKeyConstraint("id", name=op.f("pk_widgets")))
+
+
+def downgrade():
+    op.drop_table("widgets")
+'''
+
+
+def test_hook_claudeops_migration_dirs_brings_a_plugins_own_revisions(tmp_path):
+    import flask_migrate
+    from sqlalchemy import Column, Integer, Table, inspect
+    versions = tmp_path / "widget_migrations"
+    versions.mkdir()
+    (versions / "widgets_0001.py").write_text(WIDGET_REVISION)
+    table = Table("widgets", db.metadata, Column("id", Integer, primary_key=True))
+
+    class Widgets:
+        @hookimpl
+        def claudeops_migration_dirs(self):
+            return [str(versions)]
+
+    try:
+        app = make_app(tmp_path / "app", plugins=[Widgets()])
+        with app.app_context():
+            assert "widgets" in inspect(db.engine).get_table_names()
+            flask_migrate.check()                      # no drift, with the plugin's table
+            flask_migrate.downgrade(revision="widgets@base")
+            assert "widgets" not in inspect(db.engine).get_table_names()
+            assert "sessions" in inspect(db.engine).get_table_names()
+    finally:
+        db.metadata.remove(table)
+
+
+# --- claudeops_escalation ---------------------------------------------------------
+
+def test_hook_claudeops_escalation_first_answer_wins(tmp_path, fake_cli):
+    class Always:
+        @hookimpl(tryfirst=True)
+        def claudeops_escalation(self, run, result):
+            return f"tier {run.tier} always escalates ({result.status})"
+
+    app = make_app(tmp_path, plugins=[Always()])
+    fake_cli(sl.steps(sl.init(), sl.text("[ESCALATE] the marker's reason loses"), sl.result()))
+    with app.app_context():
+        from app.models import Session
+        from app.sessions import control
+        from app.sessions.manager import run_session
+        run_session(control.claim(control.enqueue().id))
+        child = db.session.scalars(select(Session).where(Session.parent_id.is_not(None))).one()
+        assert (child.tier, child.escalation_reason) == (2, "tier 1 always escalates (completed)")
+
+
+# --- claudeops_stats --------------------------------------------------------------
+
+def test_hook_claudeops_stats_adds_figures(tmp_path):
+    class Figures:
+        @hookimpl
+        def claudeops_stats(self):
+            return {"widgets_broken": 3}
+
+    class Broken:
+        @hookimpl
+        def claudeops_stats(self):
+            raise RuntimeError("no stats today")
+
+    stats = make_app(tmp_path, plugins=[Figures(), Broken()]).test_client().get("/api/v1/stats").get_json()
+    assert stats["widgets_broken"] == 3 and stats["runs"] == 0

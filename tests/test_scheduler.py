@@ -145,3 +145,18 @@ def test_a_second_scheduler_on_the_same_state_refuses_to_start(app, scheduler):
     scheduler(interval=0)
     with pytest.raises(SchedulerAlreadyRunning, match=rf"another Claude Ops process \(pid {os.getpid()}\) is running sessions"):
         SessionScheduler(app).start()
+
+
+def test_an_interval_changed_at_run_time_takes_effect(app, fake_cli, scheduler):
+    from app.runtime import change
+    fake_cli(session_script(0))
+    instance = scheduler(interval=0)
+    time.sleep(1.5)
+    assert all_sessions() == [] and instance.next_scheduled_run() is None
+    change({"CLAUDEOPS_INTERVAL": 1})             # as /config would
+    wait_for(lambda: len([s for s in all_sessions() if s.trigger == "schedule" and s.finished]) >= 2, timeout=15)
+    change({"CLAUDEOPS_INTERVAL": 0})
+    time.sleep(2.5)                               # let a run in flight finish
+    count = len(all_sessions())
+    time.sleep(2.5)
+    assert len(all_sessions()) == count and instance.next_scheduled_run() is None

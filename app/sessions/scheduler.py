@@ -20,8 +20,11 @@ from pathlib import Path
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from flask import Flask
+from sqlalchemy import update
 
 from app.extensions import db
+from app.models import SchedulerState
+from app.runtime import setting
 from app.sessions import control
 from app.sessions.manager import run_session
 from app.timeutil import utcnow
@@ -30,6 +33,7 @@ log = logging.getLogger(__name__)
 
 SCHEDULED_JOB_ID = "scheduled-tier1"
 QUEUE_POLL_SECONDS = 1.0
+HEARTBEAT_SECONDS = 15
 SCHEDULE_TRIGGER = "schedule"
 
 
@@ -71,7 +75,6 @@ class RunnerLock:
 class SessionScheduler:
     def __init__(self, app: Flask):
         self.app = app
-        self.interval = app.config["CLAUDEOPS_INTERVAL"]
         self.shutdown_event = threading.Event()
         self._wake = threading.Event()
         # Held while deciding whether to queue or re-arm, so the schedule's
@@ -80,18 +83,29 @@ class SessionScheduler:
         self._aps = BackgroundScheduler(timezone="UTC")
         self._worker = threading.Thread(target=self._work, name="session-worker", daemon=True)
         self._lock = RunnerLock(app.config["CLAUDEOPS_STATE_DIR"])
+        self._started_at = utcnow()
+        self._armed_interval: int | None = None
+        # The schedule's clock: the next scheduled run is due `interval` after
+        # the later of the last time it fired and the end of its last session.
+        self._last_fired = None
+        self._last_ended = None
 
     def start(self) -> None:
         self._lock.acquire()
         with self.app.app_context():
             interrupted = control.mark_interrupted()
+            interval = self._interval()
+            if db.session.get(SchedulerState, 1) is None:   # before any thread can race to create it
+                db.session.add(SchedulerState(id=1))
+                db.session.commit()
         if interrupted:
             log.warning("marked %d session(s) left running by an earlier crash as interrupted", interrupted)
         self._aps.start()
-        if self.interval:
-            self._arm(delay_seconds=0)
+        self._aps.add_job(self._heartbeat, "interval", seconds=HEARTBEAT_SECONDS, id="heartbeat",
+                          next_run_time=utcnow())
+        self._ensure_armed()
         self._worker.start()
-        log.info("scheduler started (interval %s)", f"{self.interval} s" if self.interval else "off: ad-hoc runs only")
+        log.info("scheduler started (interval %s)", f"{interval} s" if interval else "off: ad-hoc runs only")
 
     def next_scheduled_run(self):
         job = self._aps.get_job(SCHEDULED_JOB_ID)
@@ -105,32 +119,66 @@ class SessionScheduler:
         self._wake.set()
         self._aps.shutdown(wait=False)
         self._worker.join(timeout)
+        with self.app.app_context():
+            self._publish(next_run=None, alive=False)
+            db.session.remove()
         self._lock.release()
 
-    def _arm(self, delay_seconds: float) -> None:
-        self._aps.add_job(self._enqueue_scheduled, "date", id=SCHEDULED_JOB_ID, replace_existing=True,
-                          run_date=utcnow() + timedelta(seconds=delay_seconds), misfire_grace_time=None)
+    def _interval(self) -> int:
+        """Read each time: an operator may change it on /config while we run."""
+        return setting("CLAUDEOPS_INTERVAL")
 
     def _enqueue_scheduled(self) -> None:
         with self._schedule_lock, self.app.app_context():
-            if control.has_pending(SCHEDULE_TRIGGER):
-                return  # re-armed when that one ends
-            session = control.enqueue(tier=1, trigger=SCHEDULE_TRIGGER)
-            log.info("queued scheduled session %s", session.id)
+            self._last_fired = utcnow()
+            if not control.has_pending(SCHEDULE_TRIGGER):
+                session = control.enqueue(tier=1, trigger=SCHEDULE_TRIGGER)
+                log.info("queued scheduled session %s", session.id)
+            db.session.remove()
         self._wake.set()
 
     def _ensure_armed(self) -> None:
-        """Re-arm the schedule if its session never ran (stopped while queued)."""
-        if not self.interval or self.shutdown_event.is_set():
+        """Keep the schedule's one job in step with the interval in force and
+        with the last scheduled run; nothing is armed while a scheduled
+        session is queued or running (it is re-armed when that one ends)."""
+        if self.shutdown_event.is_set():
             return
-        with self._schedule_lock:
-            if self._aps.get_job(SCHEDULED_JOB_ID):
-                return
-            with self.app.app_context():
-                pending = control.has_pending(SCHEDULE_TRIGGER)
+        with self._schedule_lock, self.app.app_context():
+            try:
+                interval = self._interval()
+                job = self._aps.get_job(SCHEDULED_JOB_ID)
+                if not interval:
+                    if job:
+                        job.remove()
+                    self._armed_interval = None
+                    return
+                if control.has_pending(SCHEDULE_TRIGGER):
+                    return
+                if job is not None and interval == self._armed_interval:
+                    return
+                last = max((t for t in (self._last_fired, self._last_ended) if t), default=None)
+                due = max(utcnow(), last + timedelta(seconds=interval)) if last else utcnow()
+                self._aps.add_job(self._enqueue_scheduled, "date", id=SCHEDULED_JOB_ID, replace_existing=True,
+                                  run_date=due, misfire_grace_time=None)
+                self._armed_interval = interval
+                self._publish(next_run=due)
+            finally:
                 db.session.remove()
-            if not pending:
-                self._arm(delay_seconds=self.interval)
+
+    def _heartbeat(self) -> None:
+        with self.app.app_context():
+            try:
+                self._publish(next_run=self.next_scheduled_run())
+            finally:
+                db.session.remove()
+
+    def _publish(self, next_run, alive: bool = True) -> None:
+        """Tell the dashboard workers (through the database) that we are alive
+        and when the next scheduled session is due."""
+        db.session.execute(update(SchedulerState).where(SchedulerState.id == 1).values(
+            pid=os.getpid() if alive else None, started_at=self._started_at,
+            heartbeat_at=utcnow() if alive else None, next_run_at=next_run))
+        db.session.commit()
 
     def _work(self) -> None:
         while not self.shutdown_event.is_set():
@@ -152,8 +200,9 @@ class SessionScheduler:
                     return False
                 log.info("running session %s (tier %s, %s)", session.id, session.tier, session.trigger)
                 session = run_session(session, self.shutdown_event)
-                if session.trigger == SCHEDULE_TRIGGER and self.interval and not self.shutdown_event.is_set():
-                    self._arm(delay_seconds=self.interval)
+                if session.trigger == SCHEDULE_TRIGGER:
+                    self._last_ended = utcnow()
+                    self._armed_interval = None   # re-arm from this end
                 return True
             finally:
                 db.session.remove()

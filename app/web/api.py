@@ -1,15 +1,22 @@
 """The host's JSON API under /api/v1: health and sessions."""
 from __future__ import annotations
 
+from datetime import timedelta
+
 from flask import Blueprint, current_app
 from sqlalchemy import func, select, text
 
 from app.extensions import db
-from app.models import Session
+from app.models import COMPLETED, FINISHED_STATUSES, SchedulerState, Session
+from app.plugins import call_each
+from app.timeutil import isoformat, utcnow
 from app.sessions import control
 from app.web.apiutil import ApiError, json_body, page, pagination
 
 api = Blueprint("api", __name__)
+
+# A scheduler that has not written its heartbeat for this long is not running.
+SCHEDULER_STALE = timedelta(seconds=60)
 
 
 @api.get("/health")
@@ -22,6 +29,35 @@ def health():
     ok = database == "ok"
     return {"status": "ok" if ok else "degraded", "database": database,
             "plugins": sorted(name for name, _ in current_app.extensions["claudeops.plugins"].list_name_plugin())}, (200 if ok else 503)
+
+
+@api.get("/stats")
+def stats():
+    """Runs, escalations, success rate, cost and the next scheduled run, plus
+    what plugins add (claudeops_stats)."""
+    since = utcnow() - timedelta(hours=24)
+    by_status = dict(db.session.execute(select(Session.status, func.count()).group_by(Session.status)).all())
+    finished = sum(count for status, count in by_status.items() if status in FINISHED_STATUSES)
+    state = db.session.get(SchedulerState, 1)
+    alive = bool(state and state.heartbeat_at and utcnow() - state.heartbeat_at < SCHEDULER_STALE)
+    figures = {
+        "runs": sum(by_status.values()),
+        "runs_24h": db.session.scalar(select(func.count()).select_from(Session).where(Session.created_at >= since)),
+        "runs_by_status": by_status,
+        "escalations": db.session.scalar(select(func.count()).select_from(Session)
+                                         .where(Session.trigger == "escalation")),
+        "success_rate": round(by_status.get(COMPLETED, 0) / finished, 4) if finished else None,
+        "cost_usd": round(db.session.scalar(select(func.coalesce(func.sum(Session.cost_usd), 0.0))), 6),
+        "cost_usd_24h": round(db.session.scalar(select(func.coalesce(func.sum(Session.cost_usd), 0.0))
+                                                .where(Session.created_at >= since)), 6),
+        "next_scheduled_run": isoformat(state.next_run_at) if alive and state.next_run_at else None,
+        "scheduler": {"running": alive, "pid": state.pid if alive else None,
+                      "heartbeat_at": isoformat(state.heartbeat_at) if state else None},
+    }
+    for contribution in call_each("claudeops_stats"):
+        if isinstance(contribution, dict):
+            figures.update(contribution)
+    return figures
 
 
 @api.get("/sessions")

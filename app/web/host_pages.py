@@ -15,10 +15,18 @@ from app.timeutil import utcnow
 
 @hookimpl
 def claudeops_dashboard_pages():
+    from app.web.config_page import config_page
     from app.web.overview import overview
     from app.web.sessions import sessions
     return [DashboardPage("Overview", "overview.index", overview, position=0),
-            DashboardPage("Sessions", "sessions.index", sessions, position=10)]
+            DashboardPage("Sessions", "sessions.index", sessions, position=10),
+            DashboardPage("Config", "config.index", config_page, position=90)]
+
+
+@hookimpl
+def claudeops_api_blueprints():
+    from app.web.config_page import config_api
+    return [config_api]
 
 
 @hookimpl

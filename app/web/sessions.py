@@ -8,7 +8,7 @@ from sqlalchemy import func, select
 from app.config import TIERS
 from app.extensions import db
 from app.models import Session, SessionActivity
-from app.sessions import control
+from app.sessions import control, escalation
 from app.web.htmx import is_htmx, render_page
 
 sessions = Blueprint("sessions", __name__)
@@ -30,8 +30,11 @@ def index():
 def detail(session_id: int):
     session = db.session.get(Session, session_id) or abort(404)
     activity = _activity_after(session_id, 0)
+    members = escalation.chain(session)
     return render_template("sessions/detail.html", session=session, activity=activity,
-                           last_id=activity[-1].id if activity else 0)
+                           last_id=activity[-1].id if activity else 0,
+                           chain=members if len(members) > 1 else [],
+                           chain_cost=sum(m.cost_usd or 0 for m in members))
 
 
 @sessions.get("/sessions/<int:session_id>/live")

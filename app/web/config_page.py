@@ -1,0 +1,88 @@
+"""/config and /api/v1/config: the effective configuration (secrets masked)
+and the settings an operator may change while the service runs."""
+from __future__ import annotations
+
+import os
+
+from flask import Blueprint, flash, redirect, render_template, request, url_for
+from sqlalchemy.engine import make_url
+
+from app.config import Setting
+from app.runtime import SettingError, change, declared, overrides, setting
+from app.web.apiutil import ApiError, json_body
+
+config_page = Blueprint("config", __name__)
+config_api = Blueprint("config_api", __name__)
+
+MASK = "(set, hidden)"
+
+
+def shown(spec: Setting, value) -> str:
+    """A setting's value as the operator may see it: secrets never."""
+    if spec.secret:
+        return MASK if value else ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(value)
+    if spec.name == "CLAUDEOPS_DATABASE_URL" and value:
+        try:
+            return make_url(value).render_as_string(hide_password=True)
+        except Exception:   # not a URL we can parse: show nothing of it
+            return MASK
+    return "" if value is None else str(value)
+
+
+def describe() -> list[dict]:
+    changed = overrides()
+    rows = []
+    for spec in declared():
+        value = setting(spec.name)
+        source = ("runtime" if spec.name in changed else
+                  "environment" if spec.name in os.environ else "default")
+        rows.append({"name": spec.name, "value": shown(spec, value), "default": shown(spec, spec.parse(spec.default))
+                     if not spec.secret else "", "source": source, "runtime": spec.runtime, "help": spec.help})
+    return rows
+
+
+@config_page.get("/config")
+def index():
+    return render_template("config.html", settings=describe())
+
+
+@config_page.post("/config")
+def update():
+    current = {row["name"]: row["value"] for row in describe() if row["runtime"]}
+    wanted = {name: request.form[name].strip() for name in current if name in request.form}
+    resets = request.form.getlist("reset")
+    values = {name: value for name, value in wanted.items() if value != current[name] and name not in resets}
+    values.update({name: None for name in resets})
+    if not values:
+        flash("Nothing changed.", "info")
+        return redirect(url_for("config.index"))
+    try:
+        change(values)
+    except SettingError as exc:
+        flash(f"Nothing saved: {exc}", "error")
+    else:
+        flash("Saved: " + ", ".join(sorted(values)) + ". In force now, and after a restart.", "info")
+    return redirect(url_for("config.index"))
+
+
+@config_api.get("/config")
+def get_config():
+    return {"settings": describe()}
+
+
+@config_api.put("/config")
+def put_config():
+    """``{"CLAUDEOPS_INTERVAL": 600, "CLAUDEOPS_DRY_RUN": true}``; ``null``
+    removes a change, so the environment's value holds again."""
+    body = json_body()
+    if not body:
+        raise ApiError("send the settings to change, e.g. {\"CLAUDEOPS_INTERVAL\": 600}")
+    try:
+        change(body)
+    except SettingError as exc:
+        raise ApiError(str(exc)) from None
+    return {"settings": describe()}

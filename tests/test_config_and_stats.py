@@ -1,0 +1,139 @@
+"""/config, /api/v1/config and /api/v1/stats."""
+from __future__ import annotations
+
+import json
+import re
+import time
+
+import pytest
+
+from app.extensions import db
+from app.models import SchedulerState
+from app.runtime import change, setting
+from app.sessions.scheduler import SessionScheduler
+from app.timeutil import utcnow
+from tests import streamlines as sl
+from tests.conftest import make_app
+
+
+def config_of(client) -> dict:
+    return {s["name"]: s for s in client.get("/api/v1/config").get_json()["settings"]}
+
+
+def test_effective_configuration_with_secrets_masked(tmp_path):
+    app = make_app(tmp_path, CLAUDEOPS_SECRET_KEY="s3cret-key",
+                   CLAUDEOPS_DATABASE_URL=f"sqlite:///{tmp_path / 'x.db'}")
+    settings = config_of(app.test_client())
+    assert settings["CLAUDEOPS_SECRET_KEY"]["value"] == "(set, hidden)"
+    assert settings["CLAUDEOPS_TIER1_MODEL"] == {
+        "name": "CLAUDEOPS_TIER1_MODEL", "value": "haiku", "default": "haiku", "source": "default",
+        "runtime": True, "help": "Model for tier 1 (observe)."}
+    assert settings["CLAUDEOPS_STATE_DIR"]["runtime"] is False
+    assert "CLAUDEOPS_MEMORY_BUDGET" in settings        # plugins' settings too
+    page = app.test_client().get("/config").get_data(as_text=True)
+    assert "s3cret-key" not in page and "(set, hidden)" in page
+
+
+def test_database_password_is_never_shown(tmp_path):
+    from app.config import SETTINGS
+    from app.web.config_page import shown
+    spec = next(s for s in SETTINGS if s.name == "CLAUDEOPS_DATABASE_URL")
+    assert shown(spec, "postgresql://ops:hunter2@db.local/claudeops") == "postgresql://ops:***@db.local/claudeops"
+
+
+def test_runtime_change_is_in_force_at_once_and_after_a_restart(tmp_path, fake_cli):
+    app = make_app(tmp_path)
+    client = app.test_client()
+    response = client.put("/api/v1/config", json={"CLAUDEOPS_TIER1_MODEL": "claude-haiku-4-5",
+                                                   "CLAUDEOPS_INTERVAL": 600, "CLAUDEOPS_DRY_RUN": True})
+    assert response.status_code == 200
+    settings = {s["name"]: s for s in response.get_json()["settings"]}
+    assert settings["CLAUDEOPS_INTERVAL"]["value"] == "600" and settings["CLAUDEOPS_INTERVAL"]["source"] == "runtime"
+    assert settings["CLAUDEOPS_DRY_RUN"]["value"] == "true"
+
+    argv_file = fake_cli(sl.steps(sl.init(), sl.result()))
+    with app.app_context():
+        from app.sessions import control
+        from app.sessions.manager import run_session
+        run_session(control.claim(control.enqueue().id))
+    argv = json.loads(argv_file.read_text())["argv"]
+    assert argv[argv.index("--model") + 1] == "claude-haiku-4-5"
+
+    restarted = make_app(tmp_path)       # same state directory and database
+    with restarted.app_context():
+        assert setting("CLAUDEOPS_INTERVAL") == 600 and setting("CLAUDEOPS_DRY_RUN") is True
+    # null removes the change: the environment's value holds again.
+    client.put("/api/v1/config", json={"CLAUDEOPS_INTERVAL": None})
+    with restarted.app_context():
+        assert setting("CLAUDEOPS_INTERVAL") == 3600
+
+
+@pytest.mark.parametrize("body, message", [
+    ({"CLAUDEOPS_STATE_DIR": "/tmp"}, "CLAUDEOPS_STATE_DIR cannot be changed at run time"),
+    ({"CLAUDEOPS_INTERVAL": "soon"}, "CLAUDEOPS_INTERVAL='soon': must be a whole number"),
+    ({"CLAUDEOPS_MAX_TIER": 4}, "must be 1, 2 or 3"),
+    ({"CLAUDEOPS_TIER2_MODEL": "two words"}, "without spaces"),
+    ({"CLAUDEOPS_DRY_RUN": "perhaps"}, "must be true or false"),
+    ({"CLAUDEOPS_MEMORY_BUDGET": 0}, "must be greater than 0"),
+    ({}, "send the settings to change"),
+])
+def test_bad_changes_are_refused_and_nothing_is_stored(client, body, message):
+    response = client.put("/api/v1/config", json={**body, "CLAUDEOPS_TIER1_MODEL": "other"} if body else body)
+    assert response.status_code == 400 and message in response.get_json()["error"]
+    assert config_of(client)["CLAUDEOPS_TIER1_MODEL"]["value"] == "haiku"
+
+
+def test_config_needs_json(client):
+    assert client.put("/api/v1/config", data="x=1", content_type="text/plain").status_code == 415
+
+
+def test_config_page_form_changes_and_resets(client):
+    page = client.get("/config").get_data(as_text=True)
+    assert '<input name="CLAUDEOPS_INTERVAL" value="3600"' in page
+    assert '<code>CLAUDEOPS_STATE_DIR</code></td>' in page and 'name="CLAUDEOPS_STATE_DIR"' not in page
+    response = client.post("/config", data={"CLAUDEOPS_INTERVAL": "900", "CLAUDEOPS_DRY_RUN": "false",
+                                            "CLAUDEOPS_TIER1_MODEL": "haiku"}, follow_redirects=True)
+    assert "Saved: CLAUDEOPS_INTERVAL." in response.get_data(as_text=True)
+    assert config_of(client)["CLAUDEOPS_INTERVAL"]["value"] == "900"
+    response = client.post("/config", data={"CLAUDEOPS_INTERVAL": "abc"}, follow_redirects=True)
+    assert "Nothing saved: CLAUDEOPS_INTERVAL=&#39;abc&#39;: must be a whole number" in response.get_data(as_text=True)
+    client.post("/config", data={"reset": "CLAUDEOPS_INTERVAL", "CLAUDEOPS_INTERVAL": "900"})
+    assert config_of(client)["CLAUDEOPS_INTERVAL"]["source"] == "default"
+
+
+def test_stats(app, client, fake_cli, run_session_now):
+    fake_cli(sl.steps(sl.init(), sl.text("[EVENT:critical:nas] disk\n[MEMORY:timing:nas] scrub takes 6h\n"
+                                         "[ESCALATE] disk failing"), sl.result(cost=0.5)))
+    run_session_now()
+    fake_cli(sl.steps(sl.init()) + [{"exit": 1}])
+    from app.sessions import control
+    from app.sessions.manager import run_session
+    run_session(control.claim_next())      # the escalation, which fails
+    stats = client.get("/api/v1/stats").get_json()
+    assert stats["runs"] == 2 and stats["runs_24h"] == 2 and stats["escalations"] == 1
+    assert stats["success_rate"] == 0.5 and stats["cost_usd"] == 0.5
+    assert stats["critical_events_24h"] == 1 and stats["active_memories"] == 1
+    assert stats["next_scheduled_run"] is None and stats["scheduler"]["running"] is False
+
+
+def test_stats_next_scheduled_run_comes_from_the_running_scheduler(app, client):
+    change({"CLAUDEOPS_INTERVAL": 3600})
+    scheduler = SessionScheduler(app)
+    app.config["CLAUDEOPS_CLAUDE_BIN"] = "/nonexistent/claude"   # the first scheduled run fails fast
+    scheduler.start()
+    try:
+        deadline = time.monotonic() + 15
+        stats = {}
+        while time.monotonic() < deadline:
+            stats = client.get("/api/v1/stats").get_json()
+            if stats["runs"] >= 1 and stats["next_scheduled_run"]:
+                break
+            time.sleep(0.2)
+        assert stats["scheduler"]["running"] is True
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", stats["next_scheduled_run"])
+        db.session.expire_all()
+        next_run = db.session.get(SchedulerState, 1).next_run_at
+        assert 3500 < (next_run - utcnow()).total_seconds() <= 3600
+    finally:
+        scheduler.shutdown()
+    assert client.get("/api/v1/stats").get_json()["scheduler"]["running"] is False

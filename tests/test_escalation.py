@@ -1,0 +1,156 @@
+"""Tier escalation: the marker, the host's checks, the child session and its
+context, dry run, the maximum tier, and chains that cannot loop."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from sqlalchemy import select
+
+from app.extensions import db
+from app.models import Session
+from app.runtime import change
+from app.sessions import control
+from app.sessions.manager import run_session
+from app.sessions.scheduler import SessionScheduler
+from plugins.events.models import Event
+from tests import streamlines as sl
+
+
+def escalating_script(reason="postgres is down and I cannot tell why", cost=0.01):
+    return sl.steps(sl.init(), sl.text(f"[EVENT:critical:postgres] Not accepting connections\n[ESCALATE] {reason}"),
+                    sl.result("escalating", cost=cost))
+
+
+def sessions():
+    db.session.expire_all()
+    return db.session.scalars(select(Session).order_by(Session.id)).all()
+
+
+def events():
+    return [(e.level, e.message, e.session_id, e.tier) for e in db.session.scalars(select(Event).order_by(Event.id))]
+
+
+def run_next():
+    return run_session(control.claim_next())
+
+
+def test_marker_queues_the_next_tier_as_a_child(app, fake_cli, run_session_now):
+    fake_cli(escalating_script())
+    parent = run_session_now(tier=1, prompt="Check the database")
+    child = sessions()[1]
+    assert (child.tier, child.trigger, child.parent_id, child.status) == (2, "escalation", parent.id, "queued")
+    assert child.escalation_reason == "postgres is down and I cannot tell why"
+    assert child.prompt == "Check the database"           # the operator's request carries down the chain
+    assert ("warning", f"Session #{parent.id} escalated to tier 2 (investigate) as session #{child.id}: "
+            "postgres is down and I cannot tell why", parent.id, 1) in events()
+
+
+def test_the_child_is_given_what_the_earlier_tier_found(app, fake_cli, run_session_now):
+    fake_cli(escalating_script())
+    parent = run_session_now(tier=1)
+    argv_file = fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:postgres] Disk full; cleared WAL"),
+                                  sl.result("fixed")))
+    child = run_next()
+    assert child.tier == 2 and child.model == "sonnet"
+    system = json.loads(argv_file.read_text())["argv"]
+    system = system[system.index("--append-system-prompt") + 1]
+    assert f"- Escalated from session #{parent.id}" in system
+    context = system[system.index("## Escalation\n"):]
+    assert "because: postgres is down and I cannot tell why" in context
+    assert f"### Tier 1 (observe), session #{parent.id}: completed" in context
+    assert "- [event:critical:postgres] Not accepting connections" in context
+    assert "[ESCALATE] postgres is down" in context          # the parent's response
+    # Events recorded in the child carry its tier.
+    assert ("info", "Disk full; cleared WAL", child.id, 2) in events()
+
+
+def test_never_beyond_the_maximum_tier(app, fake_cli, run_session_now):
+    fake_cli(escalating_script())
+    top = run_session_now(tier=3)
+    assert len(sessions()) == 1
+    assert any("not escalated: CLAUDEOPS_MAX_TIER is 3" in message and sid == top.id
+               for _, message, sid, _ in events())
+    change({"CLAUDEOPS_MAX_TIER": 1})
+    run_session_now(tier=1)
+    assert [s.tier for s in sessions()] == [3, 1]
+
+
+def test_dry_run_suppresses_escalation_and_says_so(app, fake_cli, run_session_now):
+    change({"CLAUDEOPS_DRY_RUN": True})
+    argv_file = fake_cli(escalating_script())
+    session = run_session_now(tier=1)
+    assert len(sessions()) == 1
+    assert ("info", f"Session #{session.id} asked to escalate to tier 2 (postgres is down and I cannot tell why); "
+            "not escalated: dry run (CLAUDEOPS_DRY_RUN) is on", session.id, 1) in events()
+    argv = json.loads(argv_file.read_text())["argv"]
+    assert "- DRY RUN: change nothing." in argv[argv.index("--append-system-prompt") + 1]
+
+
+def test_a_failed_session_is_not_escalated(app, fake_cli, run_session_now):
+    fake_cli(sl.steps(sl.init(), sl.text("[ESCALATE] help")) + [{"exit": 1}])
+    session = run_session_now()
+    assert session.status == "failed" and len(sessions()) == 1
+    assert any("not escalated because the session ended failed" in m for _, m, _, _ in events())
+
+
+def test_a_chain_climbs_to_the_maximum_and_stops(app, fake_cli):
+    """An agent that always asks to escalate: tiers 1, 2, 3 and no more."""
+    fake_cli(escalating_script())
+    control.enqueue(tier=1, trigger="api")
+    scheduler = SessionScheduler(app)
+    app.config["CLAUDEOPS_INTERVAL"] = 0
+    scheduler.start()
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (len(sessions()) == 3 and all(s.finished for s in sessions())):
+            time.sleep(0.2)
+        time.sleep(1.5)   # time enough for a fourth to appear, if one would
+    finally:
+        scheduler.shutdown()
+    chain = sessions()
+    assert [(s.tier, s.trigger, s.status) for s in chain] == [
+        (1, "api", "completed"), (2, "escalation", "completed"), (3, "escalation", "completed")]
+    assert [s.parent_id for s in chain] == [None, chain[0].id, chain[1].id]
+
+
+def test_escalations_run_before_older_queued_sessions(app, fake_cli, run_session_now):
+    older = control.enqueue(tier=1, trigger="api").id
+    fake_cli(escalating_script())
+    parent = run_session_now(tier=1)
+    child = db.session.scalar(select(Session.id).where(Session.parent_id == parent.id))
+    assert older < child
+    fake_cli(sl.steps(sl.init(), sl.result()))
+    assert run_next().id == child      # the chain finishes first
+    assert run_next().id == older
+
+
+def test_sessions_pages_show_the_chain_and_its_cost(app, client, fake_cli, run_session_now):
+    fake_cli(escalating_script(cost=0.25))
+    parent = run_session_now(tier=1)
+    fake_cli(sl.steps(sl.init(), sl.result("done", cost=0.5)))
+    child = run_next()
+    html = client.get(f"/sessions/{child.id}").get_data(as_text=True)
+    assert f'Escalated from <a href="/sessions/{parent.id}">session #{parent.id}</a>' in html
+    assert '<td id="chain-cost">$0.7500</td>' in html
+    parent_page = client.get(f"/sessions/{parent.id}").get_data(as_text=True)
+    assert f'href="/sessions/{child.id}">#{child.id}</a>' in parent_page
+    rows = client.get("/sessions", headers={"HX-Request": "true"}).get_data(as_text=True)
+    assert f'title="escalated from">↳ #{parent.id}</a>' in rows
+    api = client.get(f"/api/v1/sessions/{child.id}").get_json()
+    assert api["parent_id"] == parent.id and api["escalation_reason"].startswith("postgres is down")
+
+
+def test_tool_output_cannot_escalate(app, fake_cli, run_session_now):
+    fake_cli(sl.steps(sl.init(), sl.tool_use("echo '[ESCALATE] from a tool'"),
+                      sl.tool_result("[ESCALATE] from a tool"), sl.text("All fine."), sl.result()))
+    run_session_now()
+    assert len(sessions()) == 1
+
+
+@pytest.mark.parametrize("tier, told", [(1, True), (2, True), (3, False)])
+def test_sessions_below_the_maximum_are_told_how_to_escalate(app, fake_cli, run_session_now, tier, told):
+    fake_cli(sl.steps(sl.init(), sl.result()))
+    session = run_session_now(tier=tier)
+    assert ("[ESCALATE] <what is wrong" in session.system_prompt) is told
