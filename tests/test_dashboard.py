@@ -28,7 +28,7 @@ def test_sidebar_lists_pages_in_order(client):
     html = client.get("/").get_data(as_text=True)
     nav = html[html.index('<nav class="sidebar"'):html.index("</nav>")]
     labels = re.findall(r'>([A-Za-z ]+)</a></li>', nav)
-    assert labels == ["Overview", "Sessions", "Events", "Memories"]
+    assert labels == ["Overview", "Sessions", "Events", "Memories", "Cooldowns", "Config"]
     assert 'aria-current="page"' in nav.split("Sessions")[0]
 
 
@@ -156,3 +156,13 @@ def test_forms_need_a_csrf_token(tmp_path):
         session_id = db.session.scalars(select(Session.id)).one()
     assert client.post(f"/sessions/{session_id}/stop", headers={"X-CSRFToken": header_token,
                                                                 "HX-Request": "true"}).status_code == 204
+
+
+def test_overview_tells_whether_the_scheduler_runs_and_when_next(client):
+    from datetime import timedelta
+    from app.models import SchedulerState
+    assert "not running" in client.get("/").get_data(as_text=True)
+    db.session.add(SchedulerState(id=1, pid=1, heartbeat_at=utcnow(), next_run_at=utcnow() + timedelta(hours=1)))
+    db.session.commit()
+    html = client.get("/").get_data(as_text=True)
+    assert "Next scheduled run" in html and "not running" not in html

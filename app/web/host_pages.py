@@ -8,9 +8,9 @@ from sqlalchemy import func, select
 
 from app.extensions import db
 from app.hookspecs import hookimpl
-from app.models import COMPLETED, FAILED, QUEUED, RUNNING, TIMED_OUT, Session
+from app.models import COMPLETED, FAILED, QUEUED, RUNNING, TIMED_OUT, SchedulerState, Session
 from app.plugin_types import DashboardPage, OverviewCard
-from app.timeutil import utcnow
+from app.timeutil import isoformat, utcnow
 
 
 @hookimpl
@@ -38,7 +38,19 @@ def claudeops_overview_cards():
     last = db.session.scalar(select(Session).where(Session.ended_at.is_not(None)).order_by(Session.id.desc()).limit(1))
     failed_recent = recent.get(FAILED, 0) + recent.get(TIMED_OUT, 0)
     active = counts.get(RUNNING, 0) + counts.get(QUEUED, 0)
+    state = db.session.get(SchedulerState, 1)
+    alive = bool(state and state.heartbeat_at and utcnow() - state.heartbeat_at < timedelta(seconds=60))
+    if not alive:
+        scheduler = OverviewCard("Scheduler", "not running", "sessions wait in the queue until it runs",
+                                 position=4, tone="bad")
+    elif state.next_run_at:
+        scheduler = OverviewCard("Next scheduled run", isoformat(state.next_run_at), "tier 1, observe",
+                                 "config.index", position=4, tone="good")
+    else:
+        scheduler = OverviewCard("Scheduler", "running", "no schedule: CLAUDEOPS_INTERVAL is 0",
+                                 "config.index", position=4, tone="good")
     return [
+        scheduler,
         OverviewCard("Sessions", str(sum(counts.values())), f"{sum(recent.values())} in the last 24 h",
                      "sessions.index", position=0),
         OverviewCard("Running / queued", f"{counts.get(RUNNING, 0)} / {counts.get(QUEUED, 0)}",
