@@ -37,7 +37,7 @@ def main():
     it in a dashboard and a JSON API.
 
     Settings come from CLAUDEOPS_* environment variables (see `claudeops config`).
-    `claudeops db upgrade|check|history` manage the database schema.
+    `claudeops db upgrade heads|check|history` manage the database schema.
     """
 
 
@@ -50,11 +50,11 @@ def main():
 def serve(host: str, port: int, workers: int):
     """Apply migrations, then serve the dashboard and API with gunicorn and run
     the scheduler. Stops cleanly on SIGTERM or Ctrl-C."""
-    from app.serve import serve as run_service
+    from app.serve import MigrationError, serve as run_service
     from app.sessions.scheduler import SchedulerAlreadyRunning
     try:
         sys.exit(run_service(current_app._get_current_object(), host, port, workers))
-    except SchedulerAlreadyRunning as exc:
+    except (SchedulerAlreadyRunning, MigrationError) as exc:
         raise click.ClickException(str(exc)) from None
 
 
@@ -62,11 +62,11 @@ def serve(host: str, port: int, workers: int):
 @with_appcontext
 def scheduler():
     """Run only the scheduler (apply migrations first); no web server."""
-    from app.serve import run_scheduler
+    from app.serve import MigrationError, run_scheduler
     from app.sessions.scheduler import SchedulerAlreadyRunning
     try:
         sys.exit(run_scheduler(current_app._get_current_object()))
-    except SchedulerAlreadyRunning as exc:
+    except (SchedulerAlreadyRunning, MigrationError) as exc:
         raise click.ClickException(str(exc)) from None
 
 
@@ -81,7 +81,7 @@ def run_once(tier: int, prompt: str | None):
     Exits 0 if the session completed, 1 otherwise. Meant for trying a setup
     out; it refuses while `claudeops serve` runs on the same state directory
     (use Run now there instead), so two sessions never run at once."""
-    from app.serve import apply_migrations
+    from app.serve import MigrationError, apply_migrations
     from app.sessions import control
     from app.sessions.manager import run_session
     from app.sessions.scheduler import RunnerLock, SchedulerAlreadyRunning
@@ -96,7 +96,10 @@ def run_once(tier: int, prompt: str | None):
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda signum, _frame: shutdown.set())
     try:
-        apply_migrations(app)
+        try:
+            apply_migrations(app)
+        except MigrationError as exc:
+            raise click.ClickException(str(exc)) from None
         session = run_session(control.claim(control.enqueue(tier=tier, prompt=prompt, trigger="cli").id), shutdown)
     finally:
         lock.release()

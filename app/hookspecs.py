@@ -212,8 +212,8 @@ def claudeops_migration_dirs():
     Called once, when the application is created.
 
     :returns: a list of directory paths holding Alembic revision files. The
-        host adds them to Alembic's version locations, so ``claudeops db
-        upgrade`` (and ``claudeops serve``) apply them with the host's. Give
+        host adds them to Alembic's version locations, so ``claudeops serve``
+        (and ``claudeops db upgrade heads``) apply them with the host's. Give
         the first revision a ``branch_labels`` of its own and
         ``depends_on`` the host revision whose tables it references.
 

@@ -26,10 +26,20 @@ log = logging.getLogger(__name__)
 GUNICORN_STOP_SECONDS = 30
 
 
+class MigrationError(RuntimeError):
+    """The database schema cannot be brought up to date; the message says why."""
+
+
 def apply_migrations(app: Flask) -> None:
     """Every head: the host's revisions and each plugin's own branch."""
     with app.app_context():
-        flask_migrate.upgrade(revision="heads")
+        try:
+            flask_migrate.upgrade(revision="heads")
+        except SystemExit:   # Flask-Migrate logs Alembic's error and exits
+            raise MigrationError(
+                "the database could not be migrated (see the error above). If it names a revision it "
+                "cannot locate, a plugin whose tables are in this database was uninstalled: reinstall it "
+                "and run `claudeops db downgrade <branch>@base` before removing it") from None
 
 
 def gunicorn_command(host: str, port: int, workers: int) -> list[str]:

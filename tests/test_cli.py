@@ -57,3 +57,16 @@ def test_run_refuses_while_another_process_runs_sessions(tmp_path):
     assert result.returncode == 1
     assert f"another Claude Ops process (pid {os.getpid()}) is running sessions" in result.stderr
     assert "use Run now in its dashboard" in result.stderr
+
+
+def test_a_database_with_an_unknown_revision_gives_a_clear_error(tmp_path):
+    """As after uninstalling a plugin whose branch is still applied."""
+    import sqlite3
+    env = claudeops_env(tmp_path)
+    subprocess.run([str(CLAUDEOPS), "db", "upgrade", "heads"], env=env, capture_output=True, check=True, timeout=60)
+    with sqlite3.connect(tmp_path / "state" / "claudeops.db") as connection:
+        connection.execute("INSERT INTO alembic_version VALUES ('gone_plugin_0001')")
+    result = subprocess.run([str(CLAUDEOPS), "run"], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert "Can't locate revision identified by 'gone_plugin_0001'" in result.stderr
+    assert "a plugin whose tables are in this database was uninstalled" in result.stderr

@@ -1,0 +1,54 @@
+"""``[INCIDENT:<severity>:<service>] summary`` and ``[INCIDENT:resolved:<service>] summary``.
+
+A marker may stand anywhere in a line; its summary runs to the end of the line
+or to the next marker of any plugin on that line, whichever comes first (the
+same rule as the built-in event markers).
+"""
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
+
+SEVERITIES = ("minor", "major", "critical")
+RESOLVED = "resolved"
+
+MAX_SUMMARY_CHARS = 2000
+MAX_SERVICE_CHARS = 100
+
+# The service is required: an incident is always about something.
+INCIDENT_MARKER = re.compile(
+    r"\[INCIDENT:(?P<action>[A-Za-z]+):(?P<service>[A-Za-z0-9_.\-/]+)\][ \t]*"
+    r"(?P<summary>(?:(?!\[[A-Z]+:)[^\n])*)")
+
+
+@dataclass(frozen=True)
+class IncidentMarker:
+    action: str        # a severity (minor, major, critical) or "resolved"
+    service: str
+    summary: str
+
+    @property
+    def resolves(self) -> bool:
+        return self.action == RESOLVED
+
+
+def parse_incident_markers(text: str) -> list[IncidentMarker]:
+    """Every well-formed incident marker in ``text``, in order. One with an
+    unknown severity, or one that opens an incident without a summary, is
+    logged and skipped."""
+    markers = []
+    for match in INCIDENT_MARKER.finditer(text):
+        action = match["action"].lower()
+        summary = match["summary"].strip()[:MAX_SUMMARY_CHARS]
+        if action not in SEVERITIES and action != RESOLVED:
+            log.warning("ignoring incident marker with unknown severity %r (use %s, or %s to close it)",
+                        match["action"], ", ".join(SEVERITIES), RESOLVED)
+            continue
+        if action != RESOLVED and not summary:
+            log.warning("ignoring incident marker with no summary: %r", match.group(0)[:80])
+            continue
+        markers.append(IncidentMarker(action, match["service"][:MAX_SERVICE_CHARS], summary))
+    return markers
