@@ -26,7 +26,7 @@ ENTRY_POINT_GROUP = "claudeops.plugins"
 HOST_PLUGINS = ("app.web.host_pages",)
 
 # Built-in marker plugins, registered in this order; each uses only public hooks.
-BUILTIN_PLUGINS = ("plugins.events", "plugins.memory", "plugins.escalation")
+BUILTIN_PLUGINS = ("plugins.events", "plugins.memory", "plugins.escalation", "plugins.cooldowns")
 
 
 def make_plugin_manager(extra_plugins: Iterable[Any] = (), load_entry_points: bool = True) -> pluggy.PluginManager:

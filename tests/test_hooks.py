@@ -173,7 +173,7 @@ def test_hook_claudeops_prompt_context_sections_in_documented_order(tmp_path, fa
         from app.sessions.manager import run_session
         prompt = run_session(control.claim(control.enqueue(tier=3).id)).system_prompt
     headings = [line for line in prompt.splitlines() if line.startswith("## ")]
-    assert headings == ["## Environment", "## Early section for tier 3", "## Reporting events",
+    assert headings == ["## Environment", "## Early section for tier 3", "## Reporting events", "## Cooldowns",
                         "## Plain string section", "## Late section"]
 
 

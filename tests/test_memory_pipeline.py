@@ -45,7 +45,7 @@ def test_session_one_records_and_session_two_is_given_them(app, fake_cli, run_se
                                   sl.result("ok")))
     second = run_session_now(tier=1)
     given = system_prompt_given(argv_file)
-    section = given[given.index("## Operational Memory"):]
+    section = given[given.index("## Operational Memory"):].split("\n\n## ")[0]
     tokens = -(-len(section) // 4)
     assert section == (
         f"## Operational Memory (2 of 2 memories, ~{tokens} tokens)\n\n"

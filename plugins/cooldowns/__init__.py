@@ -1,0 +1,121 @@
+"""Cooldowns: at most so many restarts and redeployments of a service in a
+sliding window (by default 2 restarts per 4 hours, 1 redeployment per 24
+hours), enforced before the command runs.
+
+Every session's CLI gets a PreToolUse hook that runs ``claudeops cooldowns
+check-tool`` before each Bash call: it recognises restarts and
+redeployments, records them, and denies one beyond the limit. The agent
+reports outcomes with ``[COOLDOWN:<action>:<service>] success|failure —
+<message>`` and is told, in its prompt, which services are at or near their
+limits. Page, API, CLI and prompt read the same table. See docs/cooldowns.md.
+"""
+from __future__ import annotations
+
+import logging
+import shlex
+import shutil
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+from app.hookspecs import hookimpl
+from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection
+from app.plugins import plugin_manager
+from app.timeutil import utcnow
+from plugins.cooldowns import limits, store
+from plugins.cooldowns.markers import parse_cooldown_markers
+from plugins.cooldowns.prompt import cooldown_prompt
+
+log = logging.getLogger(__name__)
+
+# Seconds Claude Code waits for the check; past it, the CLI lets the call run.
+HOOK_TIMEOUT_SECONDS = 30
+
+
+def claudeops_executable() -> list[str]:
+    """The ``claudeops`` of this installation (the one beside the running
+    Python), so the hook talks to the same code and database."""
+    beside = Path(sys.executable).with_name("claudeops")
+    if beside.exists():
+        return [str(beside)]
+    found = shutil.which("claudeops")
+    if found:
+        return [found]
+    return [sys.executable, "-c", "import sys; from app.cli import main; sys.exit(main())"]
+
+
+@hookimpl
+def claudeops_settings():
+    return limits.settings()
+
+
+@hookimpl
+def claudeops_cli_settings(run):
+    command = shlex.join(claudeops_executable() + ["cooldowns", "check-tool"])
+    return {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECONDS}]}]}}
+
+
+@hookimpl
+def claudeops_markers(text, run):
+    recorded = []
+    for marker in parse_cooldown_markers(text):
+        _, created = store.record_outcome(marker.action, marker.service, marker.outcome, marker.message,
+                                          run.session_id, run.tier)
+        summary = marker.message
+        if created:
+            # A restart the hook did not see (an unrecognised command): count
+            # it now, and tell the operator when it went past the limit.
+            over = store.usage(marker.service, marker.action)
+            if over.used > over.limit.count:
+                summary = f"{summary} (beyond the limit: {store.explain([over])})".strip()
+                _notice(run, marker.service,
+                        f"Cooldown: the agent reported a {marker.action} of {marker.service} beyond the limit "
+                        f"({store.explain([over])}); it was not done through a recognised command.")
+        recorded.append(MarkerRecord("cooldown", f"{marker.action}:{marker.service} {marker.outcome}", summary))
+    return recorded or None
+
+
+def _notice(run, service: str, message: str) -> None:
+    try:
+        plugin_manager().hook.claudeops_notice(level="warning", message=message, service=service, run=run)
+    except Exception:   # the feed is a courtesy; the record above is what counts
+        log.exception("cooldowns: could not send a notice")
+
+
+@hookimpl
+def claudeops_prompt_context(run):
+    return PromptSection(name="cooldowns", text=cooldown_prompt(), position=300)
+
+
+@hookimpl
+def claudeops_dashboard_pages():
+    from plugins.cooldowns.views import pages
+    return [DashboardPage("Cooldowns", "cooldowns.index", pages, position=40)]
+
+
+@hookimpl
+def claudeops_api_blueprints():
+    from plugins.cooldowns.views import api
+    return [api]
+
+
+@hookimpl
+def claudeops_cli_commands():
+    from plugins.cooldowns.cli import cooldowns
+    return [cooldowns]
+
+
+@hookimpl
+def claudeops_overview_cards():
+    at_limit = sorted({u.service for u in store.constrained() if u.at_limit})
+    detail = ("at the limit: " + ", ".join(at_limit[:5]) + ("…" if len(at_limit) > 5 else "")) if at_limit \
+        else "no service is at its restart or redeployment limit"
+    return [OverviewCard("Cooldowns", f"{len(at_limit)} at limit", detail, "cooldowns.index", position=40,
+                         tone="warn" if at_limit else "good")]
+
+
+@hookimpl
+def claudeops_stats():
+    return {"cooldown_services_at_limit": len({u.service for u in store.constrained() if u.at_limit}),
+            "cooldown_denials_24h": store.denials_since(utcnow() - timedelta(hours=24))}

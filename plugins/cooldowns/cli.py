@@ -1,0 +1,72 @@
+"""``claudeops cooldowns``: ``list`` for operators, ``check-tool`` for the
+Claude Code CLI's PreToolUse hook."""
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from app.extensions import db
+from app.timeutil import isoformat
+from plugins.cooldowns import gate, store
+from plugins.cooldowns.limits import ACTIONS, current_limits, describe
+from plugins.cooldowns.models import OUTCOMES
+
+
+def _int_env(name: str):
+    try:
+        return int(os.environ[name])
+    except (KeyError, ValueError):
+        return None
+
+
+@click.group()
+def cooldowns():
+    """Restart and redeployment limits per service."""
+
+
+@cooldowns.command("list")
+@click.option("--service", help="Only this service.")
+@click.option("--action", type=click.Choice(ACTIONS))
+@click.option("--outcome", type=click.Choice(OUTCOMES))
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 10000),
+              help="How many recent actions to show.")
+def list_cooldowns(service, action, outcome, limit):
+    """Each service's use of its limits, then the most recent actions."""
+    limits = current_limits()
+    click.echo("limits: " + ", ".join(describe(a, limits[a]) for a in ACTIONS))
+    service = service.lower() if service else None
+    for row in store.status(service=service):
+        parts = []
+        for u in row.values():
+            state = "AT LIMIT" if u.at_limit else "near" if u.near_limit else "ok"
+            free = f", free at {isoformat(u.next_free_at)}" if u.next_free_at else ""
+            parts.append(f"{u.action} {u.used}/{u.limit.count} {state}{free}")
+        click.echo(f"{next(iter(row.values())).service:<20} " + "; ".join(parts))
+    query = store.recent(service, action, outcome)
+    rows = db.session.scalars(query.limit(limit)).all()
+    if rows:
+        click.echo("")
+    for r in rows:
+        session = f"#{r.session_id}" if r.session_id else "-"
+        tier = f"t{r.tier}" if r.tier else "-"
+        detail = r.message or r.command or ""
+        click.echo(f"{isoformat(r.created_at)} {r.service:<20} {r.action:<12} {r.outcome:<8} {session:>6} {tier} "
+                   f"{detail}")
+    click.echo(f"{len(rows)} of {store.count(query)} actions", err=True)
+
+
+@cooldowns.command("check-tool")
+def check_tool():
+    """Read a Claude Code PreToolUse call (JSON) on stdin; print a deny
+    decision if it would restart or redeploy a service beyond its limit.
+
+    Run by the Claude Code CLI before every Bash call of a session (the
+    session manager configures it with --settings). CLAUDEOPS_SESSION_ID and
+    CLAUDEOPS_TIER name the session the allowed or denied action is recorded
+    for. Always exits 0: a denial is the printed decision."""
+    caller = gate.Caller(session_id=_int_env("CLAUDEOPS_SESSION_ID"), tier=_int_env("CLAUDEOPS_TIER"))
+    reason = gate.check(sys.stdin.read(), caller)
+    if reason:
+        click.echo(gate.deny_output(reason))

@@ -1,0 +1,241 @@
+"""Which restarts and redeployments a Bash command line would do.
+
+``recognise("sudo docker restart jellyfin && systemctl restart smbd")`` gives
+a restart of jellyfin and one of smbd. The list of what is recognised is in
+docs/cooldowns.md; a test holds each case. A target that cannot be read
+from the text (``docker restart $name``) is recognised with ``service=None``
+so that the hook can refuse it instead of letting it pass uncounted.
+"""
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from plugins.cooldowns.limits import REDEPLOYMENT, RESTART
+from plugins.cooldowns.options import Args, parse_args
+from plugins.cooldowns.shell import SimpleCommand, simple_commands
+
+SERVICE_NAME = re.compile(r"[a-z0-9][a-z0-9_.@-]{0,99}")
+
+
+@dataclass(frozen=True)
+class Recognised:
+    action: str
+    service: Optional[str]      # normalised; None when the text does not say which service
+    target: str                 # as written, for messages
+    command: str                # the simple command it came from
+
+
+@dataclass
+class _Line:
+    """What earlier commands of the same line did: ``docker compose pull``
+    (or ``build``) before ``up`` makes that ``up`` a redeployment."""
+
+    pulled: set = field(default_factory=set)    # (project, service or "*")
+
+
+def normalise_service(raw: str) -> Optional[str]:
+    """One spelling per service: lower case, no ``.service``; None for names
+    that are not literal (variables, globs, substitutions)."""
+    name = raw.strip().lower().removesuffix(".service")
+    return name if SERVICE_NAME.fullmatch(name) else None
+
+
+def recognise(line: str, cwd: Optional[str] = None) -> list[Recognised]:
+    state = _Line()
+    found: list[Recognised] = []
+    for command in simple_commands(line, cwd):
+        handler = HANDLERS.get(command.name)
+        if handler is not None:
+            found += handler(command, command.words[1:], state)
+    # One tool call restarts a service once, however it is spelt (stop + start, pull + up).
+    unique: dict[tuple, Recognised] = {}
+    for item in found:
+        unique.setdefault((item.action, item.service or item.target), item)
+    return list(unique.values())
+
+
+def _each(action: str, targets: list[str], command: SimpleCommand) -> list[Recognised]:
+    return [Recognised(action, normalise_service(t), t, command.text()) for t in targets]
+
+
+# -- docker / podman ----------------------------------------------------------
+
+DOCKER_GLOBAL = {"-H", "--host", "-c", "--context", "--config", "-l", "--log-level",
+                 "--tlscacert", "--tlscert", "--tlskey", "--url", "--connection", "--identity"}
+DOCKER_RESTART = {"-t", "--time", "--timeout", "-s", "--signal", "--detach-keys", "--checkpoint",
+                  "--checkpoint-dir"}
+
+
+def _docker(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
+    rest = parse_args(words, DOCKER_GLOBAL, stop_at_positional=True).positionals
+    if rest[:1] == ["container"]:
+        rest = rest[1:]
+    if not rest:
+        return []
+    if rest[0] in ("restart", "start"):
+        return _each(RESTART, parse_args(rest[1:], DOCKER_RESTART).positionals, command)
+    if rest[0] == "compose":
+        return _compose(command, rest[1:], state)
+    return []
+
+
+# -- docker compose / docker-compose ---------------------------------------------
+
+COMPOSE_GLOBAL = {"-f", "--file", "-p", "--project-name", "--project-directory", "--env-file", "--profile",
+                  "--ansi", "--parallel", "--progress"}
+COMPOSE_UP = {"-t", "--timeout", "--scale", "--pull", "--exit-code-from", "--attach", "--no-attach",
+              "--wait-timeout"}
+COMPOSE_PULL_BUILD = {"--policy", "--build-arg", "--builder", "-m", "--memory", "--ssh", "--progress"}
+RECREATING = ("--force-recreate", "--build", "-V", "--renew-anon-volumes")
+
+
+def _compose(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
+    top = parse_args(words, COMPOSE_GLOBAL, stop_at_positional=True)
+    if top.has("--dry-run") or not top.positionals:
+        return []
+    project = _compose_project(command, top)
+    sub, rest = top.positionals[0], top.positionals[1:]
+    if sub in ("restart", "start"):
+        return _compose_targets(RESTART, parse_args(rest, {"-t", "--timeout"}).positionals, project, command)
+    if sub in ("pull", "build"):
+        services = parse_args(rest, COMPOSE_PULL_BUILD).positionals
+        state.pulled |= {(project, s.lower()) for s in services} or {(project, "*")}
+        return []
+    if sub != "up":
+        return []
+    up = parse_args(rest, COMPOSE_UP)
+    if up.has("--no-start", "--dry-run"):
+        return []
+    recreating = up.has(*RECREATING) or "always" in up.values("--pull")
+    pulled = {s for p, s in state.pulled if p == project}
+    found = []
+    for item in _compose_targets(RESTART, up.positionals, project, command):
+        fresh = recreating or "*" in pulled or (item.target.lower() in pulled if up.positionals else bool(pulled))
+        found.append(Recognised(REDEPLOYMENT, item.service, item.target, item.command) if fresh else item)
+    return found
+
+
+def _compose_targets(action: str, services: list[str], project: Optional[str],
+                     command: SimpleCommand) -> list[Recognised]:
+    """The named services, or the whole project when none is named."""
+    if services:
+        return _each(action, services, command)
+    return [Recognised(action, project, project or "the compose project in an unknown directory", command.text())]
+
+
+def _compose_project(command: SimpleCommand, top: Args) -> Optional[str]:
+    """Compose's own rule: -p, $COMPOSE_PROJECT_NAME, else the name of the
+    project directory (that of the first -f file, else the working directory)."""
+    name = top.value("-p", "--project-name") or command.env.get("COMPOSE_PROJECT_NAME")
+    if not name:
+        directory = top.value("--project-directory")
+        files = top.values("-f", "--file")
+        if not directory and files and posixpath.dirname(files[0]):
+            directory = posixpath.dirname(files[0])
+        if directory and not directory.startswith("/") and command.cwd:
+            directory = posixpath.join(command.cwd, directory)
+        directory = directory or command.cwd
+        if not directory or directory.startswith(("$", "~")):
+            return None
+        name = posixpath.basename(posixpath.normpath(directory))
+    return re.sub(r"[^a-z0-9_-]", "", name.lower()) or None
+
+
+# -- systemd, SysV, OpenRC ---------------------------------------------------------
+
+SYSTEMCTL_VALUE = {"-H", "--host", "-M", "--machine", "-t", "--type", "-p", "--property", "-P", "-s", "--signal",
+                   "-n", "--lines", "-o", "--output", "--state", "--root", "--image", "--job-mode", "--kill-whom",
+                   "--kill-value", "--what", "--timestamp", "--check-inhibitors", "--when", "--drop-in"}
+SYSTEMCTL_RESTARTS = {"restart", "try-restart", "reload-or-restart", "try-reload-or-restart", "condrestart",
+                      "force-reload", "start"}
+
+
+def _systemctl(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
+    positionals = parse_args(words, SYSTEMCTL_VALUE).positionals
+    if positionals[:1] and positionals[0] in SYSTEMCTL_RESTARTS:
+        return _each(RESTART, positionals[1:], command)
+    return []
+
+
+def _service(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
+    """``service NAME restart`` (SysV) and ``rc-service NAME restart`` (OpenRC)."""
+    positionals = parse_args(words, set()).positionals
+    if len(positionals) >= 2 and positionals[1] in SYSTEMCTL_RESTARTS:
+        return _each(RESTART, positionals[:1], command)
+    return []
+
+
+# -- kubectl, ansible-playbook, helm ------------------------------------------------
+
+KUBECTL_VALUE = {"-n", "--namespace", "--context", "--kubeconfig", "--cluster", "--user", "-s", "--server",
+                 "--token", "-l", "--selector", "-o", "--output", "-f", "--filename", "--field-manager", "--as",
+                 "--as-group", "--request-timeout", "--to-revision", "--template", "-k", "--kustomize"}
+
+
+def _kubectl(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
+    positionals = parse_args(words, KUBECTL_VALUE).positionals
+    if positionals[:1] != ["rollout"] or len(positionals) < 2 or positionals[1] not in ("restart", "undo"):
+        return []
+    action = RESTART if positionals[1] == "restart" else REDEPLOYMENT
+    resources = positionals[2:]
+    if resources and "/" not in resources[0]:
+        names = resources[1:]                                   # `deployment web api`
+    else:
+        names = [r.split("/", 1)[1] for r in resources if "/" in r]   # `deployment/web`
+    if not names:   # every deployment, a selector or a file: which services is not in the text
+        return [Recognised(action, None, "the selected resources", command.text())]
+    return _each(action, names, command)
+
+
+ANSIBLE_VALUE = {"-i", "--inventory", "--inventory-file", "-l", "--limit", "-e", "--extra-vars", "-t", "--tags",
+                 "--skip-tags", "-u", "--user", "-f", "--forks", "-c", "--connection", "-T", "--timeout",
+                 "--private-key", "--key-file", "-M", "--module-path", "--vault-id", "--vault-password-file",
+                 "--vault-pass-file", "--become-method", "--become-user", "--start-at-task", "--ssh-common-args",
+                 "--sftp-extra-args", "--scp-extra-args", "--ssh-extra-args", "--become-password-file",
+                 "--connection-password-file"}
+ANSIBLE_DRY = ("-C", "--check", "--syntax-check", "--list-hosts", "--list-tasks", "--list-tags")
+
+
+def _ansible_playbook(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
+    args = parse_args(words, ANSIBLE_VALUE)
+    if args.has(*ANSIBLE_DRY):
+        return []
+    limits = [p.lstrip("&") for value in args.values("-l", "--limit") for p in re.split(r"[,:]", value)]
+    limits = [p for p in limits if p and not p.startswith("!")]
+    if limits:
+        return _each(REDEPLOYMENT, limits, command)
+    playbooks = [posixpath.splitext(posixpath.basename(p))[0] for p in args.positionals]
+    return _each(REDEPLOYMENT, playbooks, command)
+
+
+HELM_VALUE = {"-f", "--values", "--set", "--set-string", "--set-file", "--set-json", "--set-literal", "-n",
+              "--namespace", "--version", "--timeout", "--kube-context", "--kubeconfig", "-o", "--output",
+              "--description", "--post-renderer", "--post-renderer-args", "--repo", "--history-max", "--username",
+              "--password", "--ca-file", "--cert-file", "--key-file", "--keyring", "--labels", "-l", "--burst-limit",
+              "--qps", "--kube-apiserver", "--kube-as-user", "--kube-as-group", "--kube-ca-file",
+              "--kube-tls-server-name", "--kube-token", "--registry-config", "--repository-cache",
+              "--repository-config", "--name-template", "--max-history"}
+
+
+def _helm(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
+    args = parse_args(words, HELM_VALUE)
+    positionals = args.positionals
+    if not positionals or positionals[0] not in ("upgrade", "install", "rollback") or args.has("--dry-run"):
+        return []
+    if positionals[0] == "install" and args.has("-g", "--generate-name"):
+        return [Recognised(REDEPLOYMENT, None, "a release with a generated name", command.text())]
+    if len(positionals) < 2:
+        return []
+    return _each(REDEPLOYMENT, positionals[1:2], command)
+
+
+Handler = Callable[[SimpleCommand, list, _Line], list]
+HANDLERS: dict[str, Handler] = {
+    "docker": _docker, "podman": _docker,
+    "docker-compose": _compose, "podman-compose": _compose,
+    "systemctl": _systemctl, "service": _service, "rc-service": _service,
+    "kubectl": _kubectl, "ansible-playbook": _ansible_playbook, "helm": _helm,
+}

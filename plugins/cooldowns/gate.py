@@ -1,0 +1,172 @@
+"""The PreToolUse decision: may this Bash call run, given the cooldowns?
+
+Claude Code runs ``claudeops cooldowns check-tool`` before every Bash call
+and hands it the call as JSON on stdin. We answer by printing a ``deny``
+decision (with the reason the agent reads as the tool's error) or nothing
+(the normal permission rules then apply: we never say ``allow``).
+
+Fail-open or fail-closed:
+- input we cannot read, another tool, a command that restarts nothing:
+  allowed silently. The hook guards restarts; it must not wedge a session
+  because the CLI's input format changed.
+- a recognised restart or redeployment whose check fails (database down,
+  a bug): denied, with the error as the reason. Better a restart missed
+  than a limit silently not enforced.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Optional
+
+from flask import current_app
+
+from app.config import TIERS
+from app.extensions import db
+from app.models import Session
+from app.plugin_types import RunInfo
+from app.plugins import plugin_manager
+from app.timeutil import utcnow
+from plugins.cooldowns import store
+from plugins.cooldowns.commands import Recognised, recognise
+from plugins.cooldowns.limits import current_limits
+from plugins.cooldowns.models import DENIED, PENDING
+
+log = logging.getLogger(__name__)
+
+# If recognising itself fails, these words make a command suspect enough to deny.
+SUSPECT = re.compile(r"restart|\bstart\b|\bup\b|upgrade|install|rollback|rollout|ansible-playbook")
+
+MAX_COMMAND_CHARS = 2000
+
+ADVICE = ("Do not try another way to do it. Report what you found with an [EVENT:…] marker instead, "
+          "so that the operator can decide.")
+
+
+@dataclass(frozen=True)
+class Caller:
+    """The Claude Ops session the CLI runs for (from the environment the
+    session manager gives the CLI), if any."""
+
+    session_id: Optional[int]
+    tier: Optional[int]
+
+
+def deny_output(reason: str) -> str:
+    return json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                              "permissionDecisionReason": reason}})
+
+
+def bash_command(raw: str) -> tuple[Optional[str], Optional[str]]:
+    """The command and working directory of a PreToolUse call of Bash, or
+    (None, None) for anything else."""
+    try:
+        payload = json.loads(raw)
+    except ValueError:
+        log.warning("cooldowns: PreToolUse input is not JSON; allowing the call")
+        return None, None
+    if not isinstance(payload, dict) or payload.get("tool_name") != "Bash":
+        return None, None
+    tool_input = payload.get("tool_input")
+    command = tool_input.get("command") if isinstance(tool_input, dict) else None
+    cwd = payload.get("cwd")
+    return (command if isinstance(command, str) else None), (cwd if isinstance(cwd, str) else None)
+
+
+def check(raw: str, caller: Caller, now: Optional[datetime] = None) -> Optional[str]:
+    """The reason to deny the call described by ``raw``, or None to let it be."""
+    command, cwd = bash_command(raw)
+    if not command:
+        return None
+    try:
+        found = recognise(command, cwd)
+    except Exception as exc:   # a bug here must not let a restart through unchecked
+        log.exception("cooldowns: could not read the command %r", command[:200])
+        if SUSPECT.search(command):
+            return f"Claude Ops could not check this command against the cooldowns ({exc}), so it was not run. {ADVICE}"
+        return None
+    if not found:
+        return None
+    try:
+        with _one_at_a_time():
+            reason = _decide(found, command, caller, now or utcnow())
+            db.session.commit()
+        return reason
+    except Exception as exc:
+        db.session.rollback()
+        log.exception("cooldowns: the check failed")
+        what = ", ".join(f"{r.action} of {r.service or r.target}" for r in found)
+        return f"Claude Ops could not check the cooldown for {what} ({type(exc).__name__}: {_first_line(exc)}), " \
+               f"so the command was not run. {ADVICE}"
+
+
+def _first_line(exc: Exception) -> str:
+    """SQLAlchemy's messages go on with the SQL; the agent needs the gist."""
+    lines = str(exc).strip().splitlines()
+    return lines[0][:300] if lines else ""
+
+
+def _decide(found: list[Recognised], command: str, caller: Caller, now: datetime) -> Optional[str]:
+    unknown = [r for r in found if r.service is None]
+    if unknown:
+        targets = ", ".join(f"{r.action} of {r.target}" for r in unknown)
+        return (f"Claude Ops cooldowns: cannot tell which service this command touches ({targets}). "
+                "Restarts and redeployments are limited per service: name each service literally, "
+                "one per command where you can (for example `docker restart jellyfin`).")
+    limits = current_limits()
+    usages = [store.usage(r.service, r.action, now, limits) for r in found]
+    blocked = [u for u in usages if u.at_limit]
+    session_id = _existing_session(caller.session_id)
+    command = command[:MAX_COMMAND_CHARS]
+    if not blocked:
+        for r in found:
+            store.record_attempt(r.action, r.service, PENDING, command, session_id, caller.tier, now=now)
+        return None
+    reason = f"Claude Ops cooldown limit reached: {store.explain(blocked)}. The command was not run. {ADVICE}"
+    for r in found:
+        store.record_attempt(r.action, r.service, DENIED, command, session_id, caller.tier, message=reason, now=now)
+    _notify(blocked, session_id)
+    return reason
+
+
+def _existing_session(session_id: Optional[int]) -> Optional[int]:
+    if session_id is None:
+        return None
+    return session_id if db.session.get(Session, session_id) is not None else None
+
+
+def _notify(blocked: list[store.Usage], session_id: Optional[int]) -> None:
+    """A denial is news for the operator's feed (the events plugin records it)."""
+    session = db.session.get(Session, session_id) if session_id else None
+    run = None
+    if session is not None:
+        run = RunInfo(session_id=session.id, tier=session.tier, tier_name=TIERS.get(session.tier, ""),
+                      model=session.model or "", trigger=session.trigger, operator_prompt=session.prompt,
+                      started_at=session.started_at, parent_session_id=session.parent_id)
+    for u in blocked:
+        try:
+            plugin_manager().hook.claudeops_notice(
+                level="warning", service=u.service, run=run,
+                message=f"Cooldown: a {u.action} of {u.service} was denied ({store.explain([u])}).")
+        except Exception:
+            log.exception("cooldowns: could not send the denial notice")
+
+
+@contextmanager
+def _one_at_a_time():
+    """Check and record under one lock, so two parallel calls cannot both
+    take the last restart. Sessions and their hooks run on one host (the
+    scheduler's), so a lock file in the state directory is enough."""
+    path = Path(current_app.config["CLAUDEOPS_STATE_DIR"]) / "cooldowns.lock"
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

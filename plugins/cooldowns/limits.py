@@ -1,0 +1,95 @@
+"""The limits: how many restarts and redeployments of one service a sliding
+window allows, declared as settings ("2/4h") and read by everyone the same way."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+
+from app.config import Setting
+from app.runtime import setting
+
+RESTART = "restart"
+REDEPLOYMENT = "redeployment"
+ACTIONS = (RESTART, REDEPLOYMENT)
+
+# The words the agent and the operator use for the two actions.
+ACTION_ALIASES = {
+    "restart": RESTART, "restarts": RESTART, "restarted": RESTART,
+    "redeployment": REDEPLOYMENT, "redeployments": REDEPLOYMENT, "redeploy": REDEPLOYMENT,
+    "redeployed": REDEPLOYMENT, "deployment": REDEPLOYMENT, "deploy": REDEPLOYMENT,
+}
+
+SETTING_NAMES = {RESTART: "CLAUDEOPS_COOLDOWN_RESTART_LIMIT",
+                 REDEPLOYMENT: "CLAUDEOPS_COOLDOWN_REDEPLOYMENT_LIMIT"}
+
+UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+LIMIT_FORMAT = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*([smhd])\s*$")
+MAX_WINDOW = timedelta(days=366)
+
+
+@dataclass(frozen=True)
+class Limit:
+    """At most ``count`` actions in any ``window``; 0 forbids the action."""
+
+    count: int
+    window: timedelta
+
+    def __str__(self) -> str:  # what `claudeops config` prints, and what parse() reads back
+        return f"{self.count}/{format_window(self.window)}"
+
+    def to_dict(self) -> dict:
+        return {"count": self.count, "window": format_window(self.window),
+                "window_seconds": int(self.window.total_seconds())}
+
+
+def parse_limit(raw: str) -> Limit:
+    match = LIMIT_FORMAT.match(raw)
+    if match is None:
+        raise ValueError("must be <count>/<window>, like 2/4h (window in s, m, h or d)")
+    count, amount, unit = int(match[1]), int(match[2]), match[3]
+    window = timedelta(seconds=amount * UNIT_SECONDS[unit])
+    if window <= timedelta(0):
+        raise ValueError("the window must be longer than 0")
+    if window > MAX_WINDOW:
+        raise ValueError("the window must be at most 366d")
+    return Limit(count, window)
+
+
+def format_window(window: timedelta) -> str:
+    """The largest unit that states the window exactly (4h, 90m, 2d), but
+    hours up to a day: "24h" is how operators say it."""
+    seconds = int(window.total_seconds())
+    for unit in ("d", "h", "m"):
+        if seconds % UNIT_SECONDS[unit] == 0 and not (unit == "d" and seconds <= UNIT_SECONDS["d"]):
+            return f"{seconds // UNIT_SECONDS[unit]}{unit}"
+    return f"{seconds}s"
+
+
+def describe(action: str, limit: Limit) -> str:
+    """'2 restarts per 4h', '1 redeployment per 24h', 'no restarts'."""
+    if limit.count == 0:
+        return f"no {action}s"
+    return f"{limit.count} {action}{'s' if limit.count != 1 else ''} per {format_window(limit.window)}"
+
+
+def normalise_action(raw: str) -> str | None:
+    return ACTION_ALIASES.get(raw.strip().lower())
+
+
+def settings() -> list[Setting]:
+    # Runtime settings: an operator may lift or tighten a limit on /config
+    # while the service runs. Everyone reads them through setting(), the hook
+    # process included, so the change holds everywhere at once.
+    return [
+        Setting(SETTING_NAMES[RESTART], "2/4h",
+                "Restarts of one service allowed in a sliding window (`<count>/<window>`, window in s, m, h or d; "
+                "0 forbids); a restart beyond it is denied before it runs.", parse_limit, runtime=True),
+        Setting(SETTING_NAMES[REDEPLOYMENT], "1/24h",
+                "Redeployments of one service allowed in a sliding window (`<count>/<window>`); "
+                "one beyond it is denied before it runs.", parse_limit, runtime=True),
+    ]
+
+
+def current_limits() -> dict[str, Limit]:
+    return {action: setting(SETTING_NAMES[action]) for action in ACTIONS}

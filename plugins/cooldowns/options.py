@@ -1,0 +1,65 @@
+"""Command-line options the way getopt and cobra read them, enough to find
+the positional words (containers, units, releases) of a command."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+
+@dataclass
+class Args:
+    options: dict[str, list[str]] = field(default_factory=dict)
+    positionals: list[str] = field(default_factory=list)
+
+    def has(self, *names: str) -> bool:
+        return any(name in self.options for name in names)
+
+    def values(self, *names: str) -> list[str]:
+        return [value for name in names for value in self.options.get(name, [])]
+
+    def value(self, *names: str) -> Optional[str]:
+        values = [v for v in self.values(*names) if v]
+        return values[-1] if values else None      # the last one given wins, as in most CLIs
+
+
+def parse_args(args: list[str], with_value: set[str], stop_at_positional: bool = False) -> Args:
+    """Options anywhere (``--name=value``, ``--name value`` and ``-n value``
+    for names in ``with_value``, clusters like ``-dt 5``), everything after
+    ``--`` positional. With ``stop_at_positional``, the first positional and
+    everything after it are positional: a subcommand and its own arguments."""
+    parsed = Args()
+
+    def add(name: str, value: str) -> None:
+        parsed.options.setdefault(name, []).append(value)
+
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            parsed.positionals += args[i + 1:]
+            break
+        if arg.startswith("--"):
+            name, equals, value = arg.partition("=")
+            if not equals and name in with_value and i + 1 < len(args):
+                i += 1
+                value = args[i]
+            add(name, value)
+        elif arg.startswith("-") and len(arg) > 1:
+            for j, letter in enumerate(arg[1:], start=1):
+                name = "-" + letter
+                if name not in with_value:
+                    add(name, "")
+                    continue
+                value = arg[j + 1:]
+                if not value and i + 1 < len(args):
+                    i += 1
+                    value = args[i]
+                add(name, value)
+                break
+        elif stop_at_positional:
+            parsed.positionals += args[i:]
+            break
+        else:
+            parsed.positionals.append(arg)
+        i += 1
+    return parsed

@@ -1,0 +1,45 @@
+"""What a session is told about cooldowns: the rules, the marker, and which
+services are at or near their limit right now (from the same rows the hook
+counts, so the prompt and the enforcement never disagree)."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Optional
+
+from app.timeutil import isoformat, utcnow
+from plugins.cooldowns import store
+from plugins.cooldowns.limits import ACTIONS, current_limits, describe, format_window
+
+RULES = """## Cooldowns
+
+Restarts and redeployments are limited per service: {limits}, counted over a sliding window. \
+A restart or redeployment beyond its limit is refused before it runs (the command fails with the reason); \
+do not look for another way to do it: report the problem with an event marker so the operator can decide. \
+Name the service literally in the command (`docker restart jellyfin`, not `docker restart $name`).
+
+After each restart or redeployment, report how it went, on its own line, naming the service as the \
+command did:
+
+    [COOLDOWN:restart:<service>] success — <what you did and what you saw>
+    [COOLDOWN:redeployment:<service>] failure — <what went wrong>
+"""
+
+
+def cooldown_prompt(now: Optional[datetime] = None) -> str:
+    now = now or utcnow()
+    limits = current_limits()
+    text = RULES.format(limits=" and ".join(describe(action, limits[action]) for action in ACTIONS))
+    constrained = store.constrained(now)
+    if not constrained:
+        return text + "\nNo service is near its limit now."
+    lines = ["", "Services at or near their limit now:"]
+    for u in constrained:
+        window = format_window(u.limit.window)
+        if u.at_limit:
+            until = f"until {isoformat(u.next_free_at)}" if u.next_free_at else "for now"
+            lines.append(f"- {u.service}: {u.used} of {u.limit.count} {u.action}s in the last {window} — "
+                         f"no more {u.action}s {until}")
+        else:
+            lines.append(f"- {u.service}: {u.used} of {u.limit.count} {u.action}s in the last {window} — "
+                         f"{u.remaining} {u.action} left")
+    return text + "\n".join(lines)

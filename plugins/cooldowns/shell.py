@@ -1,0 +1,228 @@
+"""Take a shell command line apart into the simple commands it runs.
+
+This is not a shell: it over-approximates on purpose. Heredoc bodies and
+words after a stray quote are scanned as commands too, because the cost of
+seeing a restart that is not one (a denial the agent can read) is lower than
+missing one that is. Everything here is pure and unit tested.
+"""
+from __future__ import annotations
+
+import posixpath
+import shlex
+from dataclasses import dataclass, field
+from typing import Iterator, Optional
+
+OPERATOR_CHARS = ";&|()<>`\n"
+SEPARATOR_CHARS = set(";|()`\n")
+MAX_DEPTH = 5
+
+# Words that start a compound command or negate one; what follows is a command.
+SHELL_KEYWORDS = {"if", "then", "else", "elif", "do", "while", "until", "!", "{", "}", "time"}
+
+# Commands that run the rest of their words as a command, and the options
+# (of theirs) that take a value.
+PREFIX_COMMANDS = {
+    "sudo": {"-u", "-g", "-h", "-p", "-C", "-D", "-R", "-T", "-U", "-r", "-t", "--user", "--group", "--host",
+             "--prompt", "--close-from", "--chdir", "--chroot", "--command-timeout", "--other-user", "--role",
+             "--type"},
+    "doas": {"-u", "-C"},
+    "env": {"-u", "--unset", "-C", "--chdir", "-S", "--split-string"},
+    "nohup": set(), "command": set(), "exec": {"-a"}, "builtin": set(),
+    "nice": {"-n", "--adjustment"}, "ionice": {"-c", "-n", "-p", "--class", "--classdata"},
+    "timeout": {"-s", "--signal", "-k", "--kill-after"}, "stdbuf": {"-i", "-o", "-e"},
+    "chronic": set(), "flock": {"-w", "--timeout", "-E", "--conflict-exit-code"},
+}
+# Of these, the first positional word is an argument, not the command.
+PREFIX_WITH_ARGUMENT = {"timeout", "flock"}
+
+SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash"}
+XARGS_OPTIONS_WITH_VALUE = {"-a", "--arg-file", "-d", "--delimiter", "-E", "-I", "-L", "-n", "--max-args", "-P",
+                            "--max-procs", "-s", "--max-chars", "--process-slot-var"}
+# xargs adds words from its input: a target no one can read from the text.
+FROM_XARGS = "<input of xargs>"
+SSH_OPTIONS_WITH_VALUE = {"-B", "-b", "-c", "-D", "-E", "-e", "-F", "-I", "-i", "-J", "-L", "-l", "-m", "-O", "-o",
+                          "-P", "-p", "-Q", "-R", "-S", "-W", "-w"}
+
+
+@dataclass
+class SimpleCommand:
+    """One command with its words, the variables set just before it, and the
+    directory a preceding ``cd`` in the same line moved to."""
+
+    words: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: Optional[str] = None
+
+    @property
+    def name(self) -> str:
+        return posixpath.basename(self.words[0]) if self.words else ""
+
+    def text(self) -> str:
+        return shlex.join(self.words)
+
+
+@dataclass(frozen=True)
+class Wrapped:
+    """A command line run by another command: ``bash -c LINE`` (here) or
+    ``ssh host LINE`` (elsewhere, so a ``cd`` before it does not apply)."""
+
+    line: str
+    same_directory: bool
+
+
+def tokens(line: str) -> list[str]:
+    line = strip_comments(line.replace("\\\n", " "))
+    try:
+        return _lex(line)
+    except ValueError:
+        # An unbalanced quote or a trailing backslash: bash would refuse that
+        # line, but earlier lines of a script still run. Look again without
+        # quotes and escapes (seeing too much rather than too little).
+        return _lex(line.replace('"', " ").replace("'", " ").replace("\\", " "))
+
+
+def _lex(line: str) -> list[str]:
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=OPERATOR_CHARS)
+    lexer.whitespace = " \t\r"          # newlines separate commands, as in a script
+    lexer.whitespace_split = True
+    lexer.commenters = ""               # shlex's comments swallow the newline: strip_comments does it
+    return list(lexer)
+
+
+def strip_comments(line: str) -> str:
+    """``line`` without its comments: a ``#`` that starts a word, outside
+    quotes, up to (not including) the end of its line."""
+    out: list[str] = []
+    quote = None
+    i = 0
+    while i < len(line):
+        char = line[i]
+        if quote is None and char == "#" and (i == 0 or line[i - 1] in " \t\n;&|()"):
+            end = line.find("\n", i)
+            i = len(line) if end < 0 else end
+            continue
+        if char == "\\" and quote != "'":
+            out.append(line[i:i + 2])
+            i += 2
+            continue
+        if char in "'\"" and quote in (None, char):
+            quote = None if quote else char
+        out.append(char)
+        i += 1
+    return "".join(out)
+
+
+def split_commands(line: str) -> list[list[str]]:
+    """The word lists of the simple commands in ``line``: operators split,
+    redirections and their targets dropped."""
+    commands: list[list[str]] = [[]]
+    words = iter(tokens(line))
+    for token in words:
+        if token and all(c in OPERATOR_CHARS for c in token):
+            if any(c in SEPARATOR_CHARS for c in token) or set(token) == {"&"}:
+                commands.append([])
+                continue
+            # A redirection (>, 2>&1, &>, <<EOF): drop its target, and the file
+            # descriptor number shlex split off in front of it.
+            if commands[-1] and commands[-1][-1].isdigit():
+                commands[-1].pop()
+            next(words, None)
+            continue
+        commands[-1].append(token)
+    return [c for c in commands if c]
+
+
+def simple_commands(line: str, cwd: Optional[str] = None, depth: int = 0) -> Iterator[SimpleCommand]:
+    """Every simple command ``line`` would run, with prefixes (sudo, env,
+    timeout, ...) taken off and wrapped command lines (``bash -c``, ``ssh
+    host cmd``, ``eval``) opened up."""
+    if depth > MAX_DEPTH:
+        return
+    for words in split_commands(line):
+        command = _unwrap(words)
+        if command is None:
+            continue
+        if isinstance(command, Wrapped):        # a command line inside a command: look inside
+            yield from simple_commands(command.line, cwd if command.same_directory else None, depth + 1)
+            continue
+        command.cwd = cwd
+        if command.name == "cd":
+            cwd = _cd(cwd, command.words[1:])
+            continue
+        yield command
+
+
+def _cd(cwd: Optional[str], args: list[str]) -> Optional[str]:
+    targets = [a for a in args if not a.startswith("-")]
+    if not targets or targets[0].startswith(("~", "$")):
+        return None      # somewhere we cannot know
+    target = targets[0]
+    if cwd and not target.startswith("/"):
+        target = posixpath.join(cwd, target)
+    return posixpath.normpath(target)
+
+
+def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | None:
+    env: dict[str, str] = {}
+    while words:
+        head, name = words[0], posixpath.basename(words[0])
+        if "=" in head and not head.startswith("=") and head.split("=", 1)[0].isidentifier():
+            key, value = head.split("=", 1)
+            env[key] = value
+            words = words[1:]
+        elif head in SHELL_KEYWORDS:
+            words = words[1:]
+        elif name in PREFIX_COMMANDS:
+            words = _after_options(words[1:], PREFIX_COMMANDS[name], skip_argument=name in PREFIX_WITH_ARGUMENT)
+        elif name in SHELLS:
+            script = _shell_script(words[1:])
+            return Wrapped(script, True) if script is not None else None
+        elif name == "su":
+            script = _option_value(words[1:], {"-c", "--command"})
+            return Wrapped(script, False) if script is not None else None
+        elif name == "xargs":
+            words = _after_options(words[1:], XARGS_OPTIONS_WITH_VALUE)
+            words = words + [FROM_XARGS] if words else []
+        elif name == "eval":
+            return Wrapped(" ".join(words[1:]), True)
+        elif name == "ssh":
+            rest = _after_options(words[1:], SSH_OPTIONS_WITH_VALUE)
+            return Wrapped(" ".join(rest[1:]), False) if len(rest) > 1 else None
+        else:
+            return SimpleCommand(words, env)
+    return None
+
+
+def _after_options(args: list[str], with_value: set[str], skip_argument: bool = False) -> list[str]:
+    """``args`` from the first word that is not an option of the prefix."""
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            i += 1
+            break
+        if not arg.startswith("-") or arg == "-":
+            break
+        i += 2 if arg in with_value else 1
+    rest = args[i:]
+    return rest[1:] if skip_argument and rest else rest
+
+
+def _shell_script(args: list[str]) -> Optional[str]:
+    """The command string of ``bash -c '...'`` (or ``-lc``, ``-ec``, ...)."""
+    for i, arg in enumerate(args):
+        if arg.startswith("-") and not arg.startswith("--") and "c" in arg[1:]:
+            return args[i + 1] if i + 1 < len(args) else None
+        if not arg.startswith("-"):
+            return None      # `bash script.sh`: a script we cannot see
+    return None
+
+
+def _option_value(args: list[str], names: set[str]) -> Optional[str]:
+    for i, arg in enumerate(args):
+        if arg in names and i + 1 < len(args):
+            return args[i + 1]
+        for name in names:
+            if name.startswith("--") and arg.startswith(name + "="):
+                return arg.split("=", 1)[1]
+    return None

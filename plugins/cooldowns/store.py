@@ -1,0 +1,163 @@
+"""The one truth about cooldowns: rows in ``cooldown_actions`` and the
+sliding-window arithmetic over them. The hook, the markers, the prompt, the
+page, the API and the CLI all go through here.
+
+A row is written when the PreToolUse hook lets a recognised command run
+(``pending``: it counts from that moment, whether or not the agent reports
+it) or denies one (``denied``: shown, never counted). The agent's marker then
+sets the outcome of the latest pending row of its session, service and
+action, or adds a row of its own for a restart the hook did not see.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Iterable, Optional
+
+from sqlalchemy import func, select
+
+from app.extensions import db
+from app.timeutil import isoformat, utcnow
+from plugins.cooldowns.limits import ACTIONS, Limit, current_limits, format_window
+from plugins.cooldowns.models import COUNTED, DENIED, HOOK, MARKER, PENDING, CooldownAction
+
+# How far back the status lists a service that has gone quiet.
+STATUS_DAYS = 7
+
+
+@dataclass(frozen=True)
+class Usage:
+    """One service and action against its limit at one moment."""
+
+    service: str
+    action: str
+    used: int
+    limit: Limit
+    next_free_at: Optional[datetime]     # when one more is allowed again; None if it is now (or never: count 0)
+
+    @property
+    def remaining(self) -> int:
+        return max(self.limit.count - self.used, 0)
+
+    @property
+    def at_limit(self) -> bool:
+        return self.used >= self.limit.count
+
+    @property
+    def near_limit(self) -> bool:
+        """At the limit, or one away from it after at least one use."""
+        return self.at_limit or (self.used > 0 and self.remaining <= 1)
+
+    def to_dict(self) -> dict:
+        return {"used": self.used, "limit": self.limit.count, "window": format_window(self.limit.window),
+                "remaining": self.remaining, "at_limit": self.at_limit, "near_limit": self.near_limit,
+                "next_free_at": isoformat(self.next_free_at)}
+
+
+def usage(service: str, action: str, now: Optional[datetime] = None,
+          limits: Optional[dict[str, Limit]] = None) -> Usage:
+    now = now or utcnow()
+    limit = (limits or current_limits())[action]
+    times = db.session.scalars(
+        select(CooldownAction.created_at).where(
+            CooldownAction.service == service, CooldownAction.action == action,
+            CooldownAction.outcome.in_(COUNTED), CooldownAction.created_at > now - limit.window,
+            CooldownAction.created_at <= now)
+        .order_by(CooldownAction.created_at)).all()
+    next_free_at = None
+    if limit.count and len(times) >= limit.count:
+        # Sliding window: one more is allowed once all but count-1 of these have aged out.
+        next_free_at = times[len(times) - limit.count] + limit.window
+    return Usage(service, action, len(times), limit, next_free_at)
+
+
+def status(now: Optional[datetime] = None, service: Optional[str] = None) -> list[dict[str, Usage]]:
+    """Both actions of every service with a row in the last STATUS_DAYS (or
+    inside the longest window), most constrained first."""
+    now = now or utcnow()
+    limits = current_limits()
+    since = now - max([timedelta(days=STATUS_DAYS)] + [limit.window for limit in limits.values()])
+    query = select(CooldownAction.service).distinct().where(CooldownAction.created_at > since)
+    if service:
+        query = query.where(CooldownAction.service == service)
+    rows = [{action: usage(name, action, now, limits) for action in ACTIONS}
+            for name in db.session.scalars(query).all()]
+    rows.sort(key=lambda row: (-sum(u.at_limit for u in row.values()), -sum(u.near_limit for u in row.values()),
+                               next(iter(row.values())).service))
+    return rows
+
+
+def constrained(now: Optional[datetime] = None) -> list[Usage]:
+    """Every service and action at or near its limit."""
+    return [u for row in status(now) for u in row.values() if u.near_limit and u.used]
+
+
+def record_attempt(action: str, service: str, outcome: str, command: str, session_id: Optional[int],
+                   tier: Optional[int], message: Optional[str] = None,
+                   now: Optional[datetime] = None) -> CooldownAction:
+    """What the hook saw: ``pending`` (let through) or ``denied``."""
+    if outcome not in (PENDING, DENIED):
+        raise ValueError(f"the hook records pending or denied actions, not {outcome!r}")
+    row = CooldownAction(service=service, action=action, outcome=outcome, source=HOOK, command=command,
+                         message=message, session_id=session_id, tier=tier, created_at=now or utcnow())
+    db.session.add(row)
+    return row
+
+
+def record_outcome(action: str, service: str, outcome: str, message: str, session_id: Optional[int],
+                   tier: Optional[int], now: Optional[datetime] = None) -> tuple[CooldownAction, bool]:
+    """The agent's report. Completes the latest pending row of the same
+    session, service and action; else (a restart the hook did not see, or
+    one reported twice) adds a counted row. Returns the row and whether it
+    is new."""
+    now = now or utcnow()
+    row = db.session.scalar(
+        select(CooldownAction).where(
+            CooldownAction.session_id == session_id, CooldownAction.service == service,
+            CooldownAction.action == action, CooldownAction.outcome == PENDING)
+        .order_by(CooldownAction.created_at.desc(), CooldownAction.id.desc()).limit(1))
+    created = row is None
+    if created:
+        row = CooldownAction(service=service, action=action, source=MARKER, session_id=session_id, tier=tier,
+                             created_at=now)
+        db.session.add(row)
+    row.outcome, row.message, row.reported_at = outcome, message or None, now
+    return row, created
+
+
+def recent(service: Optional[str] = None, action: Optional[str] = None, outcome: Optional[str] = None):
+    """The rows, newest first, as a query to count or page."""
+    query = select(CooldownAction)
+    if service:
+        query = query.where(CooldownAction.service == service)
+    if action:
+        query = query.where(CooldownAction.action == action)
+    if outcome:
+        query = query.where(CooldownAction.outcome == outcome)
+    return query.order_by(CooldownAction.created_at.desc(), CooldownAction.id.desc())
+
+
+def count(query) -> int:
+    return db.session.scalar(select(func.count()).select_from(query.order_by(None).subquery()))
+
+
+def denials_since(since: datetime) -> int:
+    return db.session.scalar(select(func.count()).select_from(CooldownAction).where(
+        CooldownAction.outcome == DENIED, CooldownAction.created_at >= since))
+
+
+def services() -> list[str]:
+    return db.session.scalars(select(CooldownAction.service).distinct().order_by(CooldownAction.service)).all()
+
+
+def explain(usages: Iterable[Usage]) -> str:
+    """'restart of jellyfin: 2 of 2 in 4h used, next allowed at …'."""
+    parts = []
+    for u in usages:
+        if u.limit.count == 0:
+            parts.append(f"{u.action} of {u.service}: not allowed at all (limit 0)")
+            continue
+        when = f"next allowed at {isoformat(u.next_free_at)}" if u.next_free_at else f"{u.remaining} left"
+        parts.append(f"{u.action} of {u.service}: {u.used} of {u.limit.count} in {format_window(u.limit.window)} "
+                     f"used, {when}")
+    return "; ".join(parts)

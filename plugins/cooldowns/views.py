@@ -1,0 +1,66 @@
+"""The Cooldowns page (5 s polling) and ``GET /api/v1/cooldowns``: the same
+state the agent is told and the hook enforces."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from flask import Blueprint, request
+
+from app.extensions import db
+from app.timeutil import utcnow
+from app.web.apiutil import ApiError, pagination
+from app.web.htmx import render_page
+from plugins.cooldowns import store
+from plugins.cooldowns.limits import ACTIONS, current_limits, describe, format_window, normalise_action
+from plugins.cooldowns.models import OUTCOMES
+
+pages = Blueprint("cooldowns", __name__, template_folder=str(Path(__file__).parent / "templates"))
+api = Blueprint("cooldowns_api", __name__)
+
+PAGE_SIZE = 100
+
+
+def _filters(strict: bool) -> tuple[str | None, str | None, str | None]:
+    """service, action and outcome from the query string. The page ignores a
+    value it does not know (a stale link); the API says what is wrong."""
+    service = (request.args.get("service") or "").strip().lower() or None
+    raw_action = (request.args.get("action") or "").strip()
+    action = normalise_action(raw_action) if raw_action else None
+    outcome = (request.args.get("outcome") or "").strip().lower() or None
+    if strict and raw_action and action is None:
+        raise ApiError(f"action must be one of {', '.join(ACTIONS)}, not {raw_action!r}")
+    if outcome not in (None, *OUTCOMES):
+        if strict:
+            raise ApiError(f"outcome must be one of {', '.join(OUTCOMES)}, not {outcome!r}")
+        outcome = None
+    return service, action, outcome
+
+
+@pages.get("/cooldowns")
+def index():
+    service, action, outcome = _filters(strict=False)
+    now = utcnow()
+    limits = current_limits()
+    query = store.recent(service, action, outcome)
+    return render_page("cooldowns/index.html", "cooldowns/_state.html",
+                       status=store.status(now, service), actions=db.session.scalars(query.limit(PAGE_SIZE)).all(),
+                       total=store.count(query), rules=[describe(a, limits[a]) for a in ACTIONS],
+                       action_names=ACTIONS, outcomes=OUTCOMES, services=store.services(), service=service,
+                       action=action, outcome=outcome, format_window=format_window)
+
+
+@api.get("/cooldowns")
+def list_cooldowns():
+    limit, offset = pagination()
+    service, action, outcome = _filters(strict=True)
+    now = utcnow()
+    query = store.recent(service, action, outcome)
+    rows = db.session.scalars(query.limit(limit).offset(offset)).all()
+    return {
+        "limits": {name: value.to_dict() for name, value in current_limits().items()},
+        "services": [{"service": next(iter(row.values())).service,
+                      **{name: u.to_dict() for name, u in row.items()}}
+                     for row in store.status(now, service)],
+        "actions": [r.to_dict() for r in rows],
+        "total": store.count(query), "limit": limit, "offset": offset,
+    }

@@ -1,0 +1,212 @@
+"""Which Bash command lines restart or redeploy which services (pure functions)."""
+from __future__ import annotations
+
+import pytest
+
+from plugins.cooldowns.commands import normalise_service, recognise
+from plugins.cooldowns.options import parse_args
+from plugins.cooldowns.shell import simple_commands, split_commands
+
+R, D = "restart", "redeployment"
+
+
+def found(line: str, cwd: str | None = "/home/ops") -> list[tuple[str, str | None]]:
+    return [(r.action, r.service) for r in recognise(line, cwd)]
+
+
+@pytest.mark.parametrize("line, expected", [
+    # docker and podman
+    ("docker restart jellyfin", [(R, "jellyfin")]),
+    ("docker container restart jellyfin", [(R, "jellyfin")]),
+    ("docker restart -t 30 jellyfin sonarr", [(R, "jellyfin"), (R, "sonarr")]),
+    ("docker restart --time=30 jellyfin", [(R, "jellyfin")]),
+    ("docker -H ssh://nas restart Jellyfin", [(R, "jellyfin")]),
+    ("docker --context nas container restart jellyfin", [(R, "jellyfin")]),
+    ("docker start jellyfin", [(R, "jellyfin")]),
+    ("docker stop jellyfin && docker start jellyfin", [(R, "jellyfin")]),
+    ("/usr/bin/docker restart jellyfin", [(R, "jellyfin")]),
+    ("podman restart jellyfin", [(R, "jellyfin")]),
+    # docker compose (v2 and v1)
+    ("docker compose restart jellyfin", [(R, "jellyfin")]),
+    ("docker-compose restart jellyfin", [(R, "jellyfin")]),
+    ("docker compose -f /opt/media/compose.yml restart -t 5 jellyfin", [(R, "jellyfin")]),
+    ("docker compose start jellyfin", [(R, "jellyfin")]),
+    ("docker compose up -d jellyfin", [(R, "jellyfin")]),
+    ("docker compose up -d --force-recreate jellyfin", [(D, "jellyfin")]),
+    ("docker compose up -d --build jellyfin", [(D, "jellyfin")]),
+    ("docker compose up -d --pull always jellyfin", [(D, "jellyfin")]),
+    ("docker compose up -d --pull missing jellyfin", [(R, "jellyfin")]),
+    ("docker compose pull jellyfin && docker compose up -d jellyfin", [(D, "jellyfin")]),
+    ("docker compose pull && docker compose up -d jellyfin", [(D, "jellyfin")]),
+    ("docker compose pull sonarr && docker compose up -d jellyfin", [(R, "jellyfin")]),
+    ("docker-compose build jellyfin; docker-compose up -d jellyfin", [(D, "jellyfin")]),
+    # no service named: the project, named the way compose names it
+    ("docker compose restart", [(R, "ops")]),
+    ("cd /opt/Jelly.Fin && docker compose up -d --force-recreate", [(D, "jellyfin")]),
+    ("docker compose -p media restart", [(R, "media")]),
+    ("COMPOSE_PROJECT_NAME=media docker compose restart", [(R, "media")]),
+    ("docker compose -f /opt/arr/docker-compose.yml up -d", [(R, "arr")]),
+    ("docker compose --project-directory ../tv restart", [(R, "tv")]),
+    # things that restart nothing
+    ("docker compose up -d --no-start jellyfin", []),
+    ("docker compose --dry-run restart jellyfin", []),
+    ("docker compose down", []),
+    ("docker compose pull jellyfin", []),
+    ("docker compose logs -f jellyfin", []),
+    ("docker ps -a", []),
+    ("docker stop jellyfin", []),
+    ("docker logs --tail 50 jellyfin", []),
+    ("docker inspect jellyfin | grep restart", []),
+    ("echo docker restart jellyfin", []),
+    ("grep -r 'docker restart' /etc", []),
+    ("git status", []),
+    ("", []),
+    # systemd, SysV, OpenRC
+    ("systemctl restart nginx", [(R, "nginx")]),
+    ("systemctl restart nginx.service", [(R, "nginx")]),
+    ("systemctl --user restart syncthing", [(R, "syncthing")]),
+    ("systemctl -H nas restart smbd nmbd", [(R, "smbd"), (R, "nmbd")]),
+    ("systemctl try-restart nginx", [(R, "nginx")]),
+    ("systemctl reload-or-restart nginx", [(R, "nginx")]),
+    ("systemctl start getty@tty1.service", [(R, "getty@tty1")]),
+    ("systemctl status nginx", []),
+    ("systemctl reload nginx", []),
+    ("systemctl stop nginx", []),
+    ("systemctl is-active nginx", []),
+    ("service nginx restart", [(R, "nginx")]),
+    ("service nginx status", []),
+    ("rc-service nginx restart", [(R, "nginx")]),
+    # kubectl
+    ("kubectl rollout restart deployment/web", [(R, "web")]),
+    ("kubectl -n media rollout restart deployment jellyfin sonarr", [(R, "jellyfin"), (R, "sonarr")]),
+    ("kubectl rollout undo deploy/web", [(D, "web")]),
+    ("kubectl rollout status deployment/web", []),
+    ("kubectl get pods", []),
+    # ansible
+    ("ansible-playbook -i inventory site.yml --limit jellyfin", [(D, "jellyfin")]),
+    ("ansible-playbook site.yml -l web1,web2", [(D, "web1"), (D, "web2")]),
+    ("ansible-playbook site.yml --limit 'web1:!web3'", [(D, "web1")]),
+    ("ansible-playbook -i inv playbooks/jellyfin.yml -e version=10.9", [(D, "jellyfin")]),
+    ("ansible-playbook site.yml --limit jellyfin --check", []),
+    ("ansible-playbook site.yml --syntax-check", []),
+    ("ansible-playbook site.yml --list-hosts", []),
+    ("ansible jellyfin -m ping", []),
+    # helm
+    ("helm upgrade jellyfin ./chart", [(D, "jellyfin")]),
+    ("helm upgrade --install -n media --set image.tag=10.9 jellyfin jellyfin/jellyfin", [(D, "jellyfin")]),
+    ("helm upgrade -f values.yaml --namespace media jellyfin ./chart --wait", [(D, "jellyfin")]),
+    ("helm install jellyfin ./chart", [(D, "jellyfin")]),
+    ("helm rollback jellyfin 3", [(D, "jellyfin")]),
+    ("helm upgrade jellyfin ./chart --dry-run", []),
+    ("helm upgrade jellyfin ./chart --dry-run=server", []),
+    ("helm list -n media", []),
+    ("helm status jellyfin", []),
+])
+def test_recognises(line, expected):
+    assert found(line) == expected
+
+
+@pytest.mark.parametrize("line, expected", [
+    # prefixes
+    ("sudo docker restart jellyfin", [(R, "jellyfin")]),
+    ("sudo -u root -E docker restart jellyfin", [(R, "jellyfin")]),
+    ("sudo -n systemctl restart nginx", [(R, "nginx")]),
+    ("doas systemctl restart nginx", [(R, "nginx")]),
+    ("DOCKER_HOST=ssh://nas docker restart jellyfin", [(R, "jellyfin")]),
+    ("env DOCKER_HOST=ssh://nas docker restart jellyfin", [(R, "jellyfin")]),
+    ("timeout 60 docker restart jellyfin", [(R, "jellyfin")]),
+    ("timeout -s KILL 60 sudo docker restart jellyfin", [(R, "jellyfin")]),
+    ("nohup docker restart jellyfin &", [(R, "jellyfin")]),
+    ("time docker restart jellyfin", [(R, "jellyfin")]),
+    ("nice -n 10 docker restart jellyfin", [(R, "jellyfin")]),
+    # chains, pipes, redirections, subshells, newlines
+    ("docker restart jellyfin && sleep 60 && curl -f http://jellyfin:8096/health",
+     [(R, "jellyfin")]),
+    ("docker restart jellyfin; systemctl restart nginx", [(R, "jellyfin"), (R, "nginx")]),
+    ("docker restart jellyfin || systemctl restart docker", [(R, "jellyfin"), (R, "docker")]),
+    ("docker restart jellyfin 2>&1 | tail -5", [(R, "jellyfin")]),
+    ("docker restart jellyfin >/tmp/out.log 2>/dev/null", [(R, "jellyfin")]),
+    ("(cd /opt/media && docker compose restart jellyfin)", [(R, "jellyfin")]),
+    ("docker restart jellyfin\nsystemctl restart nginx", [(R, "jellyfin"), (R, "nginx")]),
+    ("docker restart \\\n  jellyfin", [(R, "jellyfin")]),
+    ("if ! curl -fs http://jf/health; then docker restart jellyfin; fi", [(R, "jellyfin")]),
+    ("docker restart jellyfin # and again: docker restart sonarr", [(R, "jellyfin")]),
+    ("# restart it\ndocker ps # check first\ndocker restart jellyfin", [(R, "jellyfin")]),
+    ("echo '#not a comment' && docker restart jellyfin", [(R, "jellyfin")]),
+    ("echo done\\", []),
+    # one restart per service and call, however it is spelt
+    ("docker restart jellyfin && docker restart jellyfin", [(R, "jellyfin")]),
+    ("docker restart jellyfin && docker compose up -d --force-recreate jellyfin",
+     [(R, "jellyfin"), (D, "jellyfin")]),
+    # wrapped command lines
+    ("bash -c 'docker restart jellyfin'", [(R, "jellyfin")]),
+    ("sh -lc \"docker restart jellyfin; systemctl restart nginx\"", [(R, "jellyfin"), (R, "nginx")]),
+    ("sudo bash -c 'cd /opt/media && docker compose up -d --force-recreate'", [(D, "media")]),
+    ("ssh nas 'docker restart jellyfin'", [(R, "jellyfin")]),
+    ("ssh -p 2222 -i ~/.ssh/id ops@nas sudo systemctl restart smbd", [(R, "smbd")]),
+    ("ssh nas 'cd /opt/arr && docker compose restart'", [(R, "arr")]),
+    ("su -c 'systemctl restart nginx' root", [(R, "nginx")]),
+    ("eval docker restart jellyfin", [(R, "jellyfin")]),
+    ("ssh nas uptime", []),
+    ("docker ps -q | xargs docker inspect", []),
+    ("bash ./check.sh", []),
+    # an unbalanced quote: bash refuses that line, but the next line runs
+    ("echo \"oops\ndocker restart jellyfin", [(R, "jellyfin")]),
+])
+def test_prefixes_chains_and_wrappers(line, expected):
+    assert found(line) == expected
+
+
+@pytest.mark.parametrize("line, target", [
+    ("docker restart $name", "$name"),
+    ("docker restart ${SERVICE}", "${SERVICE}"),
+    ("for s in jellyfin sonarr; do docker restart $s; done", "$s"),
+    ("docker restart $(docker ps -q)", "$"),
+    ("docker ps -q | xargs docker restart", "<input of xargs>"),
+    ("echo jellyfin | xargs -n1 sudo systemctl restart", "<input of xargs>"),
+    ("echo jellyfin | xargs -I {} sh -c 'docker restart {}'", "{}"),
+    ("systemctl restart 'jelly*'", "jelly*"),
+    ("kubectl rollout restart deployment -n media", "the selected resources"),
+    ("helm install --generate-name ./chart", "a release with a generated name"),
+])
+def test_targets_that_cannot_be_read_are_recognised_without_a_service(line, target):
+    (item,) = recognise(line, "/home/ops")
+    assert item.service is None and item.target == target
+
+
+def test_compose_without_a_directory_names_no_service():
+    (item,) = recognise("ssh nas docker compose restart", "/home/ops")
+    assert item.service is None and "unknown directory" in item.target
+
+
+def test_recognised_item_keeps_the_simple_command():
+    (item,) = recognise("cd /opt && sudo docker restart -t 5 jellyfin | tee log", None)
+    assert item.command == "docker restart -t 5 jellyfin" and item.target == "jellyfin"
+
+
+@pytest.mark.parametrize("raw, expected", [
+    ("jellyfin", "jellyfin"), ("Jellyfin", "jellyfin"), ("nginx.service", "nginx"), (" web-1 ", "web-1"),
+    ("getty@tty1", "getty@tty1"), ("$name", None), ("jelly*", None), ("", None), ("-t", None),
+    ("a" * 101, None), ("a:b", None),
+])
+def test_normalise_service(raw, expected):
+    assert normalise_service(raw) == expected
+
+
+def test_split_commands_drops_operators_and_redirection_targets():
+    assert split_commands("a 1 2>&1 | b > out; c < in && d &") == [["a", "1"], ["b"], ["c"], ["d"]]
+    assert split_commands("echo 'a; b' \"c && d\"") == [["echo", "a; b", "c && d"]]
+
+
+def test_simple_commands_follow_cd():
+    commands = list(simple_commands("cd /opt && cd media && docker ps; cd ..; ls", "/home"))
+    assert [(c.words, c.cwd) for c in commands] == [(["docker", "ps"], "/opt/media"), (["ls"], "/opt")]
+
+
+def test_parse_args_reads_options_like_getopt():
+    args = parse_args(["-dt", "5", "--pull=always", "--scale", "web=2", "web", "--", "-x"],
+                      {"-t", "--scale", "--pull"})
+    assert args.positionals == ["web", "-x"]
+    assert args.values("-t") == ["5"] and args.value("--pull") == "always" and args.has("-d")
+    assert parse_args(["-H", "host", "restart", "-t", "5"], {"-H"}, stop_at_positional=True).positionals == [
+        "restart", "-t", "5"]

@@ -1,0 +1,204 @@
+"""``claudeops cooldowns check-tool``, run as the Claude Code CLI runs it: the
+real executable, the PreToolUse call as JSON on stdin, the session's
+environment. Also the settings that install it, and ``cooldowns list``."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from app.extensions import db
+from app.sessions import control
+from app.timeutil import utcnow
+from plugins import cooldowns
+from plugins.cooldowns import store
+from plugins.cooldowns.models import CooldownAction
+from plugins.events.models import Event
+from tests import streamlines as sl
+from tests.conftest import make_app
+
+CLAUDEOPS = Path(sys.executable).with_name("claudeops")
+
+
+def pre_tool_use(command: str, tool: str = "Bash", cwd: str = "/srv/ops/work") -> str:
+    return json.dumps({"session_id": "5f0c6a43-7d0e-4a53-a8a5-0c2a3c2f9e10", "transcript_path": "/tmp/t.jsonl",
+                       "cwd": cwd, "permission_mode": "default", "hook_event_name": "PreToolUse",
+                       "tool_name": tool, "tool_input": {"command": command, "description": "x"},
+                       "tool_use_id": "toolu_01ABC"})
+
+
+@pytest.fixture
+def state(tmp_path):
+    """A migrated state directory with one running tier-2 session; gives a
+    function that runs check-tool for that session."""
+    app = make_app(tmp_path)
+    with app.app_context():
+        session_id = control.claim(control.enqueue(tier=2).id).id
+
+    def check(stdin: str, command: list[str] | None = None, **env) -> subprocess.CompletedProcess:
+        full_env = {**os.environ, "CLAUDEOPS_STATE_DIR": str(tmp_path / "state"),
+                    "CLAUDEOPS_SESSION_ID": str(session_id), "CLAUDEOPS_TIER": "2", **env}
+        return subprocess.run(command or [str(CLAUDEOPS), "cooldowns", "check-tool"], input=stdin, env=full_env,
+                              capture_output=True, text=True, timeout=60)
+
+    check.app, check.session_id = app, session_id
+    return check
+
+
+def rows(app) -> list[tuple]:
+    with app.app_context():
+        return [(r.service, r.action, r.outcome, r.command, r.session_id, r.tier)
+                for r in db.session.scalars(select(CooldownAction).order_by(CooldownAction.id))]
+
+
+def seed(app, service: str, count: int, action: str = "restart") -> None:
+    with app.app_context():
+        for minutes in range(count):
+            store.record_attempt(action, service, "pending", f"docker restart {service}", None, 1,
+                                 now=utcnow() - timedelta(minutes=30 + minutes))
+        db.session.commit()
+
+
+def test_below_the_limit_the_call_is_allowed_silently_and_recorded(state):
+    result = state(pre_tool_use("sudo docker restart jellyfin && docker logs --tail 5 jellyfin"))
+    assert (result.returncode, result.stdout) == (0, "")
+    assert rows(state.app) == [("jellyfin", "restart", "pending",
+                                "sudo docker restart jellyfin && docker logs --tail 5 jellyfin", state.session_id, 2)]
+
+
+def test_at_the_limit_the_call_is_denied_with_the_reason_and_the_attempt_kept(state):
+    seed(state.app, "jellyfin", 2)
+    result = state(pre_tool_use("docker restart jellyfin"))
+    assert result.returncode == 0
+    output = json.loads(result.stdout)["hookSpecificOutput"]
+    assert (output["hookEventName"], output["permissionDecision"]) == ("PreToolUse", "deny")
+    reason = output["permissionDecisionReason"]
+    assert reason.startswith("Claude Ops cooldown limit reached: restart of jellyfin: 2 of 2 in 4h used, "
+                             "next allowed at ")
+    assert "The command was not run." in reason
+    assert rows(state.app)[-1] == ("jellyfin", "restart", "denied", "docker restart jellyfin", state.session_id, 2)
+    with state.app.app_context():
+        assert store.usage("jellyfin", "restart").used == 2          # the denial did not count
+        (event,) = db.session.scalars(select(Event)).all()            # and the operator's feed says so
+        assert (event.level, event.service, event.session_id, event.tier) == ("warning", "jellyfin",
+                                                                              state.session_id, 2)
+
+
+def test_one_service_at_its_limit_denies_the_whole_call(state):
+    seed(state.app, "sonarr", 1, action="redeployment")
+    result = state(pre_tool_use("docker restart jellyfin; cd /opt/sonarr && docker compose up -d --force-recreate"))
+    reason = json.loads(result.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "redeployment of sonarr: 1 of 1 in 24h used" in reason and "jellyfin" not in reason
+    assert [(s, a, o) for s, a, o, *_ in rows(state.app)][-2:] == [("jellyfin", "restart", "denied"),
+                                                                   ("sonarr", "redeployment", "denied")]
+
+
+def test_the_limit_setting_is_read_by_the_hook(state):
+    seed(state.app, "jellyfin", 1)
+    assert state(pre_tool_use("docker restart jellyfin")).stdout == ""
+    assert "deny" in state(pre_tool_use("docker restart jellyfin"), CLAUDEOPS_COOLDOWN_RESTART_LIMIT="1/1h").stdout
+
+
+@pytest.mark.parametrize("stdin", [
+    pre_tool_use("ls -la /opt && docker ps"),
+    pre_tool_use("docker restart jellyfin", tool="Read"),
+    "not json at all",
+    json.dumps(["a", "list"]),
+    json.dumps({"tool_name": "Bash", "tool_input": "docker restart jellyfin"}),
+    "",
+])
+def test_anything_else_is_allowed_silently_and_not_recorded(state, stdin):
+    result = state(stdin)
+    assert (result.returncode, result.stdout) == (0, "")
+    assert rows(state.app) == []
+
+
+def test_a_service_that_cannot_be_read_is_denied(state):
+    result = state(pre_tool_use("for s in jellyfin sonarr; do docker restart $s; done"))
+    reason = json.loads(result.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "cannot tell which service" in reason and "restart of $s" in reason
+    assert rows(state.app) == []
+
+
+def test_when_the_check_fails_a_restart_is_denied_and_anything_else_allowed(state, tmp_path):
+    broken = f"sqlite:///{tmp_path / 'not-migrated.db'}"
+    result = state(pre_tool_use("docker restart jellyfin"), CLAUDEOPS_DATABASE_URL=broken)
+    assert result.returncode == 0
+    reason = json.loads(result.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
+    assert reason.startswith("Claude Ops could not check the cooldown for restart of jellyfin (OperationalError")
+    assert "the command was not run" in reason
+    assert state(pre_tool_use("uptime"), CLAUDEOPS_DATABASE_URL=broken).stdout == ""
+
+
+def test_an_unknown_session_is_recorded_without_one(state):
+    state(pre_tool_use("systemctl restart nginx.service"), CLAUDEOPS_SESSION_ID="999")
+    assert rows(state.app) == [("nginx", "restart", "pending", "systemctl restart nginx.service", None, 2)]
+
+
+def test_the_command_in_the_cli_settings_runs_the_check(state):
+    settings = cooldowns.claudeops_cli_settings(run=None)
+    (matcher,) = settings["hooks"]["PreToolUse"]
+    (hook,) = matcher["hooks"]
+    assert matcher["matcher"] == "Bash" and hook["type"] == "command" and hook["timeout"] == 30
+    assert hook["command"] == f"{CLAUDEOPS} cooldowns check-tool"
+    seed(state.app, "jellyfin", 2)
+    result = state(pre_tool_use("docker restart jellyfin"), command=["sh", "-c", hook["command"]])
+    assert json.loads(result.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_every_session_is_started_with_the_hook_and_its_environment(app, fake_cli, run_session_now):
+    argv_file = fake_cli(sl.steps(sl.init(), sl.result()))
+    session = run_session_now(tier=3)
+    recorded = json.loads(argv_file.read_text())
+    settings = json.loads(recorded["argv"][recorded["argv"].index("--settings") + 1])
+    commands = [h["command"] for m in settings["hooks"]["PreToolUse"] if m["matcher"] == "Bash" for h in m["hooks"]]
+    assert f"{CLAUDEOPS} cooldowns check-tool" in commands
+    assert recorded["env"]["CLAUDEOPS_SESSION_ID"] == str(session.id) and recorded["env"]["CLAUDEOPS_TIER"] == "3"
+    assert recorded["env"]["CLAUDEOPS_STATE_DIR"] == app.config["CLAUDEOPS_STATE_DIR"]
+
+
+def test_cooldowns_list_shows_usage_and_recent_actions(state):
+    seed(state.app, "jellyfin", 2)
+    state(pre_tool_use("docker restart jellyfin"))
+    result = subprocess.run([str(CLAUDEOPS), "cooldowns", "list"], capture_output=True, text=True, timeout=60,
+                            env=dict(os.environ, CLAUDEOPS_STATE_DIR=str(state.app.config["CLAUDEOPS_STATE_DIR"])))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "limits: 2 restarts per 4h, 1 redeployment per 24h"
+    assert lines[1].startswith("jellyfin") and "restart 2/2 AT LIMIT, free at " in lines[1]
+    assert "redeployment 0/1 ok" in lines[1]
+    assert " denied " in lines[3] and f"#{state.session_id}" in lines[3]
+    assert result.stderr.strip().endswith("3 of 3 actions")
+
+
+@pytest.mark.parametrize("command, denied", [("docker restart jellyfin", True), ("uptime", False)])
+def test_if_recognising_fails_only_restart_like_commands_are_denied(app, monkeypatch, command, denied):
+    from plugins.cooldowns import gate
+
+    def broken(line, cwd=None):
+        raise RuntimeError("recogniser bug")
+    monkeypatch.setattr(gate, "recognise", broken)
+    reason = gate.check(pre_tool_use(command), gate.Caller(None, None))
+    assert (reason is not None) == denied
+    if denied:
+        assert "could not check this command against the cooldowns (recogniser bug)" in reason
+
+
+def test_a_limit_changed_at_run_time_holds_for_the_hook_at_once(state):
+    from app.runtime import change
+    seed(state.app, "jellyfin", 1)
+    with state.app.app_context():
+        change({"CLAUDEOPS_COOLDOWN_RESTART_LIMIT": "1/2h"})
+        assert store.usage("jellyfin", "restart").at_limit
+    reason = json.loads(state(pre_tool_use("docker restart jellyfin")).stdout)["hookSpecificOutput"][
+        "permissionDecisionReason"]
+    assert "restart of jellyfin: 1 of 1 in 2h used" in reason
+    with state.app.app_context():
+        change({"CLAUDEOPS_COOLDOWN_RESTART_LIMIT": None})
+    assert state(pre_tool_use("docker restart jellyfin")).stdout == ""

@@ -1,0 +1,103 @@
+"""``[COOLDOWN:<action>:<service>] success|failure — <message>``: parsing, and
+recording while a session runs (with its session and tier)."""
+from __future__ import annotations
+
+import logging
+
+import pytest
+from sqlalchemy import select
+
+from app.extensions import db
+from app.models import SessionActivity
+from plugins.cooldowns import store
+from plugins.cooldowns.markers import CooldownMarker, parse_cooldown_markers
+from plugins.cooldowns.models import CooldownAction
+from plugins.events.models import Event
+from tests import streamlines as sl
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("[COOLDOWN:restart:jellyfin] success — Back up, healthy after 60s",
+     CooldownMarker("restart", "jellyfin", "success", "Back up, healthy after 60s")),
+    ("[COOLDOWN:restart:jellyfin] success -- healthy", CooldownMarker("restart", "jellyfin", "success", "healthy")),
+    ("[COOLDOWN:restart:jellyfin] failure - still crashing",
+     CooldownMarker("restart", "jellyfin", "failure", "still crashing")),
+    ("[COOLDOWN:redeployment:sonarr] failure: image pull failed",
+     CooldownMarker("redeployment", "sonarr", "failure", "image pull failed")),
+    ("[COOLDOWN:redeployment:sonarr] success – en dash", CooldownMarker("redeployment", "sonarr", "success", "en dash")),
+    ("[COOLDOWN:redeploy:Sonarr.service] succeeded — alias, case and unit suffix",
+     CooldownMarker("redeployment", "sonarr", "success", "alias, case and unit suffix")),
+    ("[COOLDOWN:restart:jellyfin] failed", CooldownMarker("restart", "jellyfin", "failure", "")),
+    ("Done. [COOLDOWN:restart:jellyfin] SUCCESS — up [EVENT:info:jellyfin] healthy",
+     CooldownMarker("restart", "jellyfin", "success", "up")),
+])
+def test_parses_a_marker(text, expected):
+    assert parse_cooldown_markers(text) == [expected]
+
+
+def test_several_markers_in_one_block_in_order():
+    text = ("[COOLDOWN:restart:a] success — one\nsome prose\n"
+            "[COOLDOWN:redeployment:b] failure — two [COOLDOWN:restart:c] success — three")
+    assert [(m.action, m.service, m.message) for m in parse_cooldown_markers(text)] == [
+        ("restart", "a", "one"), ("redeployment", "b", "two"), ("restart", "c", "three")]
+
+
+@pytest.mark.parametrize("text, warning", [
+    ("[COOLDOWN:reboot:jellyfin] success — rebooted", "unknown action 'reboot'"),
+    ("[COOLDOWN:restart:jellyfin] restarted it", "without success or failure"),
+    ("[COOLDOWN:restart:jellyfin]", "without success or failure"),
+    ("[COOLDOWN:restart] success — no service", "malformed cooldown marker"),
+    ("[COOLDOWN:restart:$name] success", "malformed cooldown marker"),
+])
+def test_bad_markers_are_skipped_with_a_warning(text, warning, caplog):
+    with caplog.at_level(logging.WARNING, logger="plugins.cooldowns.markers"):
+        assert parse_cooldown_markers(text) == []
+    assert warning in caplog.text
+
+
+def test_markers_are_recorded_while_the_session_runs_with_session_and_tier(app, fake_cli, run_session_now):
+    fake_cli(sl.steps(
+        sl.init(),
+        sl.tool_use("docker restart jellyfin"),
+        sl.tool_result("jellyfin\n[COOLDOWN:restart:evil] success — from tool output"),
+        sl.text("Restarted. [COOLDOWN:restart:jellyfin] success — healthy after 60s"),
+        sl.text("[COOLDOWN:redeployment:sonarr] failure — image pull failed"),
+        sl.result()))
+    session = run_session_now(tier=3)
+    rows = db.session.scalars(select(CooldownAction).order_by(CooldownAction.id)).all()
+    # Tool output never becomes a record; the agent's own text does.
+    assert [(r.service, r.action, r.outcome, r.message, r.source, r.session_id, r.tier) for r in rows] == [
+        ("jellyfin", "restart", "success", "healthy after 60s", "marker", session.id, 3),
+        ("sonarr", "redeployment", "failure", "image pull failed", "marker", session.id, 3)]
+    badges = db.session.scalars(select(SessionActivity.title).where(SessionActivity.kind == "marker")).all()
+    assert "cooldown:restart:jellyfin success" in badges and "cooldown:redeployment:sonarr failure" in badges
+
+
+def test_a_marker_completes_the_pending_row_the_hook_wrote(app, fake_cli, run_session_now):
+    from app.sessions import control
+    fake_cli(sl.steps(sl.init(), sl.text("[COOLDOWN:restart:jellyfin] failure — still crash-looping"),
+                      sl.result()))
+    # What the hook writes for this session's `docker restart jellyfin`, before the agent reports it.
+    queued = control.enqueue(tier=2)
+    hook_row = store.record_attempt("restart", "jellyfin", "pending", "docker restart jellyfin", queued.id, 2)
+    other_session = store.record_attempt("restart", "jellyfin", "pending", "docker restart jellyfin", None, 1)
+    db.session.commit()
+    from app.sessions.manager import run_session
+    run_session(control.claim(queued.id))
+    assert db.session.scalar(select(CooldownAction.id).order_by(CooldownAction.id.desc())) == other_session.id
+    db.session.refresh(hook_row)
+    db.session.refresh(other_session)
+    assert (hook_row.outcome, hook_row.message, hook_row.source) == ("failure", "still crash-looping", "hook")
+    assert hook_row.reported_at is not None
+    assert other_session.outcome == "pending"
+
+
+def test_a_reported_restart_beyond_the_limit_is_counted_and_noticed(app, fake_cli, run_session_now):
+    fake_cli(sl.steps(sl.init(), sl.text("[COOLDOWN:redeployment:sonarr] success — first"),
+                      sl.text("[COOLDOWN:redeployment:sonarr] success — second, done some other way"),
+                      sl.result()))
+    session = run_session_now()
+    assert store.usage("sonarr", "redeployment").used == 2
+    (event,) = db.session.scalars(select(Event).where(Event.service == "sonarr")).all()
+    assert event.level == "warning" and "beyond the limit" in event.message
+    assert (event.session_id, event.tier) == (session.id, 1)

@@ -1,0 +1,132 @@
+"""The Cooldowns page, ``GET /api/v1/cooldowns``, the Overview card and stats:
+the same state the hook enforces."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from app.extensions import db
+from app.sessions import control
+from app.timeutil import utcnow
+from plugins.cooldowns import store
+
+EVIL = '<script>alert("x")</script>'
+
+
+@pytest.fixture
+def seeded(app):
+    """jellyfin at its restart limit (one of them reported), a denied third
+    attempt, and a redeployment of sonarr the agent reported itself."""
+    session = control.claim(control.enqueue(tier=2).id)
+    now = utcnow()
+    store.record_attempt("restart", "jellyfin", "pending", "docker restart jellyfin", session.id, 2,
+                         now=now - timedelta(hours=3))
+    store.record_attempt("restart", "jellyfin", "pending", "docker restart jellyfin", session.id, 2,
+                         now=now - timedelta(hours=1))
+    store.record_outcome("restart", "jellyfin", "failure", f"still crashing {EVIL}", session.id, 2,
+                         now=now - timedelta(minutes=50))
+    store.record_attempt("restart", "jellyfin", "denied", "docker restart jellyfin", session.id, 2,
+                         message="Claude Ops cooldown limit reached", now=now - timedelta(minutes=10))
+    store.record_outcome("redeployment", "sonarr", "success", "new image", None, 3, now=now - timedelta(hours=30))
+    db.session.commit()
+    return session
+
+
+def test_api_lists_limits_usage_and_actions(client, seeded):
+    body = client.get("/api/v1/cooldowns").get_json()
+    assert body["limits"] == {"restart": {"count": 2, "window": "4h", "window_seconds": 14400},
+                              "redeployment": {"count": 1, "window": "24h", "window_seconds": 86400}}
+    jellyfin = next(s for s in body["services"] if s["service"] == "jellyfin")
+    assert jellyfin["restart"]["used"] == 2 and jellyfin["restart"]["at_limit"] is True
+    assert jellyfin["restart"]["next_free_at"].endswith("Z") and jellyfin["redeployment"]["used"] == 0
+    sonarr = next(s for s in body["services"] if s["service"] == "sonarr")
+    assert sonarr["redeployment"]["used"] == 0           # 30 h ago: out of its 24 h window
+    assert body["services"][0]["service"] == "jellyfin"   # most constrained first
+    assert body["total"] == 4 and [a["outcome"] for a in body["actions"]] == ["denied", "failure", "pending",
+                                                                             "success"]
+    denied = body["actions"][0]
+    assert denied["counted"] is False and denied["session_id"] == seeded.id and denied["tier"] == 2
+    assert body["actions"][3]["source"] == "marker" and body["actions"][3]["tier"] == 3
+
+
+def test_api_filters_and_pages(client, seeded):
+    only = client.get("/api/v1/cooldowns?service=Jellyfin&action=restart&outcome=denied").get_json()
+    assert [s["service"] for s in only["services"]] == ["jellyfin"]
+    assert [(a["service"], a["outcome"]) for a in only["actions"]] == [("jellyfin", "denied")]
+    assert client.get("/api/v1/cooldowns?action=redeploy").get_json()["total"] == 1
+    page = client.get("/api/v1/cooldowns?limit=1&offset=1").get_json()
+    assert (page["total"], page["limit"], page["offset"], len(page["actions"])) == (4, 1, 1, 1)
+
+
+@pytest.mark.parametrize("query, message", [
+    ("action=reboot", "action must be one of restart, redeployment, not 'reboot'"),
+    ("outcome=maybe", "outcome must be one of pending, success, failure, denied, not 'maybe'"),
+    ("limit=0", "limit must be at least 1"),
+])
+def test_api_rejects_bad_filters(client, query, message):
+    response = client.get(f"/api/v1/cooldowns?{query}")
+    assert response.status_code == 400 and response.get_json() == {"error": message}
+
+
+def test_page_shows_usage_actions_and_denials_escaped(client, seeded):
+    html = client.get("/cooldowns").get_data(as_text=True)
+    assert "<h1>Cooldowns</h1>" in html and "2 restarts per 4h, 1 redeployment per 24h" in html
+    services = html[html.index('id="cooldown-services"'):html.index('id="cooldown-actions"')]
+    assert 'data-service="jellyfin"' in services and "2 / 2 in 4h" in services and "at limit" in services
+    assert "next allowed" in services
+    actions = html[html.index('id="cooldown-actions"'):]
+    assert "denied" in actions and "not counted" in actions and "reported by the agent" in actions
+    assert f'href="/sessions/{seeded.id}"' in actions
+    assert EVIL not in html and "still crashing &lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in html
+    assert 'hx-trigger="every 5s"' in html
+
+
+def test_page_polls_a_fragment_and_keeps_filters(client, seeded):
+    response = client.get("/cooldowns?outcome=denied&action=bogus", headers={"HX-Request": "true"})
+    html = response.get_data(as_text=True)
+    assert "HX-Request" in response.headers["Vary"]
+    assert "<html" not in html and 'id="cooldown-actions"' in html
+    rows = html[html.index('id="cooldown-actions"'):]
+    assert rows.count('class="outcome-') == 1 and "outcome-denied" in rows   # an unknown action is ignored
+
+
+def test_page_without_any_action(client):
+    html = client.get("/cooldowns").get_data(as_text=True)
+    assert "No restart or redeployment in the last days" in html and "No actions." in html
+
+
+def test_sidebar_lists_cooldowns_last_of_the_built_ins(client):
+    html = client.get("/").get_data(as_text=True)
+    nav = html[html.index('<nav class="sidebar"'):html.index("</nav>")]
+    labels = [label for label in ("Overview", "Sessions", "Events", "Memories", "Cooldowns") if label in nav]
+    assert labels == ["Overview", "Sessions", "Events", "Memories", "Cooldowns"]
+    assert nav.index("Memories") < nav.index("Cooldowns")
+
+
+def test_overview_card_names_services_at_their_limit(client, seeded):
+    html = client.get("/").get_data(as_text=True)
+    cards = html[html.index('<section class="cards">'):]
+    card = cards[cards.index('<a href="/cooldowns">Cooldowns</a>'):]
+    card = card[:card.index("</article>")]
+    assert "1 at limit" in card and "at the limit: jellyfin" in card
+
+
+def test_overview_card_when_all_is_calm(client):
+    html = client.get("/").get_data(as_text=True)
+    assert "0 at limit" in html and "no service is at its restart or redeployment limit" in html
+
+
+def test_stats_count_services_at_limit_and_denials(client, seeded):
+    stats = client.get("/api/v1/stats").get_json()
+    assert stats["cooldown_services_at_limit"] == 1 and stats["cooldown_denials_24h"] == 1
+
+
+def test_limits_can_be_changed_on_the_config_api_and_are_validated(client, seeded):
+    bad = client.put("/api/v1/config", json={"CLAUDEOPS_COOLDOWN_RESTART_LIMIT": "often"})
+    assert bad.status_code == 400 and "CLAUDEOPS_COOLDOWN_RESTART_LIMIT='often': must be <count>/<window>" in \
+        bad.get_json()["error"]
+    assert client.put("/api/v1/config", json={"CLAUDEOPS_COOLDOWN_RESTART_LIMIT": "3/4h"}).status_code == 200
+    body = client.get("/api/v1/cooldowns?service=jellyfin").get_json()
+    assert body["limits"]["restart"]["count"] == 3
+    assert body["services"][0]["restart"]["remaining"] == 1 and body["services"][0]["restart"]["at_limit"] is False
