@@ -65,3 +65,38 @@ def run_session_now(app):
         session = control.claim(control.enqueue(tier=tier, prompt=prompt, trigger=trigger).id)
         return run_session(session, shutdown)
     return run
+
+
+# --- the browser tests' shared service and browser ------------------------------
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's chromium through Playwright, one per test module; skips when
+    bin/test did not provide chromium (before any service is started)."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.support.browser import chromium_path, launch
+    chromium_path()
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def browser_service(browser, tmp_path_factory):
+    """The real `claudeops serve` (gunicorn + scheduler) with the fake CLI,
+    one per test module. Tests rewrite ``service.script_path`` before they
+    trigger a session."""
+    from tests import streamlines as sl
+    from tests.support.browser import write_script
+    from tests.support.service import Service
+    root = tmp_path_factory.mktemp("browser")
+    script = root / "script.json"
+    write_script(script, sl.steps(sl.init(), sl.result("idle")))
+    service = Service(root / "state", {"CLAUDEOPS_INTERVAL": "0", "CLAUDEOPS_CLAUDE_BIN": str(FAKE_CLAUDE),
+                                       "FAKE_CLAUDE_SCRIPT": str(script)}, workers=2)
+    service.script_path = script
+    service.start()
+    yield service
+    service.terminate()

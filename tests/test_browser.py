@@ -17,11 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
 from tests import streamlines as sl
-from tests.conftest import FAKE_CLAUDE
-from tests.support.browser import PageGuard, chromium_path, launch, wait_for, write_script
+from tests.support.browser import PageGuard, wait_for, write_script
 from tests.support.service import Service
 
 pytestmark = pytest.mark.browser
@@ -38,25 +37,9 @@ UNFINISHED = ("queued", "running")
 # ---------------------------------------------------------------- fixtures
 
 @pytest.fixture(scope="module")
-def browser():
-    chromium_path()  # skips before anything starts when bin/test did not provide chromium
-    with sync_playwright() as playwright:
-        browser = launch(playwright)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture(scope="module")
-def service(browser, tmp_path_factory):  # after `browser`: no service is started when chromium is missing
-    root = tmp_path_factory.mktemp("browser")
-    script = root / "script.json"
-    write_script(script, sl.steps(sl.init(), sl.result("idle")))
-    svc = Service(root / "state", {"CLAUDEOPS_INTERVAL": "0", "CLAUDEOPS_CLAUDE_BIN": str(FAKE_CLAUDE),
-                                   "FAKE_CLAUDE_SCRIPT": str(script)}, workers=2)
-    svc.script_path = script
-    svc.start()
-    yield svc
-    svc.terminate()
+def service(browser_service):
+    """The real service, shared by this module's tests (see tests/conftest.py)."""
+    return browser_service
 
 
 @pytest.fixture(autouse=True)
