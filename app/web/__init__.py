@@ -21,6 +21,7 @@ API_PREFIX = "/api/v1"
 
 def register_web(app: Flask, pm: pluggy.PluginManager) -> None:
     from app.web.api import api
+    from app.web.config_page import config_page
 
     pages = sorted((p for p in flatten(pm.hook.claudeops_dashboard_pages()) if isinstance(p, DashboardPage)),
                    key=lambda p: (p.position, p.label))
@@ -28,6 +29,9 @@ def register_web(app: Flask, pm: pluggy.PluginManager) -> None:
         if page.blueprint is not None and page.blueprint.name not in app.blueprints:
             app.register_blueprint(page.blueprint)
     app.extensions["claudeops.nav"] = pages
+    # Config is the service's own, linked apart at the foot of the sidebar:
+    # the pages list stays the agent's work, ending with Cooldowns.
+    app.register_blueprint(config_page)
 
     csrf.exempt(api)
     app.register_blueprint(api, url_prefix=API_PREFIX)

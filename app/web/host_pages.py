@@ -15,12 +15,10 @@ from app.timeutil import isoformat, utcnow
 
 @hookimpl
 def claudeops_dashboard_pages():
-    from app.web.config_page import config_page
     from app.web.overview import overview
     from app.web.sessions import sessions
     return [DashboardPage("Overview", "overview.index", overview, position=0),
-            DashboardPage("Sessions", "sessions.index", sessions, position=10),
-            DashboardPage("Config", "config.index", config_page, position=90)]
+            DashboardPage("Sessions", "sessions.index", sessions, position=10)]
 
 
 @hookimpl
