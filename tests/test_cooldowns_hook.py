@@ -146,7 +146,7 @@ def test_the_command_in_the_cli_settings_runs_the_check(state):
     (matcher,) = settings["hooks"]["PreToolUse"]
     (hook,) = matcher["hooks"]
     assert matcher["matcher"] == "Bash" and hook["type"] == "command" and hook["timeout"] == 30
-    assert hook["command"] == f"{CLAUDEOPS} cooldowns check-tool"
+    assert hook["command"] == f"{sys.executable} -S {cooldowns.PREFILTER} {CLAUDEOPS} cooldowns check-tool"
     seed(state.app, "jellyfin", 2)
     result = state(pre_tool_use("docker restart jellyfin"), command=["sh", "-c", hook["command"]])
     assert json.loads(result.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
@@ -158,7 +158,7 @@ def test_every_session_is_started_with_the_hook_and_its_environment(app, fake_cl
     recorded = json.loads(argv_file.read_text())
     settings = json.loads(recorded["argv"][recorded["argv"].index("--settings") + 1])
     commands = [h["command"] for m in settings["hooks"]["PreToolUse"] if m["matcher"] == "Bash" for h in m["hooks"]]
-    assert f"{CLAUDEOPS} cooldowns check-tool" in commands
+    assert f"{sys.executable} -S {cooldowns.PREFILTER} {CLAUDEOPS} cooldowns check-tool" in commands
     assert recorded["env"]["CLAUDEOPS_SESSION_ID"] == str(session.id) and recorded["env"]["CLAUDEOPS_TIER"] == "3"
     assert recorded["env"]["CLAUDEOPS_STATE_DIR"] == app.config["CLAUDEOPS_STATE_DIR"]
 

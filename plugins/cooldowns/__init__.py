@@ -49,9 +49,15 @@ def claudeops_settings():
     return limits.settings()
 
 
+PREFILTER = Path(__file__).resolve().parent / "prefilter.py"
+
+
 @hookimpl
 def claudeops_cli_settings(run):
-    command = shlex.join(claudeops_executable() + ["cooldowns", "check-tool"])
+    # The prefilter answers most calls in milliseconds and runs the full
+    # check (`claudeops cooldowns check-tool`) only for possible restarts.
+    full_check = claudeops_executable() + ["cooldowns", "check-tool"]
+    command = shlex.join([sys.executable, "-S", str(PREFILTER)] + full_check)
     return {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
         {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECONDS}]}]}}
 

@@ -1,0 +1,58 @@
+"""The hook's fast path: lets a call through at once when it cannot be a
+restart or redeployment, and hands everything else to the full check."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from plugins.cooldowns import PREFILTER
+from plugins.cooldowns.commands import HANDLERS, recognise
+from plugins.cooldowns.prefilter import PROGRAMS, may_restart
+
+
+def call(command) -> str:
+    return json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": command}})
+
+
+def test_every_program_the_recogniser_knows_passes_the_prefilter():
+    for program in HANDLERS:
+        assert any(name in program for name in PROGRAMS), program
+
+
+@pytest.mark.parametrize("command", [
+    "docker restart jellyfin", "sudo systemctl restart caddy", 'd"ock"er restart jellyfin', "d\\ocker restart x",
+    "bash -c 'docker compose up -d --force-recreate web'", "HELM upgrade web chart/", "rc-service nginx restart",
+])
+def test_possible_restarts_go_to_the_full_check(command):
+    assert may_restart(call(command))
+
+
+@pytest.mark.parametrize("command", ["ls -la", "df -h", "curl -s localhost:8096/health", "cat /etc/hosts"])
+def test_everyday_commands_are_let_through(command):
+    assert not may_restart(call(command))
+    assert recognise(command) == []
+
+
+@pytest.mark.parametrize("raw", ["not json", "{}", json.dumps({"tool_input": {"command": 5}})])
+def test_unexpected_input_goes_to_the_full_check(raw):
+    assert may_restart(raw)
+
+
+def test_the_script_runs_the_full_check_only_when_needed(tmp_path):
+    ran = tmp_path / "full-check-ran"
+    full_check = tmp_path / "full_check.py"
+    full_check.write_text(f"#!{sys.executable}\nimport sys\nopen({str(ran)!r}, 'w').write(sys.stdin.read())\n"
+                          "print('decision')\n")
+    full_check.chmod(0o755)
+
+    def run(command):
+        return subprocess.run([sys.executable, "-S", str(PREFILTER), str(full_check)], input=call(command),
+                              capture_output=True, text=True, timeout=30)
+    quiet = run("uptime")
+    assert (quiet.returncode, quiet.stdout, ran.exists()) == (0, "", False)
+    loud = run("docker restart jellyfin")
+    assert loud.stdout == "decision\n"
+    assert json.loads(ran.read_text())["tool_input"]["command"] == "docker restart jellyfin"   # stdin handed on
