@@ -21,11 +21,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests import streamlines as sl
-from tests.support.browser import (
-    PageGuard,
-    wait_for,
-    write_script,
-)
+from tests.support.browser import PageGuard, guarded_page, wait_for, write_script
 from tests.support.service import Service
 
 pytestmark = pytest.mark.browser
@@ -84,15 +80,8 @@ def guard():
 
 @pytest.fixture
 def page(browser, service, guard):
-    context = browser.new_context(base_url=service.base_url, viewport={"width": 1400, "height": 900})
-    context.set_default_timeout(10_000)
-    guard.watch_context(context)
-    page = context.new_page()
-    guard.watch_page(page)
-    yield page
-    context.close()
-    assert guard.requests, "the page made no requests at all"
-    assert not guard.problems(), "\n".join(guard.problems())
+    with guarded_page(browser, service.base_url, guard, width=1400) as page:
+        yield page
     assert not guard.expected, f"confirm dialogs announced but never shown: {guard.expected}"
 
 

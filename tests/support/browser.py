@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -99,6 +100,21 @@ class PageGuard:
 def _is_favicon(url: str) -> bool:
     # Chromium asks every site for /favicon.ico; the dashboard has none.
     return urlsplit(url).path == "/favicon.ico"
+
+
+@contextmanager
+def guarded_page(browser, base_url: str, guard: PageGuard, width: int = 1280):
+    """A fresh browser context and page, watched by ``guard``; fails the test
+    afterwards if the page did anything the guard forbids."""
+    context = browser.new_context(base_url=base_url, viewport={"width": width, "height": 900})
+    context.set_default_timeout(10_000)
+    guard.watch_context(context)
+    page = context.new_page()
+    guard.watch_page(page)
+    yield page
+    context.close()
+    assert guard.requests, "the page made no requests at all"
+    assert not guard.problems(), "\n".join(guard.problems())
 
 
 def write_script(path: Path, steps: list[dict]) -> None:
