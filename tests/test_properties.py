@@ -1,0 +1,98 @@
+"""Property tests: whatever bytes the CLI writes and whatever text the agent
+writes, the stream parser and every marker parser answer without raising,
+and what they return keeps its promises."""
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app.sessions import stream
+from app.sessions.runner import LineSplitter
+from plugins.cooldowns.commands import recognise
+from plugins.cooldowns.markers import parse_cooldown_markers
+from plugins.events.markers import LEVELS, parse_event_markers
+from plugins.memory.markers import parse_memory_markers
+from plugins.memory.models import CATEGORIES
+
+# Text that looks like markers often enough to exercise the parsers' paths.
+def joined(pieces: list[str], max_size: int):
+    """Strings made of these pieces, in any order and number."""
+    return st.lists(st.sampled_from(pieces), max_size=max_size).map("".join)
+
+
+MARKERISH = joined(list("[]:-_ \n\tEVNTMORYCLDWSAabcxyz019|—") + [
+    "[EVENT:", "[MEMORY:", "[COOLDOWN:", "restart", "timing", "warning", "success", "]"], 300)
+ANY_TEXT = st.one_of(st.text(max_size=500), MARKERISH)
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4),
+    max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=2000))
+def test_stream_parser_never_raises_anything_but_stream_error(raw):
+    try:
+        items = stream.parse_line(raw)
+    except stream.StreamError:
+        return
+    assert isinstance(items, list)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["system", "assistant", "user", "result", "stream_event", "other"]), JSONISH, JSONISH)
+def test_stream_parser_takes_any_shape_of_a_known_type(kind, message, extra):
+    line = json.dumps({"type": kind, "subtype": extra if isinstance(extra, str) else "init",
+                       "message": message, "result": extra, "total_cost_usd": extra, "num_turns": extra})
+    for item in stream.parse_line(line):
+        if isinstance(item, stream.AssistantText):
+            assert isinstance(item.text, str)
+        if isinstance(item, stream.Result):
+            assert item.cost_usd is None or isinstance(item.cost_usd, float)
+            assert item.num_turns is None or isinstance(item.num_turns, int)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(max_size=300), max_size=10), st.integers(min_value=1, max_value=64))
+def test_line_splitter_loses_no_line_within_the_limit(chunks, limit):
+    lines, oversized = [], []
+    splitter = LineSplitter(limit, lines.append, oversized.append)
+    for chunk in chunks:
+        splitter.feed(chunk)
+    splitter.close()
+    expected = [line for line in b"".join(chunks).split(b"\n")]
+    kept = [line for line in expected if line.strip() and len(line) <= limit]
+    assert lines == kept
+    assert len(oversized) == len([line for line in expected if len(line) > limit])
+
+
+@settings(max_examples=300, deadline=None)
+@given(ANY_TEXT)
+def test_event_markers(text):
+    for marker in parse_event_markers(text):
+        assert marker.level in LEVELS and marker.message and "\n" not in marker.message
+
+
+@settings(max_examples=300, deadline=None)
+@given(ANY_TEXT)
+def test_memory_markers(text):
+    for marker in parse_memory_markers(text):
+        assert marker.category in CATEGORIES and marker.observation and "\n" not in marker.observation
+
+
+@settings(max_examples=300, deadline=None)
+@given(ANY_TEXT)
+def test_cooldown_markers(text):
+    for marker in parse_cooldown_markers(text):
+        assert marker.action in ("restart", "redeployment") and marker.outcome in ("success", "failure")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(max_size=200), joined(
+    ["docker ", "restart ", "compose ", "up ", "-d ", "sudo ", "bash -c '", "'", '"', "&& ", "; ", "| ",
+     "systemctl ", "helm ", "upgrade ", "x ", "$y ", "\\", "(", ")"], 30)))
+def test_command_recogniser_never_raises(line):
+    for found in recognise(line):
+        assert found.action in ("restart", "redeployment")
