@@ -8,6 +8,7 @@ restart; until then the environment's value holds.
 """
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from flask import current_app
@@ -17,6 +18,8 @@ from app.config import Setting
 from app.extensions import db
 from app.models import RuntimeSetting
 from app.timeutil import utcnow
+
+log = logging.getLogger(__name__)
 
 
 class SettingError(ValueError):
@@ -36,13 +39,21 @@ def setting(name: str) -> Any:
     configuration. Read from the database each time, so a change made in any
     process takes effect everywhere."""
     spec = _runtime(name)
+    raw = None
     if spec is not None:
         raw = db.session.scalar(select(RuntimeSetting.value).where(RuntimeSetting.name == name))
-        if raw is not None:
-            try:
-                return spec.parse(raw)
-            except ValueError:
-                pass  # validated when stored; the environment's value is the safe fallback
+    return in_force(spec or name, raw)
+
+
+def in_force(spec: Setting | str, raw: str | None) -> Any:
+    """The value given the stored change ``raw`` (or None): the change if it
+    still parses, else the configuration."""
+    name = spec if isinstance(spec, str) else spec.name
+    if raw is not None and not isinstance(spec, str):
+        try:
+            return spec.parse(raw)
+        except ValueError as exc:   # validated when stored; a newer version may read it differently
+            log.warning("ignoring stored %s=%r (%s); using the configured value", name, raw, exc)
     return current_app.config[name]
 
 

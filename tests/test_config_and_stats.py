@@ -139,3 +139,12 @@ def test_stats_next_scheduled_run_comes_from_the_running_scheduler(app, client):
     finally:
         scheduler.shutdown()
     assert client.get("/api/v1/stats").get_json()["scheduler"]["running"] is False
+
+
+def test_a_stored_value_that_no_longer_parses_falls_back_with_a_warning(app, client, caplog):
+    from app.models import RuntimeSetting
+    db.session.add(RuntimeSetting(name="CLAUDEOPS_MAX_TIER", value="7", updated_at=utcnow()))
+    db.session.commit()
+    assert setting("CLAUDEOPS_MAX_TIER") == 3
+    assert "ignoring stored CLAUDEOPS_MAX_TIER='7'" in caplog.text
+    assert config_of(client)["CLAUDEOPS_MAX_TIER"]["value"] == "3"

@@ -8,7 +8,7 @@ from flask import Blueprint, flash, redirect, render_template, request, url_for
 from sqlalchemy.engine import make_url
 
 from app.config import Setting
-from app.runtime import SettingError, change, declared, overrides, setting
+from app.runtime import SettingError, change, declared, in_force, overrides
 from app.web.apiutil import ApiError, json_body
 
 config_page = Blueprint("config", __name__)
@@ -36,8 +36,8 @@ def shown(spec: Setting, value) -> str:
 def describe() -> list[dict]:
     changed = overrides()
     rows = []
-    for spec in declared():
-        value = setting(spec.name)
+    for spec in declared():   # one query for all of them, not one per setting
+        value = in_force(spec, changed.get(spec.name) if spec.runtime else None)
         source = ("runtime" if spec.name in changed else
                   "environment" if spec.name in os.environ else "default")
         rows.append({"name": spec.name, "value": shown(spec, value), "default": shown(spec, spec.parse(spec.default))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from flask import current_app
+from sqlalchemy import select
 
 from app.config import TIERS
 from app.extensions import db
@@ -14,7 +15,6 @@ from app.hookspecs import hookimpl
 from app.models import Session, SessionActivity
 from app.plugin_types import MarkerRecord, PromptSection
 from app.runtime import setting
-from sqlalchemy import select
 
 ESCALATE_MARKER = re.compile(r"\[ESCALATE\][ \t]*(?P<reason>[^\n]+)")
 MAX_RESPONSE_CHARS = 4000
