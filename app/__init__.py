@@ -4,13 +4,16 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-from flask import Flask, current_app
+from flask import Flask, current_app, request
+from flask.sessions import SecureCookieSessionInterface
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 from app.config import PROJECT_ROOT, SETTINGS, Setting, derive_paths, load_settings
-from app.extensions import csrf, db, migrate
+from app.extensions import csrf, db, limiter, migrate
 from app.plugins import flatten, make_plugin_manager
 
 MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
@@ -42,11 +45,18 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
     if not app.config.get("SECRET_KEY"):  # Flask's defaults hold SECRET_KEY=None
         app.config["SECRET_KEY"] = app.config["CLAUDEOPS_SECRET_KEY"] or _state_secret_key(app.config)
     app.config.setdefault("WTF_CSRF_TIME_LIMIT", None)
+    _secure_the_session_cookie(app)
+    proxies = app.config["CLAUDEOPS_TRUSTED_PROXIES"]
+    if proxies:
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies)
 
     db.init_app(app)
     app.extensions["claudeops.migration_dirs"] = [str(d) for d in flatten(pm.hook.claudeops_migration_dirs())]
     migrate.init_app(app, db, directory=str(MIGRATIONS_DIR))
     csrf.init_app(app)
+    limiter.init_app(app)
+    from app.auth import init_auth
+    init_auth(app)
     for command in flatten(pm.hook.claudeops_cli_commands()):
         app.cli.add_command(command)
 
@@ -64,6 +74,23 @@ def _plugin_version_locations(config):
         config.set_main_option("path_separator", "os")
         config.set_main_option("version_locations", os.pathsep.join([str(MIGRATIONS_DIR / "versions"), *extra]))
     return config
+
+
+class _SessionInterface(SecureCookieSessionInterface):
+    """Marks the cookie Secure whenever the request came over TLS, directly or
+    through a trusted proxy (CLAUDEOPS_TRUSTED_PROXIES): a login made over
+    https is never sent back over plain http, and a loopback setup without TLS
+    still works."""
+
+    def get_cookie_secure(self, app: Flask) -> bool:
+        return bool(app.config["SESSION_COOKIE_SECURE"]) or request.is_secure
+
+
+def _secure_the_session_cookie(app: Flask) -> None:
+    app.session_interface = _SessionInterface()
+    app.config.update(SESSION_COOKIE_NAME="claudeops_session", SESSION_COOKIE_HTTPONLY=True,
+                      SESSION_COOKIE_SAMESITE="Lax",
+                      PERMANENT_SESSION_LIFETIME=timedelta(hours=app.config["CLAUDEOPS_LOGIN_HOURS"]))
 
 
 def _state_secret_key(config: dict) -> str:

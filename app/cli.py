@@ -29,6 +29,15 @@ class ClaudeOpsGroup(FlaskGroup):
                          add_version_option=False, load_dotenv=False, set_debug_flag=False, **kwargs)
         self.params = [p for p in self.params if p.name not in {"env_file", "app", "debug"}]
 
+    def _load_plugin_commands(self):
+        # Flask would add every installed package's "flask.commands" entry
+        # point; of those, only Flask-Migrate's `db` belongs here. Plugins
+        # add theirs through the claudeops_cli_commands hook.
+        if not self._loaded_plugin_commands:
+            from flask_migrate.cli import db
+            self.add_command(db, "db")
+            self._loaded_plugin_commands = True
+
 
 @click.group(cls=ClaudeOpsGroup)
 def main():
@@ -42,7 +51,9 @@ def main():
 
 
 @main.command()
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address the dashboard and API listen on.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address the dashboard and API listen on; any but loopback needs CLAUDEOPS_PASSWORD or "
+                   "CLAUDEOPS_API_TOKEN set.")
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(1, 65535), help="Port to listen on.")
 @click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64),
               help="gunicorn worker processes (the scheduler is always exactly one, beside them).")
@@ -50,8 +61,13 @@ def main():
 def serve(host: str, port: int, workers: int):
     """Apply migrations, then serve the dashboard and API with gunicorn and run
     the scheduler. Stops cleanly on SIGTERM or Ctrl-C."""
+    from app.auth import credentials_configured, is_loopback
     from app.serve import MigrationError, serve as run_service
     from app.sessions.scheduler import SchedulerAlreadyRunning
+    if not is_loopback(host) and not credentials_configured(current_app.config):
+        raise click.ClickException(
+            f"refusing to listen on {host}: anyone who reaches it could run the agent. Set CLAUDEOPS_PASSWORD "
+            "(dashboard) and CLAUDEOPS_API_TOKEN (API) first, or listen on 127.0.0.1")
     try:
         sys.exit(run_service(current_app._get_current_object(), host, port, workers))
     except (SchedulerAlreadyRunning, MigrationError) as exc:
@@ -115,8 +131,8 @@ def show_config():
     """Print every setting with its effective value."""
     for setting in current_app.extensions["claudeops.settings"]:
         value = current_app.config[setting.name]
-        if setting.name == "CLAUDEOPS_SECRET_KEY" and value:
-            value = "(set)"
+        if setting.secret:
+            value = "(set)" if value else ""
         if isinstance(value, list):
             value = ",".join(value)
         click.echo(f"{setting.name}={value}")

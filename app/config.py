@@ -122,6 +122,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("CLAUDEOPS_SECRET_KEY", "",
             "Key that signs dashboard cookies and CSRF tokens; empty means one generated once into the state directory.",
             secret=True),
+    Setting("CLAUDEOPS_PASSWORD", "",
+            "The operator's dashboard password. Setting it or CLAUDEOPS_API_TOKEN turns authentication on; "
+            "`serve` refuses a non-loopback address without one.", secret=True),
+    Setting("CLAUDEOPS_API_TOKEN", "",
+            "Bearer token for /api/v1 (`Authorization: Bearer …`); with authentication on and no token, the API is closed.",
+            secret=True),
+    Setting("CLAUDEOPS_LOGIN_HOURS", "12", "Hours a dashboard login lasts.", _positive_int),
+    Setting("CLAUDEOPS_TRUSTED_PROXIES", "0",
+            "Reverse proxies in front of the service whose X-Forwarded-For/-Proto/-Host headers are believed "
+            "(client address, TLS for Secure cookies); 0 believes none.", _non_negative_int),
     Setting("CLAUDEOPS_LOG_LEVEL", "INFO", "Log level of the service (DEBUG, INFO, WARNING, ERROR)."),
 )
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from flask_limiter import Limiter
+from flask_limiter.util import get_remote_address
 from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
 from flask_wtf import CSRFProtect
@@ -25,6 +27,10 @@ NAMING_CONVENTION = {
 db = SQLAlchemy(metadata=MetaData(naming_convention=NAMING_CONVENTION))
 migrate = Migrate(render_as_batch=True, compare_type=True)
 csrf = CSRFProtect()
+# Only the login form is limited. Counts live in each worker's memory: with N
+# gunicorn workers a client gets at most N times the limit, still far too few
+# guesses for a password worth the name, and no shared store to run.
+limiter = Limiter(key_func=get_remote_address, storage_uri="memory://", default_limits=[])
 
 SQLITE_BUSY_TIMEOUT_MS = 15000
 

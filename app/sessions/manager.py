@@ -63,9 +63,12 @@ def build_argv(config: dict, tier: int, model: str, prompt: str, appended_system
 def child_env(session: Session) -> dict[str, str]:
     """The service's environment, passed through (``ANTHROPIC_*`` and all),
     plus what a hook command (a ``claudeops`` subcommand the CLI runs) needs
-    to find the same database and know the session."""
-    env = dict(os.environ)
+    to find the same database and know the session. The service's own
+    secrets (the operator's password, the API token, the cookie key) are
+    left out: the agent has a shell, and no use for them."""
     config = current_app.config
+    secret_names = {s.name for s in current_app.extensions["claudeops.settings"] if s.secret}
+    env = {name: value for name, value in os.environ.items() if name not in secret_names}
     env["CLAUDEOPS_STATE_DIR"] = config["CLAUDEOPS_STATE_DIR"]
     env["CLAUDEOPS_DATABASE_URL"] = config["CLAUDEOPS_DATABASE_URL"]
     env["CLAUDEOPS_SESSION_ID"] = str(session.id)

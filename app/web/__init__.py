@@ -13,6 +13,7 @@ from app.plugin_types import DashboardPage
 from app.plugins import flatten
 from app.timeutil import isoformat
 from app.web.apiutil import ApiError, json_error
+from app.web.headers import register_security_headers
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,7 @@ def register_web(app: Flask, pm: pluggy.PluginManager) -> None:
         csrf.exempt(blueprint)
         app.register_blueprint(blueprint, url_prefix=API_PREFIX)
 
+    register_security_headers(app)
     _register_error_handlers(app)
     _register_template_helpers(app)
 

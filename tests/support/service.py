@@ -22,7 +22,8 @@ def free_port() -> int:
 
 
 class Service:
-    def __init__(self, state_dir: Path, env: dict[str, str], workers: int = 2):
+    def __init__(self, state_dir: Path, env: dict[str, str], workers: int = 2, host: str = "127.0.0.1"):
+        self.host = host
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.log_path = state_dir.parent / "serve.log"
@@ -33,7 +34,7 @@ class Service:
     def start(self, timeout: float = 30.0) -> "Service":
         log = open(self.log_path, "wb")
         self.process = subprocess.Popen(
-            [str(CLAUDEOPS), "serve", "--port", str(self.port), "--workers", str(self.workers)],
+            [str(CLAUDEOPS), "serve", "--host", self.host, "--port", str(self.port), "--workers", str(self.workers)],
             env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -50,21 +51,22 @@ class Service:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
-    def request(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+    def request(self, method: str, path: str, body: dict | None = None,
+                headers: dict[str, str] | None = None) -> tuple[int, dict]:
         data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(self.base_url + path, data=data, method=method,
-                                         headers={"Content-Type": "application/json"} if data else {})
+        headers = {**({"Content-Type": "application/json"} if data else {}), **(headers or {})}
+        request = urllib.request.Request(self.base_url + path, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=10) as response:
                 return response.status, json.loads(response.read() or b"null")
         except urllib.error.HTTPError as error:
             return error.code, json.loads(error.read() or b"null")
 
-    def get(self, path: str) -> tuple[int, dict]:
-        return self.request("GET", path)
+    def get(self, path: str, headers: dict[str, str] | None = None) -> tuple[int, dict]:
+        return self.request("GET", path, headers=headers)
 
-    def post(self, path: str, body: dict | None = None) -> tuple[int, dict]:
-        return self.request("POST", path, body if body is not None else {})
+    def post(self, path: str, body: dict | None = None, headers: dict[str, str] | None = None) -> tuple[int, dict]:
+        return self.request("POST", path, body if body is not None else {}, headers)
 
     def terminate(self, timeout: float = 40.0) -> int:
         """SIGTERM, as an init system would; returns the exit code."""

@@ -9,6 +9,33 @@ function memoriesIdle() {
   return !table.contains(document.activeElement);
 }
 
+// The table's polls wait while the operator is busy with it, and a refresh
+// after a change elsewhere waits while a row is being edited. (Decided here,
+// not in hx-trigger filters: those need eval, which the pages' CSP forbids.)
+document.addEventListener("htmx:beforeRequest", function (evt) {
+  if (!evt.detail.elt || evt.detail.elt.id !== "memory-table") return;
+  var config = evt.detail.requestConfig;
+  var busy = config && config.triggeringEvent
+    ? document.querySelector("#memory-table tr.editing")
+    : !memoriesIdle();
+  if (busy) evt.preventDefault();
+});
+
+// "Select all shown" ticks or clears every row's box.
+document.addEventListener("change", function (evt) {
+  if (!evt.target.matches("#memory-table input[data-select-all]")) return;
+  document.querySelectorAll("#memory-table input[name=ids]").forEach(function (box) {
+    box.checked = evt.target.checked;
+  });
+});
+
+// A confidence slider shows its value while it moves.
+document.addEventListener("input", function (evt) {
+  if (!evt.target.matches("#memory-table td.confidence input[type=range]")) return;
+  var output = evt.target.nextElementSibling;
+  if (output) output.textContent = Number(evt.target.value).toFixed(2);
+});
+
 // A memory was added: empty the form for the next one (on an error the form
 // keeps what was typed, and the error shows above the table).
 document.addEventListener("memory-added", function () {

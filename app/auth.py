@@ -1,0 +1,209 @@
+"""Who may use the dashboard and the API.
+
+Two modes, decided by configuration alone:
+
+- **Open** (neither ``CLAUDEOPS_PASSWORD`` nor ``CLAUDEOPS_API_TOKEN`` set):
+  for a service bound to loopback. ``claudeops serve`` refuses any other
+  address, and a request that nevertheless arrives from a non-loopback client
+  (gunicorn started by hand on 0.0.0.0, say) is answered 403.
+- **Closed** (either one set): every dashboard page needs a login with the
+  password (a signed session cookie), every ``/api/v1`` call needs the bearer
+  token. Setting one credential never leaves the other door open: without a
+  password nobody can log in to the dashboard, without a token the API
+  answers 401. Open are only the login page, static files and the health
+  check.
+
+The API never accepts the dashboard's cookie: it is exempt from CSRF checks
+(its clients are scripts), so a cookie there would let any site a logged-in
+operator visits make calls on their behalf.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import logging
+from typing import Optional
+from urllib.parse import urlsplit
+
+from flask import (Blueprint, Flask, current_app, redirect, render_template, request, session, url_for)
+from werkzeug.wrappers import Response
+
+from app.extensions import limiter
+from app.web.apiutil import json_error
+
+log = logging.getLogger(__name__)
+
+auth = Blueprint("auth", __name__)
+
+# Endpoints anyone may reach. Static files are the package's own assets; the
+# health check tells a load balancer or monitor only whether the service and
+# its database answer.
+OPEN_ENDPOINTS = frozenset({"auth.login", "static", "api.health"})
+API_PREFIX = "/api/v1"
+SESSION_KEY = "operator"
+# Per client address and gunicorn worker; enough for a person who mistypes.
+LOGIN_ATTEMPTS = "10 per minute"
+
+
+def credentials_configured(config) -> bool:
+    return bool(config.get("CLAUDEOPS_PASSWORD") or config.get("CLAUDEOPS_API_TOKEN"))
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address to bind or a client address) is this machine only."""
+    host = host.strip().strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # another name: it may resolve to anything
+        return False
+
+
+def secrets_equal(given: str, expected: str) -> bool:
+    """Constant-time comparison. Both sides are hashed first so that not even
+    the length of the secret leaks through timing."""
+    return hmac.compare_digest(hashlib.sha256(given.encode("utf-8", "surrogatepass")).digest(),
+                               hashlib.sha256(expected.encode("utf-8", "surrogatepass")).digest())
+
+
+def _password_fingerprint() -> str:
+    """What a login stores in the session cookie. Derived from the password,
+    so changing the password logs every browser out."""
+    key = current_app.config["SECRET_KEY"].encode()
+    return hmac.new(key, b"operator:" + current_app.config["CLAUDEOPS_PASSWORD"].encode(), "sha256").hexdigest()
+
+
+def logged_in() -> bool:
+    if not current_app.config.get("CLAUDEOPS_PASSWORD"):
+        return False
+    stored = session.get(SESSION_KEY)
+    return isinstance(stored, str) and hmac.compare_digest(stored, _password_fingerprint())
+
+
+def _bearer_token() -> Optional[str]:
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+def _is_api_request() -> bool:
+    return request.path == API_PREFIX or request.path.startswith(API_PREFIX + "/")
+
+
+def _is_open_endpoint() -> bool:
+    endpoint = request.endpoint or ""
+    # Plugins' blueprints serve their own static files as "<blueprint>.static".
+    return endpoint in OPEN_ENDPOINTS or endpoint.endswith(".static")
+
+
+def guard() -> Optional[Response]:
+    """``before_request``: let the request through (None) or answer it."""
+    config = current_app.config
+    if not credentials_configured(config):
+        if request.remote_addr and not is_loopback(request.remote_addr):
+            return _refuse_remote()
+        return None
+    if _is_open_endpoint():
+        return None
+    if _is_api_request():
+        return _check_bearer(config.get("CLAUDEOPS_API_TOKEN") or "")
+    if logged_in():
+        return None
+    return _to_login()
+
+
+def _refuse_remote() -> Response:
+    message = ("this service has no credential configured and answers only on loopback; "
+               "set CLAUDEOPS_PASSWORD and CLAUDEOPS_API_TOKEN to serve other machines")
+    log.warning("refused %s %s from %s: no credential configured", request.method, request.path, request.remote_addr)
+    if _is_api_request():
+        return json_error(message, 403)
+    return Response(message + "\n", 403, mimetype="text/plain")
+
+
+def _check_bearer(expected: str) -> Optional[Response]:
+    token = _bearer_token()
+    if expected and token is not None and secrets_equal(token, expected):
+        return None
+    if not expected:
+        message = "the API is closed: set CLAUDEOPS_API_TOKEN to use it"
+    elif token is None:
+        message = "authentication required: send Authorization: Bearer <CLAUDEOPS_API_TOKEN>"
+    else:
+        message = "invalid bearer token"
+        log.warning("invalid bearer token for %s %s from %s", request.method, request.path, request.remote_addr)
+    response = json_error(message, 401)
+    response.headers["WWW-Authenticate"] = 'Bearer realm="claudeops"'
+    return response
+
+
+def _to_login() -> Response:
+    """GETs go to the login page and come back afterwards; HTMX swaps cannot
+    follow a redirect into a fragment, so they are told to load the page."""
+    if request.headers.get("HX-Request"):
+        back = urlsplit(request.headers.get("HX-Current-URL", "")).path or "/"
+        response = Response("login required", 401, mimetype="text/plain")
+        response.headers["HX-Redirect"] = url_for("auth.login", next=back)
+        return response
+    if request.method in ("GET", "HEAD"):
+        return redirect(url_for("auth.login", next=request.full_path.rstrip("?")))
+    return Response("login required\n", 401, mimetype="text/plain")
+
+
+def safe_next(target: Optional[str]) -> str:
+    """Only a path on this site: never another host (an open redirect)."""
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return url_for("overview.index")
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc:
+        return url_for("overview.index")
+    return target
+
+
+@auth.route("/login", methods=["GET", "POST"])
+@limiter.limit(LOGIN_ATTEMPTS, methods=["POST"])
+def login():
+    config = current_app.config
+    if not credentials_configured(config):
+        return redirect(url_for("overview.index"))
+    password_set = bool(config.get("CLAUDEOPS_PASSWORD"))
+    next_url = safe_next(request.values.get("next"))
+    if request.method == "GET":
+        if logged_in():
+            return redirect(next_url)
+        return render_template("login.html", next_url=next_url, password_set=password_set, error=None)
+    given = request.form.get("password", "")
+    if password_set and secrets_equal(given, config["CLAUDEOPS_PASSWORD"]):
+        session.clear()  # a fresh session: nothing from before the login carries over
+        session[SESSION_KEY] = _password_fingerprint()
+        session.permanent = True
+        log.info("operator logged in from %s", request.remote_addr)
+        return redirect(next_url)
+    log.warning("failed dashboard login from %s", request.remote_addr)
+    error = "Wrong password." if password_set else "Dashboard login is off: CLAUDEOPS_PASSWORD is not set."
+    return render_template("login.html", next_url=next_url, password_set=password_set, error=error), 401
+
+
+@auth.errorhandler(429)
+def too_many_attempts(_exc):
+    log.warning("login attempts from %s over the limit (%s)", request.remote_addr, LOGIN_ATTEMPTS)
+    return render_template("login.html", next_url=safe_next(request.values.get("next")),
+                           password_set=bool(current_app.config.get("CLAUDEOPS_PASSWORD")),
+                           error="Too many attempts. Wait a minute, then try again."), 429
+
+
+@auth.post("/logout")
+def logout():
+    session.clear()
+    return redirect(url_for("auth.login"))
+
+
+def init_auth(app: Flask) -> None:
+    app.register_blueprint(auth)
+    app.before_request(guard)
+
+    @app.context_processor
+    def auth_state():
+        return {"login_required": credentials_configured(app.config)}

@@ -1,0 +1,344 @@
+"""Authentication: open only on loopback without a credential; with one, a
+login for the dashboard and a bearer token for the API, and no path to the
+agent without them."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import func, select
+
+from app.auth import is_loopback, safe_next, secrets_equal
+from app.extensions import db
+from app.models import Session
+from tests.conftest import make_app
+
+PASSWORD = "correct horse battery staple"
+TOKEN = "tok-4f1c9a7e0b6d2c8e5a3f"
+REMOTE = {"REMOTE_ADDR": "192.0.2.10"}
+
+
+@pytest.fixture
+def closed_app(tmp_path):
+    app = make_app(tmp_path, CLAUDEOPS_PASSWORD=PASSWORD, CLAUDEOPS_API_TOKEN=TOKEN)
+    with app.app_context():
+        yield app
+
+
+def login(client, password=PASSWORD, next_url=None):
+    data = {"password": password}
+    if next_url is not None:
+        data["next"] = next_url
+    return client.post("/login", data=data)
+
+
+def session_count() -> int:
+    return db.session.scalar(select(func.count()).select_from(Session))
+
+
+# ------------------------------------------------------------------ units
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.8.9.1", "::1", "[::1]", "localhost"])
+def test_loopback_addresses(host):
+    assert is_loopback(host)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.5", "10.0.0.1", "example.com", "", "localhost.evil"])
+def test_other_addresses_are_not_loopback(host):
+    assert not is_loopback(host)
+
+
+def test_secrets_compare_exactly():
+    assert secrets_equal("abc", "abc")
+    assert not secrets_equal("abc", "abd")
+    assert not secrets_equal("abc", "abcd")
+    assert not secrets_equal("", "abc")
+
+
+@pytest.mark.parametrize("target", ["//evil.example/x", "https://evil.example/", "/\\evil.example", "javascript:alert(1)", "", None])
+def test_next_never_leaves_the_site(app, target):
+    with app.test_request_context():
+        assert safe_next(target) == "/"
+
+
+def test_next_keeps_a_local_path(app):
+    with app.test_request_context():
+        assert safe_next("/memories?service=jellyfin") == "/memories?service=jellyfin"
+
+
+# ------------------------------------------------------------ open mode
+
+def test_open_mode_serves_loopback_clients(app):
+    client = app.test_client()
+    assert client.get("/").status_code == 200
+    assert client.get("/api/v1/sessions").status_code == 200
+
+
+def test_open_mode_refuses_clients_from_other_machines(app):
+    client = app.test_client()
+    page = client.get("/", environ_base=REMOTE)
+    assert page.status_code == 403
+    assert b"CLAUDEOPS_PASSWORD" in page.data
+    api = client.post("/api/v1/sessions/trigger", json={"prompt": "rm -rf /"}, environ_base=REMOTE)
+    assert api.status_code == 403
+    assert "CLAUDEOPS_API_TOKEN" in api.get_json()["error"]
+    assert session_count() == 0
+
+
+def test_login_page_redirects_when_nothing_is_configured(app):
+    response = app.test_client().get("/login")
+    assert response.status_code == 302 and response.headers["Location"] == "/"
+
+
+def test_serve_refuses_a_public_address_without_a_credential(tmp_path, monkeypatch):
+    from app.cli import main
+    monkeypatch.setenv("CLAUDEOPS_STATE_DIR", str(tmp_path / "state"))
+    for name in ("CLAUDEOPS_PASSWORD", "CLAUDEOPS_API_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    result = CliRunner().invoke(main, ["serve", "--host", "0.0.0.0", "--port", "1"])
+    assert result.exit_code == 1
+    assert "refusing to listen on 0.0.0.0" in result.output
+    assert "CLAUDEOPS_PASSWORD" in result.output
+    # Refused before anything started: no database was even created.
+    assert not (tmp_path / "state" / "claudeops.db").exists()
+
+
+# ------------------------------------------------- closed mode: every door
+
+def _example_url(rule) -> str:
+    values = {arg: ("x.css" if arg == "filename" else 1) for arg in rule.arguments}
+    return re.sub(r"<(?:[^:>]+:)?([^>]+)>", lambda m: str(values[m.group(1)]), rule.rule)
+
+
+def test_no_route_answers_without_credentials(closed_app):
+    """Every route and method the app has, the plugins' included: only the
+    login page, static files and the health check answer a stranger."""
+    client = closed_app.test_client()
+    checked = 0
+    for rule in closed_app.url_map.iter_rules():
+        if rule.endpoint in ("auth.login", "api.health") or rule.endpoint.endswith("static"):
+            continue
+        url = _example_url(rule)
+        for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
+            response = client.open(url, method=method, json={"prompt": "x", "ids": [1]})
+            checked += 1
+            if url.startswith("/api/v1"):
+                assert response.status_code == 401, (method, url, response.status_code)
+                assert response.headers["WWW-Authenticate"].startswith("Bearer")
+            elif method == "GET":
+                assert response.status_code == 302, (method, url)
+                assert response.headers["Location"].startswith("/login?next=")
+            else:
+                assert response.status_code == 401, (method, url, response.status_code)
+    assert checked > 25  # the host's and the built-in plugins' routes were all there
+    assert session_count() == 0
+
+
+def test_open_endpoints_stay_open(closed_app):
+    client = closed_app.test_client()
+    assert client.get("/api/v1/health").status_code == 200
+    assert client.get("/static/style.css").status_code == 200
+    assert client.get("/login").status_code == 200
+
+
+def test_htmx_requests_are_sent_to_the_login_page(closed_app):
+    response = closed_app.test_client().get("/events", headers={"HX-Request": "true",
+                                                                "HX-Current-URL": "http://127.0.0.1:8080/events?level=warning"})
+    assert response.status_code == 401
+    assert response.headers["HX-Redirect"] == "/login?next=/events"
+
+
+# ------------------------------------------------------------ the login
+
+def test_wrong_password_is_refused(closed_app):
+    client = closed_app.test_client()
+    response = login(client, "guess")
+    assert response.status_code == 401
+    assert b"Wrong password" in response.data
+    assert client.get("/").status_code == 302
+
+
+def test_login_opens_the_dashboard_and_run_now(closed_app):
+    client = closed_app.test_client()
+    response = login(client, next_url="/sessions")
+    assert response.status_code == 302 and response.headers["Location"] == "/sessions"
+    assert client.get("/").status_code == 200
+    assert b"Log out" in client.get("/").data
+    run = client.post("/sessions/run", data={"tier": "1", "prompt": "check disks"})
+    assert run.status_code == 302
+    assert session_count() == 1
+
+
+def test_login_cookie_flags_over_http(closed_app):
+    cookie = login(closed_app.test_client()).headers["Set-Cookie"]
+    assert cookie.startswith("claudeops_session=")
+    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie
+    assert "Secure" not in cookie
+
+
+def test_login_cookie_is_secure_over_tls(closed_app):
+    client = closed_app.test_client()
+    cookie = client.post("/login", data={"password": PASSWORD}, base_url="https://ops.example").headers["Set-Cookie"]
+    assert "Secure" in cookie and "HttpOnly" in cookie
+
+
+def test_forwarded_proto_counts_only_from_a_trusted_proxy(tmp_path):
+    untrusted = make_app(tmp_path / "a", CLAUDEOPS_PASSWORD=PASSWORD)
+    trusted = make_app(tmp_path / "b", CLAUDEOPS_PASSWORD=PASSWORD, CLAUDEOPS_TRUSTED_PROXIES=1)
+    headers = {"X-Forwarded-Proto": "https", "X-Forwarded-For": "198.51.100.7"}
+    with untrusted.app_context():
+        cookie = untrusted.test_client().post("/login", data={"password": PASSWORD}, headers=headers)
+        assert "Secure" not in cookie.headers["Set-Cookie"]
+    with trusted.app_context():
+        cookie = trusted.test_client().post("/login", data={"password": PASSWORD}, headers=headers)
+        assert "Secure" in cookie.headers["Set-Cookie"]
+
+
+def test_changing_the_password_ends_every_login(closed_app):
+    client = closed_app.test_client()
+    login(client)
+    assert client.get("/").status_code == 200
+    closed_app.config["CLAUDEOPS_PASSWORD"] = "a new password for everyone"
+    assert client.get("/").status_code == 302
+
+
+def test_logout_ends_the_login(closed_app):
+    client = closed_app.test_client()
+    login(client)
+    assert client.post("/logout").status_code == 302
+    assert client.get("/").status_code == 302
+
+
+def test_an_offsite_next_is_ignored(closed_app):
+    response = login(closed_app.test_client(), next_url="//evil.example/phish")
+    assert response.headers["Location"] == "/"
+
+
+def test_failed_logins_are_limited(closed_app):
+    client = closed_app.test_client()
+    statuses = [login(client, f"guess {n}").status_code for n in range(12)]
+    assert statuses[:10] == [401] * 10
+    assert statuses[10:] == [429, 429]
+    assert b"Too many attempts" in login(client).data  # even the right password waits
+    other = closed_app.test_client()  # another address is not held back
+    assert other.post("/login", data={"password": PASSWORD},
+                      environ_base={"REMOTE_ADDR": "127.0.0.2"}).status_code == 302
+
+
+def test_only_a_token_leaves_the_dashboard_closed(tmp_path):
+    app = make_app(tmp_path, CLAUDEOPS_API_TOKEN=TOKEN)
+    with app.app_context():
+        client = app.test_client()
+        assert b"CLAUDEOPS_PASSWORD" in client.get("/login").data
+        assert login(client, "").status_code == 401
+        assert client.get("/").status_code == 302
+
+
+# ----------------------------------------------------------------- the API
+
+def test_api_needs_the_bearer_token(closed_app):
+    client = closed_app.test_client()
+    missing = client.get("/api/v1/sessions")
+    assert missing.status_code == 401 and "Authorization: Bearer" in missing.get_json()["error"]
+    wrong = client.get("/api/v1/sessions", headers={"Authorization": f"Bearer {TOKEN}x"})
+    assert wrong.status_code == 401 and wrong.get_json()["error"] == "invalid bearer token"
+    basic = client.get("/api/v1/sessions", headers={"Authorization": f"Basic {TOKEN}"})
+    assert basic.status_code == 401
+    assert client.get("/api/v1/sessions", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+    assert client.get("/api/v1/sessions", headers={"Authorization": f"bearer {TOKEN}"}).status_code == 200
+
+
+def test_api_trigger_with_the_token(closed_app):
+    client = closed_app.test_client()
+    response = client.post("/api/v1/sessions/trigger", json={"prompt": "check disks"},
+                           headers={"Authorization": f"Bearer {TOKEN}"})
+    assert response.status_code == 201
+    assert session_count() == 1
+
+
+def test_api_ignores_the_dashboard_cookie(closed_app):
+    client = closed_app.test_client()
+    login(client)
+    assert client.get("/").status_code == 200
+    assert client.get("/api/v1/sessions").status_code == 401
+    assert client.post("/api/v1/sessions/trigger", json={"prompt": "x"}).status_code == 401
+    assert session_count() == 0
+
+
+def test_only_a_password_leaves_the_api_closed(tmp_path):
+    app = make_app(tmp_path, CLAUDEOPS_PASSWORD=PASSWORD)
+    with app.app_context():
+        response = app.test_client().get("/api/v1/sessions", headers={"Authorization": "Bearer "})
+        assert response.status_code == 401
+        assert "CLAUDEOPS_API_TOKEN" in response.get_json()["error"]
+
+
+# --------------------------------------------------- CSRF and the headers
+
+def test_state_changing_forms_need_the_csrf_token(tmp_path):
+    # No app context around the requests: Flask-WTF caches the token in `g`,
+    # which an outer context would share between requests.
+    app = make_app(tmp_path, CLAUDEOPS_PASSWORD=PASSWORD, WTF_CSRF_ENABLED=True)
+    client = app.test_client()
+
+    def token_from(path):
+        return re.search(r'name="csrf_token" value="([^"]+)"', client.get(path).data.decode()).group(1)
+
+    def sessions():
+        with app.app_context():
+            return session_count()
+
+    assert client.post("/login", data={"password": PASSWORD}).status_code == 400  # login CSRF too
+    assert client.post("/login", data={"password": PASSWORD, "csrf_token": token_from("/login")}).status_code == 302
+    assert client.post("/sessions/run", data={"tier": "1", "prompt": "x"}).status_code == 400
+    assert sessions() == 0
+    run = client.post("/sessions/run", data={"tier": "1", "prompt": "x", "csrf_token": token_from("/sessions")})
+    assert run.status_code == 302
+    assert sessions() == 1
+
+
+def test_pages_forbid_inline_script_and_framing(app):
+    response = app.test_client().get("/")
+    policy = response.headers["Content-Security-Policy"]
+    assert "script-src 'self'" in policy and "unsafe-inline" not in policy.split("script-src")[1].split(";")[0]
+    assert "frame-ancestors 'none'" in policy
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
+    assert response.headers["X-Frame-Options"] == "DENY"
+
+
+def test_no_template_has_inline_script():
+    """The CSP would block it: scripts live in static files."""
+    from app.config import PROJECT_ROOT
+    offenders = []
+    for template in list(PROJECT_ROOT.glob("templates/**/*.html")) + list(PROJECT_ROOT.glob("plugins/*/templates/**/*.html")):
+        text = template.read_text()
+        if re.search(r"<script(?![^>]*\bsrc=)[^>]*>", text) or re.search(r"\son[a-z]+=", text) \
+                or re.search(r'hx-trigger="[^"]*\[', text):
+            offenders.append(str(template.relative_to(PROJECT_ROOT)))
+    assert offenders == []
+
+
+# ------------------------------------------------------- the agent's view
+
+def test_the_agent_gets_none_of_the_services_secrets(closed_app, monkeypatch):
+    from app.sessions import control
+    from app.sessions.manager import child_env
+    monkeypatch.setenv("CLAUDEOPS_PASSWORD", PASSWORD)
+    monkeypatch.setenv("CLAUDEOPS_API_TOKEN", TOKEN)
+    monkeypatch.setenv("CLAUDEOPS_SECRET_KEY", "k" * 32)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-passed-through")
+    env = child_env(control.enqueue(tier=1, prompt=None, trigger="api"))
+    assert "CLAUDEOPS_PASSWORD" not in env and "CLAUDEOPS_API_TOKEN" not in env
+    assert "CLAUDEOPS_SECRET_KEY" not in env
+    assert env["ANTHROPIC_API_KEY"] == "sk-ant-passed-through"  # the CLI needs its own credentials
+
+
+def test_config_command_masks_credentials(tmp_path, monkeypatch):
+    from app.cli import main
+    monkeypatch.setenv("CLAUDEOPS_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("CLAUDEOPS_PASSWORD", PASSWORD)
+    monkeypatch.setenv("CLAUDEOPS_API_TOKEN", TOKEN)
+    output = CliRunner().invoke(main, ["config"]).output
+    assert "CLAUDEOPS_PASSWORD=(set)" in output and "CLAUDEOPS_API_TOKEN=(set)" in output
+    assert PASSWORD not in output and TOKEN not in output
