@@ -38,7 +38,7 @@ def claudeops_add_hookspecs(pluginmanager):
 def claudeops_settings():
     return [Setting(BUDGET_SETTING, "2000",
                     "Most tokens (characters / 4) the memory section of a session's system prompt may take.",
-                    _positive_int, runtime=True)]
+                    _positive_int, runtime=True, schema={"type": "integer", "minimum": 1})]
 
 
 @hookimpl(trylast=True)
