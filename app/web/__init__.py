@@ -37,6 +37,7 @@ class RowIdConverter(IntegerConverter):
 def register_web(app: Flask, pm: pluggy.PluginManager) -> None:
     from app.web.api import api
     from app.web.config_page import config_page
+    from app.web.openapi import openapi_api
 
     # Before any rule is added: rules bind their converters when registered.
     app.url_map.converters["int"] = RowIdConverter
@@ -51,7 +52,7 @@ def register_web(app: Flask, pm: pluggy.PluginManager) -> None:
     # the pages list stays the agent's work, ending with Cooldowns.
     app.register_blueprint(config_page)
 
-    for blueprint in (api, *flatten(pm.hook.claudeops_api_blueprints())):
+    for blueprint in (api, openapi_api, *flatten(pm.hook.claudeops_api_blueprints())):
         csrf.exempt(blueprint)
         app.register_blueprint(blueprint, url_prefix=API_PREFIX)
 

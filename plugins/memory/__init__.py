@@ -86,6 +86,12 @@ def claudeops_api_blueprints():
 
 
 @hookimpl
+def claudeops_openapi_paths():
+    from plugins.memory.openapi import openapi_paths
+    return openapi_paths()
+
+
+@hookimpl
 def claudeops_cli_commands():
     from plugins.memory.cli import memories
     return [memories]
