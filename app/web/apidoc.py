@@ -87,7 +87,11 @@ def id_parameter(name: str, what: str) -> dict:
 
 
 def query(name: str, schema: dict, description: str) -> dict:
-    return {"name": name, "in": "query", "required": False, "description": description, "schema": schema}
+    """An optional query parameter. Every view reads an empty value as not
+    given (``?limit=`` is the default limit), which is what allowEmptyValue
+    says."""
+    return {"name": name, "in": "query", "required": False, "description": description, "schema": schema,
+            "allowEmptyValue": True}
 
 
 def choice(name: str, values: Iterable[str], description: str) -> dict:

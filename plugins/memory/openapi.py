@@ -16,7 +16,7 @@ CONFIDENCE = {"type": "number", "minimum": 0, "maximum": 1}
 OBSERVATION = text(min_length=1, max_length=MAX_OBSERVATION_CHARS, pattern="^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$",
                    description="what was learned; whitespace runs become single spaces")
 # clean_service: letters, digits, '_' and '-'; empty or "general" is a general memory.
-SERVICE = text(max_length=MAX_SERVICE_CHARS, pattern="^\\s*[A-Za-z0-9_-]*\\s*$",
+SERVICE = text(pattern=f"^\\s*[A-Za-z0-9_-]{{0,{MAX_SERVICE_CHARS}}}\\s*$",
                description="the service; empty, null or general for a general memory")
 CONFIDENCE_INPUT = {"type": "number", "description": "0 to 1; a value outside is clamped to it"}
 
