@@ -74,7 +74,7 @@ SESSION_ID = id_parameter("session_id", "session")
 def setting_value_schema(spec: Setting) -> dict:
     """What PUT /config takes for one runtime setting: its value, or null."""
     value = dict(spec.schema) if spec.schema else {"type": ["string", "number", "boolean"]}
-    value["description"] = spec.help
+    value["description"] = " ".join(filter(None, (spec.help, value.get("description"))))
     return {"anyOf": [value, {"type": "null", "description": "remove the change"}]}
 
 

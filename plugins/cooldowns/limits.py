@@ -27,7 +27,7 @@ UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 LIMIT_FORMAT = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*([smhd])\s*$")
 # The value in PUT /api/v1/config (the window's bounds are checked by parse_limit).
 LIMIT_SCHEMA = {"type": "string", "pattern": LIMIT_FORMAT.pattern,
-                "description": "<count>/<window>, like 2/4h; the window (s, m, h or d) from 1s to 366d"}
+                "description": "The window is 1s to 366d."}
 MAX_WINDOW = timedelta(days=366)
 
 
