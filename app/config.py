@@ -25,10 +25,24 @@ def _int(raw: str) -> int:
         raise ValueError("must be a whole number") from None
 
 
-def _non_negative_int(raw: str) -> int:
+# The longest interval the scheduler can arm (a date beyond it is a wait of
+# no use, and a far larger one overflows the date arithmetic).
+MAX_INTERVAL = 366 * 24 * 3600
+
+
+def _interval(raw: str) -> int:
     value = _int(raw)
     if value < 0:
         raise ValueError("must be 0 or more")
+    if value > MAX_INTERVAL:
+        raise ValueError(f"must be at most {MAX_INTERVAL} (366 days)")
+    return value
+
+
+def _proxy_count(raw: str) -> int:
+    value = _int(raw)
+    if not 0 <= value <= 10:
+        raise ValueError("must be from 0 to 10 (the proxies in front of the service)")
     return value
 
 
@@ -58,6 +72,10 @@ class Setting:
     parse: Callable[[str], Any] = str
     runtime: bool = False      # an operator may change it while the service runs (/config)
     secret: bool = False       # never shown, only whether it is set
+    # A runtime setting's value in PUT /api/v1/config, as JSON Schema: its
+    # "type" is enforced there, and the whole is published in the OpenAPI
+    # document. Without one, any string, number or boolean is passed to parse.
+    schema: dict | None = None
 
 
 def _boolean(raw: str) -> bool:
@@ -67,6 +85,10 @@ def _boolean(raw: str) -> bool:
     if value in ("0", "false", "no", "off", ""):
         return False
     raise ValueError("must be true or false")
+
+
+# What _model takes (surrounding whitespace aside), without the NUL the API refuses.
+MODEL_SCHEMA = {"type": "string", "pattern": "^\\s*[^\\s\\u0000]{1,100}\\s*$"}
 
 
 def _tier(raw: str) -> int:
@@ -92,18 +114,21 @@ SETTINGS: tuple[Setting, ...] = (
             "Directory holding tier1-observe.md, tier2-investigate.md and tier3-remediate.md."),
     Setting("CLAUDEOPS_INTERVAL", "3600",
             "Seconds from the end of one scheduled tier-1 session to the start of the next; 0 runs only ad-hoc sessions.",
-            _non_negative_int, runtime=True),
+            _interval, runtime=True, schema={"type": "integer", "minimum": 0, "maximum": MAX_INTERVAL}),
     Setting("CLAUDEOPS_SESSION_TIMEOUT", "1800",
             "Seconds a session may run before its whole process group is ended (status `timed_out`).",
             _positive_int),
-    Setting("CLAUDEOPS_TIER1_MODEL", "haiku", "Model for tier 1 (observe).", _model, runtime=True),
-    Setting("CLAUDEOPS_TIER2_MODEL", "sonnet", "Model for tier 2 (investigate).", _model, runtime=True),
-    Setting("CLAUDEOPS_TIER3_MODEL", "opus", "Model for tier 3 (remediate).", _model, runtime=True),
+    Setting("CLAUDEOPS_TIER1_MODEL", "haiku", "Model for tier 1 (observe).", _model, runtime=True,
+            schema=MODEL_SCHEMA),
+    Setting("CLAUDEOPS_TIER2_MODEL", "sonnet", "Model for tier 2 (investigate).", _model, runtime=True,
+            schema=MODEL_SCHEMA),
+    Setting("CLAUDEOPS_TIER3_MODEL", "opus", "Model for tier 3 (remediate).", _model, runtime=True,
+            schema=MODEL_SCHEMA),
     Setting("CLAUDEOPS_MAX_TIER", "3", "Highest tier a session may escalate to (1 turns escalation off).",
-            _tier, runtime=True),
+            _tier, runtime=True, schema={"type": "integer", "enum": [1, 2, 3]}),
     Setting("CLAUDEOPS_DRY_RUN", "false",
             "true: sessions are told to change nothing and escalation is suppressed (an event says so).",
-            _boolean, runtime=True),
+            _boolean, runtime=True, schema={"type": "boolean"}),
     Setting("CLAUDEOPS_TIER1_ALLOWED_TOOLS", "Bash,Read,Grep,Glob",
             "Comma-separated `--allowedTools` for tier 1; empty passes none.", _tool_list),
     Setting("CLAUDEOPS_TIER2_ALLOWED_TOOLS", "Bash,Read,Grep,Glob,WebFetch",
@@ -131,7 +156,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("CLAUDEOPS_LOGIN_HOURS", "12", "Hours a dashboard login lasts.", _positive_int),
     Setting("CLAUDEOPS_TRUSTED_PROXIES", "0",
             "Reverse proxies in front of the service whose X-Forwarded-For/-Proto/-Host headers are believed "
-            "(client address, TLS for Secure cookies); 0 believes none.", _non_negative_int),
+            "(client address, TLS for Secure cookies); 0 believes none.", _proxy_count),
     Setting("CLAUDEOPS_LOG_LEVEL", "INFO", "Log level of the service (DEBUG, INFO, WARNING, ERROR)."),
 )
 

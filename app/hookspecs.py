@@ -126,6 +126,26 @@ def claudeops_api_blueprints():
 
 
 @hookspec
+def claudeops_openapi_paths():
+    """Describe a plugin's API endpoints in the OpenAPI document.
+
+    Called once per application, on the first request of
+    ``GET /api/v1/openapi.json``, inside a request.
+
+    :returns: an :class:`~app.plugin_types.OpenApiPaths` (path items keyed by
+        the path under ``/api/v1``, such as ``"/widgets/{widget_id}"``, and
+        any named schemas they reference as ``#/components/schemas/<name>``),
+        a plain dict of path items, or ``None``. ``app.web.apidoc`` has the
+        building blocks the built-in plugins use (the error body, pagination,
+        ids, JSON bodies).
+
+    All implementations are called (results collected). One that raises, or
+    that declares a path or schema name another plugin already declared, is
+    logged and left out of the document.
+    """
+
+
+@hookspec
 def claudeops_session_starting(run):
     """Prepare for a session (for instance, decay stale knowledge).
 

@@ -90,3 +90,16 @@ class OverviewCard:
     position: int = 500
     tone: str = "neutral"      # neutral, good, warn, bad
     extra: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class OpenApiPaths:
+    """A plugin's part of the OpenAPI document (``claudeops_openapi_paths``).
+
+    ``paths`` maps each path under ``/api/v1`` (``"/widgets/{widget_id}"``)
+    to its OpenAPI 3.1 path item; ``schemas`` holds the named schemas those
+    reference as ``{"$ref": "#/components/schemas/<name>"}``.
+    """
+
+    paths: dict
+    schemas: dict = field(default_factory=dict)

@@ -74,6 +74,8 @@ def change(values: dict[str, Any]) -> None:
             parsed[name] = None
             continue
         text = str(raw).lower() if isinstance(raw, bool) else str(raw)
+        if "\x00" in text:   # it would reach a process's argv or environment, which cannot hold one
+            raise SettingError(f"{name} must not contain NUL characters")
         try:
             spec.parse(text)
         except ValueError as exc:

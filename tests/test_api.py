@@ -131,3 +131,56 @@ def test_events_filters_and_order(client):
 def test_events_unknown_level_is_400(client):
     response = client.get("/api/v1/events?level=purple")
     assert response.status_code == 400 and "level must be one of info, warning, critical" in response.get_json()["error"]
+
+
+# --- input no database (or process) can take: a precise 4xx, never a 500 -----
+
+@pytest.mark.parametrize("method, path", [("get", "/api/v1/sessions/9223372036854775808"),
+                                          ("post", "/api/v1/sessions/99999999999999999999999/stop"),
+                                          ("get", "/sessions/9223372036854775808")])
+def test_ids_beyond_64_bits_are_404(client, method, path):
+    response = getattr(client, method)(path)
+    assert response.status_code == 404
+    if path.startswith("/api/"):
+        assert "ids end at 9223372036854775807" in response.get_json()["error"]
+    # The largest id a database holds is looked up as any other.
+    assert client.get("/api/v1/sessions/9223372036854775807").get_json()["error"] == \
+        "session 9223372036854775807 not found"
+
+
+def test_405_says_which_methods_the_path_offers(client):
+    response = client.delete("/api/v1/sessions")
+    assert response.status_code == 405 and "error" in response.get_json()
+    assert set(response.headers["Allow"].split(", ")) == {"GET", "HEAD", "OPTIONS"}
+
+
+def test_offset_beyond_any_driver_is_400(client):
+    response = client.get("/api/v1/sessions?offset=99999999999999999999")
+    assert response.status_code == 400 and "offset must be at most 2147483647" in response.get_json()["error"]
+    assert client.get("/api/v1/sessions?offset=2147483647").get_json()["sessions"] == []
+
+
+@pytest.mark.parametrize("path", ["/api/v1/events?service=n%00as", "/api/v1/sessions?limit=5&x%00=1",
+                                  "/api/v1/memories?q=%00"])
+def test_nul_in_a_query_is_400(client, path):
+    response = client.get(path)
+    assert response.status_code == 400 and "must not contain NUL characters" in response.get_json()["error"]
+
+
+def test_nul_in_a_body_is_400_and_nothing_is_queued(client):
+    for body in ({"prompt": "check\x00 the NAS"}, {"prompt": "ok", "x\x00": 1}):
+        response = client.post("/api/v1/sessions/trigger", json=body)
+        assert response.status_code == 400 and "NUL" in response.get_json()["error"]
+    assert db.session.query(Session).count() == 0
+
+
+def test_nul_in_the_dashboards_run_now_is_refused(client):
+    response = client.post("/sessions/run", data={"tier": "1", "prompt": "a\x00b"}, follow_redirects=True)
+    assert "prompt must not contain NUL characters" in response.get_data(as_text=True)
+    assert db.session.query(Session).count() == 0
+
+
+def test_deeply_nested_json_is_400(client):
+    deep = "[" * 100_000 + "]" * 100_000
+    response = client.post("/api/v1/sessions/trigger", data=deep, content_type="application/json")
+    assert response.status_code == 400 and "nested too deeply" in response.get_json()["error"]

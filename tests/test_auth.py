@@ -342,3 +342,14 @@ def test_config_command_masks_credentials(tmp_path, monkeypatch):
     output = CliRunner().invoke(main, ["config"]).output
     assert "CLAUDEOPS_PASSWORD=(set)" in output and "CLAUDEOPS_API_TOKEN=(set)" in output
     assert PASSWORD not in output and TOKEN not in output
+
+
+def test_the_api_document_declares_what_the_guard_answers(app):
+    doc = app.test_client().get("/api/v1/openapi.json").get_json()
+    operations = [(path, method, op) for path, item in doc["paths"].items() for method, op in item.items()]
+    assert len(operations) > 15
+    for path, method, operation in operations:
+        if (path, method) == ("/health", "get"):
+            assert operation["security"] == [{}] and "401" not in operation["responses"]
+        else:
+            assert {"401", "403"} <= set(operation["responses"]), (method, path)

@@ -71,7 +71,14 @@ def test_runtime_change_is_in_force_at_once_and_after_a_restart(tmp_path, fake_c
 
 @pytest.mark.parametrize("body, message", [
     ({"CLAUDEOPS_STATE_DIR": "/tmp"}, "CLAUDEOPS_STATE_DIR cannot be changed at run time"),
-    ({"CLAUDEOPS_INTERVAL": "soon"}, "CLAUDEOPS_INTERVAL='soon': must be a whole number"),
+    ({"CLAUDEOPS_INTERVAL": "soon"}, "CLAUDEOPS_INTERVAL must be a whole number (a JSON integer)"),
+    ({"CLAUDEOPS_INTERVAL": "600"}, "CLAUDEOPS_INTERVAL must be a whole number (a JSON integer), or null"),
+    ({"CLAUDEOPS_INTERVAL": -1}, "CLAUDEOPS_INTERVAL='-1': must be 0 or more"),
+    # Beyond 366 days the scheduler's date arithmetic would overflow.
+    ({"CLAUDEOPS_INTERVAL": 10**12}, "must be at most 31622400 (366 days)"),
+    ({"CLAUDEOPS_MAX_TIER": True}, "CLAUDEOPS_MAX_TIER must be a whole number"),
+    ({"CLAUDEOPS_TIER3_MODEL": ["opus"]}, "CLAUDEOPS_TIER3_MODEL must be text (a JSON string)"),
+    ({"CLAUDEOPS_DRY_RUN": 1}, "CLAUDEOPS_DRY_RUN must be true or false"),
     ({"CLAUDEOPS_MAX_TIER": 4}, "must be 1, 2 or 3"),
     ({"CLAUDEOPS_TIER2_MODEL": "two words"}, "without spaces"),
     ({"CLAUDEOPS_DRY_RUN": "perhaps"}, "must be true or false"),
@@ -100,6 +107,10 @@ def test_config_page_form_changes_and_resets(client):
     assert "Nothing saved: CLAUDEOPS_INTERVAL=&#39;abc&#39;: must be a whole number" in response.get_data(as_text=True)
     client.post("/config", data={"reset": "CLAUDEOPS_INTERVAL", "CLAUDEOPS_INTERVAL": "900"})
     assert config_of(client)["CLAUDEOPS_INTERVAL"]["source"] == "default"
+    # A model name reaches the CLI's argv, which cannot hold a NUL.
+    response = client.post("/config", data={"CLAUDEOPS_TIER1_MODEL": "hai\x00ku"}, follow_redirects=True)
+    assert "Nothing saved: CLAUDEOPS_TIER1_MODEL must not contain NUL characters" in response.get_data(as_text=True)
+    assert config_of(client)["CLAUDEOPS_TIER1_MODEL"]["value"] == "haiku"
 
 
 def test_stats(app, client, fake_cli, run_session_now):

@@ -35,6 +35,8 @@ def test_parse_limit(raw, count, window):
     ("2", "must be <count>/<window>, like 2/4h"), ("two/4h", "must be <count>/<window>"),
     ("2/4", "must be <count>/<window>"), ("2/4w", "must be <count>/<window>"), ("-1/4h", "must be <count>/<window>"),
     ("2/0h", "longer than 0"), ("2/400d", "at most 366d"),
+    # Too long for a timedelta: refused as too long, not overflowed.
+    ("1/99999999999999999999d", "at most 366d"),
 ])
 def test_parse_limit_errors_say_what_is_expected(raw, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):

@@ -126,6 +126,8 @@ def test_limits_can_be_changed_on_the_config_api_and_are_validated(client, seede
     bad = client.put("/api/v1/config", json={"CLAUDEOPS_COOLDOWN_RESTART_LIMIT": "often"})
     assert bad.status_code == 400 and "CLAUDEOPS_COOLDOWN_RESTART_LIMIT='often': must be <count>/<window>" in \
         bad.get_json()["error"]
+    huge = client.put("/api/v1/config", json={"CLAUDEOPS_COOLDOWN_RESTART_LIMIT": "1/99999999999999999999d"})
+    assert huge.status_code == 400 and "the window must be at most 366d" in huge.get_json()["error"]
     assert client.put("/api/v1/config", json={"CLAUDEOPS_COOLDOWN_RESTART_LIMIT": "3/4h"}).status_code == 200
     body = client.get("/api/v1/cooldowns?service=jellyfin").get_json()
     assert body["limits"]["restart"]["count"] == 3

@@ -42,6 +42,7 @@ BRANCH_HEAD = "incidents_0001"
 
 # All the plugin may import from the host: the public plugin API.
 PUBLIC_API = {"app.hookspecs", "app.plugin_types", "app.extensions", "app.timeutil", "app.web.apiutil",
+              "app.web.apidoc",
               "app.web.htmx"}
 
 
@@ -360,6 +361,37 @@ def test_api_lists_filters_and_finds_incidents(app, fake_cli, run_session_now):
     missing = client.get("/api/v1/incidents/99")
     assert missing.status_code == 404 and missing.get_json() == {"error": "incident 99 not found"}
     assert client.get("/api/v1/stats").get_json()["open_incidents"] == 1
+
+
+def test_its_api_is_in_the_openapi_document_and_keeps_to_it(app, fake_cli, run_session_now):
+    """Its own description (claudeops_openapi_paths) joins the host's document,
+    and schemathesis finds its endpoints true to it."""
+    import schemathesis
+    from hypothesis import HealthCheck, given, settings
+    from openapi_spec_validator import validate
+    from schemathesis.checks import not_a_server_error, response_schema_conformance, status_code_conformance
+
+    fake_cli(sl.steps(sl.init(), sl.text("[INCIDENT:major:nas] Backups late\n[INCIDENT:critical:web] Down"),
+                      sl.result()))
+    run_session_now()
+    doc = app.test_client().get("/api/v1/openapi.json").get_json()
+    validate(doc)
+    assert {"/incidents", "/incidents/{incident_id}"} <= set(doc["paths"])
+    assert doc["components"]["schemas"]["Incident"]["properties"]["severity"]["enum"] == ["minor", "major",
+                                                                                         "critical"]
+
+    schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", app).include(path_regex="^/incidents")
+    operations = [result.ok() for result in schema.get_all_operations()]
+    assert sorted(op.label for op in operations) == ["GET /incidents", "GET /incidents/{incident_id}"]
+    for operation in operations:
+        for mode in (schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE):
+            @given(case=operation.as_strategy(generation_mode=mode))
+            @settings(max_examples=20, deadline=None, database=None, derandomize=True,
+                      suppress_health_check=list(HealthCheck))
+            def conforms(case):
+                case.call_and_validate(checks=[not_a_server_error, status_code_conformance,
+                                               response_schema_conformance])
+            conforms()
 
 
 # --- (5) prompt contribution ----------------------------------------------------------------

@@ -223,6 +223,60 @@ def test_hook_claudeops_api_blueprints_mounts_under_api_v1_with_json_errors(tmp_
     assert "error" in client.get("/api/v1/widgets").get_json()
 
 
+# --- claudeops_openapi_paths -------------------------------------------------
+
+def test_hook_claudeops_openapi_paths_documents_a_plugins_endpoints(tmp_path, caplog):
+    from app.plugin_types import OpenApiPaths
+    from app.web import apidoc
+
+    bp = Blueprint("gadgets_api", __name__)
+
+    @bp.get("/gadgets/<int:gadget_id>")
+    def gadget(gadget_id):
+        return {"id": gadget_id}
+
+    @bp.get("/gizmos")
+    def gizmos():
+        return {"gizmos": []}
+
+    class Gadgets:
+        @hookimpl
+        def claudeops_api_blueprints(self):
+            return [bp]
+
+        @hookimpl
+        def claudeops_openapi_paths(self):
+            return OpenApiPaths(
+                schemas={"Gadget": apidoc.obj({"id": apidoc.integer(0)})},
+                paths={"/gadgets/{gadget_id}": {"get": {
+                    "parameters": [apidoc.id_parameter("gadget_id", "gadget")],
+                    "responses": {"200": apidoc.response("the gadget", apidoc.ref("Gadget")),
+                                  "404": apidoc.error("no such gadget")}}}})
+
+    class Clashing:   # declares a schema name the host already has: left out whole
+        @hookimpl
+        def claudeops_openapi_paths(self):
+            return OpenApiPaths(paths={"/clash": {}}, schemas={"Session": {"type": "object"}})
+
+    class Broken:
+        @hookimpl
+        def claudeops_openapi_paths(self):
+            raise RuntimeError("no documentation today")
+
+    app = make_app(tmp_path, plugins=[Gadgets(), Clashing(), Broken()])
+    with caplog.at_level("WARNING"):
+        doc = app.test_client().get("/api/v1/openapi.json").get_json()
+    assert doc["paths"]["/gadgets/{gadget_id}"]["get"]["responses"]["200"]["content"]["application/json"][
+        "schema"] == {"$ref": "#/components/schemas/Gadget"}
+    assert doc["components"]["schemas"]["Gadget"]["required"] == ["id"]
+    assert "/clash" not in doc["paths"] and doc["components"]["schemas"]["Session"]["type"] == "object"
+    assert "required" in doc["components"]["schemas"]["Session"]          # the host's, not the clash's
+    assert "/memories" in doc["paths"]                                      # the others are still there
+    assert "already in the OpenAPI document" in caplog.text and "no documentation today" in caplog.text
+    # The endpoint it did not document is named in the log.
+    assert "without OpenAPI documentation: GET /api/v1/gizmos" in caplog.text
+
+
 # --- claudeops_session_starting and claudeops_session_finished --------------
 
 def test_hook_claudeops_session_starting_and_claudeops_session_finished(tmp_path, fake_cli):

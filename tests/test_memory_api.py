@@ -37,6 +37,8 @@ def test_create_defaults_and_clamps(client):
     ({"category": "timing", "observation": "x", "confidence": True}, "confidence must be a number"),
     ({"category": "timing", "observation": "x", "service": "no spaces please"}, "service must be"),
     ({"category": "timing", "observation": "x", "session_id": 3}, "unknown field(s): session_id"),
+    ({"category": "timing", "observation": "x", "confidence": 10**400}, "confidence must be a finite number"),
+    ({"category": "timing", "observation": "a\x00b"}, "must not contain NUL characters"),
 ])
 def test_create_errors(client, body, message):
     response = client.post(API, json=body)
@@ -133,6 +135,8 @@ def test_bulk_delete(client):
     ({"ids": []}, 400, "non-empty list"), ({"ids": "1,2"}, 400, "non-empty list"),
     ({"ids": [1, "2"]}, 400, "whole numbers"), ({"ids": [True]}, 400, "whole numbers"),
     ({"ids": [1, 999]}, 404, "no memory with id 999"), ({"id": [1]}, 400, "unknown field(s): id"),
+    # Ids no database integer can hold name no memory (and must not reach the driver).
+    ({"ids": [1, 2**63, -(2**70)]}, 404, f"no memory with id {-(2**70)}, {2**63}"),
 ])
 def test_bulk_delete_errors_delete_nothing(client, body, status, message):
     add_memory("Kept")
@@ -149,3 +153,21 @@ def test_history_and_context_endpoints(client):
     context = client.get(f"{API}/context").get_json()
     assert context["memory_ids"] == [memory.id] and context["budget"] == 2000
     assert context["text"].startswith("## Operational Memory (1 of 1 memories")
+
+
+def test_overflowing_numbers_are_400(client):
+    """1e400 parses as infinity, and an integer of 400 digits overflows a float."""
+    memory = add_memory("Kept")
+    for raw in ('{"category": "timing", "observation": "x", "confidence": 1e400}',
+                '{"category": "timing", "observation": "x", "confidence": 1' + "0" * 400 + '}'):
+        response = client.post(API, data=raw, content_type="application/json")
+        assert response.status_code == 400 and "finite number" in response.get_json()["error"]
+    response = client.put(f"{API}/{memory.id}", data='{"confidence": -1e999}', content_type="application/json")
+    assert response.status_code == 400
+    assert [m.id for m in all_memories()] == [memory.id] and all_memories()[0].confidence == 0.7
+
+
+@pytest.mark.parametrize("method", ["get", "put", "delete"])
+def test_memory_ids_beyond_64_bits_are_404(client, method):
+    response = getattr(client, method)(f"{API}/{2**64}", json={"pinned": True})
+    assert response.status_code == 404 and "ids end at" in response.get_json()["error"]

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 
+import jsonschema
+import pytest
+
 from app.config import PROJECT_ROOT
 from app.plugins import ENTRY_POINT_GROUP
 from tests import streamlines as sl
@@ -46,8 +49,14 @@ def test_guide_plugin_end_to_end(tmp_path, monkeypatch, fake_cli):
         assert session.system_prompt.index("## Reporting events") < session.system_prompt.index("## Follow-up tasks")
 
     client = app.test_client()
-    assert client.get("/api/v1/todo").get_json() == {
-        "todos": [{"service": "nas", "task": "Check the <b>backup</b> job", "session_id": 1}]}
+    todos = client.get("/api/v1/todo").get_json()
+    assert todos == {"todos": [{"service": "nas", "task": "Check the <b>backup</b> job", "session_id": 1}]}
+    # Its documentation joins the API's, and the answer matches it.
+    doc = client.get("/api/v1/openapi.json").get_json()
+    answer = "#/paths/~1todo/get/responses/200/content/application~1json/schema"
+    jsonschema.Draft202012Validator({**doc, "$ref": answer}).validate(todos)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator({**doc, "$ref": answer}).validate({"todos": [{"task": 5}]})
     page = client.get("/todo").get_data(as_text=True)
     assert "Check the &lt;b&gt;backup&lt;/b&gt; job" in page and "evil" not in page
     overview = client.get("/").get_data(as_text=True)

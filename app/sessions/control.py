@@ -31,6 +31,8 @@ def enqueue(tier: int = 1, prompt: str | None = None, trigger: str = "api", pare
     if trigger not in TRIGGERS:
         raise ControlError(f"unknown trigger {trigger!r}")
     if prompt is not None:
+        if "\x00" in prompt:   # a process argument cannot hold one
+            raise ControlError("prompt must not contain NUL characters")
         prompt = prompt.strip() or None
     if prompt and len(prompt) > MAX_PROMPT_CHARS:
         raise ControlError(f"prompt is {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}")

@@ -6,13 +6,14 @@ import logging
 
 import pluggy
 from flask import Flask, request
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, NotFound
+from werkzeug.routing import IntegerConverter
 
 from app.extensions import csrf
 from app.plugin_types import DashboardPage
 from app.plugins import flatten
 from app.timeutil import isoformat
-from app.web.apiutil import ApiError, json_error
+from app.web.apiutil import MAX_ID, ApiError, json_error, reject_nul_in_query
 from app.web.headers import register_security_headers
 
 log = logging.getLogger(__name__)
@@ -20,9 +21,27 @@ log = logging.getLogger(__name__)
 API_PREFIX = "/api/v1"
 
 
+class RowIdConverter(IntegerConverter):
+    """``<int:...>`` in every URL rule, the plugins' too: a number no database
+    id can reach is a 404 instead of an overflow in the driver.
+
+    NotFound, not werkzeug's ValidationError: after a failed conversion
+    werkzeug answers 405 if the path has rules for other methods."""
+
+    def to_python(self, value: str) -> int:
+        number = super().to_python(value)
+        if number > MAX_ID:
+            raise NotFound(f"nothing has the id {value}; ids end at {MAX_ID}")
+        return number
+
+
 def register_web(app: Flask, pm: pluggy.PluginManager) -> None:
     from app.web.api import api
     from app.web.config_page import config_page
+    from app.web.openapi import openapi_api
+
+    # Before any rule is added: rules bind their converters when registered.
+    app.url_map.converters["int"] = RowIdConverter
 
     pages = sorted((p for p in flatten(pm.hook.claudeops_dashboard_pages()) if isinstance(p, DashboardPage)),
                    key=lambda p: (p.position, p.label))
@@ -34,11 +53,14 @@ def register_web(app: Flask, pm: pluggy.PluginManager) -> None:
     # the pages list stays the agent's work, ending with Cooldowns.
     app.register_blueprint(config_page)
 
-    csrf.exempt(api)
-    app.register_blueprint(api, url_prefix=API_PREFIX)
-    for blueprint in flatten(pm.hook.claudeops_api_blueprints()):
+    for blueprint in (api, openapi_api, *flatten(pm.hook.claudeops_api_blueprints())):
         csrf.exempt(blueprint)
         app.register_blueprint(blueprint, url_prefix=API_PREFIX)
+
+    @app.before_request
+    def refuse_nul_in_api_queries():
+        if _wants_json():
+            reject_nul_in_query()
 
     register_security_headers(app)
     _register_error_handlers(app)
@@ -57,7 +79,13 @@ def _register_error_handlers(app: Flask) -> None:
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException):
         if _wants_json():
-            return json_error(exc.description or exc.name, exc.code or 500)
+            response = json_error(exc.description or exc.name, exc.code or 500)
+            # Keep what the exception says besides its body: a 405's Allow
+            # header lists the methods the path does offer (RFC 9110).
+            for name, value in exc.get_headers():
+                if name.lower() != "content-type":
+                    response.headers[name] = value
+            return response
         return exc
 
     @app.errorhandler(Exception)

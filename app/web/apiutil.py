@@ -7,6 +7,12 @@ from flask import jsonify, request
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
+# The largest id a database integer column holds (SQLite and PostgreSQL
+# BIGINT): a larger number names no row, and would overflow the driver.
+MAX_ID = 2**63 - 1
+# Far beyond any table this service keeps, and within every driver's range.
+MAX_OFFSET = 2**31 - 1
+NUL = "\x00"
 
 
 class ApiError(Exception):
@@ -42,18 +48,49 @@ def int_arg(name: str, default: int | None = None, minimum: int | None = None,
 
 
 def pagination() -> tuple[int, int]:
-    """``limit`` (1..500, default 50) and ``offset`` (0 or more)."""
-    return (int_arg("limit", DEFAULT_LIMIT, 1, MAX_LIMIT), int_arg("offset", 0, 0))
+    """``limit`` (1..500, default 50) and ``offset`` (0..MAX_OFFSET)."""
+    return (int_arg("limit", DEFAULT_LIMIT, 1, MAX_LIMIT), int_arg("offset", 0, 0, MAX_OFFSET))
 
 
 def json_body() -> dict[str, Any]:
-    """The request's JSON object, or 415 (not JSON) / 400 (not an object)."""
+    """The request's JSON object, or 415 (not JSON) / 400 (not valid JSON,
+    not an object, or holding a NUL character)."""
     if not request.is_json:
         raise ApiError("send a JSON body with Content-Type: application/json", 415)
-    body = request.get_json(silent=True)
+    try:
+        body = request.get_json(silent=True)
+    except RecursionError:   # the parser gives up on very deep nesting; silent= only covers ValueError
+        raise ApiError("the body is nested too deeply") from None
     if not isinstance(body, dict):
         raise ApiError("the body must be a JSON object")
+    if _holds_nul(body):
+        raise ApiError("the body must not contain NUL characters (\\u0000)")
     return body
+
+
+def reject_nul_in_query() -> None:
+    """400 for a NUL character in a query parameter's name or value: no
+    filter can match one, and PostgreSQL refuses it in a query."""
+    for name, value in request.args.items(multi=True):
+        if NUL in name or NUL in value:
+            raise ApiError(f"query parameter {name.replace(NUL, '')!r} must not contain NUL characters")
+
+
+def _holds_nul(value: Any) -> bool:
+    """Does any string (key or value) in a parsed JSON document hold a NUL?
+    Iterative, so a deep document cannot exhaust the stack."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if NUL in item:
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
 
 
 def page(items: list[dict], total: int, limit: int, offset: int, key: str = "items") -> dict:

@@ -8,7 +8,7 @@ from flask import Blueprint, flash, redirect, render_template, request, url_for
 from sqlalchemy.engine import make_url
 
 from app.config import Setting
-from app.runtime import SettingError, change, declared, in_force, overrides
+from app.runtime import SettingError, change, declared, in_force, overrides, runtime_settings
 from app.web.apiutil import ApiError, json_body
 
 config_page = Blueprint("config", __name__)
@@ -69,6 +69,28 @@ def update():
     return redirect(url_for("config.index"))
 
 
+# For each JSON Schema "type" a setting may declare: the Python types of
+# the JSON values it takes, and how to say so.
+JSON_TYPES = {"integer": ((int,), "a whole number (a JSON integer)"),
+              "number": ((int, float), "a number"),
+              "string": ((str,), "text (a JSON string)"),
+              "boolean": ((bool,), "true or false (a JSON boolean)")}
+SCALARS = ((str, int, float, bool), "a string, number or boolean")
+
+
+def _check_json_type(name: str, value) -> None:
+    """A runtime setting's JSON value must be of the type its schema names
+    (``null`` removes the change); a setting without a schema takes any
+    scalar. Unknown names are left to ``change()``, which lists the known ones."""
+    spec = next((s for s in runtime_settings() if s.name == name), None)
+    if spec is None or value is None:
+        return
+    allowed, what = JSON_TYPES.get((spec.schema or {}).get("type"), SCALARS)
+    # bool is an int in Python, never in JSON.
+    if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
+        raise ApiError(f"{name} must be {what}, or null to remove the change; not {value!r}")
+
+
 @config_api.get("/config")
 def get_config():
     return {"settings": describe()}
@@ -81,6 +103,8 @@ def put_config():
     body = json_body()
     if not body:
         raise ApiError("send the settings to change, e.g. {\"CLAUDEOPS_INTERVAL\": 600}")
+    for name, value in body.items():
+        _check_json_type(name, value)
     try:
         change(body)
     except SettingError as exc:

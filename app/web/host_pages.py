@@ -1,5 +1,5 @@
-"""The host's own pages and Overview cards, declared through the same hooks
-that plugins use."""
+"""The host's own pages, Overview cards and API documentation, declared
+through the same hooks that plugins use."""
 from __future__ import annotations
 
 from datetime import timedelta
@@ -25,6 +25,12 @@ def claudeops_dashboard_pages():
 def claudeops_api_blueprints():
     from app.web.config_page import config_api
     return [config_api]
+
+
+@hookimpl
+def claudeops_openapi_paths():
+    from app.web.openapi_host import openapi_paths
+    return openapi_paths()
 
 
 @hookimpl

@@ -107,6 +107,12 @@ def claudeops_api_blueprints():
 
 
 @hookimpl
+def claudeops_openapi_paths():
+    from plugins.cooldowns.openapi import openapi_paths
+    return openapi_paths()
+
+
+@hookimpl
 def claudeops_cli_commands():
     from plugins.cooldowns.cli import cooldowns
     return [cooldowns]

@@ -25,6 +25,9 @@ SETTING_NAMES = {RESTART: "CLAUDEOPS_COOLDOWN_RESTART_LIMIT",
 
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 LIMIT_FORMAT = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*([smhd])\s*$")
+# The value in PUT /api/v1/config (the window's bounds are checked by parse_limit).
+LIMIT_SCHEMA = {"type": "string", "pattern": LIMIT_FORMAT.pattern,
+                "description": "The window is 1s to 366d."}
 MAX_WINDOW = timedelta(days=366)
 
 
@@ -48,12 +51,13 @@ def parse_limit(raw: str) -> Limit:
     if match is None:
         raise ValueError("must be <count>/<window>, like 2/4h (window in s, m, h or d)")
     count, amount, unit = int(match[1]), int(match[2]), match[3]
-    window = timedelta(seconds=amount * UNIT_SECONDS[unit])
-    if window <= timedelta(0):
+    seconds = amount * UNIT_SECONDS[unit]
+    if seconds <= 0:
         raise ValueError("the window must be longer than 0")
-    if window > MAX_WINDOW:
+    # Compared before a timedelta is made: a huge one would overflow it.
+    if seconds > MAX_WINDOW.total_seconds():
         raise ValueError("the window must be at most 366d")
-    return Limit(count, window)
+    return Limit(count, timedelta(seconds=seconds))
 
 
 def format_window(window: timedelta) -> str:
@@ -84,10 +88,11 @@ def settings() -> list[Setting]:
     return [
         Setting(SETTING_NAMES[RESTART], "2/4h",
                 "Restarts of one service allowed in a sliding window (`<count>/<window>`, window in s, m, h or d; "
-                "0 forbids); a restart beyond it is denied before it runs.", parse_limit, runtime=True),
+                "0 forbids); a restart beyond it is denied before it runs.", parse_limit, runtime=True,
+                schema=LIMIT_SCHEMA),
         Setting(SETTING_NAMES[REDEPLOYMENT], "1/24h",
                 "Redeployments of one service allowed in a sliding window (`<count>/<window>`); "
-                "one beyond it is denied before it runs.", parse_limit, runtime=True),
+                "one beyond it is denied before it runs.", parse_limit, runtime=True, schema=LIMIT_SCHEMA),
     ]
 
 

@@ -69,6 +69,12 @@ def claudeops_api_blueprints():
 
 
 @hookimpl
+def claudeops_openapi_paths():
+    from plugins.events.openapi import openapi_paths
+    return openapi_paths()
+
+
+@hookimpl
 def claudeops_overview_cards():
     since = utcnow() - timedelta(hours=24)
     counts = dict(db.session.execute(select(Event.level, func.count()).where(Event.created_at >= since)

@@ -38,7 +38,7 @@ def claudeops_add_hookspecs(pluginmanager):
 def claudeops_settings():
     return [Setting(BUDGET_SETTING, "2000",
                     "Most tokens (characters / 4) the memory section of a session's system prompt may take.",
-                    _positive_int, runtime=True)]
+                    _positive_int, runtime=True, schema={"type": "integer", "minimum": 1})]
 
 
 @hookimpl(trylast=True)
@@ -83,6 +83,12 @@ def claudeops_dashboard_pages():
 def claudeops_api_blueprints():
     from plugins.memory.api import api
     return [api]
+
+
+@hookimpl
+def claudeops_openapi_paths():
+    from plugins.memory.openapi import openapi_paths
+    return openapi_paths()
 
 
 @hookimpl

@@ -19,6 +19,7 @@ from app.extensions import db
 from app.plugin_types import RunInfo
 from app.plugins import plugin_manager
 from app.timeutil import utcnow
+from app.web.apiutil import MAX_ID
 from plugins.memory.context import MemoryContext, build_memory_context
 from plugins.memory.matcher import CONTRADICT, REINFORCE, Candidate, Match
 from plugins.memory.models import (ACTIVE_THRESHOLD, CATEGORIES, DEFAULT_CONFIDENCE, Memory,
@@ -56,6 +57,8 @@ def clean_observation(raw) -> str:
     if not isinstance(raw, str):
         raise MemoryInputError("observation must be text")
     text = " ".join(raw.split())  # one line: the prompt format is one memory per line
+    if "\x00" in text:   # PostgreSQL cannot store one, and no prompt should carry it
+        raise MemoryInputError("observation must not contain NUL characters")
     if not text:
         raise MemoryInputError("observation must not be empty")
     if len(text) > MAX_OBSERVATION_CHARS:
@@ -91,6 +94,8 @@ def parse_confidence(raw) -> float:
         value = float(raw)
     except (TypeError, ValueError):
         raise MemoryInputError(f"confidence must be a number, not {raw!r}") from None
+    except OverflowError:   # an integer too large for a float
+        raise MemoryInputError("confidence must be a finite number") from None
     if value != value or value in (float("inf"), float("-inf")):
         raise MemoryInputError("confidence must be a finite number")
     return clamp(value)
@@ -199,7 +204,10 @@ def delete(memory: Memory) -> None:
 
 def find_many(ids: Iterable) -> list[Memory]:
     ids = _clean_ids(ids)
-    found = db.session.scalars(select(Memory).where(Memory.id.in_(ids))).all()
+    # An id no database integer can hold names no memory; asking the driver
+    # for it would overflow.
+    possible = [i for i in ids if 0 <= i <= MAX_ID]
+    found = db.session.scalars(select(Memory).where(Memory.id.in_(possible))).all() if possible else []
     missing = sorted(set(ids) - {m.id for m in found})
     if missing:
         raise LookupError(f"no memory with id {', '.join(map(str, missing))}")

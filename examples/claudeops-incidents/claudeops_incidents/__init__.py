@@ -7,8 +7,8 @@ told which incidents are open.
 An example of a third-party Claude Ops plugin: installed with pip, found through
 the ``claudeops.plugins`` entry point, and built only on the host's public API
 (``app.hookspecs``, ``app.plugin_types``, ``app.extensions.db``,
-``app.timeutil``, ``app.web.apiutil``, ``app.web.htmx``). This module holds
-only the hook implementations.
+``app.timeutil``, ``app.web.apiutil``, ``app.web.apidoc``, ``app.web.htmx``).
+This module holds only the hook implementations.
 """
 from __future__ import annotations
 
@@ -64,6 +64,12 @@ def claudeops_dashboard_pages():
 def claudeops_api_blueprints():
     from claudeops_incidents.views import api
     return [api]
+
+
+@hookimpl
+def claudeops_openapi_paths():
+    from claudeops_incidents.openapi import openapi_paths
+    return openapi_paths()
 
 
 @hookimpl

@@ -1,0 +1,129 @@
+"""The host's endpoints in the OpenAPI document: health, stats and sessions
+(``app.web.api``), configuration (``app.web.config_page``) and the document
+itself. Declared through ``claudeops_openapi_paths`` like any plugin's."""
+from __future__ import annotations
+
+from app.config import TIERS, Setting
+from app.models import STATUSES, TRIGGERS
+from app.plugin_types import OpenApiPaths
+from app.runtime import runtime_settings
+from app.sessions.control import MAX_PROMPT_CHARS
+from app.web.apidoc import (JSON_BODY_ERRORS, PAGINATION, TIMESTAMP, array, error, id_parameter, integer,
+                            json_body, nullable, obj, page_of, ref, response, text)
+
+TIER = {"type": "integer", "enum": sorted(TIERS)}
+OPTIONAL_TEXT = {"type": ["string", "null"]}
+
+SESSION_FIELDS = {
+    "id": integer(1), "tier": TIER, "model": OPTIONAL_TEXT,
+    "trigger": {"type": "string", "enum": list(TRIGGERS)},
+    "prompt": nullable({"type": "string", "description": "the operator's request"}),
+    "status": {"type": "string", "enum": list(STATUSES)},
+    "status_reason": OPTIONAL_TEXT,
+    "created_at": TIMESTAMP, "started_at": nullable(TIMESTAMP), "ended_at": nullable(TIMESTAMP),
+    "cost_usd": {"type": ["number", "null"]}, "num_turns": {"type": ["integer", "null"]},
+    "duration_ms": {"type": ["integer", "null"]}, "is_error": {"type": "boolean"},
+    "exit_code": {"type": ["integer", "null"]}, "cli_session_id": OPTIONAL_TEXT,
+    "parent_id": nullable(integer(1, description="the session that escalated to this one")),
+    "escalation_reason": OPTIONAL_TEXT,
+}
+
+SCHEMAS = {
+    "Session": obj(SESSION_FIELDS),
+    "SessionDetail": obj({**SESSION_FIELDS, "response": OPTIONAL_TEXT,
+                          "system_prompt": OPTIONAL_TEXT}),
+    "ConfigSetting": obj({
+        "name": {"type": "string"}, "value": {"type": "string", "description": "secrets are masked"},
+        "default": {"type": "string"},
+        "source": {"type": "string", "enum": ["runtime", "environment", "default"]},
+        "runtime": {"type": "boolean", "description": "may be changed with PUT /config"},
+        "help": {"type": "string"}}),
+}
+
+CONFIG = obj({"settings": array(ref("ConfigSetting"))})
+
+HEALTH = obj({
+    "status": {"type": "string", "enum": ["ok", "degraded"]},
+    "database": {"type": "string", "description": "ok, or error: <kind>"},
+    "plugins": array({"type": "string"}),
+})
+
+STATS = obj({
+    "runs": integer(0), "runs_24h": integer(0),
+    "runs_by_status": {"type": "object", "propertyNames": {"enum": list(STATUSES)},
+                       "additionalProperties": integer(1)},
+    "escalations": integer(0),
+    "success_rate": {"type": ["number", "null"], "minimum": 0, "maximum": 1,
+                     "description": "completed of finished sessions; null before any finished"},
+    "cost_usd": {"type": "number"}, "cost_usd_24h": {"type": "number"},
+    "next_scheduled_run": nullable(TIMESTAMP),
+    "scheduler": obj({"running": {"type": "boolean"}, "pid": {"type": ["integer", "null"]},
+                      "heartbeat_at": nullable(TIMESTAMP)}),
+}, closed=False, description="The host's figures, and those plugins add (claudeops_stats), "
+                             "such as active_memories or critical_events_24h.")
+
+TRIGGER = obj({
+    "prompt": nullable(text(max_length=MAX_PROMPT_CHARS,
+                            description="the operator's request, added to the tier's prompt")),
+    "start_tier": TIER | {"default": 1},
+}, required=())
+
+SESSION_ID = id_parameter("session_id", "session")
+
+
+def setting_value_schema(spec: Setting) -> dict:
+    """What PUT /config takes for one runtime setting: its value, or null."""
+    value = dict(spec.schema) if spec.schema else {"type": ["string", "number", "boolean"]}
+    value["description"] = " ".join(filter(None, (spec.help, value.get("description"))))
+    return {"anyOf": [value, {"type": "null", "description": "remove the change"}]}
+
+
+def config_change() -> dict:
+    return {"type": "object", "minProperties": 1, "additionalProperties": False,
+            "properties": {spec.name: setting_value_schema(spec) for spec in runtime_settings()}}
+
+
+def openapi_paths() -> OpenApiPaths:
+    return OpenApiPaths(schemas=SCHEMAS, paths={
+        "/health": {"get": {
+            "summary": "Database status and loaded plugins", "tags": ["service"], "operationId": "health",
+            "responses": {"200": response("the database answers", HEALTH),
+                          "503": response("the database does not answer", HEALTH)}}},
+        "/stats": {"get": {
+            "summary": "Runs, escalations, success rate, cost, next run and plugins' figures",
+            "tags": ["service"], "operationId": "stats",
+            "responses": {"200": response("the figures", STATS)}}},
+        "/sessions": {"get": {
+            "summary": "Sessions, newest first", "tags": ["sessions"], "operationId": "listSessions",
+            "parameters": PAGINATION,
+            "responses": {"200": response("a page of sessions", page_of("sessions", ref("Session"))),
+                          "400": error("limit or offset is invalid")}}},
+        "/sessions/{session_id}": {"get": {
+            "summary": "One session, with its response and system prompt", "tags": ["sessions"],
+            "operationId": "getSession", "parameters": [SESSION_ID],
+            "responses": {"200": response("the session", ref("SessionDetail")),
+                          "404": error("no such session")}}},
+        "/sessions/trigger": {"post": {
+            "summary": "Queue an ad-hoc session", "tags": ["sessions"], "operationId": "triggerSession",
+            "description": "The scheduler runs it next, one session at a time.",
+            "requestBody": json_body(TRIGGER),
+            "responses": {"201": response("the queued session", ref("Session")), **JSON_BODY_ERRORS}}},
+        "/sessions/{session_id}/stop": {"post": {
+            "summary": "Stop a session", "tags": ["sessions"], "operationId": "stopSession",
+            "description": "A queued session stops at once, a running one within a second or two.",
+            "parameters": [SESSION_ID],
+            "responses": {"202": response("the session, stopped or stopping", ref("Session")),
+                          "404": error("no such session"), "409": error("the session has already ended")}}},
+        "/config": {
+            "get": {"summary": "The effective configuration (secrets masked)", "tags": ["service"],
+                    "operationId": "getConfig", "responses": {"200": response("every setting", CONFIG)}},
+            "put": {"summary": "Change runtime settings", "tags": ["service"], "operationId": "changeConfig",
+                    "description": "All or nothing; in force in every process at once and after a restart. "
+                                   "null removes a change, so the environment's value holds again.",
+                    "requestBody": json_body(config_change()),
+                    "responses": {"200": response("every setting, after the change", CONFIG),
+                                  **JSON_BODY_ERRORS}}},
+        "/openapi.json": {"get": {
+            "summary": "This document", "tags": ["service"], "operationId": "openapi",
+            "responses": {"200": response("the OpenAPI 3.1 document", {"type": "object"})}}},
+    })

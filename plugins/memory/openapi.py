@@ -1,0 +1,107 @@
+"""``/api/v1/memories`` in the OpenAPI document (plugins/memory/api.py)."""
+from __future__ import annotations
+
+from app.config import TIERS
+from app.plugin_types import OpenApiPaths
+from app.web.apidoc import (JSON_BODY_ERRORS, PAGINATION, TIMESTAMP, array, choice, error, id_parameter,
+                            integer, json_body, nullable, obj, page_of, query, ref, response, text)
+from plugins.memory.models import CATEGORIES
+from plugins.memory.store import MAX_OBSERVATION_CHARS, MAX_SERVICE_CHARS
+
+HISTORY_ACTIONS = ("created", "reinforced", "contradicted", "decayed", "edited", "pinned", "unpinned",
+                   "deactivated", "reactivated", "deleted")
+CONFIDENCE = {"type": "number", "minimum": 0, "maximum": 1}
+# clean_observation: any text with something besides whitespace; whitespace
+# runs are folded into single spaces.
+OBSERVATION = text(min_length=1, max_length=MAX_OBSERVATION_CHARS, pattern="^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$",
+                   description="what was learned; whitespace runs become single spaces")
+# clean_service: letters, digits, '_' and '-'; empty or "general" is a general memory.
+SERVICE = text(pattern=f"^\\s*[A-Za-z0-9_-]{{0,{MAX_SERVICE_CHARS}}}\\s*$",
+               description="the service; empty, null or general for a general memory")
+CONFIDENCE_INPUT = {"type": "number", "description": "0 to 1; a value outside is clamped to it"}
+
+SCHEMAS = {
+    "Memory": obj({
+        "id": integer(1), "service": {"type": ["string", "null"], "description": "null: a general memory"},
+        "category": {"type": "string", "enum": list(CATEGORIES)}, "observation": {"type": "string"},
+        "confidence": CONFIDENCE, "active": {"type": "boolean"}, "pinned": {"type": "boolean"},
+        "created_at": TIMESTAMP, "updated_at": TIMESTAMP,
+        "session_id": nullable(integer(1, description="the session that recorded it; null: the operator")),
+        "tier": {"type": "integer", "enum": sorted(TIERS)},
+        "contradicts_id": nullable(integer(1, description="the older memory this one contradicted")),
+    }),
+    "MemoryChange": obj({
+        "id": integer(1), "memory_id": integer(1), "action": {"type": "string", "enum": list(HISTORY_ACTIONS)},
+        "confidence_before": nullable(CONFIDENCE), "confidence_after": nullable(CONFIDENCE),
+        "session_id": {"type": ["integer", "null"]},
+        "actor": {"type": "string", "enum": ["session", "operator", "system"]},
+        "detail": {"type": ["string", "null"]}, "related_memory_id": {"type": ["integer", "null"]},
+        "created_at": TIMESTAMP,
+    }),
+}
+
+MEMORY_ID = id_parameter("memory_id", "memory")
+DELETED = obj({"deleted": array(integer(1), minItems=1)})
+NOT_FOUND = error("no such memory")
+
+CREATE = obj({"category": {"type": "string", "enum": list(CATEGORIES)}, "observation": OBSERVATION,
+              "service": nullable(SERVICE), "confidence": CONFIDENCE_INPUT | {"default": 0.7}},
+             required=("category", "observation"))
+UPDATE = obj({"observation": nullable(OBSERVATION), "confidence": nullable(CONFIDENCE_INPUT),
+              "active": {"type": ["boolean", "null"],
+                         "description": "true needs a confidence of at least 0.3 (given here, or the memory's)"},
+              "pinned": {"type": ["boolean", "null"]}},
+             required=(), description="Any of the fields; null leaves one as it is. "
+                                      "A confidence change alone sets active by the 0.3 threshold.")
+UPDATE["minProperties"] = 1
+BULK_DELETE = obj({"ids": array({"type": "integer"}, minItems=1, maxItems=1000)})
+
+CONTEXT = obj({
+    "text": {"type": "string", "description": "the memory section; empty when there is nothing to give"},
+    "memory_ids": array(integer(1)), "included": integer(0), "eligible": integer(0), "tokens": integer(0),
+    "budget": integer(1),
+})
+
+
+def openapi_paths() -> OpenApiPaths:
+    return OpenApiPaths(schemas=SCHEMAS, paths={
+        "/memories": {
+            "get": {"summary": "Memories, most recently updated first", "tags": ["memories"],
+                    "operationId": "listMemories",
+                    "parameters": [
+                        query("service", text(), "a service, or general for general memories"),
+                        choice("category", CATEGORIES, "one category"),
+                        query("active", {"type": "boolean"}, "active or inactive only"),
+                        query("q", text(), "words that must all appear in the observation or service"),
+                        *PAGINATION],
+                    "responses": {"200": response("a page of memories", page_of("memories", ref("Memory"))),
+                                  "400": error("a filter, limit or offset is invalid")}},
+            "post": {"summary": "Add an operator's memory", "tags": ["memories"], "operationId": "createMemory",
+                     "requestBody": json_body(CREATE),
+                     "responses": {"201": response("the new memory", ref("Memory")), **JSON_BODY_ERRORS}}},
+        "/memories/{memory_id}": {
+            "get": {"summary": "One memory", "tags": ["memories"], "operationId": "getMemory",
+                    "parameters": [MEMORY_ID],
+                    "responses": {"200": response("the memory", ref("Memory")), "404": NOT_FOUND}},
+            "put": {"summary": "Edit, re-weigh, (de)activate or (un)pin a memory", "tags": ["memories"],
+                    "operationId": "updateMemory", "parameters": [MEMORY_ID], "requestBody": json_body(UPDATE),
+                    "responses": {"200": response("the memory after the change", ref("Memory")),
+                                  "404": NOT_FOUND, **JSON_BODY_ERRORS}},
+            "delete": {"summary": "Delete a memory (its history is kept)", "tags": ["memories"],
+                       "operationId": "deleteMemory", "parameters": [MEMORY_ID],
+                       "responses": {"200": response("what was deleted", DELETED), "404": NOT_FOUND}}},
+        "/memories/bulk-delete": {"post": {
+            "summary": "Delete several memories: all of them, or none if any id is unknown",
+            "tags": ["memories"], "operationId": "bulkDeleteMemories", "requestBody": json_body(BULK_DELETE),
+            "responses": {"200": response("what was deleted", DELETED),
+                          "404": error("an id names no memory; nothing was deleted"), **JSON_BODY_ERRORS}}},
+        "/memories/{memory_id}/history": {"get": {
+            "summary": "Every change to a memory, kept after its deletion", "tags": ["memories"],
+            "operationId": "memoryHistory", "parameters": [MEMORY_ID],
+            "responses": {"200": response("the changes, oldest first", obj({"history": array(ref("MemoryChange"))})),
+                          "404": error("no memory with this id ever existed")}}},
+        "/memories/context": {"get": {
+            "summary": "The memory section the next session will be given", "tags": ["memories"],
+            "operationId": "memoryContext",
+            "responses": {"200": response("the section and what it holds", CONTEXT)}}},
+    })
