@@ -9,6 +9,7 @@ from typing import Any, Iterable, Optional
 
 from flask import Flask, current_app
 
+from app import db_redaction, redaction
 from app.config import PROJECT_ROOT, SETTINGS, Setting, derive_paths, load_settings
 from app.extensions import csrf, db, migrate
 from app.plugins import flatten, make_plugin_manager
@@ -42,6 +43,10 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
     if not app.config.get("SECRET_KEY"):  # Flask's defaults hold SECRET_KEY=None
         app.config["SECRET_KEY"] = app.config["CLAUDEOPS_SECRET_KEY"] or _state_secret_key(app.config)
     app.config.setdefault("WTF_CSRF_TIME_LIMIT", None)
+    # Before anything is stored or run: every text written to the database,
+    # the run logs and the CLI's prompts passes it.
+    redaction.init_app(app)
+    db_redaction.install()
 
     db.init_app(app)
     app.extensions["claudeops.migration_dirs"] = [str(d) for d in flatten(pm.hook.claudeops_migration_dirs())]
