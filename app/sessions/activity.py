@@ -93,7 +93,9 @@ class StreamHandler:
         records = flatten(call_each("claudeops_markers", text=text, run=self.run, commit_each=True))
         for record in records:
             if isinstance(record, MarkerRecord):
-                self._add("marker", f"{record.kind}:{record.label}"[:200], record.summary)
+                # A marker a plugin refused (a per-session limit, say) is a warning, not a record.
+                self._add("marker" if record.stored else "warning", f"{record.kind}:{record.label}"[:200],
+                          record.summary)
 
     def _add(self, kind: str, title: Optional[str], body: Optional[str]) -> None:
         if body is not None and len(body) > MAX_ACTIVITY_BODY:
