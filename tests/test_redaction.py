@@ -17,6 +17,7 @@ from app.models import Session, SessionActivity
 from app.redaction import MIN_SECRET_LENGTH, REPLACEMENT, Redactor, build, secret_env_values
 from app.sessions import runlog
 from app.sessions.runlog import RedactedLog
+from tests import streamlines as sl
 from tests.conftest import make_app
 
 R = REPLACEMENT
@@ -270,3 +271,32 @@ def test_every_text_written_through_the_orm_is_redacted(tmp_path, monkeypatch):
             (f"token={R}", f"out: {R}")]
         # The object in hand holds what was stored.
         assert session.prompt == f"use {R} please"
+
+
+# --- cost --------------------------------------------------------------------
+
+def test_cost_per_line_of_recorded_streams():
+    """``bin/test tests/test_redaction.py -k cost -s`` prints what docs/security.md quotes:
+    every line of the recorded CLI streams, redacted as the run log writer does."""
+    import time
+    from tests.conftest import FIXTURES
+    redactor = build({"CLAUDEOPS_REDACT_ENV": ["*_TOKEN", "*_PASSWORD", "ANTHROPIC_API_KEY"]}, (), {
+        "ANTHROPIC_API_KEY": "sk-ant-api03-" + "x" * 80, "GITHUB_TOKEN": "ghp_" + "y" * 36,
+        "DB_PASSWORD": "correct-horse-battery", "SLACK_TOKEN": "xoxb-1234-5678-abcdef"})
+    lines = [line for path in sorted(FIXTURES.glob("*.ndjson")) for line in path.read_bytes().splitlines()]
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        for line in lines:
+            redactor.redact_bytes(line)
+        best = min(best, time.perf_counter() - started)
+    size = sum(map(len, lines))
+    per_line = best / len(lines) * 1e6
+    long_line = json.dumps(sl.tool_result("log line 12345, all well\n" * 40_000)).encode()
+    started = time.perf_counter()
+    redactor.redact_bytes(long_line)
+    long_seconds = time.perf_counter() - started
+    print(f"\nredaction: {len(lines)} lines, {size / len(lines):.0f} bytes a line on average: "
+          f"{per_line:.1f} µs a line, {size / best / 1e6:.1f} MB/s; "
+          f"one {len(long_line) / 1e6:.1f} MB line: {long_seconds * 1000:.0f} ms")
+    assert per_line < 2000, "far slower than measured (about 40 µs a line on a loaded 2-core machine)"
