@@ -7,10 +7,9 @@ from datetime import timedelta
 
 from sqlalchemy import func, select
 
-from app.config import Setting
 from app.extensions import db
 from app.hookspecs import hookimpl
-from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection
+from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection, Setting
 from app.runtime import setting
 from app.timeutil import utcnow
 from plugins.events.markers import parse_event_markers
@@ -27,7 +26,6 @@ Report what you observe with event markers in your own text (never inside a tool
 `<service>` is optional (`[EVENT:info] <message>` for the whole system). Use info for routine
 results, warning for degraded but working, critical for down or losing data. Each marker is
 recorded as you write it and shown to the operator."""
-
 
 log = logging.getLogger(__name__)
 
