@@ -12,6 +12,7 @@ from flask import Flask, current_app, request
 from flask.sessions import SecureCookieSessionInterface
 from werkzeug.middleware.proxy_fix import ProxyFix
 
+from app import db_redaction, redaction
 from app.config import PROJECT_ROOT, SETTINGS, Setting, derive_paths, load_settings
 from app.extensions import csrf, db, limiter, migrate
 from app.plugins import flatten, make_plugin_manager
@@ -49,6 +50,10 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
     proxies = app.config["CLAUDEOPS_TRUSTED_PROXIES"]
     if proxies:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies)
+    # Before anything is stored or run: every text written to the database,
+    # the run logs and the CLI's prompts passes it.
+    redaction.init_app(app)
+    db_redaction.install()
 
     db.init_app(app)
     app.extensions["claudeops.migration_dirs"] = [str(d) for d in flatten(pm.hook.claudeops_migration_dirs())]

@@ -7,6 +7,7 @@ agree on names, defaults and meaning.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -62,6 +63,19 @@ def _model(raw: str) -> str:
 
 def _tool_list(raw: str) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+REDACT_ENV_DEFAULT = ("ANTHROPIC_API_KEY,ANTHROPIC_AUTH_TOKEN,CLAUDE_CODE_OAUTH_TOKEN,*_TOKEN,*_SECRET,*_SECRET_KEY,"
+                      "*_PASSWORD,*_PASSWD,*_API_KEY,*_ACCESS_KEY,*_PRIVATE_KEY,*_CREDENTIALS")
+ENV_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_*?]+$")
+
+
+def _env_names(raw: str) -> list[str]:
+    names = [item.strip() for item in raw.split(",") if item.strip()]
+    for name in names:
+        if not ENV_NAME_PATTERN.match(name):
+            raise ValueError(f"{name!r} is not a variable name or pattern (letters, digits, _, * and ?)")
+    return names
 
 
 @dataclass(frozen=True)
@@ -158,6 +172,9 @@ SETTINGS: tuple[Setting, ...] = (
             "Reverse proxies in front of the service whose X-Forwarded-For/-Proto/-Host headers are believed "
             "(client address, TLS for Secure cookies); 0 believes none.", _proxy_count),
     Setting("CLAUDEOPS_LOG_LEVEL", "INFO", "Log level of the service (DEBUG, INFO, WARNING, ERROR)."),
+    Setting("CLAUDEOPS_REDACT_ENV", REDACT_ENV_DEFAULT,
+            "Comma-separated names or glob patterns of environment variables whose values (8 characters or more) "
+            "are redacted everywhere; see docs/security.md.", _env_names),
 )
 
 TIERS = {1: "observe", 2: "investigate", 3: "remediate"}

@@ -68,10 +68,13 @@ def claudeops_markers(text, run):
     called with tool input, tool output, user or system lines: markers come only
     from what the agent itself wrote.
 
-    :param str text: the complete text of one assistant text block.
+    :param str text: the complete text of one assistant text block, with
+        secrets already replaced by ``[redacted]`` (docs/security.md).
     :param RunInfo run: the running session.
     :returns: a list of :class:`~app.plugin_types.MarkerRecord` for what was
-        recorded (shown as badges in the activity log), or ``None``.
+        recorded (shown as badges in the activity log; one with
+        ``stored=False`` reports a marker not stored, shown as a warning), or
+        ``None``.
 
     All implementations are called (results collected). Each is called on its
     own: one that raises is logged and the others still run, and so does the

@@ -48,11 +48,15 @@ class SessionResult:
 @dataclass(frozen=True)
 class MarkerRecord:
     """One thing a plugin recorded from a text block; shown as a badge in the
-    session's activity log, e.g. ``MarkerRecord("event", "warning:postgres", "Slow queries")``."""
+    session's activity log, e.g. ``MarkerRecord("event", "warning:postgres", "Slow queries")``.
+
+    ``stored=False`` reports a marker the plugin read but did not store (over
+    a per-session limit, too long): the activity log shows it as a warning."""
 
     kind: str
     label: str
     summary: str = ""
+    stored: bool = True
 
 
 @dataclass(frozen=True)

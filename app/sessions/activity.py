@@ -3,7 +3,9 @@ agent's text blocks out to the plugins' marker hook.
 
 Only ``AssistantText`` reaches ``claudeops_markers``: tool input, tool output
 and anything the CLI itself wrote never do, so text a tool printed can never
-become an event or a memory.
+become an event or a memory. The agent's text is redacted once, before the
+plugins see it; everything else this module stores is redacted on its way
+into the database (app/db_redaction.py).
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from app.extensions import db
 from app.models import Session, SessionActivity
 from app.plugin_types import MarkerRecord, RunInfo
 from app.plugins import call_each, flatten
+from app.redaction import redactor
 from app.sessions import stream
 from app.timeutil import utcnow
 
@@ -35,6 +38,7 @@ class StreamHandler:
         self.result: Optional[stream.Result] = None
         self.line_number = 0
         self.skipped = 0
+        self.redact = redactor().redact
 
     @property
     def response(self) -> str:
@@ -65,11 +69,12 @@ class StreamHandler:
 
     def _handle_item(self, item: stream.Item) -> None:
         if isinstance(item, stream.AssistantText):
-            self.texts.append(item.text)
-            self._add("text", "API error" if item.is_api_error else None, item.text)
+            text = self.redact(item.text)
+            self.texts.append(text)
+            self._add("text", "API error" if item.is_api_error else None, text)
             if not item.is_api_error:  # the CLI's own error notice is not the agent speaking
                 db.session.commit()
-                self._fan_out(item.text)
+                self._fan_out(text)
         elif isinstance(item, stream.ToolUse):
             self._add("tool_use", item.name, _json(item.input))
         elif isinstance(item, stream.ToolResult):
@@ -88,7 +93,9 @@ class StreamHandler:
         records = flatten(call_each("claudeops_markers", text=text, run=self.run, commit_each=True))
         for record in records:
             if isinstance(record, MarkerRecord):
-                self._add("marker", f"{record.kind}:{record.label}"[:200], record.summary)
+                # A marker a plugin refused (a per-session limit, say) is a warning, not a record.
+                self._add("marker" if record.stored else "warning", f"{record.kind}:{record.label}"[:200],
+                          record.summary)
 
     def _add(self, kind: str, title: Optional[str], body: Optional[str]) -> None:
         if body is not None and len(body) > MAX_ACTIVITY_BODY:

@@ -22,6 +22,7 @@ from app.extensions import db
 from app.models import COMPLETED, FAILED, STOPPED, TIMED_OUT, Session
 from app.plugin_types import RunInfo, SessionResult
 from app.plugins import call_each
+from app.redaction import redactor
 from app.runtime import setting
 from app.sessions import control, escalation
 from app.sessions.activity import StreamHandler
@@ -110,7 +111,8 @@ def run_session(session: Session, shutdown: Optional[threading.Event] = None) ->
         return _finish(session, run, FAILED, str(exc), None)
     workdir = config["CLAUDEOPS_WORKDIR"]
     Path(workdir).mkdir(parents=True, exist_ok=True)
-    session.system_prompt = system_prompt(run, workdir)
+    # Plugins build it from stored records, redacted already; a plugin's own text is redacted here.
+    session.system_prompt = redactor().redact(system_prompt(run, workdir))
     db.session.commit()
 
     cli_settings = merge_settings(call_each("claudeops_cli_settings", run=run))
@@ -118,7 +120,7 @@ def run_session(session: Session, shutdown: Optional[threading.Event] = None) ->
                                          cli_settings),
                          env=child_env(session), cwd=workdir, log_path=Path(session.log_path),
                          timeout_seconds=config["CLAUDEOPS_SESSION_TIMEOUT"],
-                         max_line_bytes=config["CLAUDEOPS_MAX_LINE_BYTES"])
+                         max_line_bytes=config["CLAUDEOPS_MAX_LINE_BYTES"], redactor=redactor())
     handler = StreamHandler(session, run)
     outcome = run_process(command, handler.handle_line, _stop_poller(session.id, shutdown),
                           handler.handle_oversized)
@@ -172,6 +174,7 @@ def _stop_poller(session_id: int, shutdown: Optional[threading.Event]):
 def _finish(session: Session, run: RunInfo, status: str, reason: Optional[str],
             handler: Optional[StreamHandler]) -> Session:
     result = handler.result if handler else None
+    reason = redactor().redact(reason)   # it may quote the CLI's stderr or an API error; it is logged below
     session.status = status
     session.status_reason = reason
     session.ended_at = utcnow()

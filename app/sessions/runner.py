@@ -1,9 +1,9 @@
 """Run one CLI process: its own process group, stdout read as it arrives.
 
 The runner knows processes and bytes, not stream-json: it hands each complete
-stdout line to a callback, copies every byte to the run log, and ends the whole
-process group on stop, timeout or when the CLI has exited but a leftover child
-still holds stdout open.
+stdout line to a callback, copies every byte to the run log (redacted: see
+app/sessions/runlog.py), and ends the whole process group on stop, timeout or
+when the CLI has exited but a leftover child still holds stdout open.
 """
 from __future__ import annotations
 
@@ -12,10 +12,14 @@ import os
 import selectors
 import signal
 import subprocess
+import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
+
+from app.redaction import Redactor
+from app.sessions.runlog import RedactedLog, copy_redacted
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +51,7 @@ class CLICommand:
     log_path: Path
     timeout_seconds: float
     max_line_bytes: int
+    redactor: Redactor = field(default_factory=Redactor)
 
 
 class LineSplitter:
@@ -108,7 +113,11 @@ def run_process(command: CLICommand, on_line: Callable[[bytes], None],
     outcome = ProcessOutcome()
     command.log_path.parent.mkdir(parents=True, exist_ok=True)
     stderr_path = command.log_path.with_suffix(".stderr.log")
-    with open(command.log_path, "wb") as run_log, open(stderr_path, "w+b") as stderr_file:
+    # Both logs are written redacted. stderr goes to a file with no name
+    # while the CLI runs, and is copied, redacted, next to the run log after.
+    with open(command.log_path, "wb") as log_file, \
+            tempfile.TemporaryFile(dir=command.log_path.parent) as stderr_file:
+        run_log = RedactedLog(log_file, command.redactor)
         try:
             proc = subprocess.Popen(
                 command.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr_file,
@@ -128,10 +137,13 @@ def run_process(command: CLICommand, on_line: Callable[[bytes], None],
         finally:
             _end_group(proc)
             proc.stdout.close()
+            run_log.close()
         splitter.close()
         outcome.exit_code = proc.returncode
-        stderr_file.seek(max(0, stderr_file.seek(0, os.SEEK_END) - STDERR_TAIL_BYTES))
-        outcome.stderr_tail = stderr_file.read().decode("utf-8", "replace").strip()
+        copy_redacted(stderr_file, stderr_path, command.redactor)
+    with open(stderr_path, "rb") as stderr_log:
+        stderr_log.seek(max(0, stderr_log.seek(0, os.SEEK_END) - STDERR_TAIL_BYTES))
+        outcome.stderr_tail = stderr_log.read().decode("utf-8", "replace").strip()
     return outcome
 
 

@@ -64,10 +64,19 @@ def claudeops_cli_settings(run):
 
 @hookimpl
 def claudeops_markers(text, run):
-    recorded = []
-    for marker in parse_cooldown_markers(text):
-        _, created = store.record_outcome(marker.action, marker.service, marker.outcome, marker.message,
-                                          run.session_id, run.tier)
+    markers = parse_cooldown_markers(text)
+    if not markers:
+        return None
+    limit = limits.max_per_session()
+    rows = store.session_rows(run.session_id)
+    recorded, refused = [], 0
+    for marker in markers:
+        row, created = store.record_outcome(marker.action, marker.service, marker.outcome, marker.message,
+                                            run.session_id, run.tier, may_create=rows < limit)
+        if row is None:
+            refused += 1
+            continue
+        rows += created
         summary = marker.message
         if created:
             # A restart the hook did not see (an unrecognised command): count
@@ -79,7 +88,12 @@ def claudeops_markers(text, run):
                         f"Cooldown: the agent reported a {marker.action} of {marker.service} beyond the limit "
                         f"({store.explain([over])}); it was not done through a recognised command.")
         recorded.append(MarkerRecord("cooldown", f"{marker.action}:{marker.service} {marker.outcome}", summary))
-    return recorded or None
+    if refused:
+        why = (f"{refused} cooldown marker(s) not stored: the session reached "
+               f"{limits.MAX_PER_SESSION}={limit}")
+        log.warning("session %s: %s", run.session_id, why)
+        recorded.append(MarkerRecord("cooldown", "not stored", why, stored=False))
+    return recorded
 
 
 def _notice(run, service: str, message: str) -> None:

@@ -32,10 +32,11 @@ from app.extensions import db
 from app.models import Session
 from app.plugin_types import RunInfo
 from app.plugins import plugin_manager
+from app.redaction import redactor
 from app.timeutil import utcnow
 from plugins.cooldowns import store
 from plugins.cooldowns.commands import Recognised, recognise
-from plugins.cooldowns.limits import current_limits
+from plugins.cooldowns.limits import MAX_PER_SESSION, current_limits, max_per_session
 from plugins.cooldowns.models import DENIED, PENDING
 
 log = logging.getLogger(__name__)
@@ -87,7 +88,7 @@ def check(raw: str, caller: Caller, now: Optional[datetime] = None) -> Optional[
     try:
         found = recognise(command, cwd)
     except Exception as exc:   # a bug here must not let a restart through unchecked
-        log.exception("cooldowns: could not read the command %r", command[:200])
+        log.exception("cooldowns: could not read the command %r", redactor().redact(command[:200]))
         if SUSPECT.search(command):
             return f"Claude Ops could not check this command against the cooldowns ({exc}), so it was not run. {ADVICE}"
         return None
@@ -129,6 +130,12 @@ def _decide(found: list[Recognised], command: str, caller: Caller, now: datetime
             store.record_attempt(r.action, r.service, PENDING, command, session_id, caller.tier, now=now)
         return None
     reason = f"Claude Ops cooldown limit reached: {store.explain(blocked)}. The command was not run. {ADVICE}"
+    if session_id is not None and store.session_rows(session_id) >= max_per_session():
+        # Still denied; only the record (and its notice) is left out. The agent
+        # reads the reason as the tool's error, which the activity log shows.
+        log.warning("cooldowns: session %s reached %s; denial of %s not recorded", session_id, MAX_PER_SESSION,
+                    ", ".join(f"{r.action} of {r.service}" for r in found))
+        return reason
     for r in found:
         store.record_attempt(r.action, r.service, DENIED, command, session_id, caller.tier, message=reason, now=now)
     _notify(blocked, session_id)

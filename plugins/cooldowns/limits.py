@@ -22,6 +22,7 @@ ACTION_ALIASES = {
 
 SETTING_NAMES = {RESTART: "CLAUDEOPS_COOLDOWN_RESTART_LIMIT",
                  REDEPLOYMENT: "CLAUDEOPS_COOLDOWN_REDEPLOYMENT_LIMIT"}
+MAX_PER_SESSION = "CLAUDEOPS_COOLDOWN_MAX_PER_SESSION"
 
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 LIMIT_FORMAT = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*([smhd])\s*$")
@@ -81,6 +82,16 @@ def normalise_action(raw: str) -> str | None:
     return ACTION_ALIASES.get(raw.strip().lower())
 
 
+def _positive_int(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError("must be a whole number") from None
+    if value <= 0:
+        raise ValueError("must be greater than 0")
+    return value
+
+
 def settings() -> list[Setting]:
     # Runtime settings: an operator may lift or tighten a limit on /config
     # while the service runs. Everyone reads them through setting(), the hook
@@ -93,7 +104,15 @@ def settings() -> list[Setting]:
         Setting(SETTING_NAMES[REDEPLOYMENT], "1/24h",
                 "Redeployments of one service allowed in a sliding window (`<count>/<window>`); "
                 "one beyond it is denied before it runs.", parse_limit, runtime=True, schema=LIMIT_SCHEMA),
+        Setting(MAX_PER_SESSION, "20",
+                "Most cooldown records one session may add; a marker or a denial beyond it is logged, not stored "
+                "(a restart the hook lets run is always recorded).", _positive_int, runtime=True,
+                schema={"type": "integer", "minimum": 1}),
     ]
+
+
+def max_per_session() -> int:
+    return setting(MAX_PER_SESSION)
 
 
 def current_limits() -> dict[str, Limit]:

@@ -105,11 +105,13 @@ def record_attempt(action: str, service: str, outcome: str, command: str, sessio
 
 
 def record_outcome(action: str, service: str, outcome: str, message: str, session_id: Optional[int],
-                   tier: Optional[int], now: Optional[datetime] = None) -> tuple[CooldownAction, bool]:
+                   tier: Optional[int], now: Optional[datetime] = None,
+                   may_create: bool = True) -> tuple[Optional[CooldownAction], bool]:
     """The agent's report. Completes the latest pending row of the same
     session, service and action; else (a restart the hook did not see, or
-    one reported twice) adds a counted row. Returns the row and whether it
-    is new."""
+    one reported twice) adds a counted row, unless ``may_create`` is false
+    (the session reached its limit of records): then nothing is stored and
+    the row is None. Returns the row and whether it is new."""
     now = now or utcnow()
     row = db.session.scalar(
         select(CooldownAction).where(
@@ -117,12 +119,20 @@ def record_outcome(action: str, service: str, outcome: str, message: str, sessio
             CooldownAction.action == action, CooldownAction.outcome == PENDING)
         .order_by(CooldownAction.created_at.desc(), CooldownAction.id.desc()).limit(1))
     created = row is None
+    if created and not may_create:
+        return None, False
     if created:
         row = CooldownAction(service=service, action=action, source=MARKER, session_id=session_id, tier=tier,
                              created_at=now)
         db.session.add(row)
     row.outcome, row.message, row.reported_at = outcome, message or None, now
     return row, created
+
+
+def session_rows(session_id: int) -> int:
+    """Rows a session has (hook and marker, every outcome): what its limit counts."""
+    return db.session.scalar(select(func.count()).select_from(CooldownAction)
+                             .where(CooldownAction.session_id == session_id))
 
 
 def recent(service: Optional[str] = None, action: Optional[str] = None, outcome: Optional[str] = None):

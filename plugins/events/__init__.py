@@ -2,13 +2,15 @@
 each marker becomes a row, shown on the Events page and in the API."""
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 
 from sqlalchemy import func, select
 
 from app.extensions import db
 from app.hookspecs import hookimpl
-from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection
+from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection, Setting
+from app.runtime import setting
 from app.timeutil import utcnow
 from plugins.events.markers import parse_event_markers
 from plugins.events.models import Event
@@ -25,16 +27,52 @@ Report what you observe with event markers in your own text (never inside a tool
 results, warning for degraded but working, critical for down or losing data. Each marker is
 recorded as you write it and shown to the operator."""
 
+log = logging.getLogger(__name__)
+
+MAX_PER_SESSION = "CLAUDEOPS_EVENTS_MAX_PER_SESSION"
+
+
+def _positive_int(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError("must be a whole number") from None
+    if value <= 0:
+        raise ValueError("must be greater than 0")
+    return value
+
+
+@hookimpl
+def claudeops_settings():
+    return [Setting(MAX_PER_SESSION, "100",
+                    "Most events one session may record; markers beyond it are logged and noted in the "
+                    "activity log, not stored.", _positive_int, runtime=True,
+                    schema={"type": "integer", "minimum": 1})]
+
 
 @hookimpl
 def claudeops_markers(text, run):
-    recorded = []
-    for marker in parse_event_markers(text):
+    markers = parse_event_markers(text)
+    if not markers:
+        return None
+    limit = setting(MAX_PER_SESSION)
+    # Every event of the session counts, the service's own notices included.
+    stored = db.session.scalar(select(func.count()).select_from(Event).where(Event.session_id == run.session_id))
+    recorded, refused = [], 0
+    for marker in markers:
+        if stored >= limit:
+            refused += 1
+            continue
         db.session.add(Event(session_id=run.session_id, tier=run.tier, level=marker.level,
                              service=marker.service, message=marker.message, created_at=utcnow()))
+        stored += 1
         label = f"{marker.level}:{marker.service}" if marker.service else marker.level
         recorded.append(MarkerRecord("event", label, marker.message))
-    return recorded or None
+    if refused:
+        why = f"{refused} event marker(s) not stored: the session reached {MAX_PER_SESSION}={limit}"
+        log.warning("session %s: %s", run.session_id, why)
+        recorded.append(MarkerRecord("event", "not stored", why, stored=False))
+    return recorded
 
 
 @hookimpl

@@ -5,28 +5,21 @@ trusted ones in its system prompt; operators curate them in the dashboard,
 the API and ``claudeops memories``."""
 from __future__ import annotations
 
+import logging
+
 from sqlalchemy import func, select
 
 from app.extensions import db
 from app.hookspecs import hookimpl
 from app.runtime import setting
-from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection, Setting
-from plugins.memory import hookspecs, matcher, store
+from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection
+from plugins.memory import hookspecs, matcher, settings, store
 from plugins.memory.context import build_memory_context
 from plugins.memory.markers import parse_memory_markers
 from plugins.memory.models import Memory, MemoryInjection
+from plugins.memory.settings import BUDGET_SETTING
 
-BUDGET_SETTING = "CLAUDEOPS_MEMORY_BUDGET"
-
-
-def _positive_int(raw: str) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError("must be a whole number") from None
-    if value <= 0:
-        raise ValueError("must be greater than 0")
-    return value
+log = logging.getLogger(__name__)
 
 
 @hookimpl
@@ -36,9 +29,7 @@ def claudeops_add_hookspecs(pluginmanager):
 
 @hookimpl
 def claudeops_settings():
-    return [Setting(BUDGET_SETTING, "2000",
-                    "Most tokens (characters / 4) the memory section of a session's system prompt may take.",
-                    _positive_int, runtime=True, schema={"type": "integer", "minimum": 1})]
+    return settings.settings()
 
 
 @hookimpl(trylast=True)
@@ -48,13 +39,33 @@ def claudeops_memory_match(category, service, observation, candidates):
 
 @hookimpl
 def claudeops_markers(text, run):
-    recorded = []
-    for marker in parse_memory_markers(text):
-        outcome = store.record_observation(marker.category, marker.service, marker.observation, run)
+    markers = parse_memory_markers(text)
+    if not markers:
+        return None
+    longest, limit = settings.max_observation_chars(), settings.max_new_per_session()
+    created = store.created_by_session(run.session_id)
+    recorded, refused = [], 0
+    for marker in markers:
         label = f"{marker.category}:{marker.service or 'general'}"
+        if len(marker.observation) > longest:
+            why = (f"observation of {len(marker.observation)} characters not stored: "
+                   f"{settings.MAX_OBSERVATION}={longest}")
+            log.warning("session %s: memory marker %s: %s", run.session_id, label, why)
+            recorded.append(MarkerRecord("memory", f"{label} not stored", why, stored=False))
+            continue
+        outcome = store.record_observation(marker.category, marker.service, marker.observation, run,
+                                           may_create=created < limit)
+        if outcome.memory is None:
+            refused += 1
+            continue
+        created += outcome.relation in (store.CREATED, store.CONTRADICTED)
         recorded.append(MarkerRecord("memory", f"{label} {outcome.relation}",
                                      f"#{outcome.memory.id} ({outcome.memory.confidence:g}) {marker.observation}"))
-    return recorded or None
+    if refused:
+        why = f"{refused} new memory marker(s) not stored: the session reached {settings.MAX_PER_SESSION}={limit}"
+        log.warning("session %s: %s", run.session_id, why)
+        recorded.append(MarkerRecord("memory", "not stored", why, stored=False))
+    return recorded
 
 
 @hookimpl

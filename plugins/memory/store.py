@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Iterable, Optional
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from app.extensions import db
 from app.plugin_types import RunInfo
@@ -24,6 +24,7 @@ from plugins.memory.context import MemoryContext, build_memory_context
 from plugins.memory.matcher import CONTRADICT, REINFORCE, Candidate, Match
 from plugins.memory.models import (ACTIVE_THRESHOLD, CATEGORIES, DEFAULT_CONFIDENCE, Memory,
                                    MemoryHistory)
+from plugins.memory.settings import MAX_OBSERVATION, max_observation_chars
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +32,6 @@ REINFORCE_DELTA = 0.1
 CONTRADICT_DELTA = 0.2
 DECAY_PER_WEEK = 0.1
 GRACE_PERIOD = timedelta(days=30)
-MAX_OBSERVATION_CHARS = 2000
 MAX_SERVICE_CHARS = 100
 SERVICE_PATTERN = re.compile(r"^[A-Za-z0-9_-]+$")
 GENERAL = "general"
@@ -43,10 +43,16 @@ class MemoryInputError(ValueError):
     """An operator's value the memory store cannot take; the message says why."""
 
 
+# What a marker did to the memories.
+CREATED, REINFORCED, CONTRADICTED = "created", "reinforced", "contradicted"
+REPEATED = "repeated"   # a memory the session had already created or reinforced
+REFUSED = "refused"     # over the session's limit of new memories: nothing changed
+
+
 @dataclass(frozen=True)
 class Recorded:
-    relation: str            # created, reinforced, contradicted, repeated
-    memory: Memory
+    relation: str
+    memory: Optional[Memory]  # None when refused
 
 
 def clamp(confidence: float) -> float:
@@ -61,8 +67,9 @@ def clean_observation(raw) -> str:
         raise MemoryInputError("observation must not contain NUL characters")
     if not text:
         raise MemoryInputError("observation must not be empty")
-    if len(text) > MAX_OBSERVATION_CHARS:
-        raise MemoryInputError(f"observation is {len(text)} characters; the limit is {MAX_OBSERVATION_CHARS}")
+    longest = max_observation_chars()
+    if len(text) > longest:
+        raise MemoryInputError(f"observation is {len(text)} characters; the limit is {longest} ({MAX_OBSERVATION})")
     return text
 
 
@@ -103,8 +110,13 @@ def parse_confidence(raw) -> float:
 
 # --- the agent -------------------------------------------------------------
 
-def record_observation(category: str, service: Optional[str], observation: str, run: RunInfo) -> Recorded:
-    """Apply one ``[MEMORY:...]`` marker: reinforce, contradict or create."""
+def record_observation(category: str, service: Optional[str], observation: str, run: RunInfo,
+                       may_create: bool = True) -> Recorded:
+    """Apply one ``[MEMORY:...]`` marker: reinforce, contradict or create.
+
+    Without ``may_create`` (the session reached its limit of new memories), a
+    marker that would create a memory, or contradict one with a new one,
+    changes nothing and is ``refused``; reinforcing one still counts."""
     candidates = db.session.scalars(select(Memory).where(
         Memory.active.is_(True), Memory.category == category,
         Memory.service.is_(None) if service is None else Memory.service == service)
@@ -119,15 +131,17 @@ def record_observation(category: str, service: Optional[str], observation: str, 
                     match.memory_id)
         match = Match("distinct")
 
+    if match.relation != REINFORCE and not may_create:
+        return Recorded(REFUSED, None)
     if match.relation == REINFORCE:
         if _session_already_counted(target, run.session_id):
             log.info("session %s repeated memory %s; not counted as reinforcement", run.session_id, target.id)
-            return Recorded("repeated", target)
+            return Recorded(REPEATED, target)
         before = target.confidence
         target.confidence = clamp(before + REINFORCE_DELTA)
         _refresh(target)
         _history(target, "reinforced", before, run=run, detail=observation)
-        return Recorded("reinforced", target)
+        return Recorded(REINFORCED, target)
 
     memory = _insert(category, service, observation, DEFAULT_CONFIDENCE, run.session_id, run.tier)
     if match.relation == CONTRADICT:
@@ -140,9 +154,14 @@ def record_observation(category: str, service: Optional[str], observation: str, 
             _history(target, "deactivated", target.confidence, run=run, detail="contradicted below 0.3",
                      related=memory.id)
         _history(memory, "created", None, run=run, detail=f"contradicts memory {target.id}", related=target.id)
-        return Recorded("contradicted", memory)
+        return Recorded(CONTRADICTED, memory)
     _history(memory, "created", None, run=run)
-    return Recorded("created", memory)
+    return Recorded(CREATED, memory)
+
+
+def created_by_session(session_id: int) -> int:
+    """New memories a session has recorded (contradicting ones included)."""
+    return db.session.scalar(select(func.count()).select_from(Memory).where(Memory.session_id == session_id))
 
 
 def _session_already_counted(memory: Memory, session_id: int) -> bool:

@@ -16,6 +16,7 @@ from app.web.htmx import render_page
 from plugins.memory import queries, store
 from plugins.memory.context import format_confidence
 from plugins.memory.models import CATEGORIES, Memory, MemoryHistory, MemoryInjection
+from plugins.memory.settings import max_observation_chars
 
 HERE = Path(__file__).parent
 pages = Blueprint("memory", __name__, template_folder=str(HERE / "templates"),
@@ -78,7 +79,8 @@ def _row(memory: Memory):
 @pages.get("/memories")
 def index():
     return render_page("memory/index.html", "memory/_table.html", categories=CATEGORIES,
-                       services=queries.services(), statuses=queries.STATUSES, **_table_context())
+                       services=queries.services(), statuses=queries.STATUSES,
+                       max_observation=max_observation_chars(), **_table_context())
 
 
 @pages.post("/memories")
@@ -99,7 +101,7 @@ def row(memory_id: int):
 
 @pages.get("/memories/<int:memory_id>/edit")
 def edit(memory_id: int):
-    return render_template("memory/_row_edit.html", memory=_get(memory_id))
+    return render_template("memory/_row_edit.html", memory=_get(memory_id), max_observation=max_observation_chars())
 
 
 @pages.put("/memories/<int:memory_id>")

@@ -1,0 +1,284 @@
+"""Redaction: secrets taken out of text before it is written or shown.
+
+A ``Redactor`` is built once per application (``init_app``) from the values
+of secret environment variables (``CLAUDEOPS_REDACT_ENV``: names or glob
+patterns), the settings declared secret, and a fixed set of credential
+shapes: bearer and API tokens, private key blocks, ``password=``-style
+pairs, URLs with credentials. docs/security.md lists exactly what is caught
+and what is not.
+
+What it finds is replaced by ``[redacted]``. The replacement holds no quote
+and no backslash, and a match never takes half of a backslash escape, so a
+raw stream-json line stays valid JSON when redacted whole; it is lower case
+so that it can never be mistaken for a marker (``[EVENT:…]``, ``[ESCALATE]``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Callable, Iterable, Mapping, Optional
+
+from flask import Flask, current_app
+
+REPLACEMENT = "[redacted]"
+# A shorter value would be found in ordinary words and numbers all over the text.
+MIN_SECRET_LENGTH = 8
+
+ENV_SETTING = "CLAUDEOPS_REDACT_ENV"   # parsed in app.config
+
+# A value after "password=" and the like: up to whitespace, a quote, a
+# backslash (the start of an escape in a raw JSON line) or a separator. It
+# never starts with what follows a JSON string's closing quote (",:}]"): in a
+# raw line, "token=" at the end of a string must not take the JSON after it.
+_VALUE = r"[^\s\"'`\\,;&<>:{}\[\]][^\s\"'`\\,;&<>]*"
+_KEYWORDS = (r"password|passwd|passphrase|secret(?:[_-]?key)?|token|api[_-]?key|apikey|access[_-]?key"
+             r"|private[_-]?key|credentials?")
+_QUOTE = r"(?:\\?[\"'])?"          # a quote, or an escaped one inside a JSON string
+_WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One credential shape: what ``pattern``'s group ``group`` matched is
+    replaced, unless ``keep`` says to leave it.
+
+    For speed: the pattern runs only on a text holding one of its ``hints``;
+    with ``fold_case`` both are lower case and run on the lower-cased text
+    (``re``'s IGNORECASE is several times slower); ``word_start`` (the match
+    must not continue a longer word) is checked here, because a lookbehind
+    would keep ``re`` from skipping ahead to the pattern's first letters.
+    ``overlapping``: the next match is looked for from the start of this
+    one's group, so that a value running into the next key
+    (``pw=a|token=b``) does not hide that key."""
+
+    name: str
+    pattern: re.Pattern
+    group: str | int = 0
+    keep: Optional[Callable[[str], bool]] = None
+    hints: tuple[str, ...] = ()
+    fold_case: bool = False
+    word_start: bool = False
+    overlapping: bool = False
+
+    def matches(self, text: str, folded: str):
+        subject = folded if self.fold_case else text
+        if self.hints and not any(hint in subject for hint in self.hints):
+            return
+        position = 0
+        while (match := self.pattern.search(subject, position)) is not None:
+            position = match.start(self.group) + 1 if self.overlapping else max(match.end(), match.start() + 1)
+            start, end = match.span(self.group)
+            if self.word_start and not _starts_word(text, match.start()):
+                continue
+            if self.keep is not None and self.keep(text[start:end]):
+                continue
+            yield start, end
+
+
+def _fold(text: str) -> str:
+    """Lower case, character for character (a few characters lower-case to
+    two, such as "İ"; they stay as they are, so positions still match)."""
+    folded = text.lower()
+    if len(folded) == len(text):
+        return folded
+    return "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+
+
+def _starts_word(text: str, index: int) -> bool:
+    """Not inside a longer word; a JSON escape before it (the ``\n`` of a
+    line break in a raw line) is no word."""
+    if index == 0 or text[index - 1] not in _WORD_CHARS:
+        return True
+    return text[index - 1] in "nrt" and index >= 2 and _escaping(text, index - 2)
+
+
+def _placeholder(value: str) -> bool:
+    """``password=$DB_PASSWORD``, ``token: ****`` and our own replacement
+    name or hide a secret; they are not one."""
+    return value.startswith("$") or set(value) <= {"*"} or value == REPLACEMENT
+
+
+def _word(value: str) -> bool:
+    """``Bearer authentication.``: a word, not a token."""
+    return value.rstrip(".,").isalpha()
+
+
+def _no_digit(value: str) -> bool:
+    """``sk-learn-compatible-estimators``: words joined up look like a key;
+    real keys carry digits."""
+    return not any(c.isdigit() for c in value)
+
+
+SHAPES: tuple[Rule, ...] = (
+    # A whole key block; its JSON-escaped form (\n for newlines) too.
+    Rule("private key block", re.compile(
+        r"-----BEGIN (?P<label>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----[^\"]{0,65536}?-----END (?P=label)-----"),
+        hints=("PRIVATE KEY",)),
+    # A block cut short (``head id_rsa``): the header and the key material after it.
+    Rule("private key, cut short", re.compile(
+        r"-----BEGIN (?P<label>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----"
+        r"(?![^\"]{0,65536}?-----END (?P=label)-----)(?:[A-Za-z0-9+/=\r\n \t:,-]|\\[nrt])*"),
+        hints=("PRIVATE KEY",)),
+    Rule("URL credentials", re.compile(r"[A-Za-z0-9]://[^\s:/@\"'\\]*:(?P<secret>[^\s/\"'\\]+)@"), "secret",
+         hints=("://",)),
+    Rule("authorization header", re.compile(
+        r"authorization" + _QUOTE + r"[ \t]*[:=][ \t]*" + _QUOTE
+        + r"(?:basic|bearer|token|digest|negotiate|ntlm)[ \t]+(?P<secret>[^\s\"'\\]{4,})"), "secret",
+        keep=_placeholder, hints=("authorization",), fold_case=True, word_start=True),
+    Rule("bearer token", re.compile(r"bearer[ \t]+(?P<secret>[a-z0-9._~+/=-]{8,})"), "secret",
+         keep=_word, hints=("bearer",), fold_case=True, word_start=True),
+    Rule("key=value pair", re.compile(
+        r"(?:" + _KEYWORDS + r")" + _QUOTE + r"[ \t]*(?:[:=]>?)[ \t]*" + _QUOTE + r"(?P<secret>" + _VALUE + ")"),
+        "secret", keep=_placeholder, hints=("pass", "secret", "token", "key", "credential"), fold_case=True,
+        overlapping=True),
+    Rule("--password value", re.compile(
+        r"--?[\w-]*?(?:password|passwd|passphrase|token|secret|api-?key)[ \t]+(?P<secret>[^\s\"'\\-][^\s\"'\\]*)"),
+        "secret", keep=_placeholder, hints=("-pass", "-token", "-secret", "-api"), fold_case=True,
+        word_start=True, overlapping=True),
+    Rule("API token", re.compile(
+        r"sk-ant-[A-Za-z0-9_-]{20,}"                       # Anthropic
+        r"|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}"   # GitHub
+        r"|glpat-[A-Za-z0-9_-]{20,}"                       # GitLab
+        r"|xox[abposr]-[A-Za-z0-9-]{10,}|xapp-[0-9]-[A-Za-z0-9-]{10,}"  # Slack
+        r"|(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"       # AWS access key id
+        r"|AIza[A-Za-z0-9_-]{35}"                          # Google API key
+        r"|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"      # Stripe
+        r"|npm_[A-Za-z0-9]{36}"                            # npm
+        r"|pypi-AgE[A-Za-z0-9_-]{50,}"                     # PyPI
+        r"|hv[sb]\.[A-Za-z0-9_-]{24,}"),                   # HashiCorp Vault
+        hints=("sk-ant-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "xox", "xapp-", "AKIA",
+               "ASIA", "AIza", "k_live_", "k_test_", "npm_", "pypi-", "hvs.", "hvb."), word_start=True),
+    Rule("sk- key", re.compile(r"sk-[A-Za-z0-9_-]{20,}"), keep=_no_digit, hints=("sk-",), word_start=True),
+    Rule("JSON Web Token", re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),
+         hints=("eyJ",), word_start=True),
+)
+
+
+class Redactor:
+    """Finds secrets in text and replaces them; cheap to call, built once."""
+
+    def __init__(self, secrets: Iterable[str] = (), shapes: tuple[Rule, ...] = SHAPES):
+        self.secret_count = 0
+        values = set()
+        for secret in set(secrets):
+            if isinstance(secret, str) and len(secret) >= MIN_SECRET_LENGTH:
+                self.secret_count += 1
+                # As written, and as it appears inside a raw JSON line.
+                values.add(secret)
+                values.update(_json_forms(secret))
+        rules = list(shapes)
+        if values:
+            ordered = sorted(values, key=len, reverse=True)   # the longest first: no secret left half-shown
+            rules.insert(0, Rule("secret value", re.compile("|".join(map(re.escape, ordered)))))
+        self.rules = tuple(rules)
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Where the secrets are: sorted, merged ``(start, end)`` ranges."""
+        folded = _fold(text)
+        found = [_whole_escapes(text, start, end)
+                 for rule in self.rules for start, end in rule.matches(text, folded) if start < end]
+        if not found:
+            return found
+        found.sort()
+        merged = [found[0]]
+        for start, end in found[1:]:
+            last_start, last_end = merged[-1]
+            if start <= last_end:
+                merged[-1] = (last_start, max(last_end, end))
+            else:
+                merged.append((start, end))
+        return merged
+
+    def redact(self, text: Optional[str]) -> Optional[str]:
+        if not text:
+            return text
+        return replace_spans(text, self.spans(text))
+
+    def redact_bytes(self, data: bytes) -> bytes:
+        """Bytes as the CLI wrote them (UTF-8, or not quite): bytes that are
+        not UTF-8 pass through unchanged."""
+        text = data.decode("utf-8", "surrogateescape")
+        spans = self.spans(text)
+        if not spans:
+            return data
+        return replace_spans(text, spans).encode("utf-8", "surrogateescape")
+
+
+def replace_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    if not spans:
+        return text
+    parts, position = [], 0
+    for start, end in spans:
+        parts += [text[position:start], REPLACEMENT]
+        position = end
+    parts.append(text[position:])
+    return "".join(parts)
+
+
+def _json_forms(secret: str) -> set[str]:
+    return {json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]} - {secret}
+
+
+def _escaping(text: str, index: int) -> bool:
+    """Is ``text[index]`` a backslash that escapes the character after it?"""
+    run = 0
+    while index - run >= 0 and text[index - run] == "\\":
+        run += 1
+    return run % 2 == 1
+
+
+def _escape_cut_at(text: str, position: int) -> Optional[int]:
+    """The start of the backslash escape (``\\n``, ``\\"``, ``\\u00e9``) that a
+    cut at ``position`` would split, or None."""
+    if position > 0 and _escaping(text, position - 1):
+        return position - 1
+    for back in range(2, 6):
+        start = position - back
+        if start >= 0 and text[start] == "\\" and text[start + 1] == "u" and _escaping(text, start):
+            return start
+    return None
+
+
+def _whole_escapes(text: str, start: int, end: int) -> tuple[int, int]:
+    """Widen a match so that it never takes half of a backslash escape: the
+    rest would break the JSON string it sits in."""
+    cut = _escape_cut_at(text, start)
+    if cut is not None:
+        start = cut
+    cut = _escape_cut_at(text, end)
+    if cut is not None:
+        end = min(len(text), cut + (6 if text[cut + 1:cut + 2] == "u" else 2))
+    return start, end
+
+
+# --- configuration ---------------------------------------------------------
+
+def secret_env_values(patterns: Iterable[str], environ: Mapping[str, str]) -> list[str]:
+    """The values of the variables whose names match (case does not matter)."""
+    patterns = [p.upper() for p in patterns]
+    return [value for name, value in environ.items()
+            if any(fnmatchcase(name.upper(), pattern) for pattern in patterns)]
+
+
+def build(config: Mapping, settings: Iterable, environ: Optional[Mapping[str, str]] = None) -> Redactor:
+    """The application's redactor: secret environment values, every setting
+    declared secret, and the key that signs the dashboard's cookies."""
+    environ = os.environ if environ is None else environ
+    values = secret_env_values(config.get(ENV_SETTING, []), environ)
+    values += [config.get(s.name) for s in settings if s.secret]
+    values.append(config.get("SECRET_KEY"))
+    return Redactor(v for v in values if isinstance(v, str))
+
+
+def init_app(app: Flask) -> Redactor:
+    redactor = build(app.config, app.extensions["claudeops.settings"])
+    app.extensions["claudeops.redactor"] = redactor
+    return redactor
+
+
+def redactor() -> Redactor:
+    """The current application's redactor."""
+    return current_app.extensions["claudeops.redactor"]

@@ -1,0 +1,73 @@
+"""The run log (and the CLI's stderr log) written redacted.
+
+The CLI's output arrives in chunks that may end anywhere, even inside a
+secret. ``RedactedLog`` writes complete lines, redacted as a whole; it holds
+back a line that has not ended yet, and anything a secret may still be
+running through (a private key block whose end has not arrived). A line
+longer than ``HOLD_CHARS`` is written in pieces, each cut before the last
+``OVERLAP_CHARS`` and never inside a match, so a secret is never split
+between two pieces; only a single match longer than ``HOLD_CHARS`` (no real
+credential is) could be.
+"""
+from __future__ import annotations
+
+import os
+from typing import BinaryIO
+
+from app.redaction import Redactor, replace_spans
+
+HOLD_CHARS = 1024 * 1024
+OVERLAP_CHARS = 64 * 1024
+COPY_CHUNK = 64 * 1024
+
+
+class RedactedLog:
+    """A binary file that is written redacted; ``close()`` writes the rest."""
+
+    def __init__(self, file: BinaryIO, redactor: Redactor):
+        self.file = file
+        self.redactor = redactor
+        self.pending = bytearray()
+
+    def write(self, data: bytes) -> None:
+        self.pending += data
+        if b"\n" in data or len(self.pending) > HOLD_CHARS:
+            self._write_settled()
+
+    def flush(self) -> None:
+        self.file.flush()
+
+    def close(self) -> None:
+        """The last line, ended or not (the CLI has exited)."""
+        if self.pending:
+            self.file.write(self.redactor.redact_bytes(bytes(self.pending)))
+            self.pending.clear()
+        self.file.flush()
+
+    def _write_settled(self) -> None:
+        text = self.pending.decode("utf-8", "surrogateescape")
+        spans = self.redactor.spans(text)
+        cut = text.rfind("\n") + 1
+        if len(text) - cut > HOLD_CHARS:
+            cut = len(text) - OVERLAP_CHARS
+        # A match still open at the cut may grow with what comes next: hold it back.
+        for start, end in reversed(spans):
+            if start < cut <= end:
+                cut = start
+        if cut <= 0:
+            if len(text) <= HOLD_CHARS:
+                return
+            cut = len(text)   # one match longer than the hold: write it rather than grow without end
+        self.file.write(replace_spans(text[:cut], [(s, min(e, cut)) for s, e in spans if s < cut])
+                        .encode("utf-8", "surrogateescape"))
+        self.pending = bytearray(text[cut:].encode("utf-8", "surrogateescape"))
+
+
+def copy_redacted(source: BinaryIO, path: os.PathLike, redactor: Redactor) -> None:
+    """Write ``source`` (from its start) to ``path``, redacted."""
+    source.seek(0)
+    with open(path, "wb") as target:
+        log = RedactedLog(target, redactor)
+        while chunk := source.read(COPY_CHUNK):
+            log.write(chunk)
+        log.close()

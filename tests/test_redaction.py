@@ -1,0 +1,302 @@
+"""The redactor: each credential shape it catches, the near misses it leaves
+alone, secret environment values, raw stream-json lines kept valid, the run
+log written in chunks, and the database listener. docs/security.md lists
+the same shapes."""
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from hypothesis import given, settings, strategies as st
+from sqlalchemy import text
+
+from app.config import ConfigError, load_settings
+from app.extensions import db
+from app.models import Session, SessionActivity
+from app.redaction import MIN_SECRET_LENGTH, REPLACEMENT, Redactor, build, secret_env_values
+from app.sessions import runlog
+from app.sessions.runlog import RedactedLog
+from tests import streamlines as sl
+from tests.conftest import make_app
+
+R = REPLACEMENT
+PEM_BODY = "MIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM2m\nd6QO0a/Lbvm+7oGFWp0Rk7vyVxq==\n"
+PEM = f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}-----END RSA PRIVATE KEY-----"
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+
+# (text, what it must become): every shape docs/security.md lists.
+CAUGHT = [
+    ("Authorization: Bearer abcDEF123456789xyz", f"Authorization: Bearer {R}"),
+    ("curl -H 'Authorization: Basic dXNlcjpwYXNzd29yZA==' x", f"curl -H 'Authorization: Basic {R}' x"),
+    ('headers = {"Authorization": "token 0123456789abcdef"}', f'headers = {{"Authorization": "token {R}"}}'),
+    ("got Bearer my-token.v2 back", f"got Bearer {R} back"),
+    ("key sk-ant-api03-AbCdEfGhIjKlMnOpQrStUv-123_x end", f"key {R} end"),
+    ("OPENAI=sk-proj-abcdefghijk1234567890xyz", f"OPENAI={R}"),
+    ("ghp_" + "a1B2" * 9, R),
+    ("gho_" + "Z9y8" * 9 + " and ghs_" + "Q7w6" * 9, f"{R} and {R}"),
+    ("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", R),
+    ("glpat-abcdefghij1234567890", R),
+    ("slack xoxb-1234567890-0987654321-abcdefABCDEF", f"slack {R}"),
+    ("xoxp-1234567890-abcdef", R),
+    ("AKIAIOSFODNN7EXAMPLE", R),
+    ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", f"aws_secret_access_key = {R}"),
+    ("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG", f"AWS_SECRET_ACCESS_KEY={R}"),
+    (f"token {JWT}.", f"token {R}."),
+    (PEM + "\nThat was the key.", f"{R}\nThat was the key."),
+    ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU\nAAAA", R),
+    ("-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBF+abc\n=x1y2\n-----END PGP PRIVATE KEY BLOCK-----", R),
+    ("password=hunter2 next", f"password={R} next"),
+    ("passwd: foo12345", f"passwd: {R}"),
+    ("secret=abc token=xyz api_key=k1 apikey=k2 API-KEY: k3", f"secret={R} token={R} api_key={R} apikey={R} API-KEY: {R}"),
+    ("export DB_PASSWORD='s3cret!' PGPASSWORD=x1", f"export DB_PASSWORD='{R}' PGPASSWORD={R}"),
+    ('{"password": "hunter2", "client_secret": "cs-1"}', f'{{"password": "{R}", "client_secret": "{R}"}}'),
+    ("https://x/cb?access_token=abc123&state=9", f"https://x/cb?access_token={R}&state=9"),
+    ("private_key => k3y", f"private_key => {R}"),
+    ("mysql --password hunter2 --user bob", f"mysql --password {R} --user bob"),
+    ("postgres://admin:p4ss@db.example.com:5432/app", f"postgres://admin:{R}@db.example.com:5432/app"),
+    ("redis://:p@ss:w0rd@cache:6379/0", f"redis://:{R}@cache:6379/0"),
+    ("https://deploy:ghp_tok@github.com/o/r.git", f"https://deploy:{R}@github.com/o/r.git"),
+]
+
+# Near misses: each looks a little like a secret and must stay as it is.
+LEFT_ALONE = [
+    "Bearer authentication failed.",
+    "The bearer of bad news",
+    "Authorization: denied for user bob",
+    "sk-learn-compatible-estimators-here",
+    "task-1234 and disk-usage-report-for-today",
+    "gh_pages branch; ghp_short",
+    "AKIA1234 is too short, AKIAIOSFODNN7EXAMPLEXX too long",
+    "eyJhbGciOiJIUzI1NiJ9 alone is only a header",
+    "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n-----END PUBLIC KEY-----",
+    "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUX\n-----END CERTIFICATE-----",
+    "password is required; the password field is empty",
+    'password="" and token=',
+    "password=$DB_PASSWORD token: **** secret=${VAULT_SECRET}",
+    "max_tokens: 4096, token_count=5, tokens=12, password_min_length=8",
+    "https://example.com:8080/path and ssh://git@github.com/o/r",
+    "user@example.com wrote: see http://host/a:b@c",
+    "mysql --password-file /etc/pw --token-ttl 60",
+]
+
+
+@pytest.fixture(scope="module")
+def redactor():
+    return Redactor(["s3cr3t-VALUE-xyz", 'quo"te\\slash-secret', "shortone"[:MIN_SECRET_LENGTH - 1]])
+
+
+@pytest.mark.parametrize("raw, expected", CAUGHT, ids=[c[0][:30] for c in CAUGHT])
+def test_each_credential_shape_is_redacted(redactor, raw, expected):
+    assert redactor.redact(raw) == expected
+
+
+@pytest.mark.parametrize("raw", LEFT_ALONE, ids=[c[:30] for c in LEFT_ALONE])
+def test_near_misses_are_left_alone(redactor, raw):
+    assert redactor.redact(raw) == raw
+
+
+def test_secret_values_are_redacted_wherever_they_stand(redactor):
+    assert redactor.redact("x=s3cr3t-VALUE-xyz;s3cr3t-VALUE-xyzs3cr3t-VALUE-xyz") == f"x={R};{R}"
+    assert redactor.redact('a quo"te\\slash-secret b') == f"a {R} b"
+    # Shorter than the minimum: ordinary text would be destroyed.
+    assert redactor.redact("shorton and short") == "shorton and short"
+    assert redactor.secret_count == 2
+
+
+def test_redaction_is_idempotent(redactor):
+    for raw, _ in CAUGHT:
+        once = redactor.redact(raw)
+        assert redactor.redact(once) == once
+
+
+@pytest.mark.parametrize("raw, _", CAUGHT + [('a quo"te\\slash-secret b', None), ("s3cr3t-VALUE-xyz", None)],
+                         ids=[c[0][:30] for c in CAUGHT] + ["quoted secret", "secret"])
+def test_a_raw_stream_json_line_stays_valid_json(redactor, raw, _):
+    for ensure_ascii in (True, False):
+        line = json.dumps({"type": "user", "message": {"content": [{"type": "tool_result", "content": raw}]}},
+                          ensure_ascii=ensure_ascii)
+        redacted = redactor.redact(line)
+        decoded = json.loads(redacted)["message"]["content"][0]["content"]
+        # What the line holds, redacted raw, is what the text is, redacted decoded.
+        assert decoded == redactor.redact(raw)
+
+
+def test_a_private_key_with_json_escaped_newlines_is_redacted_whole(redactor):
+    line = json.dumps({"content": f"cat id_rsa\n{PEM}\n$ "})
+    assert "\\n" in line and "MIIE" in line
+    redacted = redactor.redact(line)
+    assert json.loads(redacted) == {"content": f"cat id_rsa\n{R}\n$ "}
+
+
+# Parts of the secrets in CAUGHT that no near miss contains.
+SECRET_PARTS = ("s3cr3t-VALUE-xyz", "wJalrXUtnFEMI", "MIIEpAIBAAKC", "hunter2", "dXNlcjpw", "p4ss", "b3BlbnNz",
+                "lQOYBF", "Z9y8Z9y8", "AbCdEfGh", "a1B2a1B2", "abcDEF123", "0987654321", "dozjgNry", "ghp_tok")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([raw for raw, _ in CAUGHT] + LEFT_ALONE
+                                          + ["s3cr3t-VALUE-xyz", '"', "\\", "é", "\u2028", "=", ":", "@", "token="]),
+                          st.sampled_from([" ", "\n", "\t", ", ", '"', "'", "\r\n", "|"])), max_size=10))
+def test_any_mix_of_secrets_and_text_leaves_json_valid_and_no_secret(pieces):
+    redactor = Redactor(["s3cr3t-VALUE-xyz"])
+    raw = "".join(piece + separator for piece, separator in pieces)
+    for ensure_ascii in (True, False):
+        redacted = redactor.redact(json.dumps({"t": raw, "list": [raw, 1]}, ensure_ascii=ensure_ascii))
+        assert json.loads(redacted)["list"][1] == 1
+        assert not [part for part in SECRET_PARTS if part in redacted]
+
+
+def test_a_token_at_the_start_of_an_escaped_line_is_redacted(redactor):
+    line = json.dumps({"content": "ok\nghp_" + "a1B2" * 9 + "\n\tAKIAIOSFODNN7EXAMPLE\nBearer abc123456789"})
+    assert json.loads(redactor.redact(line)) == {"content": f"ok\n{R}\n\t{R}\nBearer {R}"}
+
+
+def test_bytes_that_are_not_utf8_pass_through():
+    redactor = Redactor(["s3cr3t-VALUE-xyz"])
+    data = b"\xff\xfe token=abc \xc3"
+    assert redactor.redact_bytes(data) == b"\xff\xfe token=" + R.encode() + b" \xc3"
+    assert redactor.redact_bytes(b"nothing here") == b"nothing here"
+
+
+# --- configuration -----------------------------------------------------------
+
+def test_secret_environment_values_by_name_and_pattern():
+    environ = {"ANTHROPIC_API_KEY": "sk-ant-key-value-1", "GITHUB_TOKEN": "gh-token-value", "db_password": "pw-value-long",
+               "HOME": "/home/operator", "LANG": "C.UTF-8", "SHORT_TOKEN": "abc"}
+    patterns = load_settings(environ={})["CLAUDEOPS_REDACT_ENV"]
+    assert sorted(secret_env_values(patterns, environ)) == ["abc", "gh-token-value", "pw-value-long", "sk-ant-key-value-1"]
+    assert secret_env_values(["HOME"], environ) == ["/home/operator"]
+    redactor = build({"CLAUDEOPS_REDACT_ENV": patterns}, (), environ)
+    assert redactor.redact("abc gh-token-value /home/operator") == f"abc {R} /home/operator"
+
+
+def test_settings_declared_secret_and_the_cookie_key_are_redacted(tmp_path, monkeypatch):
+    monkeypatch.setenv("SOME_SERVICE_PASSWORD", "from-the-environment")
+    app = make_app(tmp_path, CLAUDEOPS_SECRET_KEY="cookie-signing-key-1")
+    redactor = app.extensions["claudeops.redactor"]
+    assert redactor.redact("cookie-signing-key-1 from-the-environment") == f"{R} {R}"
+
+
+def test_redact_env_setting_is_validated():
+    assert load_settings(environ={"CLAUDEOPS_REDACT_ENV": " MY_KEY , *_PW ,"})["CLAUDEOPS_REDACT_ENV"] == ["MY_KEY", "*_PW"]
+    with pytest.raises(ConfigError, match=r"CLAUDEOPS_REDACT_ENV='MY KEY': 'MY KEY' is not a variable name"):
+        load_settings(environ={"CLAUDEOPS_REDACT_ENV": "MY KEY"})
+
+
+# --- the run log, written as the bytes arrive --------------------------------
+
+class Sink:
+    def __init__(self):
+        self.data = bytearray()
+
+    def write(self, data):
+        self.data += data
+
+    def flush(self):
+        pass
+
+
+def write_in_chunks(redactor, data: bytes, sizes) -> bytes:
+    sink = Sink()
+    log = RedactedLog(sink, redactor)
+    position = 0
+    for size in sizes:
+        log.write(data[position:position + size])
+        position += size
+    log.write(data[position:])
+    log.close()
+    return bytes(sink.data)
+
+
+def test_run_log_cut_anywhere_is_redacted_as_a_whole():
+    redactor = Redactor(["s3cr3t-VALUE-xyz"])
+    lines = [json.dumps({"t": f"key s3cr3t-VALUE-xyz and {PEM}"}), "password=hunter2", json.dumps({"jwt": JWT}),
+             "plain text"]
+    data = ("\n".join(lines) + "\nno newline at the end token=abc").encode()
+    expected = redactor.redact_bytes(data)
+    for cut in range(1, len(data)):
+        assert write_in_chunks(redactor, data, [cut]) == expected, cut
+    rng = random.Random(7)
+    for _ in range(50):
+        assert write_in_chunks(redactor, data, [rng.randint(1, 40) for _ in range(40)]) == expected
+
+
+def test_a_key_block_arriving_line_by_line_is_held_until_it_ends():
+    """Plain text (stderr): the block spans lines that arrive one by one."""
+    redactor = Redactor()
+    sink = Sink()
+    log = RedactedLog(sink, redactor)
+    log.write(b"before\n")
+    for line in PEM.encode().splitlines(keepends=True):
+        log.write(line)
+        assert b"MIIE" not in sink.data and b"d6QO" not in sink.data
+    log.write(b"\nafter\n")
+    log.close()
+    assert bytes(sink.data) == f"before\n{R}\nafter\n".encode()
+
+
+def test_a_line_longer_than_the_hold_is_written_in_pieces_never_splitting_a_secret(monkeypatch):
+    monkeypatch.setattr(runlog, "HOLD_CHARS", 200)
+    monkeypatch.setattr(runlog, "OVERLAP_CHARS", 60)
+    redactor = Redactor(["s3cr3t-VALUE-xyz"])
+    data = ("x" * 150 + " s3cr3t-VALUE-xyz " + "y" * 170 + f" token={'t' * 30} " + "z" * 300
+            + " s3cr3t-VALUE-xyz\n").encode()
+    for size in (1, 7, 64, 199, 250):
+        sink = Sink()
+        log = RedactedLog(sink, redactor)
+        for start in range(0, len(data), size):
+            log.write(data[start:start + size])
+            assert len(log.pending) <= 200 + size   # never held whole
+        log.close()
+        assert bytes(sink.data) == redactor.redact_bytes(data), size
+
+
+# --- the database ------------------------------------------------------------
+
+def test_every_text_written_through_the_orm_is_redacted(tmp_path, monkeypatch):
+    monkeypatch.setenv("MAIL_PASSWORD", "mail-secret-value")
+    app = make_app(tmp_path)
+    with app.app_context():
+        session = Session(tier=1, trigger="api", prompt="use mail-secret-value please")
+        db.session.add(session)
+        db.session.commit()
+        db.session.add(SessionActivity(session_id=session.id, kind="tool_result", title="token=abc",
+                                       body=f"out: {JWT}"))
+        session.response = "password=hunter2"
+        db.session.commit()
+        rows = db.session.execute(text("SELECT prompt, response FROM sessions")).all()
+        assert rows == [(f"use {R} please", f"password={R}")]
+        assert db.session.execute(text("SELECT title, body FROM session_activity")).all() == [
+            (f"token={R}", f"out: {R}")]
+        # The object in hand holds what was stored.
+        assert session.prompt == f"use {R} please"
+
+
+# --- cost --------------------------------------------------------------------
+
+def test_cost_per_line_of_recorded_streams():
+    """``bin/test tests/test_redaction.py -k cost -s`` prints what docs/security.md quotes:
+    every line of the recorded CLI streams, redacted as the run log writer does."""
+    import time
+    from tests.conftest import FIXTURES
+    redactor = build({"CLAUDEOPS_REDACT_ENV": ["*_TOKEN", "*_PASSWORD", "ANTHROPIC_API_KEY"]}, (), {
+        "ANTHROPIC_API_KEY": "sk-ant-api03-" + "x" * 80, "GITHUB_TOKEN": "ghp_" + "y" * 36,
+        "DB_PASSWORD": "correct-horse-battery", "SLACK_TOKEN": "xoxb-1234-5678-abcdef"})
+    lines = [line for path in sorted(FIXTURES.glob("*.ndjson")) for line in path.read_bytes().splitlines()]
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        for line in lines:
+            redactor.redact_bytes(line)
+        best = min(best, time.perf_counter() - started)
+    size = sum(map(len, lines))
+    per_line = best / len(lines) * 1e6
+    long_line = json.dumps(sl.tool_result("log line 12345, all well\n" * 40_000)).encode()
+    started = time.perf_counter()
+    redactor.redact_bytes(long_line)
+    long_seconds = time.perf_counter() - started
+    print(f"\nredaction: {len(lines)} lines, {size / len(lines):.0f} bytes a line on average: "
+          f"{per_line:.1f} µs a line, {size / best / 1e6:.1f} MB/s; "
+          f"one {len(long_line) / 1e6:.1f} MB line: {long_seconds * 1000:.0f} ms")
+    assert per_line < 2000, "far slower than measured (about 40 µs a line on a loaded 2-core machine)"

@@ -1,0 +1,171 @@
+"""Per-session limits: an agent flooding its markers, or writing a novel as
+an observation, fills neither the database nor the next prompt. What is
+over a limit is logged and noted in the session's activity log, not
+stored; a limit is a runtime setting that takes effect at the next marker."""
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from sqlalchemy import select
+
+from app.extensions import db
+from app.models import SessionActivity
+from app.plugins import plugin_manager
+from app.runtime import change
+from app.sessions import control
+from app.sessions.manager import run_info, run_session
+from plugins.cooldowns import gate, store as cooldown_store
+from plugins.cooldowns.models import CooldownAction
+from plugins.events.models import Event
+from plugins.memory import matcher
+from plugins.memory.matcher import Candidate
+from plugins.memory.models import Memory
+from tests import streamlines as sl
+from tests.memory_helpers import add_memory
+
+
+def run(fake_cli, *texts: str):
+    fake_cli(sl.steps(sl.init(), *(sl.text(t) for t in texts), sl.result("done")))
+    session = run_session(control.claim(control.enqueue(tier=1).id))
+    assert session.status == "completed", session.status_reason
+    return session
+
+
+def warnings(session) -> list[tuple[str, str]]:
+    return [(a.title, a.body) for a in db.session.scalars(select(SessionActivity).where(
+        SessionActivity.session_id == session.id, SessionActivity.kind == "warning").order_by(SessionActivity.id))]
+
+
+def markers(session) -> list[str]:
+    return db.session.scalars(select(SessionActivity.title).where(
+        SessionActivity.session_id == session.id, SessionActivity.kind == "marker").order_by(SessionActivity.id)).all()
+
+
+def test_events_beyond_the_limit_are_logged_and_noted_not_stored(app, fake_cli, caplog):
+    change({"CLAUDEOPS_EVENTS_MAX_PER_SESSION": 3})
+    session = run(fake_cli, "[EVENT:info:a] one\n[EVENT:info:b] two",
+                  "[EVENT:warning:c] three\n[EVENT:critical:d] four\n[EVENT:info:e] five",
+                  "[EVENT:info:f] six")
+    assert db.session.scalars(select(Event.message).order_by(Event.id)).all() == ["one", "two", "three"]
+    limit_note = "the session reached CLAUDEOPS_EVENTS_MAX_PER_SESSION=3"
+    assert warnings(session) == [("event:not stored", f"2 event marker(s) not stored: {limit_note}"),
+                                 ("event:not stored", f"1 event marker(s) not stored: {limit_note}")]
+    assert caplog.text.count(limit_note) == 2
+    # The service's own notices are still recorded: they are not the agent's to flood.
+    plugin_manager().hook.claudeops_notice(level="warning", message="escalation refused", service=None,
+                                           run=run_info(session))
+    db.session.commit()
+    assert db.session.scalar(select(Event.message).order_by(Event.id.desc()).limit(1)) == "escalation refused"
+
+
+def test_an_event_limit_counts_per_session(app, fake_cli):
+    change({"CLAUDEOPS_EVENTS_MAX_PER_SESSION": 1})
+    first = run(fake_cli, "[EVENT:info:a] one\n[EVENT:info:a] two")
+    second = run(fake_cli, "[EVENT:info:a] three")
+    assert [(e.session_id, e.message) for e in db.session.scalars(select(Event).order_by(Event.id))] == [
+        (first.id, "one"), (second.id, "three")]
+    assert warnings(second) == []
+
+
+def test_new_memories_beyond_the_limit_are_refused_reinforcing_still_counts(app, fake_cli, caplog):
+    change({"CLAUDEOPS_MEMORY_MAX_PER_SESSION": 2})
+    known = add_memory("Takes 60s to start after restart", service="jellyfin")
+    session = run(fake_cli,
+                  "[MEMORY:timing:nas] Disk scrub runs every Sunday night\n"
+                  "[MEMORY:dependency:web] Needs redis to be up before it starts",
+                  "[MEMORY:behavior:mail] Queue drains slowly after a restart\n"
+                  "[MEMORY:timing:jellyfin] Takes 60 seconds to start after a restart")
+    created = db.session.scalars(select(Memory.service).where(Memory.session_id == session.id)
+                                 .order_by(Memory.id)).all()
+    assert created == ["nas", "web"]
+    db.session.refresh(known)
+    assert known.confidence == 0.8, "reinforcing an existing memory is not limited"
+    limit_note = "1 new memory marker(s) not stored: the session reached CLAUDEOPS_MEMORY_MAX_PER_SESSION=2"
+    assert warnings(session) == [("memory:not stored", limit_note)]
+    assert markers(session) == ["memory:timing:nas created", "memory:dependency:web created",
+                                "memory:timing:jellyfin reinforced"]
+    assert limit_note in caplog.text
+
+
+def test_a_contradiction_over_the_limit_changes_nothing(app, fake_cli):
+    change({"CLAUDEOPS_MEMORY_MAX_PER_SESSION": 1})
+    known = add_memory("Backups finish within 1 hour", category="timing", service="nas")
+    assert matcher.match("Backups take over 5 hours to finish", [Candidate(known.id, known.observation)]).relation \
+        == "contradict"
+    session = run(fake_cli, "[MEMORY:behavior:web] Restarts cleanly under load\n"
+                            "[MEMORY:timing:nas] Backups take over 5 hours to finish")
+    db.session.refresh(known)
+    assert known.confidence == 0.7 and known.active
+    assert db.session.scalar(select(Memory.id).where(Memory.contradicts_id == known.id)) is None
+    assert [title for title, _ in warnings(session)] == ["memory:not stored"]
+
+
+def test_an_observation_over_the_length_limit_is_not_stored_and_says_why(app, fake_cli, caplog):
+    change({"CLAUDEOPS_MEMORY_MAX_OBSERVATION_CHARS": 40})
+    long_one = "Needs the shared NFS mount before it can start its workers"
+    session = run(fake_cli, f"[MEMORY:dependency:web] {long_one}\n[MEMORY:timing:web] Starts in 10s")
+    assert db.session.scalars(select(Memory.observation)).all() == ["Starts in 10s"]
+    why = f"observation of {len(long_one)} characters not stored: CLAUDEOPS_MEMORY_MAX_OBSERVATION_CHARS=40"
+    assert warnings(session) == [("memory:dependency:web not stored", why)]
+    assert why in caplog.text
+
+
+def test_an_operators_observation_over_the_length_limit_is_refused(app, client):
+    change({"CLAUDEOPS_MEMORY_MAX_OBSERVATION_CHARS": 40})
+    response = client.post("/api/v1/memories", json={"category": "timing", "observation": "x" * 41})
+    assert response.status_code == 400
+    assert response.get_json() == {
+        "error": "observation is 41 characters; the limit is 40 (CLAUDEOPS_MEMORY_MAX_OBSERVATION_CHARS)"}
+    assert client.post("/api/v1/memories", json={"category": "timing", "observation": "x" * 40}).status_code == 201
+    page = client.get("/memories").get_data(as_text=True)
+    assert 'name="observation" rows="2" maxlength="40"' in page
+
+
+def test_cooldown_records_beyond_the_limit_are_not_stored(app, fake_cli, caplog):
+    change({"CLAUDEOPS_COOLDOWN_MAX_PER_SESSION": 2})
+    session = run(fake_cli, "[COOLDOWN:restart:web] success — restarted\n"
+                            "[COOLDOWN:restart:mail] success — restarted\n"
+                            "[COOLDOWN:restart:nas] failure — did not come back")
+    rows = db.session.scalars(select(CooldownAction.service).where(CooldownAction.session_id == session.id)
+                              .order_by(CooldownAction.id)).all()
+    assert rows == ["web", "mail"]
+    note = "1 cooldown marker(s) not stored: the session reached CLAUDEOPS_COOLDOWN_MAX_PER_SESSION=2"
+    assert warnings(session) == [("cooldown:not stored", note)]
+    assert note in caplog.text
+
+
+def pre_tool_use(command: str) -> str:
+    return json.dumps({"tool_name": "Bash", "cwd": "/", "tool_input": {"command": command}})
+
+
+def test_a_denial_beyond_the_limit_still_denies_but_is_not_recorded(app, caplog):
+    change({"CLAUDEOPS_COOLDOWN_MAX_PER_SESSION": 3, "CLAUDEOPS_COOLDOWN_RESTART_LIMIT": "1/4h"})
+    session = control.claim(control.enqueue(tier=2).id)
+    caller = gate.Caller(session.id, 2)
+    assert gate.check(pre_tool_use("docker restart web"), caller) is None          # allowed, pending
+    for _ in range(4):
+        assert "cooldown limit reached" in gate.check(pre_tool_use("docker restart web"), caller)
+    outcomes = db.session.scalars(select(CooldownAction.outcome).order_by(CooldownAction.id)).all()
+    assert outcomes == ["pending", "denied", "denied"]
+    assert caplog.text.count(f"session {session.id} reached CLAUDEOPS_COOLDOWN_MAX_PER_SESSION; denial of "
+                             "restart of web not recorded") == 2
+    # The notices went with the records: two, not four.
+    assert db.session.scalar(select(Event.id).where(Event.message.like("%was denied%")).offset(2)) is None
+    # A restart the hook lets run is always recorded: the window must count it.
+    change({"CLAUDEOPS_COOLDOWN_RESTART_LIMIT": None})
+    db.session.execute(CooldownAction.__table__.delete().where(CooldownAction.outcome == "pending"))
+    db.session.commit()
+    assert gate.check(pre_tool_use("docker restart mail"), caller) is None
+    assert cooldown_store.usage("mail", "restart").used == 1
+
+
+@pytest.mark.parametrize("name", ["CLAUDEOPS_EVENTS_MAX_PER_SESSION", "CLAUDEOPS_MEMORY_MAX_PER_SESSION",
+                                  "CLAUDEOPS_MEMORY_MAX_OBSERVATION_CHARS", "CLAUDEOPS_COOLDOWN_MAX_PER_SESSION"])
+def test_limits_are_validated_runtime_settings(app, name):
+    from app.runtime import SettingError, setting
+    with pytest.raises(SettingError, match=f"{name}='0': must be greater than 0"):
+        change({name: 0})
+    change({name: 7})
+    assert setting(name) == 7
