@@ -47,7 +47,7 @@ def _proxy_count(raw: str) -> int:
     return value
 
 
-def _positive_int(raw: str) -> int:
+def positive_int(raw: str) -> int:
     value = _int(raw)
     if value <= 0:
         raise ValueError("must be greater than 0")
@@ -131,7 +131,7 @@ SETTINGS: tuple[Setting, ...] = (
             _interval, runtime=True, schema={"type": "integer", "minimum": 0, "maximum": MAX_INTERVAL}),
     Setting("CLAUDEOPS_SESSION_TIMEOUT", "1800",
             "Seconds a session may run before its whole process group is ended (status `timed_out`).",
-            _positive_int),
+            positive_int),
     Setting("CLAUDEOPS_TIER1_MODEL", "haiku", "Model for tier 1 (observe).", _model, runtime=True,
             schema=MODEL_SCHEMA),
     Setting("CLAUDEOPS_TIER2_MODEL", "sonnet", "Model for tier 2 (investigate).", _model, runtime=True,
@@ -157,7 +157,7 @@ SETTINGS: tuple[Setting, ...] = (
             "Comma-separated `--disallowedTools` for tier 3.", _tool_list),
     Setting("CLAUDEOPS_MAX_LINE_BYTES", str(8 * 1024 * 1024),
             "Longest stream-json line parsed; a longer one is kept in the run log, logged and skipped.",
-            _positive_int),
+            positive_int),
     Setting("CLAUDEOPS_SECRET_KEY", "",
             "Key that signs dashboard cookies and CSRF tokens; empty means one generated once into the state directory.",
             secret=True),
@@ -167,7 +167,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("CLAUDEOPS_API_TOKEN", "",
             "Bearer token for /api/v1 (`Authorization: Bearer …`); with authentication on and no token, the API is closed.",
             secret=True),
-    Setting("CLAUDEOPS_LOGIN_HOURS", "12", "Hours a dashboard login lasts.", _positive_int),
+    Setting("CLAUDEOPS_LOGIN_HOURS", "12", "Hours a dashboard login lasts.", positive_int),
     Setting("CLAUDEOPS_TRUSTED_PROXIES", "0",
             "Reverse proxies in front of the service whose X-Forwarded-For/-Proto/-Host headers are believed "
             "(client address, TLS for Secure cookies); 0 believes none.", _proxy_count),

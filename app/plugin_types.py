@@ -12,7 +12,9 @@ from typing import Optional
 
 from flask import Blueprint
 
-from app.config import Setting  # noqa: F401  (part of the plugin API: claudeops_settings returns these)
+# Part of the plugin API: claudeops_settings returns Settings, and
+# positive_int is a ready parser for a whole number greater than 0.
+from app.config import Setting, positive_int  # noqa: F401
 
 
 @dataclass(frozen=True)

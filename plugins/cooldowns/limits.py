@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from datetime import timedelta
 
-from app.config import Setting
+from app.plugin_types import Setting, positive_int
 from app.runtime import setting
 
 RESTART = "restart"
@@ -82,16 +82,6 @@ def normalise_action(raw: str) -> str | None:
     return ACTION_ALIASES.get(raw.strip().lower())
 
 
-def _positive_int(raw: str) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError("must be a whole number") from None
-    if value <= 0:
-        raise ValueError("must be greater than 0")
-    return value
-
-
 def settings() -> list[Setting]:
     # Runtime settings: an operator may lift or tighten a limit on /config
     # while the service runs. Everyone reads them through setting(), the hook
@@ -106,7 +96,7 @@ def settings() -> list[Setting]:
                 "one beyond it is denied before it runs.", parse_limit, runtime=True, schema=LIMIT_SCHEMA),
         Setting(MAX_PER_SESSION, "20",
                 "Most cooldown records one session may add; a marker or a denial beyond it is logged, not stored "
-                "(a restart the hook lets run is always recorded).", _positive_int, runtime=True,
+                "(a restart the hook lets run is always recorded).", positive_int, runtime=True,
                 schema={"type": "integer", "minimum": 1}),
     ]
 

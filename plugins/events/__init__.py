@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 
 from app.extensions import db
 from app.hookspecs import hookimpl
-from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection, Setting
+from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection, Setting, positive_int
 from app.runtime import setting
 from app.timeutil import utcnow
 from plugins.events.markers import parse_event_markers
@@ -32,21 +32,11 @@ log = logging.getLogger(__name__)
 MAX_PER_SESSION = "CLAUDEOPS_EVENTS_MAX_PER_SESSION"
 
 
-def _positive_int(raw: str) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError("must be a whole number") from None
-    if value <= 0:
-        raise ValueError("must be greater than 0")
-    return value
-
-
 @hookimpl
 def claudeops_settings():
     return [Setting(MAX_PER_SESSION, "100",
                     "Most events one session may record; markers beyond it are logged and noted in the "
-                    "activity log, not stored.", _positive_int, runtime=True,
+                    "activity log, not stored.", positive_int, runtime=True,
                     schema={"type": "integer", "minimum": 1})]
 
 

@@ -6,15 +6,18 @@ from app.plugin_types import OpenApiPaths
 from app.web.apidoc import (JSON_BODY_ERRORS, PAGINATION, TIMESTAMP, array, choice, error, id_parameter,
                             integer, json_body, nullable, obj, page_of, query, ref, response, text)
 from plugins.memory.models import CATEGORIES
-from plugins.memory.store import MAX_OBSERVATION_CHARS, MAX_SERVICE_CHARS
+from plugins.memory.settings import MAX_OBSERVATION
+from plugins.memory.store import MAX_SERVICE_CHARS
 
 HISTORY_ACTIONS = ("created", "reinforced", "contradicted", "decayed", "edited", "pinned", "unpinned",
                    "deactivated", "reactivated", "deleted")
 CONFIDENCE = {"type": "number", "minimum": 0, "maximum": 1}
 # clean_observation: any text with something besides whitespace; whitespace
-# runs are folded into single spaces.
-OBSERVATION = text(min_length=1, max_length=MAX_OBSERVATION_CHARS, pattern="^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$",
-                   description="what was learned; whitespace runs become single spaces")
+# runs are folded into single spaces. Its longest length is a runtime setting,
+# so the document names it instead of fixing a number.
+OBSERVATION = text(min_length=1, pattern="^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$",
+                   description="what was learned; whitespace runs become single spaces; at most "
+                               f"{MAX_OBSERVATION} characters (2000 unless changed), else 400")
 # clean_service: letters, digits, '_' and '-'; empty or "general" is a general memory.
 SERVICE = text(pattern=f"^\\s*[A-Za-z0-9_-]{{0,{MAX_SERVICE_CHARS}}}\\s*$",
                description="the service; empty, null or general for a general memory")
