@@ -18,6 +18,8 @@ def _create_app():
         return create_app()
     except ConfigError as exc:
         raise click.ClickException(f"invalid configuration: {exc}") from None
+    except OSError as exc:   # the state directory cannot be made, or its secret key not written
+        raise click.ClickException(f"cannot prepare {exc.filename}: {exc.strerror or exc}") from None
 
 
 class ClaudeOpsGroup(FlaskGroup):
@@ -50,11 +52,11 @@ def main():
 def serve(host: str, port: int, workers: int):
     """Apply migrations, then serve the dashboard and API with gunicorn and run
     the scheduler. Stops cleanly on SIGTERM or Ctrl-C."""
-    from app.serve import MigrationError, serve as run_service
+    from app.serve import MigrationError, StateDirError, serve as run_service
     from app.sessions.scheduler import SchedulerAlreadyRunning
     try:
         sys.exit(run_service(current_app._get_current_object(), host, port, workers))
-    except (SchedulerAlreadyRunning, MigrationError) as exc:
+    except (SchedulerAlreadyRunning, MigrationError, StateDirError) as exc:
         raise click.ClickException(str(exc)) from None
 
 
@@ -62,11 +64,11 @@ def serve(host: str, port: int, workers: int):
 @with_appcontext
 def scheduler():
     """Run only the scheduler (apply migrations first); no web server."""
-    from app.serve import MigrationError, run_scheduler
+    from app.serve import MigrationError, StateDirError, run_scheduler
     from app.sessions.scheduler import SchedulerAlreadyRunning
     try:
         sys.exit(run_scheduler(current_app._get_current_object()))
-    except (SchedulerAlreadyRunning, MigrationError) as exc:
+    except (SchedulerAlreadyRunning, MigrationError, StateDirError) as exc:
         raise click.ClickException(str(exc)) from None
 
 
@@ -81,12 +83,16 @@ def run_once(tier: int, prompt: str | None):
     Exits 0 if the session completed, 1 otherwise. Meant for trying a setup
     out; it refuses while `claudeops serve` runs on the same state directory
     (use Run now there instead), so two sessions never run at once."""
-    from app.serve import MigrationError, apply_migrations
+    from app.serve import MigrationError, StateDirError, apply_migrations, check_writable_dirs
     from app.sessions import control
     from app.sessions.manager import run_session
     from app.sessions.scheduler import RunnerLock, SchedulerAlreadyRunning
     app = current_app._get_current_object()
     lock = RunnerLock(app.config["CLAUDEOPS_STATE_DIR"])
+    try:
+        check_writable_dirs(app)
+    except StateDirError as exc:
+        raise click.ClickException(str(exc)) from None
     try:
         lock.acquire()
     except SchedulerAlreadyRunning as exc:
