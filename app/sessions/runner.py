@@ -3,7 +3,8 @@
 The runner knows processes and bytes, not stream-json: it hands each complete
 stdout line to a callback, copies every byte to the run log, and ends the whole
 process group on stop, timeout or when the CLI has exited but a leftover child
-still holds stdout open.
+still holds stdout open. The group is led by ``groupguard.py``, which ends it
+if this process dies first.
 """
 from __future__ import annotations
 
@@ -12,10 +13,13 @@ import os
 import selectors
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
+
+from app.sessions import groupguard
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +31,8 @@ ORPHAN_GRACE_SECONDS = 2.0
 # Between SIGTERM and SIGKILL when ending a process group.
 KILL_GRACE_SECONDS = 5.0
 STDERR_TAIL_BYTES = 4000
+# Run by path with the standard library only (-I -S): it starts in milliseconds.
+GUARD_ARGV = [sys.executable, "-I", "-S", groupguard.__file__]
 
 
 @dataclass
@@ -35,6 +41,7 @@ class ProcessOutcome:
     ended_by: Optional[str] = None       # None, or the reason the group was ended early
     timed_out: bool = False
     spawn_error: Optional[str] = None
+    log_error: Optional[str] = None      # the run log could not be written; the session was ended
     stderr_tail: str = ""
     oversized_lines: int = 0
 
@@ -106,33 +113,67 @@ def run_process(command: CLICommand, on_line: Callable[[bytes], None],
     returns ends the process group and becomes ``ended_by``.
     """
     outcome = ProcessOutcome()
-    command.log_path.parent.mkdir(parents=True, exist_ok=True)
-    stderr_path = command.log_path.with_suffix(".stderr.log")
-    with open(command.log_path, "wb") as run_log, open(stderr_path, "w+b") as stderr_file:
-        try:
-            proc = subprocess.Popen(
-                command.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr_file,
-                cwd=command.cwd, env=command.env, start_new_session=True,
-            )
-        except OSError as exc:
-            outcome.spawn_error = f"{command.argv[0]}: {exc.strerror or exc}"
-            return outcome
-
-        def oversized(size: int) -> None:
-            outcome.oversized_lines += 1
-            on_oversized(size)
-
-        splitter = LineSplitter(command.max_line_bytes, on_line, oversized)
-        try:
-            _pump(proc, command, splitter, run_log, should_stop, outcome)
-        finally:
-            _end_group(proc)
-            proc.stdout.close()
-        splitter.close()
-        outcome.exit_code = proc.returncode
-        stderr_file.seek(max(0, stderr_file.seek(0, os.SEEK_END) - STDERR_TAIL_BYTES))
-        outcome.stderr_tail = stderr_file.read().decode("utf-8", "replace").strip()
+    run_log = None
+    try:
+        command.log_path.parent.mkdir(parents=True, exist_ok=True)
+        run_log = open(command.log_path, "wb")
+        stderr_file = open(command.log_path.with_suffix(".stderr.log"), "w+b")
+    except OSError as exc:   # nothing is started without somewhere to keep its output
+        outcome.log_error = _log_error(exc.filename or command.log_path, exc)
+        if run_log is not None:
+            _close(run_log, command.log_path, outcome)
+        return outcome
+    try:
+        with stderr_file:
+            _run(command, on_line, should_stop, on_oversized, run_log, stderr_file, outcome)
+    finally:
+        _close(run_log, command.log_path, outcome)
     return outcome
+
+
+def _run(command, on_line, should_stop, on_oversized, run_log, stderr_file, outcome) -> None:
+    try:
+        # The guard's stdin is its lifeline: a pipe only this process holds.
+        proc = subprocess.Popen(
+            GUARD_ARGV + command.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr_file,
+            cwd=command.cwd, env=command.env, start_new_session=True,
+        )
+    except OSError as exc:
+        outcome.spawn_error = f"{command.argv[0]}: {exc.strerror or exc}"
+        return
+
+    def oversized(size: int) -> None:
+        outcome.oversized_lines += 1
+        on_oversized(size)
+
+    splitter = LineSplitter(command.max_line_bytes, on_line, oversized)
+    try:
+        _pump(proc, command, splitter, run_log, should_stop, outcome)
+    finally:
+        _end_group(proc)
+        proc.stdout.close()
+        proc.stdin.close()
+    if not outcome.log_error:
+        splitter.close()
+    outcome.exit_code = proc.returncode
+    stderr_file.seek(max(0, stderr_file.seek(0, os.SEEK_END) - STDERR_TAIL_BYTES))
+    outcome.stderr_tail = stderr_file.read().decode("utf-8", "replace").strip()
+    if proc.returncode == groupguard.SPAWN_FAILED:
+        for line in outcome.stderr_tail.splitlines():
+            if line.startswith(groupguard.SPAWN_ERROR_PREFIX):
+                outcome.spawn_error = line[len(groupguard.SPAWN_ERROR_PREFIX):]
+
+
+def _log_error(path, exc: OSError) -> str:
+    return f"the run log {path} could not be written: {exc.strerror or exc}"
+
+
+def _close(run_log, path: Path, outcome: ProcessOutcome) -> None:
+    """Close the run log; on a full disk the last buffered bytes may still fail."""
+    try:
+        run_log.close()
+    except OSError as exc:
+        outcome.log_error = outcome.log_error or _log_error(path, exc)
 
 
 def _pump(proc, command, splitter, run_log, should_stop, outcome) -> None:
@@ -149,8 +190,14 @@ def _pump(proc, command, splitter, run_log, should_stop, outcome) -> None:
                     proc.wait()
                     return
                 if data:
-                    run_log.write(data)
-                    run_log.flush()
+                    try:
+                        run_log.write(data)
+                        run_log.flush()
+                    except OSError as exc:
+                        # A session whose every byte cannot be kept is ended, not run blind.
+                        outcome.log_error = _log_error(command.log_path, exc)
+                        log.error("%s; ending the CLI's process group", outcome.log_error)
+                        return
                     splitter.feed(data)
             reason = should_stop()
             if reason:
