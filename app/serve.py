@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from pathlib import Path
 
 import flask_migrate
 from flask import Flask
@@ -25,6 +26,8 @@ from app.sessions.scheduler import SessionScheduler
 log = logging.getLogger(__name__)
 
 GUNICORN_STOP_SECONDS = 30
+# Ends gunicorn if this process is killed outright (see the file).
+GUNICORN_CONF = Path(__file__).with_name("gunicorn_conf.py")
 
 
 class MigrationError(RuntimeError):
@@ -63,7 +66,7 @@ def apply_migrations(app: Flask) -> None:
 def gunicorn_command(host: str, port: int, workers: int) -> list[str]:
     return [sys.executable, "-m", "gunicorn", "--workers", str(workers), "--bind", f"{host}:{port}",
             "--chdir", str(PROJECT_ROOT), "--access-logfile", "-", "--graceful-timeout", "20",
-            "wsgi:app"]
+            "--config", str(GUNICORN_CONF), "wsgi:app"]
 
 
 def serve(app: Flask, host: str, port: int, workers: int) -> int:

@@ -32,6 +32,7 @@ from app.sessions.scheduler import SessionScheduler
 from plugins.events.models import Event
 from tests import streamlines as sl
 from tests.conftest import FAKE_CLAUDE, make_app
+from tests.support.service import Service
 from tests.support.faults import (SchedulerProcess, assert_group_ends, bind_read_only, connect, integrity,
                                   mount_tmpfs, read_pid, read_pid_and_group, unmount, wait_until)
 
@@ -243,6 +244,38 @@ def test_scheduler_killed_mid_session_ends_the_cli_group_and_recovers_on_restart
     assert events_of(next_id) == ["after the restart"]
     assert second.terminate() == 0
     assert integrity(db_path(app)) == "ok"
+
+
+@pytest.mark.slow
+def test_serve_killed_mid_session_leaves_no_web_server_behind_and_starts_again_on_its_port(tmp_path):
+    script, cli_pid = tmp_path / "script.json", tmp_path / "cli.pid"
+    script.write_text(json.dumps(sl.steps(sl.init()) + [{"orphan": 120}] + marker_steps(200, 0.2)))
+    env = {"CLAUDEOPS_INTERVAL": "0", "CLAUDEOPS_CLAUDE_BIN": str(FAKE_CLAUDE), "FAKE_CLAUDE_SCRIPT": str(script),
+           "FAKE_CLAUDE_PID": str(cli_pid), "FAKE_CLAUDE_ORPHAN_PID": str(tmp_path / "orphan.pid")}
+    first = Service(tmp_path / "state", env, workers=2).start()
+    try:
+        status, body = first.post("/api/v1/sessions/trigger", {})
+        session_id = body["id"]
+        _, cli_group = read_pid_and_group(cli_pid)
+        wait_until(lambda: first.get(f"/api/v1/sessions/{session_id}")[1]["status"] == "running")
+        time.sleep(1.0)
+        first.process.send_signal(signal.SIGKILL)   # serve alone: gunicorn and the CLI are left to notice
+        first.process.wait(10)
+        assert_group_ends(first.process.pid, within=30)   # the gunicorn master and its workers
+        assert_group_ends(cli_group, within=15)
+    finally:
+        if first.group_alive():
+            os.killpg(first.process.pid, signal.SIGKILL)
+
+    second = Service(tmp_path / "state", env, workers=1)
+    second.port, second.base_url = first.port, first.base_url   # the port is free again
+    second.start()
+    try:
+        session = second.get(f"/api/v1/sessions/{session_id}")[1]
+        assert session["status"] == "interrupted"
+        assert second.get("/api/v1/events")[1]["total"] >= 1   # what it recorded before the kill
+    finally:
+        assert second.terminate() == 0
 
 
 @pytest.mark.slow
