@@ -8,8 +8,9 @@ import threading
 import click
 from flask import current_app
 from flask.cli import FlaskGroup, with_appcontext
+from sqlalchemy.exc import SQLAlchemyError
 
-from app import create_app
+from app import create_app, dbfaults
 from app.config import TIERS, ConfigError
 
 
@@ -106,7 +107,13 @@ def run_once(tier: int, prompt: str | None):
             apply_migrations(app)
         except MigrationError as exc:
             raise click.ClickException(str(exc)) from None
-        session = run_session(control.claim(control.enqueue(tier=tier, prompt=prompt, trigger="cli").id), shutdown)
+        try:
+            session = run_session(control.claim(control.enqueue(tier=tier, prompt=prompt, trigger="cli").id),
+                                  shutdown)
+        except SQLAlchemyError as exc:
+            raise click.ClickException(
+                f"the session could not be recorded: {dbfaults.describe(exc)}; if it shows as running, the "
+                "scheduler marks it interrupted when it next starts") from None
     finally:
         lock.release()
     click.echo(f"session #{session.id}: {session.status}" + (f" ({session.status_reason})" if session.status_reason else ""))
