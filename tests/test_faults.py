@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import sqlite3
+import subprocess
 import threading
 import time
 import tracemalloc
@@ -28,13 +29,14 @@ from app.extensions import db
 from app.hookspecs import hookimpl
 from app.models import Session, SessionActivity
 from app.sessions import control
+from app.sessions.manager import run_session
 from app.sessions.scheduler import SessionScheduler
 from plugins.events.models import Event
 from tests import streamlines as sl
 from tests.conftest import FAKE_CLAUDE, make_app
-from tests.support.service import Service
 from tests.support.faults import (SchedulerProcess, assert_group_ends, bind_read_only, connect, integrity,
                                   mount_tmpfs, read_pid, read_pid_and_group, unmount, wait_until)
+from tests.support.service import Service
 
 
 @pytest.fixture
@@ -413,7 +415,6 @@ class DatabaseFaultPlugin:
 def test_a_plugin_meeting_a_locked_database_ends_the_session_instead_of_dropping_its_record(
         tmp_path, fake_cli, caplog):
     app = make_app(tmp_path, plugins=[DatabaseFaultPlugin()])
-    from app.sessions.manager import run_session
     with app.app_context():
         # A plugin's own mistake costs only its record: the session goes on.
         fake_cli(sl.steps(sl.init(), sl.text("query bug [EVENT:info:a] still recorded"), sl.result()))
@@ -455,9 +456,7 @@ def test_a_full_disk_under_the_run_log_fails_the_session_clearly(tmp_path, fake_
     fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:web] before the disk filled"))
              + big_tool_results(30, 100_000) + sl.steps(sl.text("[EVENT:info:web] never reached"), sl.result()))
     with app.app_context():
-        session = control.claim(control.enqueue().id)
-        from app.sessions.manager import run_session
-        session = run_session(session)
+        session = run_session(control.claim(control.enqueue().id))
         assert session.status == "failed"
         assert session.status_reason.startswith(f"the session was ended because the run log {results}/session-")
         assert session.status_reason.endswith(" could not be written: No space left on device")
@@ -520,7 +519,6 @@ def test_a_read_only_results_directory_fails_the_session_before_the_cli_starts(
     app = make_app(tmp_path, CLAUDEOPS_RESULTS_DIR=str(results))
     fake_cli(sl.steps(sl.init(), sl.result()))
     with app.app_context():
-        from app.sessions.manager import run_session
         session = run_session(control.claim(control.enqueue().id))
         assert session.status == "failed"
         assert session.status_reason.startswith(f"the session was ended because the run log {results}/session-")
@@ -537,7 +535,6 @@ def test_a_read_only_state_directory_stops_the_scheduler_at_start_with_a_clear_e
     app = make_app(tmp_path)
     with app.app_context():
         db.engine.dispose()   # nothing of ours open for writing, or the remount is refused
-    import subprocess
     subprocess.run(["mount", "-o", "remount,ro", str(state)], check=True)
     process = SchedulerProcess({"CLAUDEOPS_STATE_DIR": str(state), "CLAUDEOPS_INTERVAL": "0",
                                 "CLAUDEOPS_SECRET_KEY": "test-secret"}, tmp_path / "scheduler.log").start()

@@ -30,8 +30,10 @@ MARKERS = 2000               # half events, half memories, one per text block
 WORKERS = 4
 WRK_THREADS = 2
 WRK_CONNECTIONS = 8
-# wrk runs until the session has stored its last marker; this bounds it.
-WRK_MAX_SECONDS = 40
+# wrk runs until the session has stored its last marker, or this long. The
+# load saturates both cores, so on a busy machine the session may outlast it:
+# the figures then say how many markers were stored under load.
+WRK_MAX_SECONDS = 25
 LOAD_MIX = Path(__file__).parent / "support" / "load_mix.lua"
 
 
@@ -96,6 +98,7 @@ def test_four_workers_under_sustained_load_while_a_session_streams_2000_markers(
                    what="the session started")
 
         load_started = time.monotonic()
+        stored_before_load = stored_markers(db_path, session_id)["activity"]
         load = subprocess.Popen(
             [wrk, f"-t{WRK_THREADS}", f"-c{WRK_CONNECTIONS}", f"-d{WRK_MAX_SECONDS}s", "--timeout", "10s",
              "--latency", "-s", str(LOAD_MIX), service.base_url, "--", str(session_id)],
@@ -112,6 +115,7 @@ def test_four_workers_under_sustained_load_while_a_session_streams_2000_markers(
         finally:
             load.send_signal(signal.SIGINT)   # wrk stops and reports
             output, _ = load.communicate(timeout=30)
+        stored_under_load = stored_markers(db_path, session_id)["activity"] - stored_before_load
         # On a machine busier than usual the stream may outlast the load: the
         # rest is still checked, only the figures say so.
         wait_until(ended, timeout=60, step=0.2, what="the session finished")
@@ -122,15 +126,16 @@ def test_four_workers_under_sustained_load_while_a_session_streams_2000_markers(
         print(f"\nwrk: {result['requests']} requests in {seconds:.1f} s = {result['requests'] / seconds:.0f} "
               f"requests/s ({WRK_THREADS} threads, {WRK_CONNECTIONS} connections, {WORKERS} gunicorn workers); "
               f"latency p50 {result['latency_p50_ms']:.0f} ms, p99 {result['latency_p99_ms']:.0f} ms, "
-              f"max {result['latency_max_ms']:.0f} ms; the session "
-              + (f"stored its {MARKERS} markers in {streamed_under_load:.1f} s under that load" if ended_under_load
-                 else f"was still storing markers when the load stopped after {streamed_under_load:.1f} s"))
+              f"max {result['latency_max_ms']:.0f} ms; {stored_under_load} of the {MARKERS} markers were stored "
+              f"during the {streamed_under_load:.1f} s of load"
+              + ("" if ended_under_load else " (the session finished after it)"))
         print(output)
 
         errors = {key: result[key] for key in ("connect", "read", "write", "timeout")}
         assert errors == {"connect": 0, "read": 0, "write": 0, "timeout": 0}, output
         assert result["status"] == 0, f"{result['status']} responses outside 2xx/3xx:\n{output}"
         assert result["requests"] > 0
+        assert stored_under_load > 0, "the load and the session did not overlap"
 
         session = session_row(db_path, session_id)
         assert session["status"] == "completed", session["reason"]
