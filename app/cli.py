@@ -8,8 +8,9 @@ import threading
 import click
 from flask import current_app
 from flask.cli import FlaskGroup, with_appcontext
+from sqlalchemy.exc import SQLAlchemyError
 
-from app import create_app
+from app import create_app, dbfaults
 from app.config import TIERS, ConfigError
 
 
@@ -18,6 +19,8 @@ def _create_app():
         return create_app()
     except ConfigError as exc:
         raise click.ClickException(f"invalid configuration: {exc}") from None
+    except OSError as exc:   # the state directory cannot be made, or its secret key not written
+        raise click.ClickException(f"cannot prepare {exc.filename}: {exc.strerror or exc}") from None
 
 
 class ClaudeOpsGroup(FlaskGroup):
@@ -62,7 +65,7 @@ def serve(host: str, port: int, workers: int):
     """Apply migrations, then serve the dashboard and API with gunicorn and run
     the scheduler. Stops cleanly on SIGTERM or Ctrl-C."""
     from app.auth import credentials_configured, is_loopback
-    from app.serve import MigrationError, serve as run_service
+    from app.serve import MigrationError, StateDirError, serve as run_service
     from app.sessions.scheduler import SchedulerAlreadyRunning
     if not is_loopback(host) and not credentials_configured(current_app.config):
         raise click.ClickException(
@@ -70,7 +73,7 @@ def serve(host: str, port: int, workers: int):
             "(dashboard) and CLAUDEOPS_API_TOKEN (API) first, or listen on 127.0.0.1")
     try:
         sys.exit(run_service(current_app._get_current_object(), host, port, workers))
-    except (SchedulerAlreadyRunning, MigrationError) as exc:
+    except (SchedulerAlreadyRunning, MigrationError, StateDirError) as exc:
         raise click.ClickException(str(exc)) from None
 
 
@@ -78,11 +81,11 @@ def serve(host: str, port: int, workers: int):
 @with_appcontext
 def scheduler():
     """Run only the scheduler (apply migrations first); no web server."""
-    from app.serve import MigrationError, run_scheduler
+    from app.serve import MigrationError, StateDirError, run_scheduler
     from app.sessions.scheduler import SchedulerAlreadyRunning
     try:
         sys.exit(run_scheduler(current_app._get_current_object()))
-    except (SchedulerAlreadyRunning, MigrationError) as exc:
+    except (SchedulerAlreadyRunning, MigrationError, StateDirError) as exc:
         raise click.ClickException(str(exc)) from None
 
 
@@ -97,12 +100,16 @@ def run_once(tier: int, prompt: str | None):
     Exits 0 if the session completed, 1 otherwise. Meant for trying a setup
     out; it refuses while `claudeops serve` runs on the same state directory
     (use Run now there instead), so two sessions never run at once."""
-    from app.serve import MigrationError, apply_migrations
+    from app.serve import MigrationError, StateDirError, apply_migrations, check_writable_dirs
     from app.sessions import control
     from app.sessions.manager import run_session
     from app.sessions.scheduler import RunnerLock, SchedulerAlreadyRunning
     app = current_app._get_current_object()
     lock = RunnerLock(app.config["CLAUDEOPS_STATE_DIR"])
+    try:
+        check_writable_dirs(app)
+    except StateDirError as exc:
+        raise click.ClickException(str(exc)) from None
     try:
         lock.acquire()
     except SchedulerAlreadyRunning as exc:
@@ -116,7 +123,13 @@ def run_once(tier: int, prompt: str | None):
             apply_migrations(app)
         except MigrationError as exc:
             raise click.ClickException(str(exc)) from None
-        session = run_session(control.claim(control.enqueue(tier=tier, prompt=prompt, trigger="cli").id), shutdown)
+        try:
+            session = run_session(control.claim(control.enqueue(tier=tier, prompt=prompt, trigger="cli").id),
+                                  shutdown)
+        except SQLAlchemyError as exc:
+            raise click.ClickException(
+                f"the session could not be recorded: {dbfaults.describe(exc)}; if it shows as running, the "
+                "scheduler marks it interrupted when it next starts") from None
     finally:
         lock.release()
     click.echo(f"session #{session.id}: {session.status}" + (f" ({session.status_reason})" if session.status_reason else ""))

@@ -13,6 +13,7 @@ import pluggy
 from flask import current_app
 
 from app import hookspecs
+from app.dbfaults import storage_fault
 from app.extensions import db
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,10 @@ def call_each(hook_name: str, commit_each: bool = False, **kwargs: Any) -> list[
     With ``commit_each``, what each implementation added to the database
     session is committed after it returns and rolled back if it raised, so a
     faulty plugin loses only its own rows.
+
+    A database that cannot store anything (locked, full, read-only) is not
+    the plugin's fault: that error is raised to the caller, so a session ends
+    with a clear reason instead of running on while every record is dropped.
     """
     caller = getattr(plugin_manager().hook, hook_name)
     results = []
@@ -68,10 +73,12 @@ def call_each(hook_name: str, commit_each: bool = False, **kwargs: Any) -> list[
             continue  # wrappers need pluggy's own call loop; these hooks do not offer them
         try:
             result = impl.function(*(kwargs[name] for name in impl.argnames))
-        except Exception:
-            log.exception("plugin %s failed in %s", impl.plugin_name, hook_name)
+        except Exception as exc:
             if commit_each:
                 db.session.rollback()
+            if storage_fault(exc):
+                raise
+            log.exception("plugin %s failed in %s", impl.plugin_name, hook_name)
             continue
         if commit_each:
             db.session.commit()

@@ -13,7 +13,9 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
+from pathlib import Path
 
 import flask_migrate
 from flask import Flask
@@ -24,10 +26,29 @@ from app.sessions.scheduler import SessionScheduler
 log = logging.getLogger(__name__)
 
 GUNICORN_STOP_SECONDS = 30
+# Ends gunicorn if this process is killed outright (see the file).
+GUNICORN_CONF = Path(__file__).with_name("gunicorn_conf.py")
 
 
 class MigrationError(RuntimeError):
     """The database schema cannot be brought up to date; the message says why."""
+
+
+class StateDirError(RuntimeError):
+    """A directory the service must write to cannot be written."""
+
+
+def check_writable_dirs(app: Flask) -> None:
+    """Refuse to start, naming the directory, rather than fail at the first
+    write (a read-only volume, a wrong owner)."""
+    for label, key in (("state directory", "CLAUDEOPS_STATE_DIR"), ("results directory", "CLAUDEOPS_RESULTS_DIR")):
+        path = app.config[key]
+        try:
+            with tempfile.TemporaryFile(dir=path):
+                pass
+        except OSError as exc:
+            raise StateDirError(f"the {label} {path} cannot be written: {exc.strerror or exc} "
+                                f"(make it writable or set {key})") from None
 
 
 def apply_migrations(app: Flask) -> None:
@@ -45,10 +66,11 @@ def apply_migrations(app: Flask) -> None:
 def gunicorn_command(host: str, port: int, workers: int) -> list[str]:
     return [sys.executable, "-m", "gunicorn", "--workers", str(workers), "--bind", f"{host}:{port}",
             "--chdir", str(PROJECT_ROOT), "--access-logfile", "-", "--graceful-timeout", "20",
-            "wsgi:app"]
+            "--config", str(GUNICORN_CONF), "wsgi:app"]
 
 
 def serve(app: Flask, host: str, port: int, workers: int) -> int:
+    check_writable_dirs(app)
     apply_migrations(app)
     # Workers must use the same state directory and database as this process
     # (they read the same generated secret key from the state directory).
@@ -83,6 +105,7 @@ def serve(app: Flask, host: str, port: int, workers: int) -> int:
 
 def run_scheduler(app: Flask) -> int:
     """The scheduler alone, for deployments that serve the dashboard elsewhere."""
+    check_writable_dirs(app)
     apply_migrations(app)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -14,9 +14,10 @@ from the shapes in tests/fixtures/) and follows a script named by
     {"stderr": "text"}
     {"exit": code}
 
-It records its argv (JSON) to ``FAKE_CLAUDE_ARGV`` when that is set, and
-appends one line per run (session id, parent pid, start and end time) to
-``FAKE_CLAUDE_RUNS`` when that is set.
+It records its argv (JSON) to ``FAKE_CLAUDE_ARGV`` when that is set, its pid
+and process group ("<pid> <pgid>") to ``FAKE_CLAUDE_PID`` when that is set, and appends one line per run (session
+id, parent pid, grandparent pid, start and end time) to ``FAKE_CLAUDE_RUNS``
+when that is set.
 """
 import json
 import os
@@ -26,6 +27,9 @@ import time
 
 
 def main() -> int:
+    if os.environ.get("FAKE_CLAUDE_PID"):
+        with open(os.environ["FAKE_CLAUDE_PID"], "w") as handle:
+            handle.write(f"{os.getpid()} {os.getpgrp()}")
     if os.environ.get("FAKE_CLAUDE_ARGV"):
         with open(os.environ["FAKE_CLAUDE_ARGV"], "w") as handle:
             json.dump({"argv": sys.argv[1:], "env": {k: v for k, v in os.environ.items()
@@ -39,7 +43,13 @@ def main() -> int:
         if os.environ.get("FAKE_CLAUDE_RUNS"):
             with open(os.environ["FAKE_CLAUDE_RUNS"], "a") as handle:
                 handle.write(json.dumps({"session": os.environ.get("CLAUDEOPS_SESSION_ID"), "ppid": os.getppid(),
+                                         "grandparent": parent_of(os.getppid()),
                                          "started": started, "ended": time.time()}) + "\n")
+
+
+def parent_of(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as handle:
+        return int(handle.read().rsplit(")", 1)[1].split()[1])
 
 
 def play(steps: list) -> int:

@@ -36,9 +36,12 @@ def test_run_exits_one_with_the_reason_when_the_session_fails(tmp_path, fake_cli
 
 
 def test_sigterm_stops_the_foreground_session(tmp_path, fake_cli):
-    fake_cli(sl.steps(sl.init(), sl.text("working")) + [{"sleep": 60}])
+    started = fake_cli(sl.steps(sl.init(), sl.text("working")) + [{"sleep": 60}])
     process = subprocess.Popen([str(CLAUDEOPS), "run"], env=claudeops_env(tmp_path), stdout=subprocess.PIPE, text=True)
-    time.sleep(3)
+    deadline = time.monotonic() + 60
+    while not started.exists():   # the fake CLI writes its argv when it starts
+        assert time.monotonic() < deadline and process.poll() is None, "the CLI never started"
+        time.sleep(0.1)
     process.send_signal(signal.SIGTERM)
     output, _ = process.communicate(timeout=20)
     assert process.returncode == 1

@@ -58,8 +58,10 @@ def test_three_quick_run_now_requests_run_one_after_another_in_one_scheduler(ser
 
     runs = [json.loads(line) for line in svc.runs_path.read_text().splitlines()]
     assert [int(r["session"]) for r in runs] == ids
-    # Every CLI was started by the same process, `claudeops serve` itself, not by a gunicorn worker.
-    assert {r["ppid"] for r in runs} == {svc.process.pid}
+    # Every CLI was started by the same process, `claudeops serve` itself, not by a gunicorn worker
+    # (through the guard that leads each session's process group, app/sessions/groupguard.py).
+    assert {r["grandparent"] for r in runs} == {svc.process.pid}
+    assert len({r["ppid"] for r in runs}) == 3
     for earlier, later in zip(runs, runs[1:]):
         assert later["started"] >= earlier["ended"], "two sessions ran at once"
     status, events = svc.get("/api/v1/events")

@@ -33,6 +33,9 @@ class StreamHandler:
 
     def __init__(self, session: Session, run: RunInfo):
         self.session = session
+        # Kept apart: every commit expires ``session``, and reading its id
+        # again would cost a SELECT for every row the stream adds.
+        self.session_id = session.id
         self.run = run
         self.texts: list[str] = []
         self.result: Optional[stream.Result] = None
@@ -50,7 +53,7 @@ class StreamHandler:
             items = stream.parse_line(line)
         except stream.StreamError as exc:
             self.skipped += 1
-            log.warning("session %s: skipped stream line %d: %s", self.session.id, self.line_number, exc)
+            log.warning("session %s: skipped stream line %d: %s", self.session_id, self.line_number, exc)
             self._add("warning", f"skipped line {self.line_number}", f"{exc}: {_preview(line)}")
             db.session.commit()
             return
@@ -62,7 +65,7 @@ class StreamHandler:
         self.line_number += 1
         self.skipped += 1
         log.warning("session %s: skipped stream line %d of %d bytes (over the line limit)",
-                    self.session.id, self.line_number, size)
+                    self.session_id, self.line_number, size)
         self._add("warning", f"skipped line {self.line_number}",
                   f"{size} bytes, over CLAUDEOPS_MAX_LINE_BYTES; kept in the run log only")
         db.session.commit()
@@ -100,7 +103,7 @@ class StreamHandler:
     def _add(self, kind: str, title: Optional[str], body: Optional[str]) -> None:
         if body is not None and len(body) > MAX_ACTIVITY_BODY:
             body = body[:MAX_ACTIVITY_BODY] + f"\n… ({len(body) - MAX_ACTIVITY_BODY} more characters in the run log)"
-        db.session.add(SessionActivity(session_id=self.session.id, kind=kind, title=title, body=body,
+        db.session.add(SessionActivity(session_id=self.session_id, kind=kind, title=title, body=body,
                                        created_at=utcnow()))
 
 

@@ -10,7 +10,7 @@ from sqlalchemy import select, update
 
 from app.config import TIERS
 from app.extensions import db
-from app.models import (FINISHED_STATUSES, INTERRUPTED, QUEUED, RUNNING, STOPPED, TRIGGERS, Session)
+from app.models import (FAILED, FINISHED_STATUSES, INTERRUPTED, QUEUED, RUNNING, STOPPED, TRIGGERS, Session)
 from app.timeutil import utcnow
 
 MAX_PROMPT_CHARS = 20_000
@@ -99,6 +99,16 @@ def mark_interrupted() -> int:
                 status_reason="interrupted: the service stopped while this session was running")).rowcount
     db.session.commit()
     return count
+
+
+def fail_running(session_id: int, reason: str) -> bool:
+    """End a session whose run broke off before recording its end; ``False``
+    if it had ended after all."""
+    changed = db.session.execute(
+        update(Session).where(Session.id == session_id, Session.status == RUNNING)
+        .values(status=FAILED, status_reason=reason, ended_at=utcnow())).rowcount
+    db.session.commit()
+    return bool(changed)
 
 
 def has_pending(trigger: str) -> bool:

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Optional
 
 from flask import current_app
+from sqlalchemy.exc import SQLAlchemyError
 
+from app import dbfaults
 from app.config import TIERS
 from app.extensions import db
 from app.models import COMPLETED, FAILED, STOPPED, TIMED_OUT, Session
@@ -122,8 +124,17 @@ def run_session(session: Session, shutdown: Optional[threading.Event] = None) ->
                          timeout_seconds=config["CLAUDEOPS_SESSION_TIMEOUT"],
                          max_line_bytes=config["CLAUDEOPS_MAX_LINE_BYTES"], redactor=redactor())
     handler = StreamHandler(session, run)
-    outcome = run_process(command, handler.handle_line, _stop_poller(session.id, shutdown),
-                          handler.handle_oversized)
+    try:
+        outcome = run_process(command, handler.handle_line, _stop_poller(session.id, shutdown),
+                              handler.handle_oversized)
+    except SQLAlchemyError as exc:
+        # The runner has ended the CLI's group; what was committed stays, and
+        # the run log holds every byte the CLI wrote up to here.
+        db.session.rollback()
+        reason = (f"the session was ended because the database refused a write: {dbfaults.describe(exc)}; "
+                  f"the run log keeps the CLI's output")
+        log.error("session %s: %s", session.id, reason)
+        return _finish(session, run, FAILED, reason, handler)
     session.exit_code = outcome.exit_code
     status, reason = decide_status(outcome, handler, config["CLAUDEOPS_CLAUDE_BIN"])
     return _finish(session, run, status, reason, handler)
@@ -131,6 +142,8 @@ def run_session(session: Session, shutdown: Optional[threading.Event] = None) ->
 
 def decide_status(outcome: ProcessOutcome, handler: StreamHandler, claude_bin: str) -> tuple[str, Optional[str]]:
     result = handler.result
+    if outcome.log_error:
+        return FAILED, f"the session was ended because {outcome.log_error}"
     if outcome.spawn_error:
         return FAILED, f"could not start the Claude CLI ({outcome.spawn_error}); check CLAUDEOPS_CLAUDE_BIN={claude_bin!r}"
     if outcome.timed_out:

@@ -3,7 +3,8 @@
 The runner knows processes and bytes, not stream-json: it hands each complete
 stdout line to a callback, copies every byte to the run log (redacted: see
 app/sessions/runlog.py), and ends the whole process group on stop, timeout or
-when the CLI has exited but a leftover child still holds stdout open.
+when the CLI has exited but a leftover child still holds stdout open. The
+group is led by ``groupguard.py``, which ends it if this process dies first.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import os
 import selectors
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from app.redaction import Redactor
+from app.sessions import groupguard
 from app.sessions.runlog import RedactedLog, copy_redacted
 
 log = logging.getLogger(__name__)
@@ -31,6 +34,8 @@ ORPHAN_GRACE_SECONDS = 2.0
 # Between SIGTERM and SIGKILL when ending a process group.
 KILL_GRACE_SECONDS = 5.0
 STDERR_TAIL_BYTES = 4000
+# Run by path with the standard library only (-I -S): it starts in milliseconds.
+GUARD_ARGV = [sys.executable, "-I", "-S", groupguard.__file__]
 
 
 @dataclass
@@ -39,6 +44,7 @@ class ProcessOutcome:
     ended_by: Optional[str] = None       # None, or the reason the group was ended early
     timed_out: bool = False
     spawn_error: Optional[str] = None
+    log_error: Optional[str] = None      # the run log could not be written; the session was ended
     stderr_tail: str = ""
     oversized_lines: int = 0
 
@@ -111,40 +117,86 @@ def run_process(command: CLICommand, on_line: Callable[[bytes], None],
     returns ends the process group and becomes ``ended_by``.
     """
     outcome = ProcessOutcome()
-    command.log_path.parent.mkdir(parents=True, exist_ok=True)
-    stderr_path = command.log_path.with_suffix(".stderr.log")
-    # Both logs are written redacted. stderr goes to a file with no name
-    # while the CLI runs, and is copied, redacted, next to the run log after.
-    with open(command.log_path, "wb") as log_file, \
-            tempfile.TemporaryFile(dir=command.log_path.parent) as stderr_file:
-        run_log = RedactedLog(log_file, command.redactor)
-        try:
-            proc = subprocess.Popen(
-                command.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr_file,
-                cwd=command.cwd, env=command.env, start_new_session=True,
-            )
-        except OSError as exc:
-            outcome.spawn_error = f"{command.argv[0]}: {exc.strerror or exc}"
-            return outcome
-
-        def oversized(size: int) -> None:
-            outcome.oversized_lines += 1
-            on_oversized(size)
-
-        splitter = LineSplitter(command.max_line_bytes, on_line, oversized)
-        try:
-            _pump(proc, command, splitter, run_log, should_stop, outcome)
-        finally:
-            _end_group(proc)
-            proc.stdout.close()
-            run_log.close()
-        splitter.close()
-        outcome.exit_code = proc.returncode
-        copy_redacted(stderr_file, stderr_path, command.redactor)
-    with open(stderr_path, "rb") as stderr_log:
-        stderr_log.seek(max(0, stderr_log.seek(0, os.SEEK_END) - STDERR_TAIL_BYTES))
-        outcome.stderr_tail = stderr_log.read().decode("utf-8", "replace").strip()
+    log_file = None
+    try:
+        command.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_file = open(command.log_path, "wb")
+        # stderr goes to a file with no name while the CLI runs, and is
+        # copied, redacted, next to the run log afterwards.
+        stderr_file = tempfile.TemporaryFile(dir=command.log_path.parent)
+    except OSError as exc:   # nothing is started without somewhere to keep its output
+        outcome.log_error = _log_error(exc.filename or command.log_path, exc)
+        if log_file is not None:
+            _close(RedactedLog(log_file, command.redactor), command.log_path, outcome)
+        return outcome
+    run_log = RedactedLog(log_file, command.redactor)
+    try:
+        with stderr_file:
+            _run(command, on_line, should_stop, on_oversized, run_log, stderr_file, outcome)
+            _keep_stderr(stderr_file, command, outcome)
+    finally:
+        _close(run_log, command.log_path, outcome)
     return outcome
+
+
+def _run(command, on_line, should_stop, on_oversized, run_log, stderr_file, outcome) -> None:
+    try:
+        # The guard's stdin is its lifeline: a pipe only this process holds.
+        proc = subprocess.Popen(
+            GUARD_ARGV + command.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr_file,
+            cwd=command.cwd, env=command.env, start_new_session=True,
+        )
+    except OSError as exc:
+        outcome.spawn_error = f"{command.argv[0]}: {exc.strerror or exc}"
+        return
+
+    def oversized(size: int) -> None:
+        outcome.oversized_lines += 1
+        on_oversized(size)
+
+    splitter = LineSplitter(command.max_line_bytes, on_line, oversized)
+    try:
+        _pump(proc, command, splitter, run_log, should_stop, outcome)
+    finally:
+        _end_group(proc)
+        proc.stdout.close()
+        proc.stdin.close()
+    if not outcome.log_error:
+        splitter.close()
+    outcome.exit_code = proc.returncode
+
+
+def _keep_stderr(stderr_file, command: CLICommand, outcome: ProcessOutcome) -> None:
+    """The CLI's stderr, redacted, beside the run log; its tail (redacted
+    too) goes into the outcome, and tells whether the guard could start the CLI."""
+    stderr_path = command.log_path.with_suffix(".stderr.log")
+    try:
+        copy_redacted(stderr_file, stderr_path, command.redactor)
+    except OSError as exc:
+        outcome.log_error = outcome.log_error or _log_error(stderr_path, exc)
+    stderr_file.seek(max(0, stderr_file.seek(0, os.SEEK_END) - STDERR_TAIL_BYTES))
+    tail = stderr_file.read().decode("utf-8", "replace").strip()
+    outcome.stderr_tail = command.redactor.redact(tail) or ""
+    if outcome.exit_code == groupguard.SPAWN_FAILED:
+        for line in outcome.stderr_tail.splitlines():
+            if line.startswith(groupguard.SPAWN_ERROR_PREFIX):
+                outcome.spawn_error = line[len(groupguard.SPAWN_ERROR_PREFIX):]
+
+
+def _log_error(path, exc: OSError) -> str:
+    return f"the run log {path} could not be written: {exc.strerror or exc}"
+
+
+def _close(run_log: RedactedLog, path: Path, outcome: ProcessOutcome) -> None:
+    """Write what the redacted log still holds and close it; on a full disk
+    the last bytes may still fail."""
+    try:
+        try:
+            run_log.close()
+        finally:
+            run_log.file.close()
+    except OSError as exc:
+        outcome.log_error = outcome.log_error or _log_error(path, exc)
 
 
 def _pump(proc, command, splitter, run_log, should_stop, outcome) -> None:
@@ -161,8 +213,14 @@ def _pump(proc, command, splitter, run_log, should_stop, outcome) -> None:
                     proc.wait()
                     return
                 if data:
-                    run_log.write(data)
-                    run_log.flush()
+                    try:
+                        run_log.write(data)
+                        run_log.flush()
+                    except OSError as exc:
+                        # A session whose every byte cannot be kept is ended, not run blind.
+                        outcome.log_error = _log_error(command.log_path, exc)
+                        log.error("%s; ending the CLI's process group", outcome.log_error)
+                        return
                     splitter.feed(data)
             reason = should_stop()
             if reason:

@@ -22,6 +22,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from flask import Flask
 from sqlalchemy import update
 
+from app import dbfaults
 from app.extensions import db
 from app.models import SchedulerState
 from app.runtime import setting
@@ -89,6 +90,10 @@ class SessionScheduler:
         # the later of the last time it fired and the end of its last session.
         self._last_fired = None
         self._last_ended = None
+        # Sessions whose run raised before their end was recorded (the
+        # database refusing writes, most likely), with the reason to record
+        # as soon as the database takes it.
+        self._unfinished: dict[int, str] = {}
 
     def start(self) -> None:
         self._lock.acquire()
@@ -183,12 +188,15 @@ class SessionScheduler:
     def _work(self) -> None:
         while not self.shutdown_event.is_set():
             try:
+                self._record_unfinished()
                 ran = self._run_next()
-            except Exception:
-                log.exception("scheduler worker failed; retrying")
+                if not ran:
+                    self._ensure_armed()
+            except Exception as exc:
+                # The worker must outlive a database that refuses it for a while.
+                log.error("scheduler worker failed (%s); retrying", dbfaults.describe(exc), exc_info=True)
                 ran = False
             if not ran:
-                self._ensure_armed()
                 self._wake.wait(QUEUE_POLL_SECONDS)
                 self._wake.clear()
 
@@ -198,11 +206,30 @@ class SessionScheduler:
                 session = control.claim_next()
                 if session is None:
                     return False
-                log.info("running session %s (tier %s, %s)", session.id, session.tier, session.trigger)
-                session = run_session(session, self.shutdown_event)
-                if session.trigger == SCHEDULE_TRIGGER:
+                session_id, trigger = session.id, session.trigger
+                log.info("running session %s (tier %s, %s)", session_id, session.tier, trigger)
+                try:
+                    run_session(session, self.shutdown_event)
+                except Exception as exc:
+                    self._unfinished[session_id] = f"the session could not be finished: {dbfaults.describe(exc)}"
+                    raise
+                if trigger == SCHEDULE_TRIGGER:
                     self._last_ended = utcnow()
                     self._armed_interval = None   # re-arm from this end
                 return True
+            finally:
+                db.session.remove()
+
+    def _record_unfinished(self) -> None:
+        """Record sessions whose run raised as failed, so none stays
+        "running" while nothing runs it; retried until the database takes it."""
+        if not self._unfinished:
+            return
+        with self.app.app_context():
+            try:
+                for session_id, reason in list(self._unfinished.items()):
+                    if control.fail_running(session_id, reason):
+                        log.warning("session %s recorded as failed: %s", session_id, reason)
+                    del self._unfinished[session_id]
             finally:
                 db.session.remove()

@@ -11,12 +11,20 @@ than rejected, because newer CLIs add them freely.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
 
 class StreamError(ValueError):
     """A line that is not a stream-json object."""
+
+
+# JSON may hold half of a UTF-16 surrogate pair, escaped on its own ("\ud83d"):
+# JavaScript's JSON.stringify writes that for a string cut inside an emoji.
+# Python decodes it to a string no database driver will store, so it becomes
+# U+FFFD.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 @dataclass(frozen=True)
@@ -86,12 +94,28 @@ def parse_line(line: Union[bytes, str]) -> list[Item]:
         obj = json.loads(line)
     except (json.JSONDecodeError, RecursionError) as exc:
         raise StreamError(f"not JSON: {exc}") from None
+    if _SURROGATE_ESCAPE.search(line):
+        try:
+            obj = _replace_lone_surrogates(obj)
+        except RecursionError:
+            raise StreamError("nested too deeply") from None
     if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
         raise StreamError("not a stream-json object (no string 'type')")
     parser = _PARSERS.get(obj["type"])
     if parser is None:
         return [Ignored(obj["type"])]
     return parser(obj)
+
+
+def _replace_lone_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        # Through UTF-16: a proper pair stays one character, a lone half becomes U+FFFD.
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    if isinstance(value, list):
+        return [_replace_lone_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {_replace_lone_surrogates(key): _replace_lone_surrogates(item) for key, item in value.items()}
+    return value
 
 
 def _content_blocks(obj: dict) -> list[dict]:

@@ -1,0 +1,57 @@
+"""Tell a database that cannot store anything (locked past the busy timeout,
+disk full, read-only, failing disk, gone) from a mistake in one query, and
+say which in words an operator can act on.
+
+The difference matters to whoever catches the error: a plugin's bad query
+costs only that plugin's record, but a database that takes no writes must end
+the session with a clear reason rather than let it run on recording nothing.
+"""
+from __future__ import annotations
+
+import sqlite3
+from typing import Optional
+
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
+
+from app import extensions
+
+# SQLite reports storage conditions as OperationalError, exactly like a
+# mistake in SQL ("no such table"), so only its message tells them apart.
+_SQLITE_STORAGE_FAULTS = (
+    ("database is locked", "the database is locked: another connection held it for longer than "
+                           "the busy timeout of {busy} s"),
+    ("database table is locked", "a database table is locked by another connection"),
+    ("database or disk is full", "the disk holding the database is full"),
+    ("readonly database", "the database is read-only (is its directory or file system read-only?)"),
+    ("disk i/o error", "the disk holding the database reported an I/O error"),
+    ("unable to open database file", "the database file cannot be opened (does its directory exist "
+                                     "and is it writable?)"),
+)
+
+
+def storage_fault(exc: BaseException) -> Optional[str]:
+    """What is wrong with the database if ``exc`` says it cannot store
+    anything, else ``None``."""
+    if not isinstance(exc, OperationalError):
+        return None
+    original = exc.orig
+    if not isinstance(original, sqlite3.Error):
+        # Other drivers raise OperationalError for the server or connection
+        # failing; mistakes in SQL are ProgrammingError there.
+        return f"the database is unavailable ({original})"
+    message = str(original).lower()
+    for needle, description in _SQLITE_STORAGE_FAULTS:
+        if needle in message:
+            busy = f"{extensions.SQLITE_BUSY_TIMEOUT_MS / 1000:g}"
+            return f"{description.format(busy=busy)} ({original})"
+    return None
+
+
+def describe(exc: BaseException) -> str:
+    """One line for a session's status reason or a log message."""
+    fault = storage_fault(exc)
+    if fault:
+        return fault
+    if isinstance(exc, SQLAlchemyError) and getattr(exc, "orig", None) is not None:
+        return f"a database error: {exc.orig}"
+    return f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,546 @@
+"""Faults, each a test: how a session ends when the CLI, the scheduler, the
+database or the disk fails under it, and what is kept.
+
+Every test asserts the outcome an operator would check: the session's status
+and reason, the rows already written (still there, nothing half-written), and
+that the CLI's whole process group is gone (``os.killpg(pgid, 0)`` raises
+``ProcessLookupError``). Stop requests from the dashboard are covered in
+tests/test_session_manager.py (test_stop_request_ends_the_session_and_its_group)
+and SIGTERM to `claudeops serve` in tests/test_serve.py.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import threading
+import time
+import tracemalloc
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.exc import OperationalError
+
+from app import extensions
+from app.extensions import db
+from app.hookspecs import hookimpl
+from app.models import Session, SessionActivity
+from app.sessions import control
+from app.sessions.manager import run_session
+from app.sessions.scheduler import SessionScheduler
+from plugins.events.models import Event
+from tests import streamlines as sl
+from tests.conftest import FAKE_CLAUDE, make_app
+from tests.support.faults import (SchedulerProcess, assert_group_ends, bind_read_only, connect, integrity,
+                                  mount_tmpfs, read_pid, read_pid_and_group, unmount, wait_until)
+from tests.support.service import Service
+
+
+@pytest.fixture
+def cli_pid_file(tmp_path, monkeypatch):
+    path = tmp_path / "cli.pid"
+    monkeypatch.setenv("FAKE_CLAUDE_PID", str(path))
+    return path
+
+
+@pytest.fixture
+def orphan_pid_file(tmp_path, monkeypatch):
+    path = tmp_path / "orphan.pid"
+    monkeypatch.setenv("FAKE_CLAUDE_ORPHAN_PID", str(path))
+    return path
+
+
+def events_of(session_id: int) -> list[str]:
+    db.session.remove()
+    return list(db.session.scalars(select(Event.message).where(Event.session_id == session_id).order_by(Event.id)))
+
+
+def activity_kinds(session_id: int) -> list[str]:
+    return list(db.session.scalars(select(SessionActivity.kind).where(SessionActivity.session_id == session_id)
+                                   .order_by(SessionActivity.id)))
+
+
+def db_path(app) -> Path:
+    return Path(app.config["CLAUDEOPS_STATE_DIR"]) / "claudeops.db"
+
+
+def marker_steps(count: int, pause: float, service: str = "web") -> list[dict]:
+    steps = []
+    for number in range(1, count + 1):
+        steps += [{"line": sl.text(f"[EVENT:info:{service}] marker {number}")}, {"sleep": pause}]
+    return steps
+
+
+# --- the CLI ---------------------------------------------------------------------
+
+def test_cli_killed_mid_stream_fails_the_session_and_keeps_what_it_wrote(
+        app, fake_cli, run_session_now, cli_pid_file, orphan_pid_file):
+    fake_cli(sl.steps(sl.init(), sl.text("[EVENT:warning:db] written before the kill"))
+             + [{"orphan": 60}, {"sleep": 60}])
+    seen = {}
+
+    def kill_the_cli():
+        seen["pid"], seen["pgid"] = read_pid_and_group(cli_pid_file)
+        read_pid(orphan_pid_file)   # the marker line is out before the orphan starts
+        time.sleep(0.5)
+        os.kill(seen["pid"], signal.SIGKILL)
+    killer = threading.Thread(target=kill_the_cli)
+    killer.start()
+    session = run_session_now()
+    killer.join()
+    assert session.status == "failed"
+    assert "the Claude CLI was killed by signal 9" in session.status_reason
+    assert session.exit_code == -signal.SIGKILL
+    assert session.response == "[EVENT:warning:db] written before the kill"
+    assert events_of(session.id) == ["written before the kill"]
+    assert activity_kinds(session.id) == ["text", "marker"]
+    # The child it left holding stdout is ended with the rest of its group.
+    assert_group_ends(seen["pgid"])
+
+
+def test_grandchild_holding_stdout_does_not_hang_the_session(
+        app, fake_cli, run_session_now, cli_pid_file, orphan_pid_file):
+    fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:web] up")) + [{"orphan": 60}] + sl.steps(sl.result("up")))
+    started = time.monotonic()
+    session = run_session_now()
+    assert time.monotonic() - started < 12
+    assert session.status == "completed", session.status_reason
+    assert events_of(session.id) == ["up"]
+    _, pgid = read_pid_and_group(cli_pid_file)
+    assert_group_ends(pgid, within=1)   # already gone when the session ends
+
+
+def test_hang_past_the_timeout_ends_the_whole_process_group(
+        app, fake_cli, run_session_now, cli_pid_file, orphan_pid_file):
+    app.config["CLAUDEOPS_SESSION_TIMEOUT"] = 1
+    fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:nas] before the hang")) + [{"orphan": 60}, {"sleep": 60}])
+    started = time.monotonic()
+    session = run_session_now()
+    assert time.monotonic() - started < 12
+    assert session.status == "timed_out"
+    assert session.status_reason == "exceeded the session timeout of 1 s"
+    assert events_of(session.id) == ["before the hang"]
+    _, pgid = read_pid_and_group(cli_pid_file)
+    assert_group_ends(pgid, within=1)
+
+
+def test_invalid_utf8_is_skipped_or_replaced_and_the_session_goes_on(app, fake_cli, run_session_now, caplog):
+    broken = json.dumps(sl.text("[EVENT:critical:nas] never parsed")).replace("never", "\udcffnever")
+    fake_cli(sl.steps(sl.init()) + [
+        {"raw": broken},                                      # raw bytes that are not UTF-8
+        {"line": sl.text("cut inside an emoji \ud83d [EVENT:warning:nas] Disk 91% full")},   # \ud83d, escaped
+        {"line": sl.text("a whole one \U0001F600 [EVENT:info:nas] Scrub done")},
+    ] + sl.steps(sl.result("done")))
+    session = run_session_now()
+    assert session.status == "completed", session.status_reason
+    # The escaped half of a surrogate pair cannot be stored as is: it becomes U+FFFD, the marker counts.
+    assert events_of(session.id) == ["Disk 91% full", "Scrub done"]
+    assert "cut inside an emoji \ufffd [EVENT" in session.response and "\U0001F600" in session.response
+    warning = db.session.scalar(select(SessionActivity.body).where(SessionActivity.kind == "warning"))
+    assert warning.startswith("not UTF-8 at byte ")
+    assert "skipped stream line 2: not UTF-8" in caplog.text
+    # The run log keeps the bytes exactly as they came.
+    assert b"\xffnever parsed" in Path(session.log_path).read_bytes()
+
+
+def test_fifty_megabyte_line_is_skipped_kept_in_the_run_log_and_never_held_whole(app, fake_cli, run_session_now,
+                                                                                 caplog):
+    size = 50 * 1024 * 1024
+    limit = app.config["CLAUDEOPS_MAX_LINE_BYTES"]
+    assert limit == 8 * 1024 * 1024   # the default
+    fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:a] before")) + [{"big_line": size}]
+             + sl.steps(sl.text("[EVENT:info:a] after"), sl.result()))
+    tracemalloc.start()
+    try:
+        session = run_session_now()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert session.status == "completed", session.status_reason
+    assert events_of(session.id) == ["before", "after"]
+    warning = db.session.scalar(select(SessionActivity.body).where(SessionActivity.kind == "warning"))
+    assert warning == f"{size} bytes, over CLAUDEOPS_MAX_LINE_BYTES; kept in the run log only"
+    assert f"skipped stream line 3 of {size} bytes (over the line limit)" in caplog.text
+    assert os.path.getsize(session.log_path) > size
+    print(f"peak Python allocation while a {size / 2**20:.0f} MiB line went by: {peak / 2**20:.1f} MiB")
+    # At most one line's worth of the limit is buffered, plus the run log's
+    # redaction window (held as bytes and as decoded text), never the 50 MB line.
+    from app.sessions.runlog import HOLD_CHARS
+    assert peak < limit * 1.5 + 4 * HOLD_CHARS, f"peak {peak / 2**20:.1f} MiB while a 50 MiB line went by"
+
+
+def test_no_result_line_fails_and_keeps_what_arrived(app, fake_cli, run_session_now):
+    fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:dns] resolver answers"), sl.tool_use("dig example.org"))
+             + [{"stderr": "connection reset"}, {"exit": 0}])
+    session = run_session_now()
+    assert session.status == "failed"
+    assert session.status_reason == "the Claude CLI ended without a result line: connection reset"
+    assert session.exit_code == 0
+    assert events_of(session.id) == ["resolver answers"]
+    assert activity_kinds(session.id) == ["text", "marker", "tool_use"]
+
+
+# --- the scheduler process -----------------------------------------------------------
+
+@pytest.fixture
+def scheduler_process(app, tmp_path):
+    """`claudeops scheduler` on the test app's state directory, with the fake
+    CLI; ``script`` rewrites the fake's script for the next session."""
+    script = tmp_path / "process-script.json"
+    env = {"CLAUDEOPS_STATE_DIR": app.config["CLAUDEOPS_STATE_DIR"], "CLAUDEOPS_DATABASE_URL": "",
+           "CLAUDEOPS_RESULTS_DIR": "", "CLAUDEOPS_WORKDIR": "", "CLAUDEOPS_INTERVAL": "0",
+           "CLAUDEOPS_CLAUDE_BIN": str(FAKE_CLAUDE), "CLAUDEOPS_SECRET_KEY": "test-secret",
+           "FAKE_CLAUDE_SCRIPT": str(script), "FAKE_CLAUDE_PID": str(tmp_path / "cli.pid"),
+           "FAKE_CLAUDE_ORPHAN_PID": str(tmp_path / "orphan.pid")}
+    started = []
+
+    def start() -> SchedulerProcess:
+        process = SchedulerProcess(env, tmp_path / "scheduler.log").start()
+        started.append(process)
+        process.wait_started()
+        return process
+    start.script = lambda steps: script.write_text(json.dumps(steps))
+    start.cli_pid_file = tmp_path / "cli.pid"
+    start.orphan_pid_file = tmp_path / "orphan.pid"
+    yield start
+    for process in started:
+        if process.process.poll() is None:
+            process.kill()
+
+
+def session_status(session_id: int) -> Session:
+    db.session.remove()
+    return db.session.get(Session, session_id)
+
+
+@pytest.mark.slow
+def test_scheduler_killed_mid_session_ends_the_cli_group_and_recovers_on_restart(app, scheduler_process):
+    scheduler_process.script(sl.steps(sl.init()) + [{"orphan": 120}] + marker_steps(200, 0.2)
+                             + sl.steps(sl.result()))
+    first = scheduler_process()
+    killed_id = control.enqueue(trigger="api").id
+    _, pgid = read_pid_and_group(scheduler_process.cli_pid_file)
+    wait_until(lambda: len(events_of(killed_id)) >= 5, what="five markers recorded")
+    written_before = events_of(killed_id)
+    first.kill()
+
+    # Nothing the session started keeps running unsupervised: the group leader
+    # notices its runner is gone and ends the group.
+    assert_group_ends(pgid, within=15)
+    # Every marker written before the kill is still there.
+    after_kill = events_of(killed_id)
+    assert after_kill[:len(written_before)] == written_before
+    assert after_kill == [f"marker {n}" for n in range(1, len(after_kill) + 1)]
+    assert session_status(killed_id).status == "running"   # until a scheduler starts again
+
+    scheduler_process.script(sl.steps(sl.init(), sl.text("[EVENT:info:web] after the restart"), sl.result()))
+    second = scheduler_process()
+    interrupted = session_status(killed_id)
+    assert interrupted.status == "interrupted"
+    assert interrupted.status_reason == "interrupted: the service stopped while this session was running"
+    assert events_of(killed_id) == after_kill
+    next_id = control.enqueue(trigger="api").id
+    wait_until(lambda: session_status(next_id).finished, timeout=20, what="the next session finished")
+    assert session_status(next_id).status == "completed", session_status(next_id).status_reason
+    assert events_of(next_id) == ["after the restart"]
+    assert second.terminate() == 0
+    assert integrity(db_path(app)) == "ok"
+
+
+@pytest.mark.slow
+def test_serve_killed_mid_session_leaves_no_web_server_behind_and_starts_again_on_its_port(tmp_path):
+    script, cli_pid = tmp_path / "script.json", tmp_path / "cli.pid"
+    script.write_text(json.dumps(sl.steps(sl.init()) + [{"orphan": 120}] + marker_steps(200, 0.2)))
+    env = {"CLAUDEOPS_INTERVAL": "0", "CLAUDEOPS_CLAUDE_BIN": str(FAKE_CLAUDE), "FAKE_CLAUDE_SCRIPT": str(script),
+           "FAKE_CLAUDE_PID": str(cli_pid), "FAKE_CLAUDE_ORPHAN_PID": str(tmp_path / "orphan.pid")}
+    first = Service(tmp_path / "state", env, workers=2).start()
+    try:
+        status, body = first.post("/api/v1/sessions/trigger", {})
+        session_id = body["id"]
+        _, cli_group = read_pid_and_group(cli_pid)
+        wait_until(lambda: first.get(f"/api/v1/sessions/{session_id}")[1]["status"] == "running")
+        time.sleep(1.0)
+        first.process.send_signal(signal.SIGKILL)   # serve alone: gunicorn and the CLI are left to notice
+        first.process.wait(10)
+        assert_group_ends(first.process.pid, within=30)   # the gunicorn master and its workers
+        assert_group_ends(cli_group, within=15)
+    finally:
+        if first.group_alive():
+            os.killpg(first.process.pid, signal.SIGKILL)
+
+    second = Service(tmp_path / "state", env, workers=1)
+    second.port, second.base_url = first.port, first.base_url   # the port is free again
+    second.start()
+    try:
+        session = second.get(f"/api/v1/sessions/{session_id}")[1]
+        assert session["status"] == "interrupted"
+        assert second.get("/api/v1/events")[1]["total"] >= 1   # what it recorded before the kill
+    finally:
+        assert second.terminate() == 0
+
+
+@pytest.mark.slow
+def test_sigterm_during_a_session_records_it_stopped_and_ends_the_cli_group(app, scheduler_process):
+    scheduler_process.script(sl.steps(sl.init(), sl.text("[EVENT:info:web] before SIGTERM"))
+                             + [{"orphan": 120}, {"sleep": 120}])
+    process = scheduler_process()
+    session_id = control.enqueue(trigger="api").id
+    _, pgid = read_pid_and_group(scheduler_process.cli_pid_file)
+    read_pid(scheduler_process.orphan_pid_file)
+    wait_until(lambda: events_of(session_id), what="the marker recorded")
+    started = time.monotonic()
+    assert process.terminate() == 0
+    assert time.monotonic() - started < 15
+    assert_group_ends(pgid, within=1)
+    session = session_status(session_id)
+    assert session.status == "stopped"
+    assert session.status_reason == "the service shut down during the session"
+    assert events_of(session_id) == ["before SIGTERM"]
+    assert "Traceback" not in process.log()
+
+
+# --- the database ------------------------------------------------------------------
+
+def hold_database(path: Path, mode: str, start_when, until, report: dict) -> threading.Thread:
+    """Another connection: a reader in a long transaction, or a writer holding
+    the write lock (BEGIN IMMEDIATE), from ``start_when()`` until ``until()``."""
+    def hold():
+        wait_until(start_when, timeout=30, what="the session under way")
+        with connect(path) as connection:
+            if mode == "writer":
+                connection.execute("BEGIN IMMEDIATE")
+            else:
+                connection.execute("BEGIN")
+                report["count_at_start"] = connection.execute("SELECT count(*) FROM events").fetchone()[0]
+            report["held_from"] = time.monotonic()
+            report["released_by_end"] = until()
+            if mode == "reader":   # still the same snapshot, however much was written meanwhile
+                report["count_at_end"] = connection.execute("SELECT count(*) FROM events").fetchone()[0]
+            connection.execute("COMMIT")
+            report["held_until"] = time.monotonic()
+    thread = threading.Thread(target=hold, daemon=True)
+    thread.start()
+    return thread
+
+
+def count_events(path: Path) -> int:
+    with connect(path) as connection:
+        return connection.execute("SELECT count(*) FROM events").fetchone()[0]
+
+
+def test_a_long_reader_does_not_hold_up_the_session(app, fake_cli, run_session_now, caplog):
+    fake_cli(sl.steps(sl.init()) + marker_steps(20, 0.05) + sl.steps(sl.result()))
+    session_done = threading.Event()
+    report = {}
+    holder = hold_database(db_path(app), "reader", lambda: count_events(db_path(app)) >= 2,
+                           lambda: session_done.wait(30), report)
+    session = run_session_now()
+    session_done.set()
+    holder.join(10)
+    assert session.status == "completed", session.status_reason
+    assert len(events_of(session.id)) == 20
+    # The session finished while the reader still held its snapshot: WAL readers never block the writer.
+    assert report["released_by_end"] is True
+    assert report["count_at_end"] == report["count_at_start"] < 20
+    assert "database is locked" not in caplog.text
+
+
+def test_a_writer_holding_the_lock_for_a_while_delays_the_session_and_loses_nothing(app, fake_cli, run_session_now,
+                                                                                    caplog):
+    fake_cli(sl.steps(sl.init()) + marker_steps(20, 0.05) + sl.steps(sl.result()))
+    report = {}
+    holder = hold_database(db_path(app), "writer", lambda: count_events(db_path(app)) >= 2,
+                           lambda: time.sleep(2.0), report)
+    session = run_session_now()
+    holder.join(10)
+    assert session.status == "completed", session.status_reason
+    assert events_of(session.id) == [f"marker {n}" for n in range(1, 21)]
+    stamps = db.session.scalars(select(Event.created_at).order_by(Event.id)).all()
+    longest_wait = max((b - a).total_seconds() for a, b in zip(stamps, stamps[1:]))
+    assert longest_wait >= 1.5, "the writer's lock never held the session up"
+    assert "database is locked" not in caplog.text
+
+
+def test_a_lock_held_past_the_busy_timeout_fails_the_session_clearly_and_the_next_one_runs(
+        tmp_path, monkeypatch, fake_cli, cli_pid_file, caplog):
+    monkeypatch.setattr(extensions, "SQLITE_BUSY_TIMEOUT_MS", 500)
+    app = make_app(tmp_path, CLAUDEOPS_INTERVAL=0)
+    path = db_path(app)
+    fake_cli(sl.steps(sl.init()) + marker_steps(40, 0.1) + sl.steps(sl.result()))
+    with app.app_context():
+        scheduler = SessionScheduler(app)
+        scheduler.start()
+        try:
+            session_id = control.enqueue(trigger="api").id
+            report = {}
+            holder = hold_database(path, "writer", lambda: count_events(path) >= 3, lambda: time.sleep(3.0), report)
+            wait_until(lambda: session_status(session_id).finished, timeout=30, what="the session recorded as ended")
+            holder.join(10)
+            session = session_status(session_id)
+            assert session.status == "failed"
+            assert "the database is locked: another connection held it for longer than the busy timeout of 0.5 s" \
+                in session.status_reason
+            _, pgid = read_pid_and_group(cli_pid_file)
+            assert_group_ends(pgid, within=1)
+            # What was committed before the lock is kept, in order, whole.
+            kept = events_of(session_id)
+            assert 3 <= len(kept) < 40 and kept == [f"marker {n}" for n in range(1, len(kept) + 1)]
+            assert "database is locked" in caplog.text
+
+            fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:web] after the lock"), sl.result()))
+            next_id = control.enqueue(trigger="api").id
+            wait_until(lambda: session_status(next_id).finished, timeout=20, what="the next session finished")
+            assert session_status(next_id).status == "completed"
+            assert events_of(next_id) == ["after the lock"]
+        finally:
+            scheduler.shutdown()
+            db.session.remove()
+    assert integrity(path) == "ok"
+
+
+class DatabaseFaultPlugin:
+    """Meets the database's faults inside the marker hook, as a plugin that
+    queries before it writes (the memory plugin does) would."""
+
+    @hookimpl
+    def claudeops_markers(self, text, run):
+        if "query bug" in text:
+            raise OperationalError("SELECT * FROM nowhere", {}, sqlite3.OperationalError("no such table: nowhere"))
+        if "while locked" in text:
+            raise OperationalError("INSERT INTO x", {}, sqlite3.OperationalError("database is locked"))
+        return None
+
+
+def test_a_plugin_meeting_a_locked_database_ends_the_session_instead_of_dropping_its_record(
+        tmp_path, fake_cli, caplog):
+    app = make_app(tmp_path, plugins=[DatabaseFaultPlugin()])
+    with app.app_context():
+        # A plugin's own mistake costs only its record: the session goes on.
+        fake_cli(sl.steps(sl.init(), sl.text("query bug [EVENT:info:a] still recorded"), sl.result()))
+        first = run_session(control.claim(control.enqueue().id))
+        assert first.status == "completed", first.status_reason
+        assert events_of(first.id) == ["still recorded"]
+        assert "failed in claudeops_markers" in caplog.text
+        # A database that takes no writes is not the plugin's fault: the session says so.
+        fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:a] first"), sl.text("while locked"),
+                          sl.text("[EVENT:info:a] never reached"), sl.result()))
+        second = run_session(control.claim(control.enqueue().id))
+        assert second.status == "failed"
+        assert second.status_reason.startswith(
+            "the session was ended because the database refused a write: the database is locked")
+        assert events_of(second.id) == ["first"]
+        db.session.remove()
+
+
+# --- the disk ----------------------------------------------------------------------
+
+@pytest.fixture
+def mounts():
+    """Mount points made by a test, unmounted after it."""
+    made: list[Path] = []
+    yield made
+    for path in reversed(made):
+        unmount(path)
+
+
+def big_tool_results(count: int, size: int) -> list[dict]:
+    return [{"line": sl.tool_result("x" * size, tool_id=f"toolu_fill_{n}")} for n in range(count)]
+
+
+def test_a_full_disk_under_the_run_log_fails_the_session_clearly(tmp_path, fake_cli, cli_pid_file, mounts, caplog):
+    results = tmp_path / "results"
+    mount_tmpfs(results, "1m")
+    mounts.append(results)
+    app = make_app(tmp_path, CLAUDEOPS_RESULTS_DIR=str(results))
+    fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:web] before the disk filled"))
+             + big_tool_results(30, 100_000) + sl.steps(sl.text("[EVENT:info:web] never reached"), sl.result()))
+    with app.app_context():
+        session = run_session(control.claim(control.enqueue().id))
+        assert session.status == "failed"
+        assert session.status_reason.startswith(f"the session was ended because the run log {results}/session-")
+        assert session.status_reason.endswith(" could not be written: No space left on device")
+        assert events_of(session.id) == ["before the disk filled"]
+        assert "No space left on device" in caplog.text
+        db.session.remove()
+    _, pgid = read_pid_and_group(cli_pid_file)
+    assert_group_ends(pgid, within=1)
+    assert integrity(db_path(app)) == "ok"
+
+
+def test_a_full_disk_under_the_database_fails_the_session_clearly_and_keeps_the_rows_whole(
+        tmp_path, fake_cli, cli_pid_file, mounts, caplog):
+    state = tmp_path / "state"
+    mount_tmpfs(state, "8m")
+    mounts.append(state)
+    app = make_app(tmp_path, CLAUDEOPS_RESULTS_DIR=str(tmp_path / "results"), CLAUDEOPS_INTERVAL=0)
+    path = db_path(app)
+    filler = state / "filler"
+    # Leave about 300 kB: the session's activity log fills it.
+    free = os.statvfs(state).f_bavail * os.statvfs(state).f_frsize
+    filler.write_bytes(b"\0" * (free - 300_000))
+    fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:web] before the disk filled"))
+             + big_tool_results(100, 19_000) + sl.steps(sl.text("[EVENT:info:web] never reached"), sl.result()))
+    with app.app_context():
+        scheduler = SessionScheduler(app)
+        scheduler.start()
+        try:
+            session_id = control.enqueue(trigger="api").id
+            wait_until(lambda: "database or disk is full" in caplog.text, timeout=30, what="the disk full")
+            _, pgid = read_pid_and_group(cli_pid_file)
+            assert_group_ends(pgid)
+            filler.unlink()   # the operator makes room
+            wait_until(lambda: session_status(session_id).finished, timeout=30, what="the session recorded as ended")
+            session = session_status(session_id)
+            assert session.status == "failed"
+            assert "the disk holding the database is full (database or disk is full)" in session.status_reason
+            assert events_of(session_id) == ["before the disk filled"]
+            # No half rows: every tool result stored is whole.
+            bodies = db.session.scalars(select(SessionActivity.body).where(
+                SessionActivity.session_id == session_id, SessionActivity.kind == "tool_result")).all()
+            assert bodies and all(body == "x" * 19_000 for body in bodies)
+
+            fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:web] room again"), sl.result()))
+            next_id = control.enqueue(trigger="api").id
+            wait_until(lambda: session_status(next_id).finished, timeout=20, what="the next session finished")
+            assert session_status(next_id).status == "completed"
+        finally:
+            scheduler.shutdown()
+            db.session.remove()
+    assert integrity(path) == "ok"
+
+
+def test_a_read_only_results_directory_fails_the_session_before_the_cli_starts(
+        tmp_path, fake_cli, cli_pid_file, mounts):
+    results = tmp_path / "results"
+    results.mkdir()
+    bind_read_only(results)
+    mounts.append(results)
+    app = make_app(tmp_path, CLAUDEOPS_RESULTS_DIR=str(results))
+    fake_cli(sl.steps(sl.init(), sl.result()))
+    with app.app_context():
+        session = run_session(control.claim(control.enqueue().id))
+        assert session.status == "failed"
+        assert session.status_reason.startswith(f"the session was ended because the run log {results}/session-")
+        assert session.status_reason.endswith(" could not be written: Read-only file system")
+        db.session.remove()
+    assert not cli_pid_file.exists(), "the CLI ran without a run log"
+
+
+@pytest.mark.slow
+def test_a_read_only_state_directory_stops_the_scheduler_at_start_with_a_clear_error(tmp_path, mounts):
+    state = tmp_path / "state"
+    mount_tmpfs(state, "16m")
+    mounts.append(state)
+    app = make_app(tmp_path)
+    with app.app_context():
+        db.engine.dispose()   # nothing of ours open for writing, or the remount is refused
+    subprocess.run(["mount", "-o", "remount,ro", str(state)], check=True)
+    process = SchedulerProcess({"CLAUDEOPS_STATE_DIR": str(state), "CLAUDEOPS_INTERVAL": "0",
+                                "CLAUDEOPS_SECRET_KEY": "test-secret"}, tmp_path / "scheduler.log").start()
+    assert process.process.wait(30) == 1
+    log = process.log()
+    assert f"Error: the state directory {state} cannot be written: Read-only file system" in log
+    assert "Traceback" not in log
