@@ -35,7 +35,7 @@ from plugins.events.models import Event
 from tests import streamlines as sl
 from tests.conftest import FAKE_CLAUDE, make_app
 from tests.support.faults import (SchedulerProcess, assert_group_ends, bind_read_only, connect, integrity,
-                                  mount_tmpfs, read_pid, read_pid_and_group, unmount, wait_until)
+                                  mount_tmpfs, read_pid, read_pid_and_group, unmount, wait_for)
 from tests.support.service import Service
 
 
@@ -223,7 +223,7 @@ def test_scheduler_killed_mid_session_ends_the_cli_group_and_recovers_on_restart
     first = scheduler_process()
     killed_id = control.enqueue(trigger="api").id
     _, pgid = read_pid_and_group(scheduler_process.cli_pid_file)
-    wait_until(lambda: len(events_of(killed_id)) >= 5, what="five markers recorded")
+    wait_for(lambda: len(events_of(killed_id)) >= 5, what="five markers recorded")
     written_before = events_of(killed_id)
     first.kill()
 
@@ -243,7 +243,7 @@ def test_scheduler_killed_mid_session_ends_the_cli_group_and_recovers_on_restart
     assert interrupted.status_reason == "interrupted: the service stopped while this session was running"
     assert events_of(killed_id) == after_kill
     next_id = control.enqueue(trigger="api").id
-    wait_until(lambda: session_status(next_id).finished, timeout=20, what="the next session finished")
+    wait_for(lambda: session_status(next_id).finished, timeout=20, what="the next session finished")
     assert session_status(next_id).status == "completed", session_status(next_id).status_reason
     assert events_of(next_id) == ["after the restart"]
     assert second.terminate() == 0
@@ -261,7 +261,7 @@ def test_serve_killed_mid_session_leaves_no_web_server_behind_and_starts_again_o
         status, body = first.post("/api/v1/sessions/trigger", {})
         session_id = body["id"]
         _, cli_group = read_pid_and_group(cli_pid)
-        wait_until(lambda: first.get(f"/api/v1/sessions/{session_id}")[1]["status"] == "running")
+        wait_for(lambda: first.get(f"/api/v1/sessions/{session_id}")[1]["status"] == "running")
         time.sleep(1.0)
         first.process.send_signal(signal.SIGKILL)   # serve alone: gunicorn and the CLI are left to notice
         first.process.wait(10)
@@ -290,7 +290,7 @@ def test_sigterm_during_a_session_records_it_stopped_and_ends_the_cli_group(app,
     session_id = control.enqueue(trigger="api").id
     _, pgid = read_pid_and_group(scheduler_process.cli_pid_file)
     read_pid(scheduler_process.orphan_pid_file)
-    wait_until(lambda: events_of(session_id), what="the marker recorded")
+    wait_for(lambda: events_of(session_id), what="the marker recorded")
     started = time.monotonic()
     assert process.terminate() == 0
     assert time.monotonic() - started < 15
@@ -308,7 +308,7 @@ def hold_database(path: Path, mode: str, start_when, until, report: dict) -> thr
     """Another connection: a reader in a long transaction, or a writer holding
     the write lock (BEGIN IMMEDIATE), from ``start_when()`` until ``until()``."""
     def hold():
-        wait_until(start_when, timeout=30, what="the session under way")
+        wait_for(start_when, timeout=30, what="the session under way")
         with connect(path) as connection:
             if mode == "writer":
                 connection.execute("BEGIN IMMEDIATE")
@@ -377,7 +377,7 @@ def test_a_lock_held_past_the_busy_timeout_fails_the_session_clearly_and_the_nex
             session_id = control.enqueue(trigger="api").id
             report = {}
             holder = hold_database(path, "writer", lambda: count_events(path) >= 3, lambda: time.sleep(3.0), report)
-            wait_until(lambda: session_status(session_id).finished, timeout=30, what="the session recorded as ended")
+            wait_for(lambda: session_status(session_id).finished, timeout=30, what="the session recorded as ended")
             holder.join(10)
             session = session_status(session_id)
             assert session.status == "failed"
@@ -392,7 +392,7 @@ def test_a_lock_held_past_the_busy_timeout_fails_the_session_clearly_and_the_nex
 
             fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:web] after the lock"), sl.result()))
             next_id = control.enqueue(trigger="api").id
-            wait_until(lambda: session_status(next_id).finished, timeout=20, what="the next session finished")
+            wait_for(lambda: session_status(next_id).finished, timeout=20, what="the next session finished")
             assert session_status(next_id).status == "completed"
             assert events_of(next_id) == ["after the lock"]
         finally:
@@ -488,11 +488,11 @@ def test_a_full_disk_under_the_database_fails_the_session_clearly_and_keeps_the_
         scheduler.start()
         try:
             session_id = control.enqueue(trigger="api").id
-            wait_until(lambda: "database or disk is full" in caplog.text, timeout=30, what="the disk full")
+            wait_for(lambda: "database or disk is full" in caplog.text, timeout=30, what="the disk full")
             _, pgid = read_pid_and_group(cli_pid_file)
             assert_group_ends(pgid)
             filler.unlink()   # the operator makes room
-            wait_until(lambda: session_status(session_id).finished, timeout=30, what="the session recorded as ended")
+            wait_for(lambda: session_status(session_id).finished, timeout=30, what="the session recorded as ended")
             session = session_status(session_id)
             assert session.status == "failed"
             assert "the disk holding the database is full (database or disk is full)" in session.status_reason
@@ -504,7 +504,7 @@ def test_a_full_disk_under_the_database_fails_the_session_clearly_and_keeps_the_
 
             fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:web] room again"), sl.result()))
             next_id = control.enqueue(trigger="api").id
-            wait_until(lambda: session_status(next_id).finished, timeout=20, what="the next session finished")
+            wait_for(lambda: session_status(next_id).finished, timeout=20, what="the next session finished")
             assert session_status(next_id).status == "completed"
         finally:
             scheduler.shutdown()

@@ -21,7 +21,7 @@ import pytest
 
 from tests import streamlines as sl
 from tests.conftest import FAKE_CLAUDE
-from tests.support.faults import connect, integrity, wait_until
+from tests.support.faults import connect, integrity, wait_for
 from tests.support.service import Service
 
 pytestmark = pytest.mark.slow
@@ -94,7 +94,7 @@ def test_four_workers_under_sustained_load_while_a_session_streams_2000_markers(
         status, body = service.post("/api/v1/sessions/trigger", {"prompt": "check every service"})
         assert status == 201, body
         session_id = body["id"]
-        wait_until(lambda: session_row(db_path, session_id)["status"] != "queued", timeout=15,
+        wait_for(lambda: session_row(db_path, session_id)["status"] != "queued", timeout=15,
                    what="the session started")
 
         load_started = time.monotonic()
@@ -118,7 +118,7 @@ def test_four_workers_under_sustained_load_while_a_session_streams_2000_markers(
         stored_under_load = stored_markers(db_path, session_id)["activity"] - stored_before_load
         # On a machine busier than usual the stream may outlast the load: the
         # rest is still checked, only the figures say so.
-        wait_until(ended, timeout=60, step=0.2, what="the session finished")
+        wait_for(ended, timeout=60, interval=0.2, what="the session finished")
         match = re.search(r"^WRK_RESULT (\{.*\})$", output, re.MULTILINE)
         assert match, f"wrk gave no result:\n{output}"
         result = json.loads(match.group(1))

@@ -14,6 +14,7 @@ from app.sessions import control
 from app.sessions.scheduler import SessionScheduler
 from app.timeutil import utcnow
 from tests import streamlines as sl
+from tests.support.waiting import wait_for
 
 
 def all_sessions():
@@ -21,14 +22,6 @@ def all_sessions():
     return db.session.scalars(select(Session).order_by(Session.id)).all()
 
 
-def wait_for(predicate, timeout=15.0, step=0.1):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    raise AssertionError("condition not met in time")
 
 
 def session_script(seconds: float) -> list[dict]:

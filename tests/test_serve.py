@@ -10,6 +10,7 @@ import pytest
 from tests import streamlines as sl
 from tests.conftest import FAKE_CLAUDE
 from tests.support.service import Service
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -32,14 +33,6 @@ def service(tmp_path, fake_cli):
         svc.terminate()
 
 
-def wait_for(predicate, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError("condition not met in time")
 
 
 def test_three_quick_run_now_requests_run_one_after_another_in_one_scheduler(service):

@@ -21,6 +21,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from tests.support.waiting import wait_for  # noqa: F401  (the browser tests' import)
+
 CHROMIUM_ENV = "CLAUDEOPS_TEST_CHROMIUM"
 
 # headless=True makes Playwright pass --headless, which is the new headless mode
@@ -124,14 +126,3 @@ def write_script(path: Path, steps: list[dict]) -> None:
     draft.write_text(json.dumps(steps))
     os.replace(draft, path)
 
-
-def wait_for(predicate, timeout: float = 20.0, interval: float = 0.2, what: str = "condition"):
-    """Poll a (server-side) condition; returns its first truthy value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"{what} not met within {timeout} s")
-        time.sleep(interval)

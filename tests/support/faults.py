@@ -14,17 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.waiting import wait_for
+
 CLAUDEOPS = Path(sys.executable).with_name("claudeops")
 
 
-def wait_until(predicate, timeout: float = 15.0, step: float = 0.05, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    raise AssertionError(f"{what} not met within {timeout}s")
 
 
 def group_alive(pgid: int) -> bool:
@@ -56,13 +50,13 @@ def _pgid_of(pid: int) -> int | None:
 
 def read_pid(path: Path, timeout: float = 15.0) -> int:
     """The pid in a file the fake CLI writes (FAKE_CLAUDE_ORPHAN_PID)."""
-    wait_until(lambda: path.exists() and path.read_text().strip(), timeout, what=f"{path.name} written")
+    wait_for(lambda: path.exists() and path.read_text().strip(), timeout, what=f"{path.name} written")
     return int(path.read_text().split()[0])
 
 
 def read_pid_and_group(path: Path, timeout: float = 15.0) -> tuple[int, int]:
     """The fake CLI's pid and process group (FAKE_CLAUDE_PID)."""
-    wait_until(lambda: len(path.read_text().split()) == 2 if path.exists() else False, timeout,
+    wait_for(lambda: len(path.read_text().split()) == 2 if path.exists() else False, timeout,
                what=f"{path.name} written")
     pid, pgid = path.read_text().split()
     return int(pid), int(pgid)
@@ -134,7 +128,7 @@ class SchedulerProcess:
             return handle.read().decode(errors="replace")
 
     def wait_started(self, timeout: float = 30.0) -> None:
-        wait_until(lambda: "scheduler started" in self.log() or self.process.poll() is not None, timeout,
+        wait_for(lambda: "scheduler started" in self.log() or self.process.poll() is not None, timeout,
                    what="scheduler start")
         assert self.process.poll() is None, f"the scheduler exited:\n{self.log()}"
 
