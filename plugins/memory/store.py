@@ -21,15 +21,15 @@ from app.plugins import plugin_manager
 from app.timeutil import utcnow
 from plugins.memory.context import MemoryContext, build_memory_context
 from plugins.memory.matcher import CONTRADICT, REINFORCE, Candidate, Match
-from plugins.memory.models import (ACTIVE_THRESHOLD, CATEGORIES, DEFAULT_CONFIDENCE, Memory,
-                                   MemoryHistory)
+from plugins.memory.models import (ACTIVE_THRESHOLD, CATEGORIES, DECAY_GRACE_PERIOD, DEFAULT_CONFIDENCE,
+                                   Memory, MemoryHistory)
 
 log = logging.getLogger(__name__)
 
 REINFORCE_DELTA = 0.1
 CONTRADICT_DELTA = 0.2
 DECAY_PER_WEEK = 0.1
-GRACE_PERIOD = timedelta(days=30)
+GRACE_PERIOD = DECAY_GRACE_PERIOD
 MAX_OBSERVATION_CHARS = 2000
 MAX_SERVICE_CHARS = 100
 SERVICE_PATTERN = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -100,15 +100,17 @@ def parse_confidence(raw) -> float:
 
 def record_observation(category: str, service: Optional[str], observation: str, run: RunInfo) -> Recorded:
     """Apply one ``[MEMORY:...]`` marker: reinforce, contradict or create."""
-    candidates = db.session.scalars(select(Memory).where(
-        Memory.active.is_(True), Memory.category == category,
-        Memory.service.is_(None) if service is None else Memory.service == service)
-        .order_by(Memory.confidence.desc(), Memory.id)).all()
-    by_id = {memory.id: memory for memory in candidates}
+    # Only ids and texts to match against; the one memory that matched is loaded whole.
+    candidates = [Candidate(memory_id, text) for memory_id, text in db.session.execute(
+        select(Memory.id, Memory.observation).where(
+            Memory.active.is_(True), Memory.category == category,
+            Memory.service.is_(None) if service is None else Memory.service == service)
+        .order_by(Memory.confidence.desc(), Memory.id))]
     match = plugin_manager().hook.claudeops_memory_match(
         category=category, service=service, observation=observation,
-        candidates=[Candidate(m.id, m.observation) for m in candidates]) or Match("distinct")
-    target = by_id.get(match.memory_id)
+        candidates=candidates) or Match("distinct")
+    named = {c.memory_id for c in candidates}
+    target = db.session.get(Memory, match.memory_id) if match.memory_id in named else None
     if match.relation in (REINFORCE, CONTRADICT) and target is None:
         log.warning("memory matcher named memory %s, which is not a candidate; recording a new memory",
                     match.memory_id)
@@ -218,17 +220,26 @@ def _clean_ids(ids) -> list[int]:
 
 # --- decay -----------------------------------------------------------------
 
+def weeks_of_decay_due(updated_at: datetime, now: datetime) -> int:
+    """Full weeks past the grace period since the last reinforcement or edit."""
+    return max(0, int((now - updated_at - GRACE_PERIOD) / timedelta(weeks=1)))
+
+
 def decay(now: Optional[datetime] = None, run: Optional[RunInfo] = None) -> int:
     """Take 0.1 off per full week past the grace period since the last
     reinforcement or edit. Idempotent: weeks already taken off are counted
     in ``decayed_weeks``, so running it again the same week changes nothing.
-    Pinned memories never decay. Returns how many memories changed."""
+    Pinned memories never decay. Returns how many memories changed.
+
+    Only the memories whose next week has fallen due are read (an index on
+    ``decay_due_at``), so a start costs the same however many memories are
+    kept."""
     now = now or utcnow()
-    stale = db.session.scalars(select(Memory).where(
-        Memory.active.is_(True), Memory.pinned.is_(False), Memory.updated_at < now - GRACE_PERIOD)).all()
+    due = db.session.scalars(select(Memory).where(
+        Memory.active.is_(True), Memory.pinned.is_(False), Memory.decay_due_at <= now)).all()
     changed = 0
-    for memory in stale:
-        weeks_due = int((now - memory.updated_at - GRACE_PERIOD) / timedelta(weeks=1))
+    for memory in due:
+        weeks_due = weeks_of_decay_due(memory.updated_at, now)
         weeks = weeks_due - memory.decayed_weeks
         if weeks <= 0:
             continue
