@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from typing import Optional
+
+from sqlalchemy import insert
 
 from app.extensions import db
 from app.models import Session, SessionActivity
 from app.plugin_types import MarkerRecord, RunInfo
-from app.plugins import call_each, flatten
 from app.sessions import stream
+from app.sessions.fanout import MarkerFanOut
+from app.sessions.response import ResponseTail
 from app.timeutil import utcnow
 
 log = logging.getLogger(__name__)
@@ -23,22 +27,35 @@ log = logging.getLogger(__name__)
 # The run log keeps every byte; the activity log shows enough to follow along.
 MAX_ACTIVITY_BODY = 20_000
 PREVIEW_CHARS = 200
+MAX_RESPONSE_CHARS = 200_000
+
+# Rows are written in batches, one commit for many lines, but never later
+# than this after the previous write: the dashboard's activity log stays live.
+COMMIT_INTERVAL_SECONDS = 0.5
+COMMIT_EVERY_LINES = 500
 
 
 class StreamHandler:
-    """Consumes one session's stdout lines as they arrive."""
+    """Consumes one session's stdout lines as they arrive.
+
+    Call ``commit_if_due`` between reads as well (a quiet stream's last rows
+    must not wait for the next line) and ``close`` at the end."""
 
     def __init__(self, session: Session, run: RunInfo):
         self.session = session
         self.run = run
-        self.texts: list[str] = []
+        self.response_tail = ResponseTail(MAX_RESPONSE_CHARS)
+        self.markers = MarkerFanOut(run)
         self.result: Optional[stream.Result] = None
         self.line_number = 0
         self.skipped = 0
+        self._rows: list[dict] = []          # activity not yet written
+        self._lines_since_commit = 0
+        self._last_commit = time.monotonic()
 
     @property
     def response(self) -> str:
-        return "\n\n".join(self.texts)
+        return self.response_tail.text()
 
     def handle_line(self, line: bytes) -> None:
         self.line_number += 1
@@ -48,11 +65,11 @@ class StreamHandler:
             self.skipped += 1
             log.warning("session %s: skipped stream line %d: %s", self.session.id, self.line_number, exc)
             self._add("warning", f"skipped line {self.line_number}", f"{exc}: {_preview(line)}")
-            db.session.commit()
-            return
-        for item in items:
-            self._handle_item(item)
-        db.session.commit()
+        else:
+            for item in items:
+                self._handle_item(item)
+        self._lines_since_commit += 1
+        self.commit_if_due()
 
     def handle_oversized(self, size: int) -> None:
         self.line_number += 1
@@ -61,14 +78,34 @@ class StreamHandler:
                     self.session.id, self.line_number, size)
         self._add("warning", f"skipped line {self.line_number}",
                   f"{size} bytes, over CLAUDEOPS_MAX_LINE_BYTES; kept in the run log only")
+        self._lines_since_commit += 1
+        self.commit_if_due()
+
+    def commit_if_due(self) -> None:
+        if (self._lines_since_commit >= COMMIT_EVERY_LINES
+                or time.monotonic() - self._last_commit >= COMMIT_INTERVAL_SECONDS):
+            self.commit()
+
+    def commit(self) -> None:
+        """Write the pending activity and commit it with the plugins' rows."""
+        if self._rows:
+            # The table, not the mapped class: a plain executemany, no ORM bookkeeping.
+            db.session.execute(insert(SessionActivity.__table__), self._rows)
+            self._rows = []
         db.session.commit()
+        self.markers.committed()
+        self._lines_since_commit = 0
+        self._last_commit = time.monotonic()
+
+    def close(self) -> None:
+        """The stream has ended (or the session is being given up): write the rest."""
+        self.commit()
 
     def _handle_item(self, item: stream.Item) -> None:
         if isinstance(item, stream.AssistantText):
-            self.texts.append(item.text)
+            self.response_tail.append(item.text)
             self._add("text", "API error" if item.is_api_error else None, item.text)
             if not item.is_api_error:  # the CLI's own error notice is not the agent speaking
-                db.session.commit()
                 self._fan_out(item.text)
         elif isinstance(item, stream.ToolUse):
             self._add("tool_use", item.name, _json(item.input))
@@ -85,19 +122,31 @@ class StreamHandler:
                 self.session.cli_session_id = item.cli_session_id
 
     def _fan_out(self, text: str) -> None:
-        records = flatten(call_each("claudeops_markers", text=text, run=self.run, commit_each=True))
-        for record in records:
+        for record in self.markers(text):
             if isinstance(record, MarkerRecord):
                 self._add("marker", f"{record.kind}:{record.label}"[:200], record.summary)
 
     def _add(self, kind: str, title: Optional[str], body: Optional[str]) -> None:
         if body is not None and len(body) > MAX_ACTIVITY_BODY:
             body = body[:MAX_ACTIVITY_BODY] + f"\n… ({len(body) - MAX_ACTIVITY_BODY} more characters in the run log)"
-        db.session.add(SessionActivity(session_id=self.session.id, kind=kind, title=title, body=body,
-                                       created_at=utcnow()))
+        # Written with the next commit, in one statement for many rows.
+        self._rows.append({"session_id": self.run.session_id, "kind": kind, "title": title, "body": body,
+                           "created_at": utcnow()})
+
+
+FLAT = (str, int, float, bool, type(None))
 
 
 def _json(value) -> str:
+    if isinstance(value, dict) and value and all(isinstance(k, str) and isinstance(v, FLAT)
+                                                 for k, v in value.items()):
+        # What indent=2 prints, without its slow pure-Python encoder: a tool's
+        # input is nearly always one flat object ({"command": …, "description": …}).
+        try:
+            return "{\n" + ",\n".join(f"  {json.dumps(k, ensure_ascii=False)}: {json.dumps(v, ensure_ascii=False)}"
+                                       for k, v in value.items()) + "\n}"
+        except (TypeError, ValueError):
+            pass
     try:
         return json.dumps(value, indent=2, ensure_ascii=False)
     except (TypeError, ValueError):

@@ -117,8 +117,11 @@ def run_session(session: Session, shutdown: Optional[threading.Event] = None) ->
                          timeout_seconds=config["CLAUDEOPS_SESSION_TIMEOUT"],
                          max_line_bytes=config["CLAUDEOPS_MAX_LINE_BYTES"])
     handler = StreamHandler(session, run)
-    outcome = run_process(command, handler.handle_line, _stop_poller(session.id, shutdown),
-                          handler.handle_oversized)
+    try:
+        outcome = run_process(command, handler.handle_line,
+                              _committing(handler, _stop_poller(session.id, shutdown)), handler.handle_oversized)
+    finally:
+        handler.close()
     session.exit_code = outcome.exit_code
     status, reason = decide_status(outcome, handler, config["CLAUDEOPS_CLAUDE_BIN"])
     return _finish(session, run, status, reason, handler)
@@ -164,6 +167,17 @@ def _stop_poller(session_id: int, shutdown: Optional[threading.Event]):
         return OPERATOR_STOP_REASON if control.stop_requested(session_id) else None
 
     return should_stop
+
+
+def _committing(handler: StreamHandler, should_stop):
+    """The runner asks ``should_stop`` between reads, a few times a second
+    even while the CLI is quiet: the moment to write what the handler holds,
+    so the last lines before a pause reach the dashboard without waiting."""
+    def check() -> Optional[str]:
+        handler.commit_if_due()
+        return should_stop()
+
+    return check
 
 
 def _finish(session: Session, run: RunInfo, status: str, reason: Optional[str],
