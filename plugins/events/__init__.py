@@ -10,6 +10,7 @@ from app.extensions import db
 from app.hookspecs import hookimpl
 from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection
 from app.timeutil import utcnow
+from plugins.events import staging
 from plugins.events.markers import parse_event_markers
 from plugins.events.models import Event
 
@@ -28,13 +29,15 @@ recorded as you write it and shown to the operator."""
 
 @hookimpl
 def claudeops_markers(text, run):
-    recorded = []
-    for marker in parse_event_markers(text):
-        db.session.add(Event(session_id=run.session_id, tier=run.tier, level=marker.level,
-                             service=marker.service, message=marker.message, created_at=utcnow()))
-        label = f"{marker.level}:{marker.service}" if marker.service else marker.level
-        recorded.append(MarkerRecord("event", label, marker.message))
-    return recorded or None
+    markers = parse_event_markers(text)
+    if not markers:
+        return None
+    now = utcnow()
+    staging.stage([{"session_id": run.session_id, "tier": run.tier, "level": marker.level,
+                    "service": marker.service, "message": marker.message, "created_at": now}
+                   for marker in markers])
+    return [MarkerRecord("event", f"{marker.level}:{marker.service}" if marker.service else marker.level,
+                         marker.message) for marker in markers]
 
 
 @hookimpl
