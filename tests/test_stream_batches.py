@@ -162,3 +162,25 @@ def test_response_tail():
                                    {1: "x"}, {True: 1}])
 def test_tool_input_is_shown_as_indented_json(value):
     assert _json(value) == json.dumps(value, indent=2, ensure_ascii=False)
+
+
+class AddsABadRow:
+    """Returns normally, but leaves a row the database refuses (no level)."""
+
+    @hookimpl
+    def claudeops_markers(self, text, run):
+        db.session.add(Event(level=None, message="refused"))
+
+
+def test_a_row_the_database_refuses_is_its_plugins_failure_alone(tmp_path, caplog):
+    app = make_app(tmp_path, plugins=[AddsABadRow()])
+    with app.app_context():
+        handler = new_handler()
+        handler.handle_line(line(sl.text("[MEMORY:timing:web] Takes 40s to start after a restart")))
+        handler.handle_line(line(sl.text("[EVENT:critical:nas] disk gone")))
+        handler.close()
+        db.session.expire_all()
+        assert db.session.scalars(select(Event.message)).all() == ["disk gone"]
+        assert db.session.scalars(select(Memory.observation)).all() == ["Takes 40s to start after a restart"]
+        assert count(SessionActivity, SessionActivity.kind == "marker") == 2
+    assert "IntegrityError" in caplog.text

@@ -142,11 +142,8 @@ def _json(value) -> str:
                                                  for k, v in value.items()):
         # What indent=2 prints, without its slow pure-Python encoder: a tool's
         # input is nearly always one flat object ({"command": …, "description": …}).
-        try:
-            return "{\n" + ",\n".join(f"  {json.dumps(k, ensure_ascii=False)}: {json.dumps(v, ensure_ascii=False)}"
-                                       for k, v in value.items()) + "\n}"
-        except (TypeError, ValueError):
-            pass
+        return "{\n" + ",\n".join(f"  {json.dumps(k, ensure_ascii=False)}: {json.dumps(v, ensure_ascii=False)}"
+                                   for k, v in value.items()) + "\n}"
     try:
         return json.dumps(value, indent=2, ensure_ascii=False)
     except (TypeError, ValueError):

@@ -60,11 +60,15 @@ class MarkerFanOut:
         """Every plugin's records for ``text``, flattened, in pluggy's order."""
         kwargs = {"text": text, "run": self.run}
         session = db.session()
+        session.flush()   # the caller's own changes are no plugin's to lose
         results = []
         for impl in self.impls:
             self._mark_if_written(session)
             try:
                 result = impl.function(*(kwargs[name] for name in impl.argnames))
+                # Its rows reach the database in its own turn: one the database
+                # refuses is this plugin's failure, not the next one's.
+                session.flush()
             except Exception:
                 log.exception("plugin %s failed in %s", impl.plugin_name, HOOK)
                 self._undo(session)
@@ -74,7 +78,6 @@ class MarkerFanOut:
         return flatten(results)
 
     def _mark_if_written(self, session: Session) -> None:
-        session.flush()   # a plugin's unflushed rows are writes too
         if self.savepoint is not None and not self.savepoint.is_active:
             self.committed()   # a plugin committed on its own: that is the mark
         if _statements_that_write == self.marked_at:
