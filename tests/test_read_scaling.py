@@ -6,7 +6,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 import flask_migrate
-import pytest
 from sqlalchemy import select, text
 
 from app import listing
