@@ -32,7 +32,7 @@ class Figure:
 
     @property
     def ratio_text(self) -> str:
-        return f"{self.ratio:.2f}" if self.at_least else f"{self.ratio:.2f}×"
+        return f"{self.ratio:.3f}" if self.at_least else f"{self.ratio:.2f}×"
 
 
 def size_ratio(name: str, baseline_label: str, baseline: float, measured_label: str, measured: float,
