@@ -77,8 +77,10 @@ def claudeops_markers(text, run):
         ``None``.
 
     All implementations are called (results collected). Each is called on its
-    own: one that raises is logged and the others still run, and so does the
-    session.
+    own: one that raises is logged, its own database rows are rolled back (a
+    savepoint), and the others still run, and so does the session. What an
+    implementation adds to ``db.session`` is committed with the stream's next
+    batch, within a second; do not commit here.
     """
 
 

@@ -425,8 +425,10 @@ def test_a_plugin_meeting_a_locked_database_ends_the_session_instead_of_dropping
         assert events_of(first.id) == ["still recorded"]
         assert "failed in claudeops_markers" in caplog.text
         # A database that takes no writes is not the plugin's fault: the session says so.
-        fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:a] first"), sl.text("while locked"),
-                          sl.text("[EVENT:info:a] never reached"), sl.result()))
+        # Rows are committed in batches at least every half second: "first" is
+        # committed before the lock; the batch the lock refused is lost whole.
+        fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:a] first")) + [{"sleep": 1.0}]
+                 + sl.steps(sl.text("while locked"), sl.text("[EVENT:info:a] never reached"), sl.result()))
         second = run_session(control.claim(control.enqueue().id))
         assert second.status == "failed"
         assert second.status_reason.startswith(
@@ -481,7 +483,9 @@ def test_a_full_disk_under_the_database_fails_the_session_clearly_and_keeps_the_
     # Leave about 300 kB: the session's activity log fills it.
     free = os.statvfs(state).f_bavail * os.statvfs(state).f_frsize
     filler.write_bytes(b"\0" * (free - 300_000))
-    fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:web] before the disk filled"))
+    # The first marker is committed (batches go at least every half second)
+    # before the tool output fills the disk.
+    fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:web] before the disk filled")) + [{"sleep": 1.0}]
              + big_tool_results(100, 19_000) + sl.steps(sl.text("[EVENT:info:web] never reached"), sl.result()))
     with app.app_context():
         scheduler = SessionScheduler(app)

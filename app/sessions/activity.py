@@ -4,21 +4,25 @@ agent's text blocks out to the plugins' marker hook.
 Only ``AssistantText`` reaches ``claudeops_markers``: tool input, tool output
 and anything the CLI itself wrote never do, so text a tool printed can never
 become an event or a memory. The agent's text is redacted once, before the
-plugins see it; everything else this module stores is redacted on its way
-into the database (app/db_redaction.py).
+plugins see it; every row this module writes is redacted here, since its
+batched Core inserts bypass the ORM listener of app/db_redaction.py.
 """
 from __future__ import annotations
 
 import json
 import logging
+import time
 from typing import Optional
+
+from sqlalchemy import insert
 
 from app.extensions import db
 from app.models import Session, SessionActivity
 from app.plugin_types import MarkerRecord, RunInfo
-from app.plugins import call_each, flatten
 from app.redaction import redactor
 from app.sessions import stream
+from app.sessions.fanout import MarkerFanOut
+from app.sessions.response import ResponseTail
 from app.timeutil import utcnow
 
 log = logging.getLogger(__name__)
@@ -26,26 +30,39 @@ log = logging.getLogger(__name__)
 # The run log keeps every byte; the activity log shows enough to follow along.
 MAX_ACTIVITY_BODY = 20_000
 PREVIEW_CHARS = 200
+MAX_RESPONSE_CHARS = 200_000
+
+# Rows are written in batches, one commit for many lines, but never later
+# than this after the previous write: the dashboard's activity log stays live.
+COMMIT_INTERVAL_SECONDS = 0.5
+COMMIT_EVERY_LINES = 500
 
 
 class StreamHandler:
-    """Consumes one session's stdout lines as they arrive."""
+    """Consumes one session's stdout lines as they arrive.
+
+    Call ``commit_if_due`` between reads as well (a quiet stream's last rows
+    must not wait for the next line) and ``close`` at the end."""
 
     def __init__(self, session: Session, run: RunInfo):
         self.session = session
         # Kept apart: every commit expires ``session``, and reading its id
-        # again would cost a SELECT for every row the stream adds.
+        # again would cost a SELECT for every batch.
         self.session_id = session.id
         self.run = run
-        self.texts: list[str] = []
+        self.redact = redactor().redact
+        self.response_tail = ResponseTail(MAX_RESPONSE_CHARS)
+        self.markers = MarkerFanOut(run)
         self.result: Optional[stream.Result] = None
         self.line_number = 0
         self.skipped = 0
-        self.redact = redactor().redact
+        self._rows: list[dict] = []          # activity not yet written
+        self._lines_since_commit = 0
+        self._last_commit = time.monotonic()
 
     @property
     def response(self) -> str:
-        return "\n\n".join(self.texts)
+        return self.response_tail.text()
 
     def handle_line(self, line: bytes) -> None:
         self.line_number += 1
@@ -55,11 +72,11 @@ class StreamHandler:
             self.skipped += 1
             log.warning("session %s: skipped stream line %d: %s", self.session_id, self.line_number, exc)
             self._add("warning", f"skipped line {self.line_number}", f"{exc}: {_preview(line)}")
-            db.session.commit()
-            return
-        for item in items:
-            self._handle_item(item)
-        db.session.commit()
+        else:
+            for item in items:
+                self._handle_item(item)
+        self._lines_since_commit += 1
+        self.commit_if_due()
 
     def handle_oversized(self, size: int) -> None:
         self.line_number += 1
@@ -68,15 +85,35 @@ class StreamHandler:
                     self.session_id, self.line_number, size)
         self._add("warning", f"skipped line {self.line_number}",
                   f"{size} bytes, over CLAUDEOPS_MAX_LINE_BYTES; kept in the run log only")
+        self._lines_since_commit += 1
+        self.commit_if_due()
+
+    def commit_if_due(self) -> None:
+        if (self._lines_since_commit >= COMMIT_EVERY_LINES
+                or time.monotonic() - self._last_commit >= COMMIT_INTERVAL_SECONDS):
+            self.commit()
+
+    def commit(self) -> None:
+        """Write the pending activity and commit it with the plugins' rows."""
+        if self._rows:
+            # The table, not the mapped class: a plain executemany, no ORM bookkeeping.
+            db.session.execute(insert(SessionActivity.__table__), self._rows)
+            self._rows = []
         db.session.commit()
+        self.markers.committed()
+        self._lines_since_commit = 0
+        self._last_commit = time.monotonic()
+
+    def close(self) -> None:
+        """The stream has ended (or the session is being given up): write the rest."""
+        self.commit()
 
     def _handle_item(self, item: stream.Item) -> None:
         if isinstance(item, stream.AssistantText):
             text = self.redact(item.text)
-            self.texts.append(text)
-            self._add("text", "API error" if item.is_api_error else None, text)
+            self.response_tail.append(text)
+            self._add("text", "API error" if item.is_api_error else None, text, redacted=True)
             if not item.is_api_error:  # the CLI's own error notice is not the agent speaking
-                db.session.commit()
                 self._fan_out(text)
         elif isinstance(item, stream.ToolUse):
             self._add("tool_use", item.name, _json(item.input))
@@ -93,21 +130,32 @@ class StreamHandler:
                 self.session.cli_session_id = item.cli_session_id
 
     def _fan_out(self, text: str) -> None:
-        records = flatten(call_each("claudeops_markers", text=text, run=self.run, commit_each=True))
-        for record in records:
+        for record in self.markers(text):
             if isinstance(record, MarkerRecord):
                 # A marker a plugin refused (a per-session limit, say) is a warning, not a record.
                 self._add("marker" if record.stored else "warning", f"{record.kind}:{record.label}"[:200],
                           record.summary)
 
-    def _add(self, kind: str, title: Optional[str], body: Optional[str]) -> None:
+    def _add(self, kind: str, title: Optional[str], body: Optional[str], redacted: bool = False) -> None:
+        if not redacted:
+            title, body = self.redact(title), self.redact(body)
         if body is not None and len(body) > MAX_ACTIVITY_BODY:
             body = body[:MAX_ACTIVITY_BODY] + f"\n… ({len(body) - MAX_ACTIVITY_BODY} more characters in the run log)"
-        db.session.add(SessionActivity(session_id=self.session_id, kind=kind, title=title, body=body,
-                                       created_at=utcnow()))
+        # Written with the next commit, in one statement for many rows.
+        self._rows.append({"session_id": self.session_id, "kind": kind, "title": title, "body": body,
+                           "created_at": utcnow()})
+
+
+FLAT = (str, int, float, bool, type(None))
 
 
 def _json(value) -> str:
+    if isinstance(value, dict) and value and all(isinstance(k, str) and isinstance(v, FLAT)
+                                                 for k, v in value.items()):
+        # What indent=2 prints, without its slow pure-Python encoder: a tool's
+        # input is nearly always one flat object ({"command": …, "description": …}).
+        return "{\n" + ",\n".join(f"  {json.dumps(k, ensure_ascii=False)}: {json.dumps(v, ensure_ascii=False)}"
+                                   for k, v in value.items()) + "\n}"
     try:
         return json.dumps(value, indent=2, ensure_ascii=False)
     except (TypeError, ValueError):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Optional
 
 from flask import current_app
+from sqlalchemy import inspect
 from sqlalchemy.exc import SQLAlchemyError
 
 from app import dbfaults
@@ -125,12 +126,13 @@ def run_session(session: Session, shutdown: Optional[threading.Event] = None) ->
                          max_line_bytes=config["CLAUDEOPS_MAX_LINE_BYTES"], redactor=redactor())
     handler = StreamHandler(session, run)
     try:
-        outcome = run_process(command, handler.handle_line, _stop_poller(session.id, shutdown),
-                              handler.handle_oversized)
+        outcome = run_process(command, handler.handle_line,
+                              _committing(handler, _stop_poller(session.id, shutdown)), handler.handle_oversized)
+        handler.close()   # the rows of the last batch
     except SQLAlchemyError as exc:
         # The runner has ended the CLI's group; what was committed stays, and
         # the run log holds every byte the CLI wrote up to here.
-        db.session.rollback()
+        session = _after_refused_write(session)
         reason = (f"the session was ended because the database refused a write: {dbfaults.describe(exc)}; "
                   f"the run log keeps the CLI's output")
         log.error("session %s: %s", session.id, reason)
@@ -138,6 +140,20 @@ def run_session(session: Session, shutdown: Optional[threading.Event] = None) ->
     session.exit_code = outcome.exit_code
     status, reason = decide_status(outcome, handler, config["CLAUDEOPS_CLAUDE_BIN"])
     return _finish(session, run, status, reason, handler)
+
+
+def _after_refused_write(session: Session) -> Session:
+    """Roll back what the database refused. SQLite may have ended the
+    transaction itself (it does on a full disk), savepoints and all, so that
+    rolling back to one fails: then the connection is given up, and the
+    session's row read afresh."""
+    session_id = inspect(session).identity[0]
+    try:
+        db.session.rollback()
+        return session
+    except SQLAlchemyError:
+        db.session().invalidate()   # the scoped session proxies no invalidate()
+        return db.session.get(Session, session_id) or session
 
 
 def decide_status(outcome: ProcessOutcome, handler: StreamHandler, claude_bin: str) -> tuple[str, Optional[str]]:
@@ -182,6 +198,17 @@ def _stop_poller(session_id: int, shutdown: Optional[threading.Event]):
         return OPERATOR_STOP_REASON if control.stop_requested(session_id) else None
 
     return should_stop
+
+
+def _committing(handler: StreamHandler, should_stop):
+    """The runner asks ``should_stop`` between reads, a few times a second
+    even while the CLI is quiet: the moment to write what the handler holds,
+    so the last lines before a pause reach the dashboard without waiting."""
+    def check() -> Optional[str]:
+        handler.commit_if_due()
+        return should_stop()
+
+    return check
 
 
 def _finish(session: Session, run: RunInfo, status: str, reason: Optional[str],

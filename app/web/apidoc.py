@@ -107,8 +107,11 @@ PAGINATION = [
 
 def page_of(key: str, item: dict) -> dict:
     """What ``app.web.apiutil.page()`` returns."""
-    return obj({key: array(item), "total": integer(0), "limit": integer(1, MAX_LIMIT),
-                "offset": integer(0, MAX_OFFSET)})
+    return obj({key: array(item),
+                "total": integer(0, description="how many match; past a cap (10,000 for the longest "
+                                                "lists) the cap, with total_exact false"),
+                "total_exact": {"type": "boolean", "description": "false when total is the cap, not the count"},
+                "limit": integer(1, MAX_LIMIT), "offset": integer(0, MAX_OFFSET)})
 
 
 # --- bodies and responses --------------------------------------------------------

@@ -5,6 +5,8 @@ from typing import Any
 
 from flask import jsonify, request
 
+from app.listing import Total
+
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
 # The largest id a database integer column holds (SQLite and PostgreSQL
@@ -93,5 +95,9 @@ def _holds_nul(value: Any) -> bool:
     return False
 
 
-def page(items: list[dict], total: int, limit: int, offset: int, key: str = "items") -> dict:
-    return {key: items, "total": total, "limit": limit, "offset": offset}
+def page(items: list[dict], total: Total | int, limit: int, offset: int, key: str = "items") -> dict:
+    """A page of a list. ``total`` is exact, or (an ``app.listing.Total``
+    past its cap) the cap, with ``total_exact`` false."""
+    if not isinstance(total, Total):
+        total = Total(total, True)
+    return {key: items, "total": total.count, "total_exact": total.exact, "limit": limit, "offset": offset}

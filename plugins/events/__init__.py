@@ -12,6 +12,7 @@ from app.hookspecs import hookimpl
 from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection, Setting, positive_int
 from app.runtime import setting
 from app.timeutil import utcnow
+from plugins.events import staging
 from plugins.events.markers import parse_event_markers
 from plugins.events.models import Event
 
@@ -47,18 +48,15 @@ def claudeops_markers(text, run):
         return None
     limit = setting(MAX_PER_SESSION)
     # Every event of the session counts, the service's own notices included.
-    stored = db.session.scalar(select(func.count()).select_from(Event).where(Event.session_id == run.session_id))
-    recorded, refused = [], 0
-    for marker in markers:
-        if stored >= limit:
-            refused += 1
-            continue
-        db.session.add(Event(session_id=run.session_id, tier=run.tier, level=marker.level,
-                             service=marker.service, message=marker.message, created_at=utcnow()))
-        stored += 1
-        label = f"{marker.level}:{marker.service}" if marker.service else marker.level
-        recorded.append(MarkerRecord("event", label, marker.message))
-    if refused:
+    room = max(0, limit - staging.session_count(run.session_id))
+    kept, refused = markers[:room], len(markers) - room
+    now = utcnow()
+    staging.stage([{"session_id": run.session_id, "tier": run.tier, "level": marker.level,
+                    "service": marker.service, "message": marker.message, "created_at": now}
+                   for marker in kept])
+    recorded = [MarkerRecord("event", f"{marker.level}:{marker.service}" if marker.service else marker.level,
+                             marker.message) for marker in kept]
+    if refused > 0:
         why = f"{refused} event marker(s) not stored: the session reached {MAX_PER_SESSION}={limit}"
         log.warning("session %s: %s", run.session_id, why)
         recorded.append(MarkerRecord("event", "not stored", why, stored=False))
@@ -70,6 +68,8 @@ def claudeops_notice(level, message, service, run):
     db.session.add(Event(session_id=run.session_id if run else None, tier=run.tier if run else None,
                          level=level if level in ("info", "warning", "critical") else "info",
                          service=service, message=message[:2000], created_at=utcnow()))
+    if run:
+        staging.note_stored(run.session_id)
 
 
 @hookimpl

@@ -13,6 +13,8 @@ class Event(db.Model):
     __table_args__ = (
         Index("ix_events_level_id", "level", "id"),
         Index("ix_events_service_id", "service", "id"),
+        # The last 24 hours (Overview, stats) without reading the year before.
+        Index("ix_events_created_at", "created_at"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

@@ -4,9 +4,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from flask import Blueprint, request
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from app.extensions import db
+from app.listing import count_up_to, distinct_values
 from app.web.apiutil import ApiError, page, pagination
 from app.web.htmx import render_page
 from plugins.events.markers import LEVELS, normalise_level
@@ -32,8 +33,7 @@ def index():
     level = normalise_level(request.args.get("level", "")) or None
     service = request.args.get("service", "").strip() or None
     events = db.session.scalars(_filtered(level, service).order_by(Event.id.desc()).limit(PAGE_SIZE)).all()
-    services = db.session.scalars(select(Event.service).distinct().where(Event.service.is_not(None))
-                                  .order_by(Event.service)).all()
+    services = distinct_values(Event.service)
     return render_page("events/index.html", "events/_rows.html", events=events, levels=LEVELS,
                        services=services, level=level, service=service, page_size=PAGE_SIZE)
 
@@ -49,6 +49,6 @@ def list_events():
             raise ApiError(f"level must be one of {', '.join(LEVELS)}, not {raw_level!r}")
     service = request.args.get("service") or None
     query = _filtered(level, service)
-    total = db.session.scalar(select(func.count()).select_from(query.subquery()))
+    total = count_up_to(query)
     rows = db.session.scalars(query.order_by(Event.id.desc()).limit(limit).offset(offset)).all()
     return page([e.to_dict() for e in rows], total, limit, offset, key="events")

@@ -120,5 +120,6 @@ def memory_history(memory_id: int):
 def next_context():
     context = store.preview_next_context(setting("CLAUDEOPS_MEMORY_BUDGET"))
     return {"text": context.text, "memory_ids": context.memory_ids,
-            "included": len(context.memory_ids), "eligible": context.eligible, "tokens": context.tokens,
+            "included": len(context.memory_ids), "eligible": context.eligible,
+            "eligible_exact": context.eligible_exact, "tokens": context.tokens,
             "budget": setting("CLAUDEOPS_MEMORY_BUDGET")}

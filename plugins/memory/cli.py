@@ -48,7 +48,7 @@ def list_memories(service, category, status, q, limit):
     for memory in rows:
         click.echo(_line(memory))
     total = queries.count(query)
-    click.echo(f"{len(rows)} of {total} memor{'y' if total == 1 else 'ies'}", err=True)
+    click.echo(f"{len(rows)} of {total} memor{'y' if total.count == 1 and total.exact else 'ies'}", err=True)
 
 
 @memories.command("add")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Optional, Sequence
 
 REINFORCE, CONTRADICT, DISTINCT = "reinforce", "contradict", "distinct"
@@ -106,6 +107,7 @@ def contradicts(a: Features, b: Features) -> bool:
     return bool(a.quantities and b.quantities and not (a.quantities & b.quantities))
 
 
+@lru_cache(maxsize=4096)   # the same stored observations are compared again with every new one
 def features(text: str) -> Features:
     tokens = _tokens(text)
     words: set[str] = set()

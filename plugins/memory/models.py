@@ -2,7 +2,9 @@
 each session was given."""
 from __future__ import annotations
 
-from sqlalchemy import Boolean, Float, ForeignKey, Index, Integer, String, Text, false, text, true
+from datetime import timedelta
+
+from sqlalchemy import Boolean, Float, ForeignKey, Index, Integer, String, Text, event, false, text, true
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.extensions import db
@@ -11,14 +13,30 @@ from app.timeutil import UTCDateTime, isoformat, utcnow
 CATEGORIES = ("timing", "dependency", "behavior", "remediation", "maintenance")
 ACTIVE_THRESHOLD = 0.3
 DEFAULT_CONFIDENCE = 0.7
+# Memories not reinforced or edited for this long start to decay, a week at a time.
+DECAY_GRACE_PERIOD = timedelta(days=30)
 
 
 class Memory(db.Model):
     __tablename__ = "memories"
     __table_args__ = (
+        # SPEC-0015's indexes.
         Index("idx_memories_service", "service", "active"),
         Index("idx_memories_confidence", "confidence", "active"),
         Index("idx_memories_category", "category"),
+        # Reads that must not grow with the table. The newest first (the
+        # Memories page and the API), unfiltered or by service, status,
+        # category, or service and either, without a sort:
+        Index("ix_memories_updated_at_id", "updated_at", "id"),
+        Index("ix_memories_service_updated_at_id", "service", "updated_at", "id"),
+        Index("ix_memories_active_updated_at_id", "active", "updated_at", "id"),
+        Index("ix_memories_service_active_updated_at_id", "service", "active", "updated_at", "id"),
+        Index("ix_memories_category_updated_at_id", "category", "updated_at", "id"),
+        Index("ix_memories_service_category_updated_at_id", "service", "category", "updated_at", "id"),
+        # The most trusted first (each session's context), and the memories
+        # whose next week of decay has fallen due (each session start).
+        Index("ix_memories_active_confidence_updated_at", "active", "confidence", "updated_at"),
+        Index("ix_memories_active_pinned_decay_due_at", "active", "pinned", "decay_due_at"),
         # Ids are never reused, so the history of a deleted memory can never
         # be mistaken for a newer one's.
         {"sqlite_autoincrement": True},
@@ -40,6 +58,9 @@ class Memory(db.Model):
     pinned: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False, server_default=false())
     # Weeks of staleness already taken off since updated_at; makes decay idempotent.
     decayed_weeks: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default=text("0"))
+    # When the next week of decay falls due (kept by decay_schedule below), so
+    # that a session start finds the few memories to decay without reading the rest.
+    decay_due_at = mapped_column(UTCDateTime, nullable=False)
     # The older memory this one contradicted.
     contradicts_id: Mapped[int | None] = mapped_column(ForeignKey("memories.id", ondelete="SET NULL"))
 
@@ -55,6 +76,21 @@ class Memory(db.Model):
             "updated_at": isoformat(self.updated_at), "session_id": self.session_id, "tier": self.tier,
             "contradicts_id": self.contradicts_id,
         }
+
+
+def next_decay_due(updated_at, decayed_weeks: int):
+    """The moment a memory that has taken ``decayed_weeks`` is due one more."""
+    return updated_at + DECAY_GRACE_PERIOD + timedelta(weeks=decayed_weeks + 1)
+
+
+@event.listens_for(Memory, "before_insert")
+@event.listens_for(Memory, "before_update")
+def decay_schedule(mapper, connection, memory: Memory) -> None:
+    """Whoever writes a memory through the ORM, its decay schedule follows
+    its last reinforcement or edit and the weeks it has already taken."""
+    if memory.updated_at is None:
+        memory.updated_at = utcnow()
+    memory.decay_due_at = next_decay_due(memory.updated_at, memory.decayed_weeks or 0)
 
 
 class MemoryHistory(db.Model):

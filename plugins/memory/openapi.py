@@ -61,8 +61,9 @@ BULK_DELETE = obj({"ids": array({"type": "integer"}, minItems=1, maxItems=1000)}
 
 CONTEXT = obj({
     "text": {"type": "string", "description": "the memory section; empty when there is nothing to give"},
-    "memory_ids": array(integer(1)), "included": integer(0), "eligible": integer(0), "tokens": integer(0),
-    "budget": integer(1),
+    "memory_ids": array(integer(1)), "included": integer(0), "eligible": integer(0),
+    "eligible_exact": {"type": "boolean", "description": "false when eligible is the count's cap (10,000)"},
+    "tokens": integer(0), "budget": integer(1),
 })
 
 

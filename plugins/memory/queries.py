@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import or_, select
 
-from app.extensions import db
+from app.listing import Total, count_up_to, distinct_values
 from plugins.memory.models import CATEGORIES, Memory
 from plugins.memory.store import GENERAL, MemoryInputError
 
@@ -41,10 +41,10 @@ def newest_first(query):
     return query.order_by(Memory.updated_at.desc(), Memory.id.desc())
 
 
-def count(query) -> int:
-    return db.session.scalar(select(func.count()).select_from(query.subquery()))
+def count(query) -> Total:
+    """Exact up to ``app.listing.COUNT_CAP``, "more than" beyond."""
+    return count_up_to(query)
 
 
 def services() -> list[str]:
-    return db.session.scalars(select(Memory.service).distinct().where(Memory.service.is_not(None))
-                              .order_by(Memory.service)).all()
+    return distinct_values(Memory.service)

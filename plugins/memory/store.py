@@ -22,8 +22,8 @@ from app.timeutil import utcnow
 from app.web.apiutil import MAX_ID
 from plugins.memory.context import MemoryContext, build_memory_context
 from plugins.memory.matcher import CONTRADICT, REINFORCE, Candidate, Match
-from plugins.memory.models import (ACTIVE_THRESHOLD, CATEGORIES, DEFAULT_CONFIDENCE, Memory,
-                                   MemoryHistory)
+from plugins.memory.models import (ACTIVE_THRESHOLD, CATEGORIES, DECAY_GRACE_PERIOD, DEFAULT_CONFIDENCE,
+                                   Memory, MemoryHistory)
 from plugins.memory.settings import MAX_OBSERVATION, max_observation_chars
 
 log = logging.getLogger(__name__)
@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 REINFORCE_DELTA = 0.1
 CONTRADICT_DELTA = 0.2
 DECAY_PER_WEEK = 0.1
-GRACE_PERIOD = timedelta(days=30)
+GRACE_PERIOD = DECAY_GRACE_PERIOD
 MAX_SERVICE_CHARS = 100
 SERVICE_PATTERN = re.compile(r"^[A-Za-z0-9_-]+$")
 GENERAL = "general"
@@ -110,6 +110,32 @@ def parse_confidence(raw) -> float:
 
 # --- the agent -------------------------------------------------------------
 
+def find_match(category: str, service: Optional[str], observation: str,
+               exclude: Iterable[int] = ()) -> tuple[Match, Optional[Memory]]:
+    """What ``observation`` is to the active memories of its service and
+    category (the ``claudeops_memory_match`` hook decides), and which one;
+    memories in ``exclude`` are not compared."""
+    # Only ids and texts to match against; the one memory that matched is loaded whole.
+    query = select(Memory.id, Memory.observation).where(
+        Memory.active.is_(True), Memory.category == category,
+        Memory.service.is_(None) if service is None else Memory.service == service)
+    exclude = list(exclude)
+    if exclude:
+        query = query.where(Memory.id.not_in(exclude))
+    candidates = [Candidate(memory_id, text) for memory_id, text in
+                  db.session.execute(query.order_by(Memory.confidence.desc(), Memory.id))]
+    match = plugin_manager().hook.claudeops_memory_match(
+        category=category, service=service, observation=observation,
+        candidates=candidates) or Match("distinct")
+    named = {c.memory_id for c in candidates}
+    target = db.session.get(Memory, match.memory_id) if match.memory_id in named else None
+    if match.relation in (REINFORCE, CONTRADICT) and target is None:
+        log.warning("memory matcher named memory %s, which is not a candidate; recording a new memory",
+                    match.memory_id)
+        return Match("distinct"), None
+    return match, target
+
+
 def record_observation(category: str, service: Optional[str], observation: str, run: RunInfo,
                        may_create: bool = True) -> Recorded:
     """Apply one ``[MEMORY:...]`` marker: reinforce, contradict or create.
@@ -117,46 +143,43 @@ def record_observation(category: str, service: Optional[str], observation: str, 
     Without ``may_create`` (the session reached its limit of new memories), a
     marker that would create a memory, or contradict one with a new one,
     changes nothing and is ``refused``; reinforcing one still counts."""
-    candidates = db.session.scalars(select(Memory).where(
-        Memory.active.is_(True), Memory.category == category,
-        Memory.service.is_(None) if service is None else Memory.service == service)
-        .order_by(Memory.confidence.desc(), Memory.id)).all()
-    by_id = {memory.id: memory for memory in candidates}
-    match = plugin_manager().hook.claudeops_memory_match(
-        category=category, service=service, observation=observation,
-        candidates=[Candidate(m.id, m.observation) for m in candidates]) or Match("distinct")
-    target = by_id.get(match.memory_id)
-    if match.relation in (REINFORCE, CONTRADICT) and target is None:
-        log.warning("memory matcher named memory %s, which is not a candidate; recording a new memory",
-                    match.memory_id)
-        match = Match("distinct")
-
+    match, target = find_match(category, service, observation)
     if match.relation != REINFORCE and not may_create:
         return Recorded(REFUSED, None)
     if match.relation == REINFORCE:
         if _session_already_counted(target, run.session_id):
             log.info("session %s repeated memory %s; not counted as reinforcement", run.session_id, target.id)
             return Recorded(REPEATED, target)
-        before = target.confidence
-        target.confidence = clamp(before + REINFORCE_DELTA)
-        _refresh(target)
-        _history(target, "reinforced", before, run=run, detail=observation)
+        reinforce(target, observation, run=run)
         return Recorded(REINFORCED, target)
 
     memory = _insert(category, service, observation, DEFAULT_CONFIDENCE, run.session_id, run.tier)
     if match.relation == CONTRADICT:
-        memory.contradicts_id = target.id
-        before = target.confidence
-        target.confidence = clamp(before - CONTRADICT_DELTA)
-        _history(target, "contradicted", before, run=run, detail=observation, related=memory.id)
-        if target.confidence < ACTIVE_THRESHOLD:
-            target.active = False
-            _history(target, "deactivated", target.confidence, run=run, detail="contradicted below 0.3",
-                     related=memory.id)
+        contradict(target, memory, run=run)
         _history(memory, "created", None, run=run, detail=f"contradicts memory {target.id}", related=target.id)
         return Recorded(CONTRADICTED, memory)
     _history(memory, "created", None, run=run)
     return Recorded(CREATED, memory)
+
+
+def contradict(target: Memory, memory: Memory, *, run: Optional[RunInfo] = None, actor: Optional[str] = None) -> None:
+    """``memory`` states the opposite of ``target``: link them, and take
+    trust from the older one (inactive below the threshold)."""
+    memory.contradicts_id = target.id
+    before = target.confidence
+    target.confidence = clamp(before - CONTRADICT_DELTA)
+    _history(target, "contradicted", before, run=run, actor=actor, detail=memory.observation, related=memory.id)
+    if target.confidence < ACTIVE_THRESHOLD:
+        target.active = False
+        _history(target, "deactivated", target.confidence, run=run, actor=actor, detail="contradicted below 0.3",
+                 related=memory.id)
+
+
+def reinforce(target: Memory, detail: str, *, run: Optional[RunInfo] = None, actor: Optional[str] = None) -> None:
+    before = target.confidence
+    target.confidence = clamp(before + REINFORCE_DELTA)
+    _refresh(target)
+    _history(target, "reinforced", before, run=run, actor=actor, detail=detail)
 
 
 def created_by_session(session_id: int) -> int:
@@ -245,17 +268,26 @@ def _clean_ids(ids) -> list[int]:
 
 # --- decay -----------------------------------------------------------------
 
+def weeks_of_decay_due(updated_at: datetime, now: datetime) -> int:
+    """Full weeks past the grace period since the last reinforcement or edit."""
+    return max(0, int((now - updated_at - GRACE_PERIOD) / timedelta(weeks=1)))
+
+
 def decay(now: Optional[datetime] = None, run: Optional[RunInfo] = None) -> int:
     """Take 0.1 off per full week past the grace period since the last
     reinforcement or edit. Idempotent: weeks already taken off are counted
     in ``decayed_weeks``, so running it again the same week changes nothing.
-    Pinned memories never decay. Returns how many memories changed."""
+    Pinned memories never decay. Returns how many memories changed.
+
+    Only the memories whose next week has fallen due are read (an index on
+    ``decay_due_at``), so a start costs the same however many memories are
+    kept."""
     now = now or utcnow()
-    stale = db.session.scalars(select(Memory).where(
-        Memory.active.is_(True), Memory.pinned.is_(False), Memory.updated_at < now - GRACE_PERIOD)).all()
+    due = db.session.scalars(select(Memory).where(
+        Memory.active.is_(True), Memory.pinned.is_(False), Memory.decay_due_at <= now)).all()
     changed = 0
-    for memory in stale:
-        weeks_due = int((now - memory.updated_at - GRACE_PERIOD) / timedelta(weeks=1))
+    for memory in due:
+        weeks_due = weeks_of_decay_due(memory.updated_at, now)
         weeks = weeks_due - memory.decayed_weeks
         if weeks <= 0:
             continue

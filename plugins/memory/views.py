@@ -46,8 +46,11 @@ def _table_context() -> dict:
     active = {"active": True, "inactive": False}.get(filters["status"])
     query = queries.memory_query(filters["service"] or None, filters["category"] or None, active, filters["q"])
     total = queries.count(query)
-    memories = db.session.scalars(queries.newest_first(query).limit(PAGE_SIZE).offset((page - 1) * PAGE_SIZE)).all()
-    return {"memories": memories, "total": total, "page": page, "page_size": PAGE_SIZE, "filters": filters}
+    # One row more than a page says whether an older page exists, whatever the total.
+    memories = db.session.scalars(queries.newest_first(query).limit(PAGE_SIZE + 1)
+                                  .offset((page - 1) * PAGE_SIZE)).all()
+    return {"memories": memories[:PAGE_SIZE], "has_older": len(memories) > PAGE_SIZE, "total": total,
+            "page": page, "page_size": PAGE_SIZE, "filters": filters}
 
 
 def _get(memory_id: int) -> Memory:

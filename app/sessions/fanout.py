@@ -1,0 +1,100 @@
+"""Fan one text block out to every plugin's ``claudeops_markers``, so that a
+plugin that raises loses only its own rows, and nothing is committed (the
+stream handler commits in batches).
+
+A savepoint around every plugin call would do, but would cost more than the
+markers themselves: there are several plugins, and a text block rarely holds
+a marker for any one of them, so most calls write nothing. Instead a
+savepoint marks the state after the last call that wrote: before each call,
+a new one is taken only if something was written since the last mark. A
+call that raises rolls back to the mark, which is exactly the state before
+it; with no mark since the last commit, nothing was written since then and
+the whole transaction is rolled back.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Optional
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session, SessionTransaction
+
+from app.dbfaults import storage_fault
+from app.extensions import db
+from app.plugin_types import RunInfo
+from app.plugins import flatten, plugin_manager
+
+log = logging.getLogger(__name__)
+
+HOOK = "claudeops_markers"
+_NOT_WRITES = ("SELECT", "PRAGMA", "SAVEPOINT", "RELEASE", "ROLLBACK", "BEGIN", "COMMIT")
+_statements_that_write = 0
+
+
+@event.listens_for(Engine, "before_cursor_execute")
+def _count_writes(conn, cursor, statement, parameters, context, executemany) -> None:
+    """Every statement that may change a row, on any connection. Only whether
+    the count moved matters, so another thread's writes merely cost a
+    savepoint that was not needed."""
+    global _statements_that_write
+    if not statement.lstrip()[:9].upper().startswith(_NOT_WRITES):
+        _statements_that_write += 1
+
+
+class MarkerFanOut:
+    def __init__(self, run: RunInfo):
+        self.run = run
+        # The plugins are fixed while the service runs: look them up once, not per text block.
+        self.impls = [impl for impl in reversed(getattr(plugin_manager().hook, HOOK).get_hookimpls())
+                      if not (impl.hookwrapper or impl.wrapper)]  # wrappers need pluggy's own call loop
+        self.savepoint: Optional[SessionTransaction] = None
+        self.marked_at: Optional[int] = None   # write count when the state was last marked
+        self.committed()
+
+    def committed(self) -> None:
+        """The caller committed: that is the mark now."""
+        self.savepoint = None
+        self.marked_at = _statements_that_write
+
+    def __call__(self, text: str) -> list[Any]:
+        """Every plugin's records for ``text``, flattened, in pluggy's order."""
+        kwargs = {"text": text, "run": self.run}
+        session = db.session()
+        session.flush()   # the caller's own changes are no plugin's to lose
+        results = []
+        for impl in self.impls:
+            self._mark_if_written(session)
+            try:
+                result = impl.function(*(kwargs[name] for name in impl.argnames))
+                # Its rows reach the database in its own turn: one the database
+                # refuses is this plugin's failure, not the next one's.
+                session.flush()
+            except Exception as exc:
+                if storage_fault(exc):
+                    raise   # the database's failure, not this plugin's: the session ends with it
+                log.exception("plugin %s failed in %s", impl.plugin_name, HOOK)
+                self._undo(session)
+                continue
+            if result is not None:
+                results.append(result)
+        return flatten(results)
+
+    def _mark_if_written(self, session: Session) -> None:
+        if self.savepoint is not None and not self.savepoint.is_active:
+            self.committed()   # a plugin committed on its own: that is the mark
+        if _statements_that_write == self.marked_at:
+            return
+        if self.savepoint is not None:
+            self.savepoint.commit()   # RELEASE: one savepoint at a time is enough
+        self.savepoint = session.begin_nested()
+        self.marked_at = _statements_that_write
+
+    def _undo(self, session: Session) -> None:
+        if self.savepoint is not None and self.savepoint.is_active:
+            self.savepoint.rollback()
+        else:
+            session.rollback()
+        # Whatever the failed call left, the next one starts from a fresh mark.
+        self.savepoint = None
+        self.marked_at = None

@@ -1,0 +1,186 @@
+"""The stream handler writes in batches, stays live, keeps one plugin's
+failure to that plugin, and holds a bounded response however long the
+session runs."""
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+
+import pytest
+from sqlalchemy import event, func, select
+from sqlalchemy.orm import Session as OrmSession
+
+from app.extensions import db
+from app.hookspecs import hookimpl
+from app.models import SessionActivity
+from app.sessions import activity, control
+from app.sessions.activity import StreamHandler, _json
+from app.sessions.manager import run_info
+from app.sessions.response import ResponseTail
+from plugins.events.models import Event
+from plugins.memory.models import Memory
+from tests import streamlines as sl
+from tests.conftest import make_app
+
+
+def line(obj: dict) -> bytes:
+    return json.dumps(obj).encode()
+
+
+def new_handler() -> StreamHandler:
+    session = control.claim(control.enqueue(tier=1, trigger="api").id)
+    return StreamHandler(session, run_info(session))
+
+
+def count(model, *where) -> int:
+    return db.session.scalar(select(func.count()).select_from(model).where(*where))
+
+
+def test_rows_reach_the_database_while_the_cli_is_quiet(tmp_path, fake_cli):
+    """Written within a second, not at the end: the dashboard follows along."""
+    app = make_app(tmp_path)
+    fake_cli(sl.steps(sl.init(), sl.text("Checking.\n[EVENT:warning:nas] Disk at 91%"))
+             + [{"sleep": 4}] + sl.steps(sl.result()))
+    database = app.config["SQLALCHEMY_DATABASE_URI"].removeprefix("sqlite:///")
+
+    def run():
+        with app.app_context():
+            from app.sessions.manager import run_session
+            run_session(control.claim(control.enqueue().id))
+    runner = threading.Thread(target=run)
+    runner.start()
+    try:
+        seen = None
+        deadline = time.monotonic() + 3.5
+        while time.monotonic() < deadline and seen is None:
+            with sqlite3.connect(database) as conn:
+                rows = conn.execute("SELECT s.status, (SELECT count(*) FROM session_activity WHERE kind = 'marker'),"
+                                    " (SELECT count(*) FROM events) FROM sessions s").fetchall()
+            if rows and rows[0][1] and rows[0][2]:
+                seen = rows[0]
+            time.sleep(0.1)
+    finally:
+        runner.join()
+    assert seen == ("running", 1, 1), "the marker and its event were not visible while the CLI was quiet"
+
+
+def test_a_burst_of_lines_is_committed_in_batches(app):
+    handler = new_handler()
+    commits = []
+    listener = lambda session: commits.append(1)   # noqa: E731
+    event.listen(OrmSession, "after_commit", listener)
+    try:
+        for n in range(1200):
+            handler.handle_line(line(sl.tool_result(f"output {n}")))
+        handler.close()
+    finally:
+        event.remove(OrmSession, "after_commit", listener)
+    assert count(SessionActivity, SessionActivity.kind == "tool_result") == 1200
+    assert 3 <= len(commits) <= 60, f"{len(commits)} commits for 1200 lines"
+
+
+class WritesThenFails:
+    """Flushes a row of its own, then raises: the row must go, nothing else."""
+
+    @hookimpl
+    def claudeops_markers(self, text, run):
+        db.session.add(Event(level="info", message="half-written by a broken plugin"))
+        db.session.flush()
+        raise RuntimeError("plugin bug")
+
+
+class FailsFirst:
+    @hookimpl(tryfirst=True)
+    def claudeops_markers(self, text, run):
+        if "[FAIL]" in text:
+            db.session.add(Memory(category="timing", observation="written by a broken plugin", confidence=0.9))
+            db.session.flush()
+            raise RuntimeError("plugin bug")
+
+
+@pytest.mark.parametrize("plugin", [WritesThenFails(), FailsFirst()])
+def test_a_failing_plugin_loses_only_its_own_rows(tmp_path, plugin, caplog):
+    app = make_app(tmp_path, plugins=[plugin])
+    with app.app_context():
+        handler = new_handler()
+        # The memory plugin writes (and flushes) before the failure in the same batch.
+        handler.handle_line(line(sl.text("[MEMORY:timing:web] Takes 40s to start after a restart")))
+        handler.handle_line(line(sl.text("[FAIL] [EVENT:critical:nas] disk gone")))
+        handler.handle_line(line(sl.tool_use("df -h")))
+        handler.close()
+        db.session.expire_all()
+        assert db.session.scalars(select(Event.message)).all() == ["disk gone"]
+        assert db.session.scalars(select(Memory.observation)).all() == ["Takes 40s to start after a restart"]
+        kinds = db.session.scalars(select(SessionActivity.kind).order_by(SessionActivity.id)).all()
+        assert kinds == ["text", "marker", "text", "marker", "tool_use"]
+    assert "plugin bug" in caplog.text
+
+
+def test_a_plugin_failing_first_after_a_commit_loses_nothing_else(tmp_path):
+    app = make_app(tmp_path, plugins=[FailsFirst()])
+    with app.app_context():
+        handler = new_handler()
+        handler.handle_line(line(sl.text("[MEMORY:timing:web] Takes 40s to start after a restart")))
+        handler.commit()
+        handler.handle_line(line(sl.tool_use("uptime")))       # waiting activity, not yet written
+        handler.handle_line(line(sl.text("[FAIL] [EVENT:info:web] up")))
+        handler.close()
+        db.session.expire_all()
+        assert db.session.scalars(select(Memory.observation)).all() == ["Takes 40s to start after a restart"]
+        assert db.session.scalars(select(Event.message)).all() == ["up"]
+        assert count(SessionActivity, SessionActivity.kind == "tool_use") == 1
+
+
+def test_the_response_keeps_its_end_within_the_limit(app, monkeypatch):
+    monkeypatch.setattr(activity, "MAX_RESPONSE_CHARS", 50)
+    handler = new_handler()
+    blocks = [f"block {n} " + "x" * 10 for n in range(10)]
+    for text in blocks:
+        handler.handle_line(line(sl.text(text)))
+    handler.close()
+    kept = "\n\n".join(blocks[-2:])   # 18-character blocks: two and a separator fit in 50, three do not
+    omitted = len("\n\n".join(blocks)) - len(kept)
+    assert handler.response == f"… ({omitted:,} earlier characters are in the run log)\n\n{kept}"
+
+
+def test_response_tail():
+    tail = ResponseTail(10)
+    assert tail.text() == ""
+    tail.append("abc")
+    tail.append("de")
+    assert tail.text() == "abc\n\nde"
+    tail.append("fghij")
+    assert tail.text() == "… (5 earlier characters are in the run log)\n\nde\n\nfghij"
+    tail.append("y" * 30)
+    assert tail.text() == "… (36 earlier characters are in the run log)\n\n" + "y" * 10
+
+
+@pytest.mark.parametrize("value", [{"command": "ls -la", "description": "List"}, {}, {"a": [1, {"b": 2}]},
+                                   {"n": 1, "f": 2.5, "none": None, "yes": True, "é": "ü\n\"q\""}, [1, 2], "text",
+                                   {1: "x"}, {True: 1}])
+def test_tool_input_is_shown_as_indented_json(value):
+    assert _json(value) == json.dumps(value, indent=2, ensure_ascii=False)
+
+
+class AddsABadRow:
+    """Returns normally, but leaves a row the database refuses (no level)."""
+
+    @hookimpl
+    def claudeops_markers(self, text, run):
+        db.session.add(Event(level=None, message="refused"))
+
+
+def test_a_row_the_database_refuses_is_its_plugins_failure_alone(tmp_path, caplog):
+    app = make_app(tmp_path, plugins=[AddsABadRow()])
+    with app.app_context():
+        handler = new_handler()
+        handler.handle_line(line(sl.text("[MEMORY:timing:web] Takes 40s to start after a restart")))
+        handler.handle_line(line(sl.text("[EVENT:critical:nas] disk gone")))
+        handler.close()
+        db.session.expire_all()
+        assert db.session.scalars(select(Event.message)).all() == ["disk gone"]
+        assert db.session.scalars(select(Memory.observation)).all() == ["Takes 40s to start after a restart"]
+        assert count(SessionActivity, SessionActivity.kind == "marker") == 2
+    assert "IntegrityError" in caplog.text
