@@ -174,12 +174,22 @@ class Redactor:
             ordered = sorted(values, key=len, reverse=True)   # the longest first: no secret left half-shown
             rules.insert(0, Rule("secret value", re.compile("|".join(map(re.escape, ordered)))))
         self.rules = tuple(rules)
+        # Nearly every text holds no hint of any shape: substring tests of the
+        # lower-cased text (C speed, unlike a regex alternation) settle those
+        # without trying each rule. Rules without hints always run.
+        self.hints = tuple(sorted({hint.lower() for rule in rules for hint in rule.hints}))
+        self.unhinted = tuple(rule for rule in rules if not rule.hints)
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """Where the secrets are: sorted, merged ``(start, end)`` ranges."""
         folded = _fold(text)
-        found = [_whole_escapes(text, start, end)
-                 for rule in self.rules for start, end in rule.matches(text, folded) if start < end]
+        lowered = folded if len(folded) == len(text) else text.lower()
+        rules = self.rules if any(hint in lowered for hint in self.hints) else self.unhinted
+        return self._merge([_whole_escapes(text, start, end)
+                            for rule in rules for start, end in rule.matches(text, folded) if start < end])
+
+    @staticmethod
+    def _merge(found: list[tuple[int, int]]) -> list[tuple[int, int]]:
         if not found:
             return found
         found.sort()

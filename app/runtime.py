@@ -3,13 +3,14 @@
 Declared with ``runtime=True`` (the host's interval, tier models, maximum
 tier and dry run; plugins' own, such as the memory budget). A change made on
 /config or through ``PUT /api/v1/config`` is stored in the database, so every
-process (the web workers and the scheduler) sees it at once and it survives a
-restart; until then the environment's value holds.
+process (the web workers and the scheduler) sees it within a second and it
+survives a restart; until then the environment's value holds.
 """
 from __future__ import annotations
 
 import logging
-from typing import Any
+import time
+from typing import Any, Optional
 
 from flask import current_app
 from sqlalchemy import select
@@ -34,15 +35,36 @@ def runtime_settings() -> list[Setting]:
     return [s for s in declared() if s.runtime]
 
 
+# A stored change is read at most this often per process: plugins ask for
+# their limits on every marker of a busy stream, and a query each time would
+# cost more than the markers themselves. A change made here is seen at once
+# (change() forgets what was read); one made by another process, within this.
+CACHE_SECONDS = 1.0
+CACHE_KEY = "claudeops.runtime_cache"
+
+
 def setting(name: str) -> Any:
     """The value in force: the operator's runtime change if any, else the
-    configuration. Read from the database each time, so a change made in any
-    process takes effect everywhere."""
+    configuration. A change made in any process takes effect everywhere
+    within ``CACHE_SECONDS``."""
     spec = _runtime(name)
-    raw = None
-    if spec is not None:
-        raw = db.session.scalar(select(RuntimeSetting.value).where(RuntimeSetting.name == name))
+    raw = _stored(name) if spec is not None else None
     return in_force(spec or name, raw)
+
+
+def _stored(name: str) -> Optional[str]:
+    cache = current_app.extensions.setdefault(CACHE_KEY, {})
+    now = time.monotonic()
+    hit = cache.get(name)
+    if hit is not None and hit[0] > now:
+        return hit[1]
+    raw = db.session.scalar(select(RuntimeSetting.value).where(RuntimeSetting.name == name))
+    cache[name] = (now + CACHE_SECONDS, raw)
+    return raw
+
+
+def forget_cached() -> None:
+    current_app.extensions.pop(CACHE_KEY, None)
 
 
 def in_force(spec: Setting | str, raw: str | None) -> Any:
@@ -91,6 +113,7 @@ def change(values: dict[str, Any]) -> None:
         else:
             row.value, row.updated_at = text, utcnow()
     db.session.commit()
+    forget_cached()
 
 
 def _runtime(name: str) -> Setting | None:

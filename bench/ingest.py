@@ -17,6 +17,7 @@ from typing import Iterable
 from flask import Flask
 from sqlalchemy import func, select
 
+from app import runtime
 from app.extensions import db
 from app.models import SessionActivity
 from app.sessions import control
@@ -34,6 +35,10 @@ from plugins.memory.markers import ANY_MEMORY_MARKER, MEMORY_MARKER
 SPEED_TARGET = 0.25
 # Flat: five times the lines may cost at most a quarter more at the peak.
 MEMORY_TARGET = 1.25
+# The per-session limits, raised so that every marker of the recording is
+# stored: the figure is the cost of storing, not of refusing.
+UNLIMITED = {"CLAUDEOPS_EVENTS_MAX_PER_SESSION": 10**9, "CLAUDEOPS_MEMORY_MAX_PER_SESSION": 10**9,
+             "CLAUDEOPS_COOLDOWN_MAX_PER_SESSION": 10**9}
 # The pipeline writes into a database that already holds this much, as a live one would.
 EXISTING_MEMORIES = 1_000
 EXISTING_EVENTS = 1_000
@@ -74,6 +79,8 @@ class Pipeline:
         self.runs += 1
         self.app = make_app(self.workdir / f"ingest-{self.runs}")
         fill(self.app, memories=EXISTING_MEMORIES, events=EXISTING_EVENTS)
+        with self.app.app_context():
+            runtime.change(UNLIMITED)
 
     def ingest(self, lines: Iterable[bytes]) -> int:
         """Feed ``lines`` to a StreamHandler; returns how many markers it recorded."""

@@ -85,7 +85,7 @@ def normalise_action(raw: str) -> str | None:
 def settings() -> list[Setting]:
     # Runtime settings: an operator may lift or tighten a limit on /config
     # while the service runs. Everyone reads them through setting(), the hook
-    # process included, so the change holds everywhere at once.
+    # process included, so the change holds everywhere within a second.
     return [
         Setting(SETTING_NAMES[RESTART], "2/4h",
                 "Restarts of one service allowed in a sliding window (`<count>/<window>`, window in s, m, h or d; "

@@ -182,9 +182,18 @@ def reinforce(target: Memory, detail: str, *, run: Optional[RunInfo] = None, act
     _history(target, "reinforced", before, run=run, actor=actor, detail=detail)
 
 
+CREATED_COUNTS = "claudeops.memory.created_by_session"
+
+
 def created_by_session(session_id: int) -> int:
-    """New memories a session has recorded (contradicting ones included)."""
-    return db.session.scalar(select(func.count()).select_from(Memory).where(Memory.session_id == session_id))
+    """New memories a session has recorded (contradicting ones included):
+    counted in the table once per session, then as they are inserted (the
+    limit is checked for every marker of a busy stream)."""
+    counts = db.session.info.setdefault(CREATED_COUNTS, {})
+    if session_id not in counts:
+        counts[session_id] = db.session.scalar(
+            select(func.count()).select_from(Memory).where(Memory.session_id == session_id))
+    return counts[session_id]
 
 
 def _session_already_counted(memory: Memory, session_id: int) -> bool:
@@ -321,6 +330,9 @@ def _insert(category, service, observation, confidence, session_id, tier) -> Mem
                     active=True, created_at=now, updated_at=now, session_id=session_id, tier=tier)
     db.session.add(memory)
     db.session.flush()  # the id, for the history
+    counts = db.session.info.get(CREATED_COUNTS, {})
+    if session_id in counts:
+        counts[session_id] += 1
     return memory
 
 
