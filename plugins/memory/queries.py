@@ -41,6 +41,11 @@ def newest_first(query):
     return query.order_by(Memory.updated_at.desc(), Memory.id.desc())
 
 
+def best_first(query):
+    """Most trusted first: the order the prompt's memory section uses."""
+    return query.order_by(Memory.confidence.desc(), Memory.updated_at.desc(), Memory.id.desc())
+
+
 def count(query) -> int:
     return db.session.scalar(select(func.count()).select_from(query.subquery()))
 
