@@ -98,12 +98,18 @@ def parse_confidence(raw) -> float:
 
 # --- the agent -------------------------------------------------------------
 
-def record_observation(category: str, service: Optional[str], observation: str, run: RunInfo) -> Recorded:
-    """Apply one ``[MEMORY:...]`` marker: reinforce, contradict or create."""
-    candidates = db.session.scalars(select(Memory).where(
+def find_match(category: str, service: Optional[str], observation: str,
+               exclude: Iterable[int] = ()) -> tuple[Match, Optional[Memory]]:
+    """What ``observation`` is to the active memories of its service and
+    category (the ``claudeops_memory_match`` hook decides), and which one;
+    memories in ``exclude`` are not compared."""
+    query = select(Memory).where(
         Memory.active.is_(True), Memory.category == category,
         Memory.service.is_(None) if service is None else Memory.service == service)
-        .order_by(Memory.confidence.desc(), Memory.id)).all()
+    exclude = list(exclude)
+    if exclude:
+        query = query.where(Memory.id.not_in(exclude))
+    candidates = db.session.scalars(query.order_by(Memory.confidence.desc(), Memory.id)).all()
     by_id = {memory.id: memory for memory in candidates}
     match = plugin_manager().hook.claudeops_memory_match(
         category=category, service=service, observation=observation,
@@ -112,32 +118,48 @@ def record_observation(category: str, service: Optional[str], observation: str, 
     if match.relation in (REINFORCE, CONTRADICT) and target is None:
         log.warning("memory matcher named memory %s, which is not a candidate; recording a new memory",
                     match.memory_id)
-        match = Match("distinct")
+        return Match("distinct"), None
+    return match, target
+
+
+def record_observation(category: str, service: Optional[str], observation: str, run: RunInfo) -> Recorded:
+    """Apply one ``[MEMORY:...]`` marker: reinforce, contradict or create."""
+    match, target = find_match(category, service, observation)
 
     if match.relation == REINFORCE:
         if _session_already_counted(target, run.session_id):
             log.info("session %s repeated memory %s; not counted as reinforcement", run.session_id, target.id)
             return Recorded("repeated", target)
-        before = target.confidence
-        target.confidence = clamp(before + REINFORCE_DELTA)
-        _refresh(target)
-        _history(target, "reinforced", before, run=run, detail=observation)
+        reinforce(target, observation, run=run)
         return Recorded("reinforced", target)
 
     memory = _insert(category, service, observation, DEFAULT_CONFIDENCE, run.session_id, run.tier)
     if match.relation == CONTRADICT:
-        memory.contradicts_id = target.id
-        before = target.confidence
-        target.confidence = clamp(before - CONTRADICT_DELTA)
-        _history(target, "contradicted", before, run=run, detail=observation, related=memory.id)
-        if target.confidence < ACTIVE_THRESHOLD:
-            target.active = False
-            _history(target, "deactivated", target.confidence, run=run, detail="contradicted below 0.3",
-                     related=memory.id)
+        contradict(target, memory, run=run)
         _history(memory, "created", None, run=run, detail=f"contradicts memory {target.id}", related=target.id)
         return Recorded("contradicted", memory)
     _history(memory, "created", None, run=run)
     return Recorded("created", memory)
+
+
+def contradict(target: Memory, memory: Memory, *, run: Optional[RunInfo] = None, actor: Optional[str] = None) -> None:
+    """``memory`` states the opposite of ``target``: link them, and take
+    trust from the older one (inactive below the threshold)."""
+    memory.contradicts_id = target.id
+    before = target.confidence
+    target.confidence = clamp(before - CONTRADICT_DELTA)
+    _history(target, "contradicted", before, run=run, actor=actor, detail=memory.observation, related=memory.id)
+    if target.confidence < ACTIVE_THRESHOLD:
+        target.active = False
+        _history(target, "deactivated", target.confidence, run=run, actor=actor, detail="contradicted below 0.3",
+                 related=memory.id)
+
+
+def reinforce(target: Memory, detail: str, *, run: Optional[RunInfo] = None, actor: Optional[str] = None) -> None:
+    before = target.confidence
+    target.confidence = clamp(before + REINFORCE_DELTA)
+    _refresh(target)
+    _history(target, "reinforced", before, run=run, actor=actor, detail=detail)
 
 
 def _session_already_counted(memory: Memory, session_id: int) -> bool:
