@@ -51,10 +51,11 @@ def test_search_reaches_inactive_memories_only_when_asked(memories):
 
 
 def test_search_narrows_to_a_service_and_bounds_the_limit(memories):
-    assert "postgres" not in mcp_tools.search_memories("s", service="jellyfin")
+    assert "Vacuum" not in mcp_tools.search_memories("runs", service="jellyfin")
+    assert "Vacuum runs Sundays" in mcp_tools.search_memories("runs", service="postgres")
     assert "1 of 1" in mcp_tools.search_memories("wireguard", service="general")
-    assert mcp_tools.search_memories("s", limit=1).startswith("1 of 4 memories")
-    assert mcp_tools.search_memories("s", limit=-5).startswith("1 of 4 memories")
+    assert mcp_tools.search_memories("start", limit=1).startswith("1 of 2 memories")
+    assert mcp_tools.search_memories("start", limit=-5).startswith("1 of 2 memories")
     assert mcp_tools.search_memories("zzz-nothing") == "No memories match 'zzz-nothing'."
     assert mcp_tools.search_memories("   ").startswith("Give a query")
 

@@ -40,7 +40,7 @@ def memories():
 @click.option("--service", help='A service, or "general" for general memories.')
 @click.option("--category", type=click.Choice(CATEGORIES))
 @click.option("--status", type=click.Choice(["active", "inactive"]))
-@click.option("-q", "--query", "q", help="Words in the observation or service.")
+@click.option("-q", "--query", "q", help="Full-text search: words of the observation, service or category, best match first.")
 @click.option("--limit", default=100, show_default=True, type=click.IntRange(1, 10000))
 def list_memories(service, category, status, q, limit):
     """List memories, most recently updated first."""
