@@ -138,6 +138,21 @@ def run_once(tier: int, prompt: str | None):
     sys.exit(0 if session.status == "completed" else 1)
 
 
+@main.command("mcp")
+@click.option("--list", "list_tools", is_flag=True, help="Print the tools as JSON and exit.")
+@with_appcontext
+def mcp_server(list_tools: bool):
+    """Serve the plugins' read-only tools (memory search, …) over MCP on
+    stdin/stdout. Every session's CLI starts this itself (--mcp-config); run
+    it by hand to use the tools from another MCP client."""
+    from app.mcp import build_server, describe
+    app = current_app._get_current_object()
+    if list_tools:
+        click.echo(describe(app))
+        return
+    build_server(app).run("stdio")
+
+
 @main.command("config")
 @with_appcontext
 def show_config():

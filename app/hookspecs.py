@@ -276,3 +276,21 @@ def claudeops_stats():
     All implementations are called (results collected). One that raises is
     logged and left out.
     """
+
+
+@hookspec
+def claudeops_mcp_tools():
+    """Offer tools the agent can call while a session runs (over MCP).
+
+    Called when ``claudeops mcp`` starts (the CLI starts it for every session,
+    through ``--mcp-config``) and when a session's command line is built, to
+    know whether there are any.
+
+    :returns: a list of :class:`~app.plugin_types.McpTool`. Names must be
+        unique across plugins; the agent sees them as
+        ``mcp__claudeops__<name>``. Tools read, never write: their database
+        connection is read-only.
+
+    All implementations are called (results collected). One that raises is
+    logged and left out.
+    """

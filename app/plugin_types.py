@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Optional
+from typing import Any, Callable, Optional
 
 from flask import Blueprint
 
@@ -109,3 +109,16 @@ class OpenApiPaths:
 
     paths: dict
     schemas: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class McpTool:
+    """A read-only tool the agent may call during a session, served by
+    ``claudeops mcp``. ``function``'s parameters (with type hints) become the
+    tool's input schema and its docstring the description unless
+    ``description`` is given; it returns the text the agent reads. It runs in
+    an application context whose database connection refuses writes."""
+
+    name: str
+    function: Callable[..., Any]
+    description: str = ""

@@ -1,4 +1,5 @@
 import logging
+import re
 from logging.config import fileConfig
 
 from flask import current_app
@@ -58,6 +59,16 @@ def render_item(type_, obj, autogen_context):
     return False
 
 
+SEARCH_INDEX = re.compile(r"_fts(_|$)")
+
+
+def include_name(name, type_, parent_names):
+    """Full-text search tables (SQLite FTS5 ``*_fts`` and its shadow tables)
+    are made by revisions and kept by triggers, not declared as models:
+    autogenerate and the drift check leave them alone."""
+    return not (type_ == "table" and SEARCH_INDEX.search(name or ""))
+
+
 def run_migrations_offline():
     """Run migrations in 'offline' mode.
 
@@ -101,6 +112,7 @@ def run_migrations_online():
     if conf_args.get("process_revision_directives") is None:
         conf_args["process_revision_directives"] = process_revision_directives
     conf_args.setdefault("render_item", render_item)
+    conf_args.setdefault("include_name", include_name)
 
     connectable = get_engine()
 

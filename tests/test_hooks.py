@@ -554,3 +554,34 @@ def test_hook_claudeops_stats_adds_figures(tmp_path):
 
     stats = make_app(tmp_path, plugins=[Figures(), Broken()]).test_client().get("/api/v1/stats").get_json()
     assert stats["widgets_broken"] == 3 and stats["runs"] == 0
+
+
+def test_hook_claudeops_mcp_tools_serves_a_plugins_tool(tmp_path):
+    """A third party's tool is offered beside the memory plugin's, a broken
+    implementation and a repeated name are left out, and the tool runs in an
+    application context."""
+    from app.mcp import plugin_tools
+    from app.plugin_types import McpTool
+
+    def open_incidents(limit: int = 5) -> str:
+        """Open incidents."""
+        from flask import current_app
+        return f"{current_app.name}: none of {limit}"
+
+    class Incidents:
+        @hookimpl
+        def claudeops_mcp_tools(self):
+            return [McpTool("open_incidents", open_incidents), McpTool("search_memories", open_incidents)]
+
+    class Broken:
+        @hookimpl
+        def claudeops_mcp_tools(self):
+            raise RuntimeError("no tools today")
+
+    app = make_app(tmp_path, plugins=[Incidents(), Broken()])
+    with app.app_context():
+        tools = {tool.name: tool for tool in plugin_tools()}
+    assert set(tools) == {"search_memories", "get_memories", "list_service_memories", "open_incidents"}
+    assert tools["search_memories"].function is not open_incidents  # the first of a name stays
+    with app.app_context():
+        assert tools["open_incidents"].function(limit=2) == "app: none of 2"

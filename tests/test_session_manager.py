@@ -66,7 +66,7 @@ def test_argv_environment_and_prompts(app, fake_cli, run_session_now, monkeypatc
     assert argv[argv.index("--output-format") + 1] == "stream-json"
     assert "--verbose" in argv
     assert argv[argv.index("--model") + 1] == "sonnet"
-    assert argv[argv.index("--allowedTools") + 1] == "Bash,Read,Grep,Glob,WebFetch"
+    assert argv[argv.index("--allowedTools") + 1] == "Bash,Read,Grep,Glob,WebFetch,mcp__claudeops"  # + the memory tools
     assert argv[argv.index("--disallowedTools") + 1] == "Edit,Write"
     prompt = argv[1]
     assert prompt.startswith("# Tier 2: Investigate")

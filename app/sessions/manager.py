@@ -21,7 +21,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app import dbfaults
 from app.config import TIERS
+from app.executable import claudeops_command
 from app.extensions import db
+from app.mcp import ALLOW_RULE, session_mcp_config
 from app.models import COMPLETED, FAILED, STOPPED, TIMED_OUT, Session
 from app.plugin_types import RunInfo, SessionResult
 from app.plugins import call_each
@@ -49,16 +51,21 @@ def run_info(session: Session) -> RunInfo:
 
 
 def build_argv(config: dict, tier: int, model: str, prompt: str, appended_system_prompt: str,
-               cli_settings: Optional[dict] = None) -> list[str]:
+               cli_settings: Optional[dict] = None, mcp_config: Optional[dict] = None) -> list[str]:
     argv = [config["CLAUDEOPS_CLAUDE_BIN"], "-p", prompt,
             "--output-format", "stream-json", "--verbose",
             "--model", model,
             "--append-system-prompt", appended_system_prompt]
     if cli_settings:
         argv += ["--settings", json.dumps(cli_settings, separators=(",", ":"))]
+    if mcp_config:
+        argv += ["--mcp-config", json.dumps(mcp_config, separators=(",", ":"))]
     # Tool lists go last: the CLI's tool options take several values each.
-    for flag, key in (("--allowedTools", "ALLOWED_TOOLS"), ("--disallowedTools", "DISALLOWED_TOOLS")):
-        tools = config[f"CLAUDEOPS_TIER{tier}_{key}"]
+    allowed = list(config[f"CLAUDEOPS_TIER{tier}_ALLOWED_TOOLS"])
+    if mcp_config:
+        allowed.append(ALLOW_RULE)  # read-only tools: no tier needs to be asked
+    for flag, tools in (("--allowedTools", allowed),
+                        ("--disallowedTools", config[f"CLAUDEOPS_TIER{tier}_DISALLOWED_TOOLS"])):
         if tools:
             argv += [flag, ",".join(tools)]
     return argv
@@ -77,6 +84,10 @@ def child_env(session: Session) -> dict[str, str]:
     env["CLAUDEOPS_DATABASE_URL"] = config["CLAUDEOPS_DATABASE_URL"]
     env["CLAUDEOPS_SESSION_ID"] = str(session.id)
     env["CLAUDEOPS_TIER"] = str(session.tier)
+    # In print mode the CLI would otherwise send its first request before a
+    # slow-starting MCP server (ours takes about a second) has connected,
+    # and the agent would start without the tools.
+    env.setdefault("MCP_CONNECTION_NONBLOCKING", "false")
     return env
 
 
@@ -119,8 +130,9 @@ def run_session(session: Session, shutdown: Optional[threading.Event] = None) ->
     db.session.commit()
 
     cli_settings = merge_settings(call_each("claudeops_cli_settings", run=run))
+    mcp_config = session_mcp_config(claudeops_command())
     command = CLICommand(argv=build_argv(config, session.tier, session.model, prompt, session.system_prompt,
-                                         cli_settings),
+                                         cli_settings, mcp_config),
                          env=child_env(session), cwd=workdir, log_path=Path(session.log_path),
                          timeout_seconds=config["CLAUDEOPS_SESSION_TIMEOUT"],
                          max_line_bytes=config["CLAUDEOPS_MAX_LINE_BYTES"], redactor=redactor())

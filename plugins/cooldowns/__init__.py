@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import logging
 import shlex
-import shutil
 import sys
 from datetime import timedelta
 from pathlib import Path
 
+from app.executable import claudeops_command
 from app.hookspecs import hookimpl
 from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection
 from app.plugins import plugin_manager
@@ -32,18 +32,6 @@ log = logging.getLogger(__name__)
 HOOK_TIMEOUT_SECONDS = 30
 
 
-def claudeops_executable() -> list[str]:
-    """The ``claudeops`` of this installation (the one beside the running
-    Python), so the hook talks to the same code and database."""
-    beside = Path(sys.executable).with_name("claudeops")
-    if beside.exists():
-        return [str(beside)]
-    found = shutil.which("claudeops")
-    if found:
-        return [found]
-    return [sys.executable, "-c", "import sys; from app.cli import main; sys.exit(main())"]
-
-
 @hookimpl
 def claudeops_settings():
     return limits.settings()
@@ -56,7 +44,7 @@ PREFILTER = Path(__file__).resolve().parent / "prefilter.py"
 def claudeops_cli_settings(run):
     # The prefilter answers most calls in milliseconds and runs the full
     # check (`claudeops cooldowns check-tool`) only for possible restarts.
-    full_check = claudeops_executable() + ["cooldowns", "check-tool"]
+    full_check = claudeops_command() + ["cooldowns", "check-tool"]
     command = shlex.join([sys.executable, "-S", str(PREFILTER)] + full_check)
     return {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
         {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECONDS}]}]}}

@@ -109,6 +109,12 @@ def claudeops_cli_commands():
 
 
 @hookimpl
+def claudeops_mcp_tools():
+    from plugins.memory.mcp_tools import TOOLS
+    return TOOLS
+
+
+@hookimpl
 def claudeops_stats():
     return {"active_memories": db.session.scalar(
         select(func.count()).select_from(Memory).where(Memory.active.is_(True)))}

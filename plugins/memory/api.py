@@ -1,8 +1,8 @@
 """``/api/v1/memories``: list, create, read, update, delete, bulk delete,
-history, and the context the next session will be given."""
+history, the context the next session will be given, export and import."""
 from __future__ import annotations
 
-from flask import Blueprint, request
+from flask import Blueprint, Response, request
 from sqlalchemy import select
 
 from app.extensions import db
@@ -123,3 +123,36 @@ def next_context():
             "included": len(context.memory_ids), "eligible": context.eligible,
             "eligible_exact": context.eligible_exact, "tokens": context.tokens,
             "budget": setting("CLAUDEOPS_MEMORY_BUDGET")}
+
+
+@api.get("/memories/export")
+def export_memories():
+    """Every memory: ``format=json`` (default; history included) or ``markdown``."""
+    from plugins.memory import portability
+    fmt = request.args.get("format", "json")
+    if fmt == "json":
+        return portability.export_json()
+    if fmt == "markdown":
+        return Response(portability.export_markdown(), mimetype="text/markdown")
+    raise ApiError(f"format must be json or markdown, not {fmt!r}")
+
+
+@api.post("/memories/import")
+def import_memories():
+    """An export, as ``application/json`` or ``text/markdown``; all or nothing."""
+    from plugins.memory import portability
+    if request.mimetype not in ("application/json", "text/markdown", "text/plain"):
+        raise ApiError("send an export as application/json or text/markdown", 415)
+    try:
+        if request.mimetype == "application/json":
+            body = request.get_json(silent=True)
+            if body is None:
+                raise ApiError("the body is not valid JSON")
+            entries = portability.parse_json(body)
+        else:
+            entries = portability.parse_markdown(request.get_data(as_text=True))
+        report = portability.import_entries(entries, source="the API")
+    except portability.ImportRefused as exc:
+        raise ApiError(f"nothing imported: {exc}") from None
+    db.session.commit()
+    return report.to_dict(), 201

@@ -2,6 +2,8 @@
 next session will be given."""
 from __future__ import annotations
 
+import json
+
 import click
 
 from app.extensions import db
@@ -38,7 +40,7 @@ def memories():
 @click.option("--service", help='A service, or "general" for general memories.')
 @click.option("--category", type=click.Choice(CATEGORIES))
 @click.option("--status", type=click.Choice(["active", "inactive"]))
-@click.option("-q", "--query", "q", help="Words in the observation or service.")
+@click.option("-q", "--query", "q", help="Full-text search: words of the observation, service or category, best match first.")
 @click.option("--limit", default=100, show_default=True, type=click.IntRange(1, 10000))
 def list_memories(service, category, status, q, limit):
     """List memories, most recently updated first."""
@@ -111,3 +113,34 @@ def context():
         click.echo(result.text)
     else:
         click.echo("(no memory section: no active memory with confidence of at least 0.3)", err=True)
+
+
+@memories.command("export")
+@click.option("--format", "fmt", type=click.Choice(["json", "markdown"]), default="json", show_default=True,
+              help="json keeps everything, history included; markdown is the prompt's line format, for people.")
+@click.option("-o", "--output", type=click.File("w"), default="-", help="File to write; default standard output.")
+def export(fmt, output):
+    """Write every memory, active or not, to a file."""
+    from plugins.memory import portability
+    if fmt == "json":
+        json.dump(portability.export_json(), output, indent=2, ensure_ascii=False)
+        output.write("\n")
+    else:
+        output.write(portability.export_markdown())
+
+
+@memories.command("import")
+@click.argument("source", type=click.File("r"))
+@click.option("--format", "fmt", type=click.Choice(["auto", "json", "markdown"]), default="auto", show_default=True)
+def import_(source, fmt):
+    """Read memories from an export (JSON or Markdown). Each goes through the
+    matcher: a memory already known is reinforced, not stored twice. One bad
+    entry refuses the whole file."""
+    from plugins.memory import portability
+    try:
+        entries = portability.parse(source.read(), fmt)
+        report = portability.import_entries(entries, source=click.format_filename(source.name))
+    except portability.ImportRefused as exc:
+        _fail(exc)
+    db.session.commit()
+    click.echo(", ".join(f"{count} {what}" for what, count in report.to_dict().items()))

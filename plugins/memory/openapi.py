@@ -67,6 +67,15 @@ CONTEXT = obj({
 })
 
 
+# An export (plugins/memory/portability.py); its entries are checked by the
+# import itself, which names the entry at fault.
+EXPORT = {"type": "object", "required": ["format", "version", "memories"], "properties": {
+    "format": {"const": "claudeops-memories"}, "version": {"const": 1},
+    "exported_at": {"type": "string"},
+    "memories": {"type": "array", "items": {"type": "object"}}}}
+IMPORT_REPORT = obj({name: integer(0) for name in ("created", "reinforced", "contradicted", "unchanged")})
+
+
 def openapi_paths() -> OpenApiPaths:
     return OpenApiPaths(schemas=SCHEMAS, paths={
         "/memories": {
@@ -76,7 +85,8 @@ def openapi_paths() -> OpenApiPaths:
                         query("service", text(), "a service, or general for general memories"),
                         choice("category", CATEGORIES, "one category"),
                         query("active", {"type": "boolean"}, "active or inactive only"),
-                        query("q", text(), "words that must all appear in the observation or service"),
+                        query("q", text(), "full-text search: every word must match the observation, service or "
+                                           "category (stemmed, as a prefix); best match first"),
                         *PAGINATION],
                     "responses": {"200": response("a page of memories", page_of("memories", ref("Memory"))),
                                   "400": error("a filter, limit or offset is invalid")}},
@@ -104,6 +114,26 @@ def openapi_paths() -> OpenApiPaths:
             "operationId": "memoryHistory", "parameters": [MEMORY_ID],
             "responses": {"200": response("the changes, oldest first", obj({"history": array(ref("MemoryChange"))})),
                           "404": error("no memory with this id ever existed")}}},
+        "/memories/export": {"get": {
+            "summary": "Every memory, to keep or to import elsewhere", "tags": ["memories"],
+            "operationId": "exportMemories",
+            "parameters": [choice("format", ("json", "markdown"),
+                                  "json (default): everything, history included; markdown: the prompt's line format")],
+            "responses": {
+                "200": {"description": "the export",
+                        "content": {"application/json": {"schema": EXPORT},
+                                    "text/markdown": {"schema": {"type": "string"}}}},
+                "400": error("format is neither json nor markdown")}}},
+        "/memories/import": {"post": {
+            "summary": "Read an export; each memory goes through the matcher; all or nothing",
+            "tags": ["memories"], "operationId": "importMemories",
+            "requestBody": {"required": True, "content": {
+                "application/json": {"schema": EXPORT},
+                "text/markdown": {"schema": {"type": "string"}}}},
+            "responses": {"201": response("what the import did", IMPORT_REPORT),
+                          "400": error("the export is not valid (the message names the entry or line); "
+                                       "nothing was imported"),
+                          "415": error("the body is neither application/json nor text/markdown")}}},
         "/memories/context": {"get": {
             "summary": "The memory section the next session will be given", "tags": ["memories"],
             "operationId": "memoryContext",

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from sqlalchemy import or_, select
+from sqlalchemy import select
 
 from app.listing import Total, count_up_to, distinct_values
+from plugins.memory import search
 from plugins.memory.models import CATEGORIES, Memory
 from plugins.memory.store import GENERAL, MemoryInputError
 
@@ -14,8 +15,9 @@ STATUSES = ("active", "inactive")
 
 def memory_query(service: Optional[str] = None, category: Optional[str] = None,
                  active: Optional[bool] = None, q: Optional[str] = None):
-    """``service`` "general" selects general memories; ``q`` matches words in
-    the observation or the service, case-insensitively."""
+    """``service`` "general" selects general memories; ``q`` is a full-text
+    search (see plugins/memory/search.py): matches come best first, and an
+    ``order_by`` added later only breaks ties."""
     query = select(Memory)
     if service:
         query = query.where(Memory.service.is_(None) if service == GENERAL else Memory.service == service)
@@ -25,20 +27,16 @@ def memory_query(service: Optional[str] = None, category: Optional[str] = None,
         query = query.where(Memory.category == category)
     if active is not None:
         query = query.where(Memory.active.is_(active))
-    for word in (q or "").split()[:10]:
-        pattern = "%" + _escape_like(word) + "%"
-        query = query.where(or_(Memory.observation.ilike(pattern, escape="\\"),
-                                Memory.service.ilike(pattern, escape="\\")))
-    return query
-
-
-def _escape_like(word: str) -> str:
-    """So that % and _ typed by the operator match themselves."""
-    return word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return search.apply(query, q) if q else query
 
 
 def newest_first(query):
     return query.order_by(Memory.updated_at.desc(), Memory.id.desc())
+
+
+def best_first(query):
+    """Most trusted first: the order the prompt's memory section uses."""
+    return query.order_by(Memory.confidence.desc(), Memory.updated_at.desc(), Memory.id.desc())
 
 
 def count(query) -> Total:

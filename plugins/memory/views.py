@@ -4,9 +4,10 @@ bulk actions, Add Memory, a memory's history, and a preview of what the next
 session will be given."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from flask import Blueprint, abort, make_response, render_template, request
+from flask import Blueprint, abort, flash, make_response, redirect, render_template, request, url_for
 from sqlalchemy import select
 
 from app.extensions import db
@@ -187,3 +188,42 @@ def detail(memory_id: int):
 def preview():
     budget = setting("CLAUDEOPS_MEMORY_BUDGET")
     return render_template("memory/preview.html", context=store.preview_next_context(budget), budget=budget)
+
+
+@pages.get("/memories/export.<fmt>")
+def export(fmt: str):
+    """A download of every memory: JSON (history included) or Markdown."""
+    from plugins.memory import portability
+    if fmt == "json":
+        body, mimetype = json.dumps(portability.export_json(), indent=2, ensure_ascii=False), "application/json"
+    elif fmt == "md":
+        body, mimetype = portability.export_markdown(), "text/markdown"
+    else:
+        abort(404)
+    response = make_response(body)
+    response.mimetype = mimetype
+    response.headers["Content-Disposition"] = f'attachment; filename="claudeops-memories.{fmt}"'
+    return response
+
+
+@pages.post("/memories/import")
+def import_file():
+    """An uploaded export, all or nothing; the outcome is flashed on the page."""
+    from plugins.memory import portability
+    upload = request.files.get("file")
+    if upload is None or not upload.filename:
+        flash("Import: choose an exported file first.", "error")
+        return redirect(url_for("memory.index"))
+    try:
+        text = upload.read().decode("utf-8")
+        report = portability.import_entries(portability.parse(text), source=upload.filename)
+    except UnicodeDecodeError:
+        flash(f"Nothing imported: {upload.filename} is not UTF-8 text.", "error")
+    except portability.ImportRefused as exc:
+        db.session.rollback()
+        flash(f"Nothing imported from {upload.filename}: {exc}", "error")
+    else:
+        db.session.commit()
+        counts = report.to_dict()
+        flash(f"Imported {upload.filename}: " + ", ".join(f"{n} {what}" for what, n in counts.items()) + ".", "info")
+    return redirect(url_for("memory.index"))

@@ -1,0 +1,107 @@
+"""``claudeops mcp``: the plugins' read-only tools, served to the agent over
+MCP (stdio), so that a session can look up what did not fit its prompt.
+
+The CLI starts this server itself, once per session, from the
+``--mcp-config`` the host passes (``session_mcp_config``). Each tool call
+runs in its own application context, on a database connection that refuses
+writes: whatever the agent asks, the tools can only read.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import sqlite3
+from typing import Optional
+
+from flask import Flask
+from sqlalchemy import event
+
+from app.extensions import db
+from app.plugin_types import McpTool
+from app.plugins import call_each, flatten
+
+log = logging.getLogger(__name__)
+
+SERVER_NAME = "claudeops"
+# The allow rule that lets the agent call every tool of this server without
+# asking (sessions run non-interactively, where asking means refusing).
+ALLOW_RULE = f"mcp__{SERVER_NAME}"
+
+
+def plugin_tools() -> list[McpTool]:
+    """Every plugin's tools. Of two tools with one name, the plugin registered
+    first (built-ins before installed ones) keeps it; the other is logged and
+    left out, so an installed package cannot shadow a built-in tool."""
+    tools: dict[str, McpTool] = {}
+    # call_each calls the last registered first; read in registration order.
+    for tool in flatten(list(reversed(call_each("claudeops_mcp_tools")))):
+        if not isinstance(tool, McpTool):
+            log.warning("claudeops_mcp_tools returned %r, not an McpTool; ignored", tool)
+        elif tool.name in tools:
+            log.warning("MCP tool %r is offered twice; the second is ignored", tool.name)
+        else:
+            tools[tool.name] = tool
+    return list(tools.values())
+
+
+def session_mcp_config(executable: list[str]) -> Optional[dict]:
+    """The ``--mcp-config`` for a session, or None when no plugin offers a tool.
+
+    The server inherits the CLI's environment, which carries the session's
+    database settings (see ``manager.child_env``), so no secret is put on
+    the command line."""
+    if not plugin_tools():
+        return None
+    command, *args = executable
+    return {"mcpServers": {SERVER_NAME: {"type": "stdio", "command": command, "args": [*args, "mcp"]}}}
+
+
+def _refuse_writes(engine) -> None:
+    """Every new connection of ``engine`` is read-only, at the database level."""
+    @event.listens_for(engine, "connect")
+    def read_only(dbapi_connection, _record):
+        cursor = dbapi_connection.cursor()
+        if isinstance(dbapi_connection, sqlite3.Connection):
+            cursor.execute("PRAGMA query_only = ON")
+        else:
+            cursor.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+        cursor.close()
+    engine.dispose()  # connections made before the listener would still write
+
+
+def _in_app_context(app: Flask, function):
+    @functools.wraps(function)
+    def call(*args, **kwargs):
+        with app.app_context():
+            try:
+                return function(*args, **kwargs)
+            finally:
+                db.session.rollback()
+    return call
+
+
+def build_server(app: Flask):
+    """An MCP server (the official SDK's) with every plugin's tools."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.types import ToolAnnotations
+
+    server = MCPServer(SERVER_NAME, instructions=(
+        "Claude Ops: what earlier sessions learned about this infrastructure. Read-only."))
+    with app.app_context():
+        _refuse_writes(db.engine)
+        tools = plugin_tools()
+    for tool in tools:
+        server.add_tool(_in_app_context(app, tool.function), name=tool.name,
+                        description=tool.description or None,
+                        annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False),
+                        structured_output=False)
+    log.info("MCP server with %d tool(s): %s", len(tools), ", ".join(t.name for t in tools) or "none")
+    return server
+
+
+def describe(app: Flask) -> str:
+    """The tools as JSON, for ``claudeops mcp --list``."""
+    with app.app_context():
+        return json.dumps([{"name": t.name, "description": t.description or (t.function.__doc__ or "").strip()}
+                           for t in plugin_tools()], indent=2)

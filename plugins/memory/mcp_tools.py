@@ -1,0 +1,112 @@
+"""The memory store as tools the agent can call during a session (served by
+``claudeops mcp``): search, get by id, list a service's memories.
+
+Results come compact first: one line per memory, the observation cut to a
+preview, so a search costs the agent few tokens; ``get_memories`` gives the
+full text of the ones it wants. The session's prompt already holds the most
+trusted memories; these reach the rest.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from sqlalchemy import select
+
+from app.extensions import db
+from app.plugin_types import McpTool
+from app.timeutil import isoformat
+from plugins.memory import queries
+from plugins.memory.context import format_confidence
+from plugins.memory.models import Memory
+from plugins.memory.store import GENERAL, MemoryInputError
+
+PREVIEW_CHARS = 120
+MAX_RESULTS = 50
+MAX_IDS = 50
+
+
+def _preview(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS - 1].rstrip() + "…"
+
+
+def compact_line(memory: Memory) -> str:
+    state = "" if memory.active else " (inactive)"
+    return (f"#{memory.id} {memory.service_label} [{memory.category}] "
+            f"{format_confidence(memory.confidence)}{state}: {_preview(memory.observation)}")
+
+
+def full_entry(memory: Memory) -> str:
+    source = f"session #{memory.session_id}" if memory.session_id else "the operator"
+    return "\n".join((
+        f"#{memory.id} · service {memory.service_label} · {memory.category} · confidence "
+        f"{format_confidence(memory.confidence)} · {'active' if memory.active else 'inactive'}"
+        f"{' · pinned' if memory.pinned else ''}",
+        f"recorded {isoformat(memory.created_at)} by {source}; last confirmed or edited {isoformat(memory.updated_at)}",
+        memory.observation,
+    ))
+
+
+def _listing(memories: list[Memory], total: int, what: str) -> str:
+    if not memories:
+        return f"No memories {what}."
+    lines = [f"{len(memories)} of {total} memories {what}, best first. "
+             "Call get_memories with ids for the full text."]
+    return "\n".join(lines + [compact_line(m) for m in memories])
+
+
+def _bounded(limit: int) -> int:
+    return max(1, min(int(limit), MAX_RESULTS))
+
+
+def search_memories(query: str, service: Optional[str] = None, include_inactive: bool = False,
+                    limit: int = 10) -> str:
+    """Search what earlier sessions learned about this infrastructure.
+
+    Matches every word of `query` in a memory's observation or service name.
+    `service` narrows to one service ("general" for memories about no single
+    service). Inactive memories (no longer trusted) only with include_inactive.
+    Returns one compact line per memory (id, service, category, confidence,
+    preview); use get_memories for full text."""
+    if not query.strip():
+        return "Give a query: words that should appear in the memory."
+    try:
+        found = queries.memory_query(service=service or None, q=query,
+                                     active=None if include_inactive else True)
+    except MemoryInputError as exc:
+        return f"Cannot search: {exc}"
+    total = queries.count(found)
+    rows = db.session.scalars(queries.best_first(found).limit(_bounded(limit))).all()
+    return _listing(rows, total, f"match {query.strip()!r}" + (f" for {service}" if service else ""))
+
+
+def get_memories(ids: list[int]) -> str:
+    """The full text and details of memories, by id (as shown in search results
+    and in the prompt's memory section)."""
+    wanted = list(dict.fromkeys(ids))[:MAX_IDS]
+    if not wanted:
+        return "Give one or more memory ids."
+    found = {m.id: m for m in db.session.scalars(select(Memory).where(Memory.id.in_(wanted)))}
+    entries = [full_entry(found[i]) for i in wanted if i in found]
+    missing = [str(i) for i in wanted if i not in found]
+    if missing:
+        entries.append(f"Not found (deleted or never existed): {', '.join(missing)}")
+    return "\n\n".join(entries)
+
+
+def list_service_memories(service: str, include_inactive: bool = False, limit: int = 25) -> str:
+    """Everything remembered about one service ("general" for memories about no
+    single service), best first, one compact line each."""
+    service = service.strip()
+    if not service:
+        return "Give a service name."
+    found = queries.memory_query(service=service, active=None if include_inactive else True)
+    total = queries.count(found)
+    rows = db.session.scalars(queries.best_first(found).limit(_bounded(limit))).all()
+    label = "about no single service" if service == GENERAL else f"about {service}"
+    return _listing(rows, total, label)
+
+
+TOOLS = [McpTool("search_memories", search_memories),
+         McpTool("get_memories", get_memories),
+         McpTool("list_service_memories", list_service_memories)]

@@ -1,0 +1,346 @@
+"""Memories out of and into a database: export as JSON (everything, history
+included) or Markdown (the prompt's own line format, for people), and import
+either through the matcher, so a memory already known is reinforced instead
+of stored twice.
+
+Import is all or nothing: every entry is checked first, and one bad entry
+refuses the whole file with the entry's number and what is wrong.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Optional
+
+from sqlalchemy import select
+
+from app.extensions import db
+from app.models import Session
+from app.timeutil import utcnow
+from plugins.memory import store
+from plugins.memory.context import format_confidence
+from plugins.memory.matcher import CONTRADICT, REINFORCE
+from plugins.memory.models import ACTIVE_THRESHOLD, Memory, MemoryHistory
+
+FORMAT_NAME = "claudeops-memories"
+FORMAT_VERSION = 1
+MAX_IMPORT = 100_000
+HISTORY_FIELDS = ("action", "confidence_before", "confidence_after", "actor", "detail", "created_at")
+ACTORS = (store.OPERATOR, store.SESSION, store.SYSTEM)
+MARKDOWN_LINE = re.compile(r"^- \[(?P<category>[a-z]+)\] (?P<observation>.+) "
+                           r"\(confidence: (?P<confidence>[0-9.]+)(?P<flags>(?:, (?:inactive|pinned))*)\)$")
+
+
+class ImportRefused(ValueError):
+    """A file that cannot be imported; nothing of it was imported."""
+
+
+# --- export ------------------------------------------------------------------
+
+def _timestamp(value: Optional[datetime]) -> Optional[str]:
+    """Microseconds kept: an export read back gives the same instant."""
+    if value is None:
+        return None
+    return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _ordered() -> list[Memory]:
+    return db.session.scalars(select(Memory).order_by(Memory.id)).all()
+
+
+def export_json() -> dict:
+    memories = _ordered()
+    history: dict[int, list[MemoryHistory]] = {}
+    for row in db.session.scalars(select(MemoryHistory).order_by(MemoryHistory.id)):
+        history.setdefault(row.memory_id, []).append(row)
+    return {
+        "format": FORMAT_NAME, "version": FORMAT_VERSION, "exported_at": _timestamp(utcnow()),
+        "memories": [{
+            "id": m.id, "service": m.service, "category": m.category, "observation": m.observation,
+            "confidence": m.confidence, "active": m.active, "pinned": m.pinned, "tier": m.tier,
+            "created_at": _timestamp(m.created_at), "updated_at": _timestamp(m.updated_at),
+            "decayed_weeks": m.decayed_weeks, "session_id": m.session_id, "contradicts_id": m.contradicts_id,
+            "history": [{"action": h.action, "confidence_before": h.confidence_before,
+                         "confidence_after": h.confidence_after, "actor": h.actor, "detail": h.detail,
+                         "session_id": h.session_id, "created_at": _timestamp(h.created_at)}
+                        for h in history.get(m.id, [])],
+        } for m in memories],
+    }
+
+
+def export_markdown() -> str:
+    memories = _ordered()
+    by_service: dict[str, list[Memory]] = {}
+    for memory in sorted(memories, key=lambda m: (-m.confidence, m.id)):
+        by_service.setdefault(memory.service_label, []).append(memory)
+    services = sorted(s for s in by_service if s != store.GENERAL) + (
+        [store.GENERAL] if store.GENERAL in by_service else [])
+    lines = ["# Claude Ops memories", "",
+             f"Exported {_timestamp(utcnow())}: {len(memories)} memories. "
+             "Import with `claudeops memories import FILE`.", ""]
+    for service in services:
+        lines += [f"## {service}", ""]
+        for memory in by_service[service]:
+            flags = ("" if memory.active else ", inactive") + (", pinned" if memory.pinned else "")
+            lines.append(f"- [{memory.category}] {memory.observation} "
+                         f"(confidence: {format_confidence(memory.confidence)}{flags})")
+        lines.append("")
+    return "\n".join(lines)
+
+
+# --- reading a file ------------------------------------------------------------
+
+@dataclass
+class Entry:
+    """One memory to import, checked."""
+    service: Optional[str]
+    category: str
+    observation: str
+    confidence: float
+    active: bool
+    pinned: bool
+    tier: int = 1
+    created_at: Optional[datetime] = None
+    updated_at: Optional[datetime] = None
+    decayed_weeks: int = 0
+    source_id: Optional[int] = None            # its id in the file, for contradicts links
+    session_id: Optional[int] = None           # kept where that session exists here too
+    contradicts_source_id: Optional[int] = None
+    history: list[dict] = field(default_factory=list)
+
+
+def parse(text: str, fmt: str = "auto") -> list[Entry]:
+    """Entries of a JSON or Markdown export (``fmt`` "auto" looks at the text)."""
+    if fmt == "auto":
+        fmt = "json" if text.lstrip().startswith("{") else "markdown"
+    if fmt == "json":
+        try:
+            document = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ImportRefused(f"not valid JSON: {exc}") from None
+        return parse_json(document)
+    if fmt == "markdown":
+        return parse_markdown(text)
+    raise ImportRefused(f"unknown format {fmt!r}; use json or markdown")
+
+
+def parse_json(document: Any) -> list[Entry]:
+    if not isinstance(document, dict) or document.get("format") != FORMAT_NAME:
+        raise ImportRefused(f'not a memories export: expected an object with "format": "{FORMAT_NAME}"')
+    if document.get("version") != FORMAT_VERSION:
+        raise ImportRefused(f"export version {document.get('version')!r} is not supported (only {FORMAT_VERSION})")
+    if not isinstance(document.get("exported_at", ""), str):
+        raise ImportRefused('"exported_at" must be a timestamp (text)')
+    items = document.get("memories")
+    if not isinstance(items, list):
+        raise ImportRefused('"memories" must be a list')
+    _check_size(items)
+    return [_entry(item, number) for number, item in enumerate(items, 1)]
+
+
+def _entry(item: Any, number: int) -> Entry:
+    def fail(message: str):
+        raise ImportRefused(f"memory {number}: {message}")
+    if not isinstance(item, dict):
+        fail("must be an object")
+    try:
+        entry = Entry(
+            service=store.clean_service(item.get("service")),
+            category=store.clean_category(item.get("category")),
+            observation=store.clean_observation(item.get("observation")),
+            confidence=store.parse_confidence(item.get("confidence", 0.7)),
+            active=_flag(item, "active", True), pinned=_flag(item, "pinned", False),
+            tier=_whole(item, "tier", 1, 1, 3), decayed_weeks=_whole(item, "decayed_weeks", 0, 0, 10_000),
+            created_at=_time(item.get("created_at")), updated_at=_time(item.get("updated_at")),
+            source_id=_optional_id(item.get("id")), contradicts_source_id=_optional_id(item.get("contradicts_id")),
+            session_id=_optional_id(item.get("session_id")),
+            history=_history_rows(item.get("history", [])))
+    except (store.MemoryInputError, ValueError) as exc:
+        fail(str(exc))
+    if entry.active and entry.confidence < ACTIVE_THRESHOLD:
+        fail(f"active with confidence {entry.confidence}, below {ACTIVE_THRESHOLD}")
+    return entry
+
+
+def _flag(item: dict, name: str, default: bool) -> bool:
+    value = item.get(name, default)
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be true or false")
+    return value
+
+
+def _whole(item: dict, name: str, default: int, low: int, high: int) -> int:
+    value = item.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{name} must be a whole number from {low} to {high}")
+    return value
+
+
+def _optional_id(value) -> Optional[int]:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("ids must be whole numbers")
+    return value
+
+
+def _time(value) -> Optional[datetime]:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError("timestamps must be ISO 8601 text")
+    try:
+        parsed = datetime.fromisoformat(value)
+        if parsed.tzinfo is None:
+            raise ValueError(f"{value!r} has no time zone")
+        return parsed.astimezone(timezone.utc)
+    except ValueError as exc:
+        raise ValueError(str(exc) if "time zone" in str(exc) else f"{value!r} is not an ISO 8601 timestamp") from None
+    except OverflowError:   # a time zone that pushes the instant past year 9999
+        raise ValueError(f"{value!r} is out of range") from None
+
+
+def _history_rows(rows) -> list[dict]:
+    if not isinstance(rows, list):
+        raise ValueError("history must be a list")
+    checked = []
+    for row in rows:
+        if not isinstance(row, dict) or not isinstance(row.get("action"), str) or not row["action"] \
+                or len(row["action"]) > 20:
+            raise ValueError("each history entry needs an action (text, at most 20 characters)")
+        if row.get("actor") not in ACTORS:
+            raise ValueError(f"history actor must be one of {', '.join(ACTORS)}")
+        for name in ("confidence_before", "confidence_after"):
+            if row.get(name) is not None:
+                store.parse_confidence(row[name])
+        if row.get("detail") is not None and not isinstance(row["detail"], str):
+            raise ValueError("history detail must be text")
+        if "\x00" in row["action"] or "\x00" in (row.get("detail") or ""):
+            raise ValueError("history must not contain NUL characters")
+        checked.append({"action": row["action"], "actor": row["actor"], "detail": row.get("detail"),
+                        "session_id": _optional_id(row.get("session_id")),
+                        "confidence_before": row.get("confidence_before"),
+                        "confidence_after": row.get("confidence_after"),
+                        "created_at": _time(row.get("created_at")) or utcnow()})
+    return checked
+
+
+def parse_markdown(text: str) -> list[Entry]:
+    entries, service = [], None
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.rstrip()
+        if stripped.startswith("## "):
+            service = stripped[3:].strip()
+            continue
+        if not stripped.startswith("- "):
+            continue  # headings, prose, blank lines
+        match = MARKDOWN_LINE.match(stripped)
+        if match is None:
+            raise ImportRefused(f"line {number}: expected '- [category] observation (confidence: N)', "
+                               f"got {stripped[:80]!r}")
+        if service is None:
+            raise ImportRefused(f"line {number}: a memory before any '## service' heading")
+        flags = match["flags"]
+        try:
+            entry = Entry(service=store.clean_service(service), category=store.clean_category(match["category"]),
+                          observation=store.clean_observation(match["observation"]),
+                          confidence=store.parse_confidence(match["confidence"]),
+                          active="inactive" not in flags, pinned="pinned" in flags)
+        except store.MemoryInputError as exc:
+            raise ImportRefused(f"line {number}: {exc}") from None
+        if entry.active and entry.confidence < ACTIVE_THRESHOLD:
+            raise ImportRefused(f"line {number}: active with confidence {entry.confidence}, below {ACTIVE_THRESHOLD}")
+        entries.append(entry)
+    if not entries:   # most likely the wrong file: say so rather than import nothing
+        raise ImportRefused("no memories found: expected lines '- [category] observation (confidence: N)' "
+                            "under '## service' headings")
+    _check_size(entries)
+    return entries
+
+
+def _check_size(items: list) -> None:
+    if len(items) > MAX_IMPORT:
+        raise ImportRefused(f"{len(items)} memories in one file; at most {MAX_IMPORT}")
+
+
+# --- import ------------------------------------------------------------------
+
+@dataclass
+class ImportReport:
+    created: int = 0
+    reinforced: int = 0
+    contradicted: int = 0
+    unchanged: int = 0
+
+    def to_dict(self) -> dict:
+        return {"created": self.created, "reinforced": self.reinforced, "contradicted": self.contradicted,
+                "unchanged": self.unchanged}
+
+
+def import_entries(entries: list[Entry], source: str) -> ImportReport:
+    """Each entry through the matcher: the same text already there is left
+    alone, a reinforcement strengthens the memory there, a contradiction
+    weakens it and stores the imported one beside it, anything else is a new
+    memory with everything the file says (history included). The caller
+    commits."""
+    report = ImportReport()
+    new_ids: dict[int, Memory] = {}
+    links: list[tuple[Memory, int]] = []
+    imported: list[int] = []  # compared with what was here before, never with each other
+    for entry in entries:
+        if _exact_copy_exists(entry):
+            report.unchanged += 1
+            continue
+        match, target = store.find_match(entry.category, entry.service, entry.observation, exclude=imported)
+        if match.relation == REINFORCE:
+            store.reinforce(target, f"imported from {source}: {entry.observation}", actor=store.OPERATOR)
+            report.reinforced += 1
+            continue
+        memory = _insert(entry, source)
+        imported.append(memory.id)
+        if entry.source_id is not None:
+            new_ids[entry.source_id] = memory
+        if match.relation == CONTRADICT:
+            store.contradict(target, memory, actor=store.OPERATOR)
+            report.contradicted += 1
+        else:
+            report.created += 1
+            if entry.contradicts_source_id is not None:
+                links.append((memory, entry.contradicts_source_id))
+    for memory, source_id in links:  # contradictions within the file, once every id is known
+        if source_id in new_ids:
+            memory.contradicts_id = new_ids[source_id].id
+    return report
+
+
+def _exact_copy_exists(entry: Entry) -> bool:
+    return db.session.scalar(select(Memory.id).where(
+        Memory.category == entry.category, Memory.observation == entry.observation,
+        Memory.service.is_(None) if entry.service is None else Memory.service == entry.service).limit(1)) is not None
+
+
+def _session_here(session_id: Optional[int]) -> Optional[int]:
+    """A session link survives the trip when that session is in this
+    database (a restore into the same service); elsewhere it would point at
+    an unrelated session, so it is dropped."""
+    if session_id is None:
+        return None
+    return session_id if db.session.get(Session, session_id) is not None else None
+
+
+def _insert(entry: Entry, source: str) -> Memory:
+    now = utcnow()
+    memory = Memory(service=entry.service, category=entry.category, observation=entry.observation,
+                    confidence=entry.confidence, active=entry.active, pinned=entry.pinned, tier=entry.tier,
+                    created_at=entry.created_at or now, updated_at=entry.updated_at or now,
+                    decayed_weeks=entry.decayed_weeks, session_id=_session_here(entry.session_id))
+    db.session.add(memory)
+    db.session.flush()
+    for row in entry.history:
+        db.session.add(MemoryHistory(memory_id=memory.id, **{**row, "session_id": _session_here(row["session_id"])}))
+    db.session.add(MemoryHistory(memory_id=memory.id, action="imported", confidence_before=None,
+                                 confidence_after=memory.confidence, actor=store.OPERATOR,
+                                 detail=f"from {source}", created_at=now))
+    return memory

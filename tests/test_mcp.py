@@ -1,0 +1,157 @@
+"""In-session retrieval: the memory store served over MCP by `claudeops mcp`,
+given to every session with --mcp-config."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import OperationalError
+
+from app.extensions import db
+from app.mcp import ALLOW_RULE, build_server, plugin_tools
+from plugins.memory import mcp_tools
+from tests.memory_helpers import add_memory
+from tests.support.mock_messages_api import MockMessagesAPI, text as say, tool_use
+from tests.test_real_cli import MAIN_REQUEST_MARKER, claude_bin, run_claudeops  # noqa: F401 (fixture)
+
+CLAUDEOPS = Path(sys.executable).with_name("claudeops")
+
+
+@pytest.fixture
+def memories(app):
+    return [add_memory("Takes 60s to start after restart", confidence=0.9),
+            add_memory("Needs the NFS mount /media before it starts, else the library looks empty " * 3,
+                       category="dependency", confidence=0.6),
+            add_memory("Old transcoder crashed on HEVC", category="behavior", confidence=0.2, active=False),
+            add_memory("Vacuum runs Sundays at 03:00", service="postgres", category="maintenance"),
+            add_memory("DNS checks fail during WireGuard reconnects", service=None, category="behavior")]
+
+
+# ------------------------------------------------------------- the tools
+
+def test_search_is_compact_and_best_first(memories):
+    out = mcp_tools.search_memories("jellyfin")
+    lines = out.splitlines()
+    assert lines[0].startswith("2 of 2 memories match 'jellyfin'")
+    assert lines[1] == f"#{memories[0].id} jellyfin [timing] 0.9: Takes 60s to start after restart"
+    assert lines[2].startswith(f"#{memories[1].id} jellyfin [dependency] 0.6: Needs the NFS mount")
+    assert lines[2].endswith("…") and len(lines[2]) < 200  # a preview, not the whole observation
+
+
+def test_search_reaches_inactive_memories_only_when_asked(memories):
+    assert "HEVC" not in mcp_tools.search_memories("transcoder")
+    found = mcp_tools.search_memories("transcoder", include_inactive=True)
+    assert f"#{memories[2].id} jellyfin [behavior] 0.2 (inactive): Old transcoder" in found
+
+
+def test_search_narrows_to_a_service_and_bounds_the_limit(memories):
+    assert "Vacuum" not in mcp_tools.search_memories("runs", service="jellyfin")
+    assert "Vacuum runs Sundays" in mcp_tools.search_memories("runs", service="postgres")
+    assert "1 of 1" in mcp_tools.search_memories("wireguard", service="general")
+    assert mcp_tools.search_memories("start", limit=1).startswith("1 of 2 memories")
+    assert mcp_tools.search_memories("start", limit=-5).startswith("1 of 2 memories")
+    assert mcp_tools.search_memories("zzz-nothing") == "No memories match 'zzz-nothing'."
+    assert mcp_tools.search_memories("   ").startswith("Give a query")
+
+
+def test_get_gives_the_full_text_and_names_what_is_missing(memories):
+    out = mcp_tools.get_memories([memories[1].id, 9999, memories[1].id])
+    assert ("Needs the NFS mount /media before it starts, else the library looks empty " * 3).strip() in out
+    assert "service jellyfin · dependency · confidence 0.6 · active" in out
+    assert out.count("Needs the NFS mount") == 3  # once, with the observation's own repeats
+    assert out.endswith("Not found (deleted or never existed): 9999")
+    assert mcp_tools.get_memories([]) == "Give one or more memory ids."
+
+
+def test_list_a_services_memories(memories):
+    out = mcp_tools.list_service_memories("postgres")
+    assert out.splitlines()[1] == f"#{memories[3].id} postgres [maintenance] 0.7: Vacuum runs Sundays at 03:00"
+    assert "about no single service" in mcp_tools.list_service_memories("general")
+    assert mcp_tools.list_service_memories("nginx") == "No memories about nginx."
+
+
+def test_the_memory_plugin_offers_its_tools(app):
+    assert [t.name for t in plugin_tools()] == ["search_memories", "get_memories", "list_service_memories"]
+
+
+def test_the_server_cannot_write(app, memories):
+    build_server(app)
+    with pytest.raises(OperationalError, match="readonly|read-only|query_only"):
+        db.session.execute(text("DELETE FROM memories"))
+    db.session.rollback()
+
+
+# ---------------------------------------------- the server over stdio
+
+def test_claudeops_mcp_over_stdio(app, memories, tmp_path):
+    """An MCP client (the official SDK's) talks to the real `claudeops mcp`."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+    env = {"PATH": os.environ["PATH"], "CLAUDEOPS_STATE_DIR": app.config["CLAUDEOPS_STATE_DIR"],
+           "CLAUDEOPS_DATABASE_URL": app.config["CLAUDEOPS_DATABASE_URL"]}
+
+    async def talk():
+        params = StdioServerParameters(command=str(CLAUDEOPS), args=["mcp"], env=env)
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            tools = {t.name: t for t in (await session.list_tools()).tools}
+            result = await session.call_tool("get_memories", {"ids": [memories[3].id]})
+            bad = await session.call_tool("get_memories", {"ids": "not a list"})
+            return tools, result, bad
+
+    tools, result, bad = anyio.run(talk)
+    assert set(tools) == {"search_memories", "get_memories", "list_service_memories"}
+    assert tools["search_memories"].input_schema["required"] == ["query"]
+    assert tools["get_memories"].annotations.read_only_hint is True
+    assert "Vacuum runs Sundays at 03:00" in result.content[0].text and not result.is_error
+    assert bad.is_error  # a wrong argument is the tool's error, not the server's end
+
+
+# --------------------------------------------------------- every session
+
+def test_every_session_is_given_the_server(app, fake_cli, run_session_now):
+    from tests import streamlines as sl
+    argv_path = fake_cli(sl.steps(sl.init(), sl.result("ok")))
+    run_session_now()
+    argv = json.loads(argv_path.read_text())["argv"]
+    config = json.loads(argv[argv.index("--mcp-config") + 1])
+    server = config["mcpServers"]["claudeops"]
+    assert server["args"][-1] == "mcp" and Path(server["command"]).name == "claudeops"
+    assert "env" not in server  # inherited from the CLI: no database URL on any command line
+    allowed = argv[argv.index("--allowedTools") + 1].split(",")
+    assert ALLOW_RULE in allowed and "Bash" in allowed
+
+
+@pytest.mark.real_cli
+def test_the_real_cli_searches_memories_mid_session(tmp_path, claude_bin):  # noqa: F811
+    """The real Claude Code CLI starts `claudeops mcp` from --mcp-config and
+    calls the search tool the mock API asks for; the tool result it sends back
+    holds the real memories."""
+    env = dict(os.environ, CLAUDEOPS_STATE_DIR=str(tmp_path / "state"))
+    subprocess.run([str(CLAUDEOPS), "db", "upgrade", "heads"], env=env, check=True, capture_output=True)
+    for observation, category in (("Takes 60s to start after restart", "timing"),
+                                  ("Needs the NFS mount /media before it starts", "dependency")):
+        subprocess.run([str(CLAUDEOPS), "memories", "add", "--category", category, "--service", "jellyfin",
+                        observation], env=env, check=True, capture_output=True)
+    mock = MockMessagesAPI(marker=MAIN_REQUEST_MARKER, script=[
+        [say("Let me check what is known about jellyfin."),
+         tool_use("mcp__claudeops__search_memories", {"query": "jellyfin"})],
+        [say("Jellyfin needs its NFS mount.")],
+    ])
+    with mock:
+        result = run_claudeops(tmp_path, claude_bin, mock.start(), "--tier", "1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    offered = [tool["name"] for tool in mock.requests[0]["tools"]]
+    assert "mcp__claudeops__search_memories" in offered and "mcp__claudeops__get_memories" in offered
+    tool_results = [block for message in mock.requests[1]["messages"] if isinstance(message["content"], list)
+                    for block in message["content"] if block.get("type") == "tool_result"]
+    assert len(tool_results) == 1 and not tool_results[0].get("is_error")
+    returned = json.dumps(tool_results[0]["content"])
+    assert "2 of 2 memories match 'jellyfin'" in returned
+    assert "Takes 60s to start after restart" in returned and "Needs the NFS mount /media" in returned

@@ -1,0 +1,242 @@
+"""`claudeops memories export|import` and /api/v1/memories/export|import:
+JSON (everything, history included) and Markdown, lossless both ways, and an
+import that reinforces instead of duplicating."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from sqlalchemy import delete, func, select
+
+from app.cli import main
+from app.extensions import db
+from plugins.memory import portability, store
+from plugins.memory.models import Memory, MemoryHistory
+from tests.conftest import make_app
+from tests.memory_helpers import add_memory, all_memories, new_run, remember
+
+MEMORY_FIELDS = ("service", "category", "observation", "confidence", "active", "pinned", "tier",
+                 "created_at", "updated_at", "decayed_weeks")
+HISTORY_FIELDS = ("action", "confidence_before", "confidence_after", "actor", "detail", "created_at")
+
+
+def seed() -> None:
+    """Memories in every state: reinforced by a second session, contradicted
+    (and linked), pinned, general, inactive."""
+    first, second = new_run(), new_run()
+    remember("[MEMORY:timing:jellyfin] Takes 60s to start after restart", first)
+    remember("[MEMORY:timing:jellyfin] Takes about 60 seconds to start after a restart", second)
+    remember("[MEMORY:remediation:nginx] Reload clears the 502 errors", first)
+    remember("[MEMORY:remediation:nginx] Reload does not clear the 502 errors", second)
+    remember("[MEMORY:remediation:nginx] Reload does not clear the 502 errors at all", second)
+    pinned = store.create("maintenance", "postgres", "Vacuum runs Sundays at 03:00", 0.95)
+    store.update(pinned, pinned=True)
+    store.create("behavior", None, "DNS checks fail during WireGuard reconnects", 0.6)
+    store.create("behavior", "jellyfin", "Old transcoder crashed on HEVC", 0.2)   # inactive below 0.3
+    db.session.commit()
+
+
+def comparable(document: dict) -> list[dict]:
+    """An export without what is local to one database: ids, session links,
+    and the import's own history rows."""
+    by_id = {m["id"]: m for m in document["memories"]}
+    rows = []
+    for memory in document["memories"]:
+        row = {name: memory[name] for name in MEMORY_FIELDS}
+        row["contradicts"] = by_id[memory["contradicts_id"]]["observation"] if memory["contradicts_id"] else None
+        row["history"] = [{name: h[name] for name in HISTORY_FIELDS} for h in memory["history"]
+                          if h["action"] != "imported"]
+        rows.append(row)
+    return sorted(rows, key=lambda r: (r["service"] or "", r["category"], r["observation"]))
+
+
+def test_json_round_trip_keeps_everything(app, tmp_path):
+    seed()
+    exported = portability.export_json()
+    assert len(exported["memories"]) == 6
+    assert any(m["history"] and m["history"][-1]["action"] == "reinforced" for m in exported["memories"])
+    assert any(m["contradicts_id"] for m in exported["memories"])
+
+    other = make_app(tmp_path / "other")
+    with other.app_context():
+        entries = portability.parse(json.dumps(exported))
+        report = portability.import_entries(entries, source="backup.json")
+        db.session.commit()
+        assert report.to_dict() == {"created": 6, "reinforced": 0, "contradicted": 0, "unchanged": 0}
+        again = portability.export_json()
+        assert comparable(again) == comparable(exported)
+        # Each memory says where it came from, after the history it brought.
+        assert all(m["history"][-1]["action"] == "imported" and m["history"][-1]["detail"] == "from backup.json"
+                   for m in again["memories"])
+        # No session of the other service exists here: links are dropped, not misattributed.
+        assert all(m["session_id"] is None for m in again["memories"])
+
+
+def test_restore_into_the_same_database_keeps_session_links(app):
+    seed()
+    exported = portability.export_json()
+    db.session.execute(delete(Memory))
+    db.session.commit()
+    portability.import_entries(portability.parse_json(exported), source="backup.json")
+    db.session.commit()
+    restored = {m["observation"]: m["session_id"] for m in portability.export_json()["memories"]}
+    original = {m["observation"]: m["session_id"] for m in exported["memories"]}
+    assert restored == original and any(original.values())
+
+
+def test_importing_what_is_there_changes_nothing(app):
+    seed()
+    before = [(m.id, m.confidence, m.updated_at) for m in all_memories()]
+    history_rows = db.session.scalar(select(func.count()).select_from(MemoryHistory))
+    report = portability.import_entries(portability.parse_json(portability.export_json()), source="again")
+    db.session.commit()
+    assert report.to_dict() == {"created": 0, "reinforced": 0, "contradicted": 0, "unchanged": 6}
+    assert [(m.id, m.confidence, m.updated_at) for m in all_memories()] == before
+    assert db.session.scalar(select(func.count()).select_from(MemoryHistory)) == history_rows
+
+
+def test_import_goes_through_the_matcher(app):
+    known = add_memory("Takes 60s to start after restart", confidence=0.7)
+    other = add_memory("Reload clears the 502 errors", service="nginx", category="remediation", confidence=0.7)
+    markdown = "\n".join(["## jellyfin", "- [timing] Takes about 60 seconds to start after a restart (confidence: 0.7)",
+                          "## nginx", "- [remediation] Reload does not clear the 502 errors (confidence: 0.8)",
+                          "## general", "- [behavior] Backups run nightly at 02:00 (confidence: 0.7)"])
+    report = portability.import_entries(portability.parse(markdown), source="notes.md")
+    db.session.commit()
+    assert report.to_dict() == {"created": 1, "reinforced": 1, "contradicted": 1, "unchanged": 0}
+    assert len(all_memories()) == 4                    # the paraphrase did not become a second memory
+    assert db.session.get(Memory, known.id).confidence == pytest.approx(0.8)
+    assert db.session.get(Memory, other.id).confidence == pytest.approx(0.5)
+    newer = db.session.scalars(select(Memory).where(Memory.observation.like("Reload does not%"))).one()
+    assert newer.contradicts_id == other.id and newer.confidence == 0.8
+    reinforced = db.session.scalars(select(MemoryHistory).where(MemoryHistory.memory_id == known.id)
+                                    .order_by(MemoryHistory.id.desc())).first()
+    assert (reinforced.action, reinforced.actor) == ("reinforced", "operator")
+    assert reinforced.detail.startswith("imported from notes.md")
+
+
+def test_markdown_round_trip(app, tmp_path):
+    seed()
+    markdown = portability.export_markdown()
+    assert "## jellyfin\n\n- [timing] Takes 60s to start after restart (confidence: 0.8)" in markdown
+    assert "- [remediation] Reload clears the 502 errors (confidence: 0.5)" in markdown
+    assert "- [behavior] Old transcoder crashed on HEVC (confidence: 0.2, inactive)" in markdown
+    assert "(confidence: 0.95, pinned)" in markdown
+    assert markdown.index("## general") > markdown.index("## postgres")   # general last
+    other = make_app(tmp_path / "other")
+    with other.app_context():
+        portability.import_entries(portability.parse(markdown), source="notes.md")
+        db.session.commit()
+        again = portability.export_markdown()
+    body = lambda text: text.split("\n", 4)[4]  # noqa: E731  (after the title and the dated line)
+    assert body(again) == body(markdown)
+
+
+def test_a_bad_entry_refuses_the_whole_file(app):
+    good = {"service": "jellyfin", "category": "timing", "observation": "Takes 60s", "confidence": 0.7}
+    cases = [
+        ({"format": "claudeops-memories", "version": 1, "memories": [good, good | {"observation": "x"},
+                                                                      good | {"category": "misc"}]},
+         "memory 3: category must be one of"),
+        ({"format": "claudeops-memories", "version": 1, "memories": [good | {"confidence": "high"}]},
+         "memory 1: confidence must be a number"),
+        ({"format": "claudeops-memories", "version": 1, "memories": [good | {"active": True, "confidence": 0.1}]},
+         "memory 1: active with confidence 0.1"),
+        ({"format": "claudeops-memories", "version": 1, "memories": [good | {"created_at": "yesterday"}]},
+         "memory 1: 'yesterday' is not an ISO 8601 timestamp"),
+        ({"format": "claudeops-memories", "version": 1, "memories": [good | {"history": [{"action": "x"}]}]},
+         "memory 1: history actor must be one of"),
+        ({"format": "claudeops-memories", "version": 2, "memories": []}, "export version 2 is not supported"),
+        ({"memories": []}, "not a memories export"),
+    ]
+    for document, message in cases:
+        with pytest.raises(portability.ImportRefused, match=message.replace("(", r"\(")):
+            portability.import_entries(portability.parse_json(document), source="x")
+    with pytest.raises(portability.ImportRefused, match="line 2: expected"):
+        portability.parse("## jellyfin\n- timing: takes 60s\n")
+    with pytest.raises(portability.ImportRefused, match="before any '## service' heading"):
+        portability.parse("- [timing] Takes 60s (confidence: 0.7)\n")
+    with pytest.raises(portability.ImportRefused, match="not valid JSON"):
+        portability.parse("{oops")
+    assert all_memories() == []
+
+
+# ------------------------------------------------------------------ the API
+
+def test_api_export_and_import(app, client, tmp_path):
+    seed()
+    exported = client.get("/api/v1/memories/export")
+    assert exported.status_code == 200 and exported.get_json()["format"] == "claudeops-memories"
+    markdown = client.get("/api/v1/memories/export?format=markdown")
+    assert markdown.mimetype == "text/markdown" and "## jellyfin" in markdown.get_data(as_text=True)
+    assert client.get("/api/v1/memories/export?format=csv").status_code == 400
+
+    other = make_app(tmp_path / "other")
+    with other.app_context():
+        target = other.test_client()
+        response = target.post("/api/v1/memories/import", json=exported.get_json())
+        assert response.status_code == 201 and response.get_json()["created"] == 6
+        response = target.post("/api/v1/memories/import", data=markdown.get_data(),
+                               content_type="text/markdown")
+        assert response.status_code == 201 and response.get_json()["unchanged"] == 6
+        assert target.post("/api/v1/memories/import", data="x=1",
+                           content_type="application/x-www-form-urlencoded").status_code == 415
+        refused = target.post("/api/v1/memories/import", json={"format": "claudeops-memories", "version": 1,
+                                                               "memories": [{"category": "misc"}]})
+        assert refused.status_code == 400 and refused.get_json()["error"].startswith("nothing imported: memory 1")
+        assert target.post("/api/v1/memories/import", data="{", content_type="application/json").status_code == 400
+
+
+# ------------------------------------------------------------------ the CLI
+
+def test_cli_export_and_import(app, tmp_path):
+    seed()
+    runner = app.test_cli_runner()
+    path = tmp_path / "memories.json"
+    result = runner.invoke(main, ["memories", "export", "-o", str(path)])
+    assert result.exit_code == 0, result.output
+    assert len(json.loads(path.read_text())["memories"]) == 6
+    markdown = runner.invoke(main, ["memories", "export", "--format", "markdown"])
+    assert markdown.exit_code == 0 and "## postgres" in markdown.output
+
+    db.session.execute(delete(Memory))
+    db.session.commit()
+    result = runner.invoke(main, ["memories", "import", str(path)])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == "6 created, 0 reinforced, 0 contradicted, 0 unchanged"
+    bad = tmp_path / "bad.md"
+    bad.write_text("## jellyfin\n- [misc] Takes 60s (confidence: 0.7)\n")
+    result = runner.invoke(main, ["memories", "import", str(bad)])
+    assert result.exit_code == 1 and "line 2: category must be one of" in result.output
+
+
+# ------------------------------------------------------------ the dashboard
+
+def test_dashboard_download_and_upload(app, client):
+    seed()
+    page = client.get("/memories").get_data(as_text=True)
+    assert 'href="/memories/export.json"' in page and 'enctype="multipart/form-data"' in page
+    download = client.get("/memories/export.md")
+    assert download.headers["Content-Disposition"] == 'attachment; filename="claudeops-memories.md"'
+    assert client.get("/memories/export.csv").status_code == 404
+    exported = client.get("/memories/export.json").get_data()
+
+    db.session.execute(delete(Memory))
+    db.session.commit()
+    from io import BytesIO
+    response = client.post("/memories/import", data={"file": (BytesIO(exported), "backup.json")},
+                           content_type="multipart/form-data", follow_redirects=True)
+    assert "Imported backup.json: 6 created, 0 reinforced, 0 contradicted, 0 unchanged." in response.get_data(as_text=True)
+    assert len(all_memories()) == 6
+    response = client.post("/memories/import", data={"file": (BytesIO(b"\xff\xfe"), "x.md")},
+                           content_type="multipart/form-data", follow_redirects=True)
+    assert "Nothing imported: x.md is not UTF-8 text." in response.get_data(as_text=True)
+    response = client.post("/memories/import", data={"file": (BytesIO(b"## a\n- [misc] x (confidence: 0.7)\n"), "x.md")},
+                           content_type="multipart/form-data", follow_redirects=True)
+    assert "Nothing imported from x.md: line 2: category must be one of" in response.get_data(as_text=True)
+    assert len(all_memories()) == 6
+
+
+def test_a_markdown_file_without_memories_is_refused(app):
+    with pytest.raises(portability.ImportRefused, match="no memories found"):
+        portability.parse("# Notes\n\nNothing to see here.\n", "markdown")

@@ -1,0 +1,108 @@
+"""Full-text search over memories (FTS5 on SQLite, PostgreSQL's own text
+search there): stemmed, prefix, every word, ranked, kept in step with every
+change, in the dashboard, the API, the CLI and the agent's search tool."""
+from __future__ import annotations
+
+import flask_migrate
+import pytest
+from sqlalchemy import text
+
+from app.cli import main
+from app.extensions import db
+from plugins.memory import search, store
+from plugins.memory.queries import memory_query, newest_first
+from tests.memory_helpers import add_memory, new_run, remember
+
+
+def found(q: str, **filters) -> list[str]:
+    return [m.observation for m in db.session.scalars(newest_first(memory_query(q=q, **filters)))]
+
+
+@pytest.fixture
+def memories(app):
+    return {
+        "start": add_memory("Takes 60s to start after a restart", confidence=0.9),
+        "nfs": add_memory("Needs the NFS mount /media before it starts", category="dependency"),
+        "vacuum": add_memory("Vacuum runs Sundays at 03:00", service="postgres", category="maintenance"),
+        "dns": add_memory("DNS checks fail during WireGuard reconnects", service=None, category="behavior"),
+    }
+
+
+def test_words_are_stemmed_and_prefixes_match(memories):
+    assert found("restarts") == ["Takes 60s to start after a restart"]
+    assert sorted(found("starting")) == ["Needs the NFS mount /media before it starts",
+                                         "Takes 60s to start after a restart"]
+    assert found("wiregu") == ["DNS checks fail during WireGuard reconnects"]
+    assert found("RECONNECTING dns") == ["DNS checks fail during WireGuard reconnects"]
+
+
+def test_every_word_must_match_and_service_and_category_count(memories):
+    assert found("nfs restart") == []
+    assert found("postgres sundays") == ["Vacuum runs Sundays at 03:00"]
+    assert found("jellyfin dependency") == ["Needs the NFS mount /media before it starts"]
+    assert found("maintenance", service="jellyfin") == []
+
+
+def test_best_match_first(app):
+    add_memory("Jellyfin logs a warning about transcoding when a client with an old codec connects, then goes on",
+               category="behavior")
+    add_memory("Transcoding fails; transcoding needs the GPU", category="behavior")
+    assert found("transcoding") == ["Transcoding fails; transcoding needs the GPU",
+                                    "Jellyfin logs a warning about transcoding when a client with an old codec "
+                                    "connects, then goes on"]
+
+
+@pytest.mark.parametrize("q", ['"', "'", "*", "(", "NEAR(", "a OR", "-x", "\\", "%_", "^", "🙂", "x" * 500])
+def test_any_typed_text_is_a_search_never_an_error(memories, q):
+    assert found(q) == []  # nothing here has such a word, and punctuation alone matches nothing
+
+
+def test_the_index_follows_every_change(memories):
+    memory = memories["vacuum"]
+    store.update(memory, observation="Autovacuum handles it since version 16")
+    db.session.commit()
+    assert found("sundays") == [] and found("autovacuum") == ["Autovacuum handles it since version 16"]
+    store.delete(memory)
+    db.session.commit()
+    assert found("autovacuum") == []
+    remember("[MEMORY:timing:grafana] Dashboards load within 2s after a warm cache", new_run())
+    assert found("dashboards warm") == ["Dashboards load within 2s after a warm cache"]
+
+
+def test_search_in_the_dashboard_api_cli_and_tool(app, client, memories):
+    page = client.get("/memories?q=restarting").get_data(as_text=True)
+    assert "Takes 60s to start after a restart" in page and "Vacuum runs" not in page
+    api = client.get("/api/v1/memories?q=sundays").get_json()
+    assert [m["observation"] for m in api["memories"]] == ["Vacuum runs Sundays at 03:00"] and api["total"] == 1
+    cli = app.test_cli_runner().invoke(main, ["memories", "list", "-q", "wireguard"])
+    assert "DNS checks fail" in cli.output and "Takes 60s" not in cli.output
+    from plugins.memory.mcp_tools import search_memories
+    assert "Needs the NFS mount" in search_memories("nfs")
+
+
+def test_memories_from_before_the_index_are_searchable(app):
+    """The revision indexes what is already there."""
+    flask_migrate.downgrade(revision="-1")
+    db.session.execute(text(
+        "INSERT INTO memories (service, category, observation, confidence, active, created_at, updated_at, tier, "
+        "decay_due_at) VALUES ('web', 'timing', 'Cold start takes 40s', 0.7, 1, '2026-11-01 10:00:00', "
+        "'2026-11-01 10:00:00', 1, '2026-12-01 10:00:00')"))
+    db.session.commit()
+    flask_migrate.upgrade(revision="heads")
+    search._fts5_index.clear()
+    assert found("cold") == ["Cold start takes 40s"]
+
+
+def test_without_fts5_words_still_match(app, memories):
+    if db.engine.dialect.name != "sqlite":
+        pytest.skip("the fallback is for an SQLite built without FTS5")
+    for statement in ("DROP TRIGGER memories_fts_insert", "DROP TRIGGER memories_fts_update",
+                      "DROP TRIGGER memories_fts_delete", "DROP TABLE memories_fts"):
+        db.session.execute(text(statement))
+    db.session.commit()
+    search._fts5_index.clear()
+    try:
+        assert found("wireguard") == ["DNS checks fail during WireGuard reconnects"]
+        assert found("%") == []
+    finally:
+        search._fts5_index.clear()
