@@ -10,6 +10,7 @@ from typing import Any, Iterable, Optional
 from flask import Flask, current_app
 
 from app.config import PROJECT_ROOT, SETTINGS, Setting, derive_paths, load_settings
+from app.database_url import sqlalchemy_url
 from app.extensions import csrf, db, migrate
 from app.plugins import flatten, make_plugin_manager
 
@@ -38,7 +39,7 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for key in ("CLAUDEOPS_STATE_DIR", "CLAUDEOPS_RESULTS_DIR"):
         Path(app.config[key]).mkdir(parents=True, exist_ok=True)
-    app.config["SQLALCHEMY_DATABASE_URI"] = app.config["CLAUDEOPS_DATABASE_URL"]
+    app.config["SQLALCHEMY_DATABASE_URI"] = sqlalchemy_url(app.config["CLAUDEOPS_DATABASE_URL"])
     if not app.config.get("SECRET_KEY"):  # Flask's defaults hold SECRET_KEY=None
         app.config["SECRET_KEY"] = app.config["CLAUDEOPS_SECRET_KEY"] or _state_secret_key(app.config)
     app.config.setdefault("WTF_CSRF_TIME_LIMIT", None)

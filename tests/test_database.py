@@ -107,3 +107,25 @@ def test_upgrading_a_database_with_data_keeps_every_row_and_link(app):
         with db.engine.connect() as connection:
             assert connection.execute(text("PRAGMA foreign_keys")).scalar() == 1
 
+
+def test_a_postgresql_url_without_a_driver_means_psycopg():
+    from app.database_url import sqlalchemy_url
+    assert sqlalchemy_url("postgresql://ops:pw@db.local/claudeops") == "postgresql+psycopg://ops:pw@db.local/claudeops"
+    assert sqlalchemy_url("postgres://ops@db.local:5433/claudeops") == "postgresql+psycopg://ops@db.local:5433/claudeops"
+    for unchanged in ("postgresql+psycopg://ops:p%40ss@/claudeops?host=/run/postgresql", "sqlite:////srv/ops/claudeops.db"):
+        assert sqlalchemy_url(unchanged) == unchanged
+
+
+def test_a_database_url_that_cannot_work_stops_the_start_without_showing_the_password(tmp_path, monkeypatch):
+    import importlib.util
+
+    from app import create_app
+    from app.config import ConfigError
+    with pytest.raises(ConfigError, match="CLAUDEOPS_DATABASE_URL is not a database URL"):
+        create_app({"CLAUDEOPS_STATE_DIR": str(tmp_path), "CLAUDEOPS_DATABASE_URL": "ops:hunter2@db.local"})
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "psycopg" else real_find_spec(name, *a))
+    with pytest.raises(ConfigError) as missing:
+        create_app({"CLAUDEOPS_STATE_DIR": str(tmp_path), "CLAUDEOPS_DATABASE_URL": "postgresql://ops:hunter2@db.local/x"})
+    assert "needs the PostgreSQL driver" in str(missing.value) and "claudeops[postgres]" in str(missing.value)
+    assert "hunter2" not in str(missing.value) and "ops:***@db.local" in str(missing.value)
