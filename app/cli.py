@@ -51,10 +51,10 @@ def serve(host: str, port: int, workers: int):
     """Apply migrations, then serve the dashboard and API with gunicorn and run
     the scheduler. Stops cleanly on SIGTERM or Ctrl-C."""
     from app.serve import MigrationError, serve as run_service
-    from app.sessions.scheduler import SchedulerAlreadyRunning
+    from app.sessions.runner_lock import RunnerLockError
     try:
         sys.exit(run_service(current_app._get_current_object(), host, port, workers))
-    except (SchedulerAlreadyRunning, MigrationError) as exc:
+    except (RunnerLockError, MigrationError) as exc:
         raise click.ClickException(str(exc)) from None
 
 
@@ -63,10 +63,10 @@ def serve(host: str, port: int, workers: int):
 def scheduler():
     """Run only the scheduler (apply migrations first); no web server."""
     from app.serve import MigrationError, run_scheduler
-    from app.sessions.scheduler import SchedulerAlreadyRunning
+    from app.sessions.runner_lock import RunnerLockError
     try:
         sys.exit(run_scheduler(current_app._get_current_object()))
-    except (SchedulerAlreadyRunning, MigrationError) as exc:
+    except (RunnerLockError, MigrationError) as exc:
         raise click.ClickException(str(exc)) from None
 
 
@@ -84,13 +84,15 @@ def run_once(tier: int, prompt: str | None):
     from app.serve import MigrationError, apply_migrations
     from app.sessions import control
     from app.sessions.manager import run_session
-    from app.sessions.scheduler import RunnerLock, SchedulerAlreadyRunning
+    from app.sessions.runner_lock import RunnerLock, RunnerLockError, SchedulerAlreadyRunning
     app = current_app._get_current_object()
-    lock = RunnerLock(app.config["CLAUDEOPS_STATE_DIR"])
+    lock = RunnerLock(app.config["CLAUDEOPS_STATE_DIR"], app.config["SQLALCHEMY_DATABASE_URI"])
     try:
         lock.acquire()
     except SchedulerAlreadyRunning as exc:
         raise click.ClickException(f"{exc}, or use Run now in its dashboard") from None
+    except RunnerLockError as exc:   # the database's lock, when the database cannot be reached
+        raise click.ClickException(str(exc)) from None
     # Ctrl-C or SIGTERM ends the session as stopped, with its group, instead of leaving it running.
     shutdown = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
