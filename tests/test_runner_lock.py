@@ -90,9 +90,13 @@ def test_the_lock_is_free_again_once_the_first_scheduler_stops(two_hosts):
     first, second, start = two_hosts
     start(first).shutdown()
     start(second)
-    with second.app_context():
-        state = db.session.get(SchedulerState, 1)
-        assert state.pid == os.getpid() and state.heartbeat_at is not None
+
+    def published() -> bool:   # the second scheduler's first heartbeat
+        with second.app_context():
+            db.session.remove()
+            state = db.session.get(SchedulerState, 1)
+            return state.pid == os.getpid() and state.heartbeat_at is not None
+    wait_for(published)
 
 
 def test_claudeops_run_refuses_too(two_hosts, tmp_path):
