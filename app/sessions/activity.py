@@ -78,23 +78,31 @@ class StreamHandler:
             self._add("system", item.subtype, item.summary)
         elif isinstance(item, stream.Init):
             if item.cli_session_id:
-                self.session.cli_session_id = item.cli_session_id
+                self.session.cli_session_id = fit(Session.cli_session_id, item.cli_session_id)
         elif isinstance(item, stream.Result):
             self.result = item
             if item.cli_session_id:
-                self.session.cli_session_id = item.cli_session_id
+                self.session.cli_session_id = fit(Session.cli_session_id, item.cli_session_id)
 
     def _fan_out(self, text: str) -> None:
         records = flatten(call_each("claudeops_markers", text=text, run=self.run, commit_each=True))
         for record in records:
             if isinstance(record, MarkerRecord):
-                self._add("marker", f"{record.kind}:{record.label}"[:200], record.summary)
+                self._add("marker", f"{record.kind}:{record.label}", record.summary)
 
     def _add(self, kind: str, title: Optional[str], body: Optional[str]) -> None:
         if body is not None and len(body) > MAX_ACTIVITY_BODY:
             body = body[:MAX_ACTIVITY_BODY] + f"\n… ({len(body) - MAX_ACTIVITY_BODY} more characters in the run log)"
-        db.session.add(SessionActivity(session_id=self.session.id, kind=kind, title=title, body=body,
-                                       created_at=utcnow()))
+        db.session.add(SessionActivity(session_id=self.session.id, kind=kind, title=fit(SessionActivity.title, title),
+                                       body=body, created_at=utcnow()))
+
+
+def fit(column, value: Optional[str]) -> Optional[str]:
+    """``value`` cut to the column's length: the CLI names things (tools,
+    its session id) with no limit, and PostgreSQL refuses a longer string
+    where SQLite would keep it."""
+    length = column.type.length
+    return value[:length] if value is not None and length else value
 
 
 def _json(value) -> str:

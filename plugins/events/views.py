@@ -32,8 +32,8 @@ def index():
     level = normalise_level(request.args.get("level", "")) or None
     service = request.args.get("service", "").strip() or None
     events = db.session.scalars(_filtered(level, service).order_by(Event.id.desc()).limit(PAGE_SIZE)).all()
-    services = db.session.scalars(select(Event.service).distinct().where(Event.service.is_not(None))
-                                  .order_by(Event.service)).all()
+    # Sorted here, not by the database, whose collation (PostgreSQL's locale) may differ from SQLite's.
+    services = sorted(db.session.scalars(select(Event.service).distinct().where(Event.service.is_not(None))))
     return render_page("events/index.html", "events/_rows.html", events=events, levels=LEVELS,
                        services=services, level=level, service=service, page_size=PAGE_SIZE)
 

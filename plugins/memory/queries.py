@@ -46,5 +46,5 @@ def count(query) -> int:
 
 
 def services() -> list[str]:
-    return db.session.scalars(select(Memory.service).distinct().where(Memory.service.is_not(None))
-                              .order_by(Memory.service)).all()
+    # Sorted here, not by the database, whose collation (PostgreSQL's locale) may differ from SQLite's.
+    return sorted(db.session.scalars(select(Memory.service).distinct().where(Memory.service.is_not(None))))

@@ -54,7 +54,11 @@ def database_url(state_dir: Path | str) -> str:
     name = DATABASE_PREFIX + hashlib.sha256(str(Path(state_dir).resolve()).encode()).hexdigest()[:20]
     if name not in _created:
         with _admin_engine().connect() as connection:
-            connection.execute(text(f'CREATE DATABASE "{name}"'))
+            # A linguistic collation, as on most servers (en_US.UTF-8): code
+            # that leaves string order to the database would sort differently
+            # from SQLite, and a test should see it.
+            connection.execute(text(f"CREATE DATABASE \"{name}\" TEMPLATE template0 ENCODING 'UTF8' "
+                                    "LOCALE 'C.UTF-8' LOCALE_PROVIDER icu ICU_LOCALE 'en-US'"))
         _created.append(name)
     return make_url(server_url()).set(database=name).render_as_string(hide_password=False)
 

@@ -1,0 +1,92 @@
+"""Behaviour that does not depend on the backend. What the CLI may send
+that SQLite stores and PostgreSQL refuses is made the same for both, so a
+session never fails because of the backend: NUL characters in text, strings
+longer than their column, numbers beyond a 32-bit INTEGER column. Lists of
+names are in one order whatever the database's collation."""
+from __future__ import annotations
+
+import logging
+import re
+
+from sqlalchemy import select
+
+from app.extensions import db
+from app.models import SessionActivity
+from app.portable_text import without_nul
+from app.timeutil import utcnow
+from plugins.cooldowns import store as cooldowns
+from plugins.events.models import Event
+from plugins.memory.models import Memory
+from tests import streamlines as sl
+
+NUL = "\x00"
+
+
+def test_nul_characters_from_the_cli_are_stored_as_replacement_characters(app, fake_cli, run_session_now, caplog):
+    fake_cli(sl.steps(sl.init(), sl.tool_use("cat /bin/true"), sl.tool_result(f"ELF{NUL}{NUL}binary"),
+                      sl.text(f"Read it{NUL}. [EVENT:warning:web] odd{NUL}bytes"), sl.result(f"Done{NUL}")))
+    with caplog.at_level(logging.WARNING):
+        session = run_session_now()
+    assert session.status == "completed", session.status_reason
+    bodies = [a.body for a in db.session.scalars(select(SessionActivity).order_by(SessionActivity.id))]
+    assert "ELF\ufffd\ufffdbinary" in bodies and "Read it\ufffd. [EVENT:warning:web] odd\ufffdbytes" in bodies
+    assert db.session.scalars(select(Event.message)).all() == ["odd\ufffdbytes"]
+    assert session.response == "Read it\ufffd. [EVENT:warning:web] odd\ufffdbytes"
+    assert "NUL character" in caplog.text
+
+
+def test_over_long_names_from_the_cli_are_cut_to_their_column(app, fake_cli, run_session_now):
+    long_tool = "mcp__" + "x" * 300
+    use = sl.tool_use("uptime")
+    use["message"]["content"][0]["name"] = long_tool
+    start, end = sl.init(), sl.result()
+    start["session_id"] = end["session_id"] = "s" * 100
+    fake_cli(sl.steps(start, use, sl.tool_result("up"), end))
+    session = run_session_now()
+    assert session.status == "completed", session.status_reason
+    titles = db.session.scalars(select(SessionActivity.title).where(SessionActivity.kind == "tool_use")).all()
+    assert titles == [long_tool[:200]]
+    assert session.cli_session_id == "s" * 64
+
+
+def test_numbers_no_integer_column_holds_are_not_stored(app, fake_cli, run_session_now):
+    fake_cli(sl.steps(sl.init(), sl.result(turns=2**31, duration_ms=2**40)))
+    session = run_session_now()
+    assert session.status == "completed", session.status_reason
+    assert (session.num_turns, session.duration_ms) == (None, None)
+
+
+def test_nul_is_replaced_in_the_parameters_of_one_statement_or_many_and_bytes_are_left_alone():
+    assert without_nul({"a": "x\x00y", "n": 1, "raw": b"\x00"}) == ({"a": "x\ufffdy", "n": 1, "raw": b"\x00"}, 1)
+    assert without_nul([("ok", None), ("\x00\x00",)]) == ([("ok", None), ("\ufffd\ufffd",)], 2)
+    clean = {"a": "plain"}
+    assert without_nul(clean)[0] is clean      # nothing copied when there is nothing to replace
+
+
+def test_a_filter_with_a_nul_character_finds_what_was_stored_with_one(app, fake_cli, run_session_now):
+    fake_cli(sl.steps(sl.init(), sl.text("[MEMORY:behavior:web] logs \x00 markers"), sl.result()))
+    run_session_now()
+    client = app.test_client()
+    page = client.get("/memories?q=%00").get_data(as_text=True)
+    assert "logs \ufffd markers" in page
+    for path in ("/events?service=a%00b", "/cooldowns?service=a%00b"):
+        assert client.get(path).status_code == 200, path
+
+
+def test_service_lists_are_in_code_point_order_on_every_backend(app):
+    names = ["web", "Jellyfin", "adguard", "a-b", "ab", "B"]
+    expected = ["B", "Jellyfin", "a-b", "ab", "adguard", "web"]     # SQLite's BINARY order, and Python's
+    for name in names:
+        db.session.add(Event(level="info", service=name, message="up", created_at=utcnow()))
+        db.session.add(Memory(category="behavior", service=name, observation="up", created_at=utcnow(),
+                              updated_at=utcnow()))
+        cooldowns.record_attempt("restart", name.lower(), "pending", f"docker restart {name}", None, 1)
+    db.session.commit()
+    client = app.test_client()
+
+    def options(path: str) -> list[str]:
+        select_box = re.search(r'<select name="service".*?</select>', client.get(path).get_data(as_text=True), re.S)
+        return [o for o in re.findall(r'<option value="([^"]*)"', select_box.group(0)) if o not in ("", "general")]
+    assert options("/events") == expected
+    assert options("/memories") == expected
+    assert options("/cooldowns") == sorted(n.lower() for n in names)
