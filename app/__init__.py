@@ -10,7 +10,7 @@ from typing import Any, Iterable, Optional
 from flask import Flask, current_app
 
 from app.config import PROJECT_ROOT, SETTINGS, Setting, derive_paths, load_settings
-from app.database_url import sqlalchemy_url
+from app.database_url import engine_options, sqlalchemy_url
 from app.extensions import csrf, db, migrate
 from app.plugins import flatten, make_plugin_manager
 
@@ -40,6 +40,8 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
     for key in ("CLAUDEOPS_STATE_DIR", "CLAUDEOPS_RESULTS_DIR"):
         Path(app.config[key]).mkdir(parents=True, exist_ok=True)
     app.config["SQLALCHEMY_DATABASE_URI"] = sqlalchemy_url(app.config["CLAUDEOPS_DATABASE_URL"])
+    app.config["SQLALCHEMY_ENGINE_OPTIONS"] = {**engine_options(app.config["SQLALCHEMY_DATABASE_URI"]),
+                                               **app.config.get("SQLALCHEMY_ENGINE_OPTIONS", {})}
     if not app.config.get("SECRET_KEY"):  # Flask's defaults hold SECRET_KEY=None
         app.config["SECRET_KEY"] = app.config["CLAUDEOPS_SECRET_KEY"] or _state_secret_key(app.config)
     app.config.setdefault("WTF_CSRF_TIME_LIMIT", None)

@@ -1,4 +1,4 @@
-"""``CLAUDEOPS_DATABASE_URL`` as SQLAlchemy gets it.
+"""``CLAUDEOPS_DATABASE_URL`` as SQLAlchemy gets it, and how its engine connects.
 
 SQLite needs nothing beyond Python; PostgreSQL needs the driver that the
 ``postgres`` extra installs (psycopg 3). A URL that names PostgreSQL without
@@ -33,3 +33,11 @@ def sqlalchemy_url(raw: str) -> str:
     if url.drivername == given.drivername:
         return raw   # as the operator wrote it
     return url.render_as_string(hide_password=False)
+
+
+def engine_options(uri: str) -> dict:
+    """A database server can end connections that sit in the pool (a
+    restart, a proxy's idle timeout); each is tested as it is taken out, so
+    a request after that gets a fresh one instead of an error. A SQLite
+    file has no server."""
+    return {} if make_url(uri).get_backend_name() == "sqlite" else {"pool_pre_ping": True}

@@ -12,7 +12,7 @@ from sqlalchemy import create_engine, inspect, text
 from app.extensions import db
 from app.models import Session
 from app.timeutil import isoformat, utcnow
-from tests.support.database import explicit_database_url, sqlite_only
+from tests.support.database import explicit_database_url, postgres_only, sqlite_only
 
 
 def test_upgrade_then_no_drift(app):
@@ -129,3 +129,20 @@ def test_a_database_url_that_cannot_work_stops_the_start_without_showing_the_pas
         create_app({"CLAUDEOPS_STATE_DIR": str(tmp_path), "CLAUDEOPS_DATABASE_URL": "postgresql://ops:hunter2@db.local/x"})
     assert "needs the PostgreSQL driver" in str(missing.value) and "claudeops[postgres]" in str(missing.value)
     assert "hunter2" not in str(missing.value) and "ops:***@db.local" in str(missing.value)
+
+
+@postgres_only("a database server that ends the pool's connections (a restart)")
+def test_connections_the_server_ended_are_replaced_unnoticed(app):
+    client = app.test_client()
+    assert client.get("/api/v1/sessions").status_code == 200     # the pool now holds a connection
+    db.session.remove()
+    admin = create_engine(explicit_database_url(app.config["CLAUDEOPS_STATE_DIR"]))
+    try:
+        with admin.begin() as connection:
+            ended = connection.execute(text(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()")).all()
+    finally:
+        admin.dispose()
+    assert ended   # the app's pooled connection was among them
+    assert client.get("/api/v1/sessions").status_code == 200
