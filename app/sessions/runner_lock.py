@@ -21,6 +21,7 @@ import fcntl
 import logging
 import os
 import socket
+import threading
 from pathlib import Path
 from typing import Optional
 
@@ -107,10 +108,16 @@ class DatabaseLock:
         self._engine = create_engine(url, poolclass=NullPool, isolation_level="AUTOCOMMIT",
                                      connect_args={"application_name": holder_name()})
         self._connection: Optional[Connection] = None
+        # verify runs on the heartbeat's thread, release on the stopping one:
+        # a check in flight must not take the lock again after its release.
+        self._guard = threading.Lock()
+        self._released = False
 
     def acquire(self) -> None:
         try:
-            locked = self._try_lock()
+            with self._guard:
+                self._released = False
+                locked = self._try_lock()
         except SQLAlchemyError as exc:
             raise RunnerLockError(f"cannot take the scheduler's lock in the database "
                                   f"{self.url.render_as_string(hide_password=True)}: {_first_line(exc)}") from None
@@ -121,6 +128,10 @@ class DatabaseLock:
                 "whichever host or state directory it is on: stop it first")
 
     def verify(self) -> bool:
+        with self._guard:
+            return False if self._released else self._verify()
+
+    def _verify(self) -> bool:
         if self._connection is not None:
             try:
                 self._connection.execute(text("SELECT 1"))
@@ -136,8 +147,10 @@ class DatabaseLock:
             return False
 
     def release(self) -> None:
-        self._close()   # ending the connection ends its advisory lock
-        self._engine.dispose()
+        with self._guard:
+            self._released = True
+            self._close()   # ending the connection ends its advisory lock
+            self._engine.dispose()
 
     def _try_lock(self) -> bool:
         connection = self._engine.connect()

@@ -103,6 +103,8 @@ class SessionScheduler:
         """Still the one scheduler? If the database's lock was lost to another
         scheduler (or cannot be taken again), stop: the running session ends
         as stopped and nothing more is claimed."""
+        if self.shutdown_event.is_set():   # stopping anyway; the lock is being given back
+            return False
         if self._lock_lost or self._lock.verify():
             return not self._lock_lost
         log.error("this scheduler no longer holds the database's runner lock; it stops running sessions")
