@@ -163,3 +163,23 @@ def test_the_real_scheduler_command_refuses_beside_a_running_service(tmp_path):
             assert f"claudeops runner on {socket.gethostname()}, pid {service.process.pid}" in result.stderr
     finally:
         assert service.terminate() == 0, service.log()
+
+
+@pytest.mark.slow
+def test_claudeops_serve_exits_when_another_scheduler_took_its_lock(tmp_path):
+    (tmp_path / "host-a").mkdir()
+    service = Service(tmp_path / "host-a" / "state", {"CLAUDEOPS_INTERVAL": "0",
+                                                     "CLAUDEOPS_CLAUDE_BIN": str(FAKE_CLAUDE)}, workers=1)
+    service.start()
+    url = service.env["CLAUDEOPS_DATABASE_URL"]
+    usurper = RunnerLock(str(tmp_path / "host-b"), url)
+    try:
+        assert end_lock_connection(url) == 1
+        (tmp_path / "host-b").mkdir()
+        usurper.acquire()     # before the service's next heartbeat (every 15 s) could take it again
+        assert service.process.wait(timeout=60) == 1
+        assert "no longer holds the database's runner lock" in service.log()
+        assert not service.group_alive()   # gunicorn and its workers ended with it
+    finally:
+        usurper.release()
+        service.terminate()
