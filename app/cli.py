@@ -8,6 +8,7 @@ import threading
 import click
 from flask import current_app
 from flask.cli import FlaskGroup, with_appcontext
+from sqlalchemy.engine import make_url
 
 from app import create_app
 from app.config import TIERS, ConfigError
@@ -119,6 +120,8 @@ def show_config():
         value = current_app.config[setting.name]
         if setting.name == "CLAUDEOPS_SECRET_KEY" and value:
             value = "(set)"
+        if setting.name == "CLAUDEOPS_DATABASE_URL":   # a PostgreSQL URL may hold a password
+            value = make_url(value).render_as_string(hide_password=True)
         if isinstance(value, list):
             value = ",".join(value)
         click.echo(f"{setting.name}={value}")

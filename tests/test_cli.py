@@ -86,3 +86,11 @@ def test_an_unreachable_database_is_a_clear_error_without_its_password(tmp_path)
         assert result.returncode == 1
         assert f"{message} postgresql+psycopg://ops:***@127.0.0.1:" in result.stderr and "Connection refused" in result.stderr
         assert "hunter2" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_config_never_prints_the_database_password(tmp_path):
+    env = dict(claudeops_env(tmp_path), CLAUDEOPS_DATABASE_URL="postgresql+psycopg://ops:hunter2@db.local/claudeops")
+    result = subprocess.run([str(CLAUDEOPS), "config"], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "CLAUDEOPS_DATABASE_URL=postgresql+psycopg://ops:***@db.local/claudeops" in result.stdout.splitlines()
+    assert "hunter2" not in result.stdout
