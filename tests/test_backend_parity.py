@@ -90,3 +90,28 @@ def test_service_lists_are_in_code_point_order_on_every_backend(app):
     assert options("/events") == expected
     assert options("/memories") == expected
     assert options("/cooldowns") == sorted(n.lower() for n in names)
+
+
+BEYOND_32_BITS = 2**31
+
+
+def test_ids_beyond_32_bits_are_not_found_on_every_backend(app, fake_cli, run_session_now):
+    fake_cli(sl.steps(sl.init(), sl.text("hello"), sl.result()))
+    session = run_session_now()
+    client = app.test_client()
+    for path in (f"/sessions/{BEYOND_32_BITS}", f"/api/v1/sessions/{BEYOND_32_BITS}",
+                 f"/api/v1/memories/{BEYOND_32_BITS}", f"/api/v1/memories/{BEYOND_32_BITS}/history",
+                 f"/api/v1/sessions/{2**63}"):
+        assert client.get(path).status_code == 404, path
+    assert client.post(f"/api/v1/sessions/{BEYOND_32_BITS}/stop").status_code == 404
+    response = client.post("/api/v1/memories/bulk-delete", json={"ids": [BEYOND_32_BITS]})
+    assert (response.status_code, response.get_json()) == (404, {"error": f"no memory with id {BEYOND_32_BITS}"})
+    live = client.get(f"/sessions/{session.id}/live?after={BEYOND_32_BITS}")
+    assert live.status_code == 200 and 'beforeend:#activity' not in live.get_data(as_text=True)  # nothing after it
+    assert 'beforeend:#activity' in client.get(f"/sessions/{session.id}/live?after=0").get_data(as_text=True)
+
+
+def test_the_memory_cli_says_not_found_for_an_id_beyond_32_bits(app):
+    from plugins.memory.cli import memories
+    result = app.test_cli_runner().invoke(memories, ["edit", str(BEYOND_32_BITS), "--observation", "x"])
+    assert result.exit_code == 1 and f"memory {BEYOND_32_BITS} not found" in result.output

@@ -13,6 +13,7 @@ from app.plugin_types import DashboardPage
 from app.plugins import flatten
 from app.timeutil import isoformat
 from app.web.apiutil import ApiError, json_error
+from app.web.row_ids import RowIdConverter
 
 log = logging.getLogger(__name__)
 
@@ -22,6 +23,9 @@ API_PREFIX = "/api/v1"
 def register_web(app: Flask, pm: pluggy.PluginManager) -> None:
     from app.web.api import api
     from app.web.config_page import config_page
+
+    # Before any rule is added: rules bind their converters when registered.
+    app.url_map.converters["int"] = RowIdConverter
 
     pages = sorted((p for p in flatten(pm.hook.claudeops_dashboard_pages()) if isinstance(p, DashboardPage)),
                    key=lambda p: (p.position, p.label))

@@ -199,7 +199,10 @@ def delete(memory: Memory) -> None:
 
 def find_many(ids: Iterable) -> list[Memory]:
     ids = _clean_ids(ids)
-    found = db.session.scalars(select(Memory).where(Memory.id.in_(ids))).all()
+    # Ids are INTEGER columns: no row has one beyond 32 bits, and PostgreSQL
+    # refuses such a number in a query where SQLite finds nothing.
+    possible = [i for i in ids if -2**31 <= i < 2**31]
+    found = db.session.scalars(select(Memory).where(Memory.id.in_(possible))).all()
     missing = sorted(set(ids) - {m.id for m in found})
     if missing:
         raise LookupError(f"no memory with id {', '.join(map(str, missing))}")
