@@ -57,8 +57,9 @@ def database_url(state_dir: Path | str) -> str:
             # A linguistic collation, as on most servers (en_US.UTF-8): code
             # that leaves string order to the database would sort differently
             # from SQLite, and a test should see it.
+            # (ICU locales: PostgreSQL 15 or newer.)
             connection.execute(text(f"CREATE DATABASE \"{name}\" TEMPLATE template0 ENCODING 'UTF8' "
-                                    "LOCALE 'C.UTF-8' LOCALE_PROVIDER icu ICU_LOCALE 'en-US'"))
+                                    "LOCALE_PROVIDER icu ICU_LOCALE 'en-US'"))
         _created.append(name)
     return make_url(server_url()).set(database=name).render_as_string(hide_password=False)
 
