@@ -93,8 +93,8 @@ class StreamHandler:
     def _add(self, kind: str, title: Optional[str], body: Optional[str]) -> None:
         if body is not None and len(body) > MAX_ACTIVITY_BODY:
             body = body[:MAX_ACTIVITY_BODY] + f"\n… ({len(body) - MAX_ACTIVITY_BODY} more characters in the run log)"
-        db.session.add(SessionActivity(session_id=self.session.id, kind=kind, title=fit(SessionActivity.title, title),
-                                       body=body, created_at=utcnow()))
+        db.session.add(SessionActivity(session_id=self.session.id, kind=kind,
+                                       title=fit(SessionActivity.title, title), body=body, created_at=utcnow()))
 
 
 def fit(column, value: Optional[str]) -> Optional[str]:

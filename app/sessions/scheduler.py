@@ -31,7 +31,7 @@ from app.models import SchedulerState
 from app.runtime import setting
 from app.sessions import control
 from app.sessions.manager import run_session
-from app.sessions.runner_lock import RunnerLock, SchedulerAlreadyRunning  # noqa: F401  (raised by start)
+from app.sessions.runner_lock import RunnerLock, SchedulerAlreadyRunning  # noqa: F401  (start raises it)
 from app.timeutil import utcnow
 
 log = logging.getLogger(__name__)
