@@ -14,6 +14,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from app import db_redaction, redaction
 from app.config import PROJECT_ROOT, SETTINGS, Setting, derive_paths, load_settings
+from app.database_url import engine_options, sqlalchemy_url
 from app.extensions import csrf, db, limiter, migrate
 from app.plugins import flatten, make_plugin_manager
 
@@ -42,7 +43,9 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for key in ("CLAUDEOPS_STATE_DIR", "CLAUDEOPS_RESULTS_DIR"):
         Path(app.config[key]).mkdir(parents=True, exist_ok=True)
-    app.config["SQLALCHEMY_DATABASE_URI"] = app.config["CLAUDEOPS_DATABASE_URL"]
+    app.config["SQLALCHEMY_DATABASE_URI"] = sqlalchemy_url(app.config["CLAUDEOPS_DATABASE_URL"])
+    app.config["SQLALCHEMY_ENGINE_OPTIONS"] = {**engine_options(app.config["SQLALCHEMY_DATABASE_URI"]),
+                                               **app.config.get("SQLALCHEMY_ENGINE_OPTIONS", {})}
     if not app.config.get("SECRET_KEY"):  # Flask's defaults hold SECRET_KEY=None
         app.config["SECRET_KEY"] = app.config["CLAUDEOPS_SECRET_KEY"] or _state_secret_key(app.config)
     app.config.setdefault("WTF_CSRF_TIME_LIMIT", None)

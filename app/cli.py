@@ -8,6 +8,7 @@ import threading
 import click
 from flask import current_app
 from flask.cli import FlaskGroup, with_appcontext
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from app import create_app, dbfaults
@@ -66,14 +67,14 @@ def serve(host: str, port: int, workers: int):
     the scheduler. Stops cleanly on SIGTERM or Ctrl-C."""
     from app.auth import credentials_configured, is_loopback
     from app.serve import MigrationError, StateDirError, serve as run_service
-    from app.sessions.scheduler import SchedulerAlreadyRunning
+    from app.sessions.runner_lock import RunnerLockError
     if not is_loopback(host) and not credentials_configured(current_app.config):
         raise click.ClickException(
             f"refusing to listen on {host}: anyone who reaches it could run the agent. Set CLAUDEOPS_PASSWORD "
             "(dashboard) and CLAUDEOPS_API_TOKEN (API) first, or listen on 127.0.0.1")
     try:
         sys.exit(run_service(current_app._get_current_object(), host, port, workers))
-    except (SchedulerAlreadyRunning, MigrationError, StateDirError) as exc:
+    except (RunnerLockError, MigrationError, StateDirError) as exc:
         raise click.ClickException(str(exc)) from None
 
 
@@ -82,10 +83,10 @@ def serve(host: str, port: int, workers: int):
 def scheduler():
     """Run only the scheduler (apply migrations first); no web server."""
     from app.serve import MigrationError, StateDirError, run_scheduler
-    from app.sessions.scheduler import SchedulerAlreadyRunning
+    from app.sessions.runner_lock import RunnerLockError
     try:
         sys.exit(run_scheduler(current_app._get_current_object()))
-    except (SchedulerAlreadyRunning, MigrationError, StateDirError) as exc:
+    except (RunnerLockError, MigrationError, StateDirError) as exc:
         raise click.ClickException(str(exc)) from None
 
 
@@ -103,9 +104,9 @@ def run_once(tier: int, prompt: str | None):
     from app.serve import MigrationError, StateDirError, apply_migrations, check_writable_dirs
     from app.sessions import control
     from app.sessions.manager import run_session
-    from app.sessions.scheduler import RunnerLock, SchedulerAlreadyRunning
+    from app.sessions.runner_lock import RunnerLock, RunnerLockError, SchedulerAlreadyRunning
     app = current_app._get_current_object()
-    lock = RunnerLock(app.config["CLAUDEOPS_STATE_DIR"])
+    lock = RunnerLock(app.config["CLAUDEOPS_STATE_DIR"], app.config["SQLALCHEMY_DATABASE_URI"])
     try:
         check_writable_dirs(app)
     except StateDirError as exc:
@@ -114,6 +115,8 @@ def run_once(tier: int, prompt: str | None):
         lock.acquire()
     except SchedulerAlreadyRunning as exc:
         raise click.ClickException(f"{exc}, or use Run now in its dashboard") from None
+    except RunnerLockError as exc:   # the database's lock, when the database cannot be reached
+        raise click.ClickException(str(exc)) from None
     # Ctrl-C or SIGTERM ends the session as stopped, with its group, instead of leaving it running.
     shutdown = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -161,6 +164,8 @@ def show_config():
         value = current_app.config[setting.name]
         if setting.secret:
             value = "(set)" if value else ""
+        if setting.name == "CLAUDEOPS_DATABASE_URL":   # a PostgreSQL URL may hold a password
+            value = make_url(value).render_as_string(hide_password=True)
         if isinstance(value, list):
             value = ",".join(value)
         click.echo(f"{setting.name}={value}")

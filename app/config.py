@@ -117,7 +117,8 @@ SETTINGS: tuple[Setting, ...] = (
             "Directory for the SQLite database, run logs and the generated secret key.",
             lambda raw: str(Path(raw).expanduser().resolve())),
     Setting("CLAUDEOPS_DATABASE_URL", "",
-            "Any SQLAlchemy URL; empty means SQLite at `$CLAUDEOPS_STATE_DIR/claudeops.db`."),
+            "The database: a SQLite or PostgreSQL URL (see PostgreSQL); empty means SQLite at "
+            "`$CLAUDEOPS_STATE_DIR/claudeops.db`."),
     Setting("CLAUDEOPS_RESULTS_DIR", "",
             "Where each session's raw run log is written; empty means `$CLAUDEOPS_STATE_DIR/results`."),
     Setting("CLAUDEOPS_CLAUDE_BIN", "claude",

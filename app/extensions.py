@@ -15,6 +15,8 @@ from flask_wtf import CSRFProtect
 from sqlalchemy import MetaData, event
 from sqlalchemy.engine import Engine
 
+import app.portable_text  # noqa: F401  (its listener keeps NUL characters out of every database)
+
 # Named constraints let Alembic alter and drop them later, SQLite included.
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",

@@ -43,4 +43,5 @@ def distinct_values(column: ColumnElement) -> list:
     step = select(select(func.min(column)).where(column > walk.c.value).scalar_subquery()) \
         .where(walk.c.value.is_not(None))
     walk = walk.union_all(step)
-    return db.session.scalars(select(walk.c.value).where(walk.c.value.is_not(None)).order_by(walk.c.value)).all()
+    # Sorted here, not by the database, whose collation (PostgreSQL's locale) may differ from SQLite's.
+    return sorted(db.session.scalars(select(walk.c.value).where(walk.c.value.is_not(None))))

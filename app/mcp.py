@@ -66,6 +66,7 @@ def _refuse_writes(engine) -> None:
             cursor.execute("PRAGMA query_only = ON")
         else:
             cursor.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+            dbapi_connection.commit()   # a SET rolled back with its transaction would be undone
         cursor.close()
     engine.dispose()  # connections made before the listener would still write
 
@@ -89,6 +90,7 @@ def build_server(app: Flask):
     server = MCPServer(SERVER_NAME, instructions=(
         "Claude Ops: what earlier sessions learned about this infrastructure. Read-only."))
     with app.app_context():
+        db.session.remove()   # a connection already taken out would still write
         _refuse_writes(db.engine)
         tools = plugin_tools()
     for tool in tools:

@@ -19,8 +19,10 @@ from pathlib import Path
 
 import flask_migrate
 from flask import Flask
+from sqlalchemy.exc import OperationalError
 
 from app.config import PROJECT_ROOT
+from app.extensions import db
 from app.sessions.scheduler import SessionScheduler
 
 log = logging.getLogger(__name__)
@@ -56,6 +58,10 @@ def apply_migrations(app: Flask) -> None:
     with app.app_context():
         try:
             flask_migrate.upgrade(revision="heads")
+        except OperationalError as exc:   # a database server that is down, or refuses us
+            url = db.engine.url.render_as_string(hide_password=True)
+            reason = str(exc.orig or exc).strip().splitlines()[0]
+            raise MigrationError(f"cannot use the database {url}: {reason}") from None
         except SystemExit:   # Flask-Migrate logs Alembic's error and exits
             raise MigrationError(
                 "the database could not be migrated (see the error above). If it names a revision it "
@@ -91,6 +97,10 @@ def serve(app: Flask, host: str, port: int, workers: int) -> int:
             log.error("gunicorn exited with status %s; shutting down", web.returncode)
             exit_code = 1
             break
+        if scheduler.shutdown_event.is_set():   # it lost its runner lock
+            log.error("the scheduler stopped; shutting down")
+            exit_code = 1
+            break
     log.info("shutting down")
     scheduler.shutdown()
     if web.poll() is None:
@@ -112,6 +122,11 @@ def run_scheduler(app: Flask) -> int:
         signal.signal(sig, lambda signum, _frame: stop.set())
     scheduler = SessionScheduler(app)
     scheduler.start()
-    stop.wait()
+    exit_code = 0
+    while not stop.wait(1.0):
+        if scheduler.shutdown_event.is_set():   # it lost its runner lock
+            log.error("the scheduler stopped")
+            exit_code = 1
+            break
     scheduler.shutdown()
-    return 0
+    return exit_code

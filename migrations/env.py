@@ -64,9 +64,10 @@ SEARCH_INDEX = re.compile(r"_fts(_|$)")
 
 def include_name(name, type_, parent_names):
     """Full-text search tables (SQLite FTS5 ``*_fts`` and its shadow tables)
-    are made by revisions and kept by triggers, not declared as models:
-    autogenerate and the drift check leave them alone."""
-    return not (type_ == "table" and SEARCH_INDEX.search(name or ""))
+    and indexes (PostgreSQL's expression index ``ix_*_fts``) are made by
+    revisions, not declared as models: autogenerate and the drift check
+    leave them alone."""
+    return not (type_ in ("table", "index") and SEARCH_INDEX.search(name or ""))
 
 
 def run_migrations_offline():

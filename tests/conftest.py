@@ -1,5 +1,8 @@
-"""Shared fixtures: a throwaway app (its own state directory and SQLite file,
-migrated by the real Alembic revisions) and a fake CLI driven by a script."""
+"""Shared fixtures: a throwaway app (its own state directory and database,
+migrated by the real Alembic revisions) and a fake CLI driven by a script.
+
+The database is a SQLite file in the state directory, or with
+``bin/test --postgres`` a PostgreSQL database of its own (tests/support/database.py)."""
 from __future__ import annotations
 
 import json
@@ -9,6 +12,7 @@ import flask_migrate
 import pytest
 
 from app import create_app
+from tests.support import database
 
 TESTS_DIR = Path(__file__).resolve().parent
 FAKE_CLAUDE = TESTS_DIR / "fake_claude.py"
@@ -28,10 +32,28 @@ def make_app(tmp_path: Path, plugins=(), **overrides):
         "CLAUDEOPS_SECRET_KEY": "test-secret",
     }
     config.update(overrides)
+    if "CLAUDEOPS_DATABASE_URL" not in overrides:
+        config["CLAUDEOPS_DATABASE_URL"] = database.database_url(config["CLAUDEOPS_STATE_DIR"])
     app = create_app(config, plugins=plugins)
     with app.app_context():
         flask_migrate.upgrade(revision="heads")
     return app
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _drop_remaining_databases():
+    """What module-scoped services created is dropped when the run ends."""
+    yield
+    database.drop_created_since(0)
+
+
+@pytest.fixture(autouse=True)
+def _drop_test_databases():
+    """Each test's PostgreSQL databases are dropped when it ends (autouse: set
+    up before, so torn down after, the test's other function-scoped fixtures)."""
+    count = database.created_count()
+    yield
+    database.drop_created_since(count)
 
 
 @pytest.fixture

@@ -11,12 +11,14 @@ from pathlib import Path
 from app.sessions.scheduler import RunnerLock
 from tests import streamlines as sl
 from tests.conftest import FAKE_CLAUDE
+from tests.support.database import database_env, explicit_database_url
 
 CLAUDEOPS = Path(sys.executable).with_name("claudeops")
 
 
 def claudeops_env(tmp_path: Path) -> dict:
-    return dict(os.environ, CLAUDEOPS_STATE_DIR=str(tmp_path / "state"), CLAUDEOPS_CLAUDE_BIN=str(FAKE_CLAUDE))
+    return dict(os.environ, CLAUDEOPS_STATE_DIR=str(tmp_path / "state"), CLAUDEOPS_CLAUDE_BIN=str(FAKE_CLAUDE),
+                **database_env(tmp_path / "state"))
 
 
 def test_run_prints_the_outcome_and_exits_zero(tmp_path, fake_cli):
@@ -64,12 +66,34 @@ def test_run_refuses_while_another_process_runs_sessions(tmp_path):
 
 def test_a_database_with_an_unknown_revision_gives_a_clear_error(tmp_path):
     """As after uninstalling a plugin whose branch is still applied."""
-    import sqlite3
+    from sqlalchemy import create_engine, text
     env = claudeops_env(tmp_path)
     subprocess.run([str(CLAUDEOPS), "db", "upgrade", "heads"], env=env, capture_output=True, check=True, timeout=60)
-    with sqlite3.connect(tmp_path / "state" / "claudeops.db") as connection:
-        connection.execute("INSERT INTO alembic_version VALUES ('gone_plugin_0001')")
+    engine = create_engine(explicit_database_url(tmp_path / "state"))
+    with engine.begin() as connection:
+        connection.execute(text("INSERT INTO alembic_version VALUES ('gone_plugin_0001')"))
+    engine.dispose()
     result = subprocess.run([str(CLAUDEOPS), "run"], env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
     assert "Can't locate revision identified by 'gone_plugin_0001'" in result.stderr
     assert "a plugin whose tables are in this database was uninstalled" in result.stderr
+
+
+def test_an_unreachable_database_is_a_clear_error_without_its_password(tmp_path):
+    from tests.support.service import free_port
+    url = f"postgresql+psycopg://ops:hunter2@127.0.0.1:{free_port()}/claudeops"   # nothing listens there
+    env = dict(claudeops_env(tmp_path), CLAUDEOPS_DATABASE_URL=url)
+    for command, message in ((["run"], "cannot take the scheduler's lock in the database"),
+                             (["scheduler"], "cannot use the database")):
+        result = subprocess.run([str(CLAUDEOPS), *command], env=env, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 1
+        assert f"{message} postgresql+psycopg://ops:***@127.0.0.1:" in result.stderr and "Connection refused" in result.stderr
+        assert "hunter2" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_config_never_prints_the_database_password(tmp_path):
+    env = dict(claudeops_env(tmp_path), CLAUDEOPS_DATABASE_URL="postgresql+psycopg://ops:hunter2@db.local/claudeops")
+    result = subprocess.run([str(CLAUDEOPS), "config"], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "CLAUDEOPS_DATABASE_URL=postgresql+psycopg://ops:***@db.local/claudeops" in result.stdout.splitlines()
+    assert "hunter2" not in result.stdout

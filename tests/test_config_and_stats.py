@@ -17,6 +17,7 @@ from app.timeutil import isoformat, utcnow
 from tests import streamlines as sl
 from tests.conftest import make_app
 from tests.support.waiting import wait_for
+from tests.support.database import explicit_database_url
 
 
 def config_of(client) -> dict:
@@ -25,7 +26,7 @@ def config_of(client) -> dict:
 
 def test_effective_configuration_with_secrets_masked(tmp_path):
     app = make_app(tmp_path, CLAUDEOPS_SECRET_KEY="s3cret-key",
-                   CLAUDEOPS_DATABASE_URL=f"sqlite:///{tmp_path / 'x.db'}")
+                   CLAUDEOPS_DATABASE_URL=explicit_database_url(tmp_path))
     settings = config_of(app.test_client())
     assert settings["CLAUDEOPS_SECRET_KEY"]["value"] == "(set, hidden)"
     assert settings["CLAUDEOPS_TIER1_MODEL"] == {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from datetime import timedelta
@@ -22,6 +23,7 @@ from plugins.cooldowns.models import CooldownAction
 from plugins.events.models import Event
 from tests import streamlines as sl
 from tests.conftest import make_app
+from tests.support.database import database_env, explicit_database_url
 
 CLAUDEOPS = Path(sys.executable).with_name("claudeops")
 
@@ -42,7 +44,7 @@ def state(tmp_path):
         session_id = control.claim(control.enqueue(tier=2).id).id
 
     def check(stdin: str, command: list[str] | None = None, **env) -> subprocess.CompletedProcess:
-        full_env = {**os.environ, "CLAUDEOPS_STATE_DIR": str(tmp_path / "state"),
+        full_env = {**os.environ, "CLAUDEOPS_STATE_DIR": str(tmp_path / "state"), **database_env(tmp_path / "state"),
                     "CLAUDEOPS_SESSION_ID": str(session_id), "CLAUDEOPS_TIER": "2", **env}
         return subprocess.run(command or [str(CLAUDEOPS), "cooldowns", "check-tool"], input=stdin, env=full_env,
                               capture_output=True, text=True, timeout=60)
@@ -127,11 +129,13 @@ def test_a_service_that_cannot_be_read_is_denied(state):
 
 
 def test_when_the_check_fails_a_restart_is_denied_and_anything_else_allowed(state, tmp_path):
-    broken = f"sqlite:///{tmp_path / 'not-migrated.db'}"
+    broken = explicit_database_url(tmp_path / "not-migrated")
     result = state(pre_tool_use("docker restart jellyfin"), CLAUDEOPS_DATABASE_URL=broken)
     assert result.returncode == 0
     reason = json.loads(result.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
-    assert reason.startswith("Claude Ops could not check the cooldown for restart of jellyfin (OperationalError")
+    # SQLite reports a missing table as an OperationalError, PostgreSQL as a ProgrammingError.
+    assert re.match(r"Claude Ops could not check the cooldown for restart of jellyfin "
+                    r"\((OperationalError|ProgrammingError): ", reason), reason
     assert "the command was not run" in reason
     assert state(pre_tool_use("uptime"), CLAUDEOPS_DATABASE_URL=broken).stdout == ""
 
@@ -161,13 +165,15 @@ def test_every_session_is_started_with_the_hook_and_its_environment(app, fake_cl
     assert f"{sys.executable} -S {cooldowns.PREFILTER} {CLAUDEOPS} cooldowns check-tool" in commands
     assert recorded["env"]["CLAUDEOPS_SESSION_ID"] == str(session.id) and recorded["env"]["CLAUDEOPS_TIER"] == "3"
     assert recorded["env"]["CLAUDEOPS_STATE_DIR"] == app.config["CLAUDEOPS_STATE_DIR"]
+    assert recorded["env"]["CLAUDEOPS_DATABASE_URL"] == app.config["CLAUDEOPS_DATABASE_URL"]
 
 
 def test_cooldowns_list_shows_usage_and_recent_actions(state):
     seed(state.app, "jellyfin", 2)
     state(pre_tool_use("docker restart jellyfin"))
     result = subprocess.run([str(CLAUDEOPS), "cooldowns", "list"], capture_output=True, text=True, timeout=60,
-                            env=dict(os.environ, CLAUDEOPS_STATE_DIR=str(state.app.config["CLAUDEOPS_STATE_DIR"])))
+                            env=dict(os.environ, CLAUDEOPS_STATE_DIR=str(state.app.config["CLAUDEOPS_STATE_DIR"]),
+                                     **database_env(state.app.config["CLAUDEOPS_STATE_DIR"])))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == "limits: 2 restarts per 4h, 1 redeployment per 24h"

@@ -23,6 +23,7 @@ from app.timeutil import utcnow
 from plugins.cooldowns import store
 from plugins.cooldowns.models import CooldownAction
 from tests.conftest import make_app
+from tests.support.database import database_env, database_url
 from tests.support.mock_messages_api import MockMessagesAPI, text, tool_use
 
 pytestmark = pytest.mark.real_cli
@@ -56,6 +57,7 @@ def run_claudeops(tmp_path: Path, claude_bin: str, base_url: str, tier: int) -> 
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     env = dict(os.environ, HOME=str(home), CLAUDEOPS_STATE_DIR=str(tmp_path / "state"),
+               **database_env(tmp_path / "state"),
                CLAUDEOPS_CLAUDE_BIN=claude_bin, **{f"CLAUDEOPS_TIER{tier}_ALLOWED_TOOLS": "Bash"},
                PATH=f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}",
                ANTHROPIC_BASE_URL=base_url, ANTHROPIC_API_KEY="test-key",
@@ -66,7 +68,8 @@ def run_claudeops(tmp_path: Path, claude_bin: str, base_url: str, tier: int) -> 
 
 
 def stored(tmp_path: Path):
-    app = create_app({"CLAUDEOPS_STATE_DIR": str(tmp_path / "state")})
+    app = create_app({"CLAUDEOPS_STATE_DIR": str(tmp_path / "state"),
+                      "CLAUDEOPS_DATABASE_URL": database_url(tmp_path / "state")})
     with app.app_context():
         session = db.session.scalars(select(Session)).one()
         tool_results = [(a.title, a.body) for a in db.session.scalars(

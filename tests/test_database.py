@@ -1,16 +1,18 @@
 """Schema only through Alembic; models and migrations never drift; SQLite
-tuned for one writer and many readers; one timestamp format."""
+tuned for one writer and many readers; one timestamp format. Everything but
+the SQLite tuning holds on PostgreSQL too."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
 import flask_migrate
 import pytest
-from sqlalchemy import inspect, text
+from sqlalchemy import create_engine, inspect, text
 
 from app.extensions import db
 from app.models import Session
 from app.timeutil import isoformat, utcnow
+from tests.support.database import explicit_database_url, postgres_only, sqlite_only
 
 
 def test_upgrade_then_no_drift(app):
@@ -39,6 +41,7 @@ def test_downgrade_to_base_and_up_again(app):
     flask_migrate.check()
 
 
+@sqlite_only("WAL, the busy timeout and foreign-key enforcement are SQLite pragmas")
 def test_sqlite_is_in_wal_mode_with_a_busy_timeout(app):
     with db.engine.connect() as connection:
         assert connection.execute(text("PRAGMA journal_mode")).scalar() == "wal"
@@ -49,10 +52,15 @@ def test_sqlite_is_in_wal_mode_with_a_busy_timeout(app):
 
 def test_database_url_setting_wins(tmp_path):
     from tests.conftest import make_app
-    url = f"sqlite:///{tmp_path / 'elsewhere.db'}"
+    (tmp_path / "elsewhere").mkdir()
+    url = explicit_database_url(tmp_path / "elsewhere")
     app = make_app(tmp_path, CLAUDEOPS_DATABASE_URL=url)
     assert app.config["SQLALCHEMY_DATABASE_URI"] == url
-    assert (tmp_path / "elsewhere.db").exists()
+    engine = create_engine(url)
+    try:
+        assert "sessions" in inspect(engine).get_table_names()   # migrated there, not in the state directory
+    finally:
+        engine.dispose()
 
 
 def test_timestamps_are_utc_in_and_out(app):
@@ -78,22 +86,63 @@ def test_naive_datetimes_are_refused(app):
 
 def test_upgrading_a_database_with_data_keeps_every_row_and_link(app):
     """Revisions that rebuild `sessions` (SQLite batch mode) must not cascade
-    into the rows that point at it."""
+    into the rows that point at it; on PostgreSQL they alter it in place."""
     flask_migrate.downgrade(revision="0003_memories")
     db.session.execute(text(
         "INSERT INTO sessions (id, tier, trigger, status, stop_requested, created_at, is_error) "
-        "VALUES (1, 1, 'api', 'completed', 0, '2026-11-01 10:00:00', 0)"))
+        "VALUES (1, 1, 'api', 'completed', FALSE, '2026-11-01 10:00:00', FALSE)"))
     db.session.execute(text(
         "INSERT INTO session_activity (session_id, kind, body, created_at) VALUES (1, 'text', 'hi', '2026-11-01 10:00:00')"))
     db.session.execute(text(
         "INSERT INTO events (session_id, level, message, created_at) VALUES (1, 'info', 'up', '2026-11-01 10:00:00')"))
     db.session.execute(text(
         "INSERT INTO memories (service, category, observation, confidence, active, created_at, updated_at, session_id, tier) "
-        "VALUES ('web', 'timing', 'slow', 0.7, 1, '2026-11-01 10:00:00', '2026-11-01 10:00:00', 1, 1)"))
+        "VALUES ('web', 'timing', 'slow', 0.7, TRUE, '2026-11-01 10:00:00', '2026-11-01 10:00:00', 1, 1)"))
     db.session.commit()
     flask_migrate.upgrade(revision="heads")
     db.session.expire_all()
     for table in ("session_activity", "events", "memories"):
-        assert db.session.scalar(text(f"SELECT group_concat(session_id) FROM {table}")) == "1", table
-    with db.engine.connect() as connection:
-        assert connection.execute(text("PRAGMA foreign_keys")).scalar() == 1
+        assert db.session.scalars(text(f"SELECT session_id FROM {table}")).all() == [1], table
+    if db.engine.dialect.name == "sqlite":   # the revisions turn enforcement off while they run
+        with db.engine.connect() as connection:
+            assert connection.execute(text("PRAGMA foreign_keys")).scalar() == 1
+
+
+def test_a_postgresql_url_without_a_driver_means_psycopg():
+    from app.database_url import sqlalchemy_url
+    assert sqlalchemy_url("postgresql://ops:pw@db.local/claudeops") == "postgresql+psycopg://ops:pw@db.local/claudeops"
+    assert sqlalchemy_url("postgres://ops@db.local:5433/claudeops") == "postgresql+psycopg://ops@db.local:5433/claudeops"
+    for unchanged in ("postgresql+psycopg://ops:p%40ss@/claudeops?host=/run/postgresql", "sqlite:////srv/ops/claudeops.db"):
+        assert sqlalchemy_url(unchanged) == unchanged
+
+
+def test_a_database_url_that_cannot_work_stops_the_start_without_showing_the_password(tmp_path, monkeypatch):
+    import importlib.util
+
+    from app import create_app
+    from app.config import ConfigError
+    with pytest.raises(ConfigError, match="CLAUDEOPS_DATABASE_URL is not a database URL"):
+        create_app({"CLAUDEOPS_STATE_DIR": str(tmp_path), "CLAUDEOPS_DATABASE_URL": "ops:hunter2@db.local"})
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "psycopg" else real_find_spec(name, *a))
+    with pytest.raises(ConfigError) as missing:
+        create_app({"CLAUDEOPS_STATE_DIR": str(tmp_path), "CLAUDEOPS_DATABASE_URL": "postgresql://ops:hunter2@db.local/x"})
+    assert "needs the PostgreSQL driver" in str(missing.value) and "claudeops[postgres]" in str(missing.value)
+    assert "hunter2" not in str(missing.value) and "ops:***@db.local" in str(missing.value)
+
+
+@postgres_only("a database server that ends the pool's connections (a restart)")
+def test_connections_the_server_ended_are_replaced_unnoticed(app):
+    client = app.test_client()
+    assert client.get("/api/v1/sessions").status_code == 200     # the pool now holds a connection
+    db.session.remove()
+    admin = create_engine(explicit_database_url(app.config["CLAUDEOPS_STATE_DIR"]))
+    try:
+        with admin.begin() as connection:
+            ended = connection.execute(text(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()")).all()
+    finally:
+        admin.dispose()
+    assert ended   # the app's pooled connection was among them
+    assert client.get("/api/v1/sessions").status_code == 200

@@ -15,7 +15,6 @@ import json
 import os
 import re
 import shutil
-import sqlite3
 import subprocess
 import sys
 import urllib.request
@@ -24,7 +23,7 @@ from pathlib import Path
 import flask_migrate
 import pytest
 from flask import current_app
-from sqlalchemy import Column, String, inspect, text
+from sqlalchemy import Column, String, create_engine, inspect, text
 
 from app.config import PROJECT_ROOT
 from app.extensions import db
@@ -32,6 +31,7 @@ from app.plugins import ENTRY_POINT_GROUP
 from tests import streamlines as sl
 from tests.conftest import FAKE_CLAUDE, make_app
 from tests.support.browser import wait_for
+from tests.support.database import database_env, explicit_database_url
 from tests.support.service import CLAUDEOPS, Service
 
 EXAMPLE = PROJECT_ROOT / "examples" / "claudeops-incidents"
@@ -218,18 +218,22 @@ def test_its_branch_downgrades_alone_and_comes_back(app):
 def test_host_revisions_that_rebuild_sessions_keep_its_links(app, fake_cli, run_session_now):
     """0004 rebuilds `sessions` on SQLite; the incidents pointing at a session keep their link."""
     fake_cli(sl.steps(sl.init(), sl.text("[INCIDENT:major:nas] Disk failing"), sl.result()))
-    session = run_session_now()
+    session_id = run_session_now().id
+    # As at start-up, nothing else holds the tables: PostgreSQL's DDL would
+    # wait for this test's own open transaction.
+    db.session.commit()
     flask_migrate.downgrade(revision="0003_memories")
     assert alembic_versions() == {"0003_memories", BRANCH_HEAD}
     flask_migrate.upgrade(revision="heads")
-    assert incidents()["nas"].opened_session_id == session.id
+    assert incidents()["nas"].opened_session_id == session_id
 
 
 def test_the_cli_upgrades_heads_checks_and_catches_a_missing_revision(installed, tmp_path):
     """What an operator runs: `claudeops db upgrade heads` and `claudeops db check`;
     and a copy of the plugin whose model gained a column without a revision fails the check."""
     def claudeops(site: Path, *args: str) -> subprocess.CompletedProcess:
-        env = dict(os.environ, CLAUDEOPS_STATE_DIR=str(tmp_path / site.name), PYTHONPATH=str(site))
+        env = dict(os.environ, CLAUDEOPS_STATE_DIR=str(tmp_path / site.name), PYTHONPATH=str(site),
+                   **database_env(tmp_path / site.name))
         return subprocess.run([str(CLAUDEOPS), *args], check=False, env=env, capture_output=True, text=True,
                               timeout=60)
 
@@ -438,8 +442,10 @@ def test_the_real_service_runs_the_installed_plugin(installed, tmp_path, fake_cl
         with urllib.request.urlopen(service.base_url + "/incidents", timeout=10) as response:
             page = response.read().decode()
         assert '>Incidents</a>' in page and "Backups &lt;i&gt;late&lt;/i&gt;" in page
-        with sqlite3.connect(state / "claudeops.db") as connection:
-            versions = {row[0] for row in connection.execute("SELECT version_num FROM alembic_version")}
+        engine = create_engine(explicit_database_url(state))
+        with engine.connect() as connection:
+            versions = set(connection.scalars(text("SELECT version_num FROM alembic_version")))
+        engine.dispose()
         assert BRANCH_HEAD in versions and versions - {BRANCH_HEAD}  # `claudeops serve` upgraded every head
     finally:
         assert service.terminate() == 0, service.log()

@@ -11,12 +11,13 @@ from pathlib import Path
 import anyio
 import pytest
 from sqlalchemy import text
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError
 
 from app.extensions import db
 from app.mcp import ALLOW_RULE, build_server, plugin_tools
 from plugins.memory import mcp_tools
 from tests.memory_helpers import add_memory
+from tests.support.database import database_env
 from tests.support.mock_messages_api import MockMessagesAPI, text as say, tool_use
 from tests.test_real_cli import MAIN_REQUEST_MARKER, claude_bin, run_claudeops  # noqa: F401 (fixture)
 
@@ -82,7 +83,7 @@ def test_the_memory_plugin_offers_its_tools(app):
 
 def test_the_server_cannot_write(app, memories):
     build_server(app)
-    with pytest.raises(OperationalError, match="readonly|read-only|query_only"):
+    with pytest.raises(DBAPIError, match="readonly|read-only"):   # SQLite's words, and PostgreSQL's
         db.session.execute(text("DELETE FROM memories"))
     db.session.rollback()
 
@@ -133,7 +134,7 @@ def test_the_real_cli_searches_memories_mid_session(tmp_path, claude_bin):  # no
     """The real Claude Code CLI starts `claudeops mcp` from --mcp-config and
     calls the search tool the mock API asks for; the tool result it sends back
     holds the real memories."""
-    env = dict(os.environ, CLAUDEOPS_STATE_DIR=str(tmp_path / "state"))
+    env = dict(os.environ, CLAUDEOPS_STATE_DIR=str(tmp_path / "state"), **database_env(tmp_path / "state"))
     subprocess.run([str(CLAUDEOPS), "db", "upgrade", "heads"], env=env, check=True, capture_output=True)
     for observation, category in (("Takes 60s to start after restart", "timing"),
                                   ("Needs the NFS mount /media before it starts", "dependency")):

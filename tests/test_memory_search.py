@@ -85,7 +85,7 @@ def test_memories_from_before_the_index_are_searchable(app):
     flask_migrate.downgrade(revision="-1")
     db.session.execute(text(
         "INSERT INTO memories (service, category, observation, confidence, active, created_at, updated_at, tier, "
-        "decay_due_at) VALUES ('web', 'timing', 'Cold start takes 40s', 0.7, 1, '2026-11-01 10:00:00', "
+        "decay_due_at) VALUES ('web', 'timing', 'Cold start takes 40s', 0.7, true, '2026-11-01 10:00:00', "
         "'2026-11-01 10:00:00', 1, '2026-12-01 10:00:00')"))
     db.session.commit()
     flask_migrate.upgrade(revision="heads")

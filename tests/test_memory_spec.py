@@ -27,20 +27,30 @@ def test_migration_creates_memories_table(app):
     for name in ("category", "observation", "confidence", "active", "created_at", "updated_at", "tier"):
         assert columns[name]["nullable"] is False, name
     assert "0.7" in str(columns["confidence"]["default"]) and "1" in str(columns["tier"]["default"])
-    ddl = db.session.execute(text("SELECT sql FROM sqlite_master WHERE name = 'memories'")).scalar()
-    assert "id INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT" in ddl
-    assert "REFERENCES sessions (id)" in ddl
+    if db.engine.dialect.name == "sqlite":
+        ddl = db.session.execute(text("SELECT sql FROM sqlite_master WHERE name = 'memories'")).scalar()
+        assert "id INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT" in ddl
+    else:   # PostgreSQL: a serial column, whose sequence never hands out an id twice either
+        assert str(columns["id"]["default"]).startswith("nextval(")
+    foreign_keys = {(tuple(fk["constrained_columns"]), fk["referred_table"], tuple(fk["referred_columns"]))
+                    for fk in inspect(db.engine).get_foreign_keys("memories")}
+    assert (("session_id",), "sessions", ("id",)) in foreign_keys
     indexes = {tuple(i["column_names"]) for i in inspect(db.engine).get_indexes("memories")}
     assert {("service", "active"), ("confidence", "active"), ("category",)} <= indexes
 
 
 def test_migration_is_idempotent(app):
     add_memory("Takes 60s to start")
-    before = db.session.execute(text("SELECT sql FROM sqlite_master WHERE name = 'memories'")).scalar()
+    before = memories_schema()
     flask_migrate.upgrade()   # already at head: nothing runs
-    after = db.session.execute(text("SELECT sql FROM sqlite_master WHERE name = 'memories'")).scalar()
-    assert before == after
+    assert memories_schema() == before
     assert [m.observation for m in all_memories()] == ["Takes 60s to start"]
+
+
+def memories_schema() -> str:
+    inspector = inspect(db.engine)
+    return repr((inspector.get_columns("memories"), inspector.get_indexes("memories"),
+                 inspector.get_foreign_keys("memories")))
 
 
 # --- Requirement: Memory Categories -------------------------------------------

@@ -14,6 +14,7 @@ from app import create_app
 from app.extensions import db
 from app.models import Session, SessionActivity
 from plugins.events.models import Event
+from tests.support.database import database_env, database_url
 from tests.support.mock_messages_api import MockMessagesAPI, http_error, text, tool_use
 
 pytestmark = pytest.mark.real_cli
@@ -36,6 +37,7 @@ def run_claudeops(tmp_path: Path, claude_bin: str, base_url: str, *args: str) ->
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     env = dict(os.environ, HOME=str(home), CLAUDEOPS_STATE_DIR=str(tmp_path / "state"),
+               **database_env(tmp_path / "state"),
                CLAUDEOPS_CLAUDE_BIN=claude_bin, CLAUDEOPS_TIER1_ALLOWED_TOOLS="Bash",
                ANTHROPIC_BASE_URL=base_url, ANTHROPIC_API_KEY="test-key",
                DISABLE_TELEMETRY="1", DISABLE_AUTOUPDATER="1", DISABLE_ERROR_REPORTING="1",
@@ -44,7 +46,8 @@ def run_claudeops(tmp_path: Path, claude_bin: str, base_url: str, *args: str) ->
 
 
 def stored(tmp_path: Path):
-    app = create_app({"CLAUDEOPS_STATE_DIR": str(tmp_path / "state")})
+    app = create_app({"CLAUDEOPS_STATE_DIR": str(tmp_path / "state"),
+                      "CLAUDEOPS_DATABASE_URL": database_url(tmp_path / "state")})
     with app.app_context():
         session = db.session.scalars(select(Session)).one()
         events = [(e.level, e.service, e.message, e.session_id)

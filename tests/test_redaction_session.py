@@ -94,6 +94,7 @@ def test_no_secret_reaches_a_log_the_database_the_dashboard_the_api_or_a_prompt(
         input=json.dumps({"tool_name": "Bash", "cwd": "/", "tool_input": {
             "command": f"PGPASSWORD={DB_PASSWORD} BACKUP_SERVICE_TOKEN={ENV_SECRET} docker restart backup"}}),
         env={**os.environ, "CLAUDEOPS_STATE_DIR": app.config["CLAUDEOPS_STATE_DIR"],
+             "CLAUDEOPS_DATABASE_URL": app.config["CLAUDEOPS_DATABASE_URL"],
              "CLAUDEOPS_SESSION_ID": str(first.id), "CLAUDEOPS_TIER": "1"})
     assert hook.returncode == 0, hook.stderr
     # An operator's memory, through the API.

@@ -4,12 +4,11 @@ session runs."""
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 import time
 
 import pytest
-from sqlalchemy import event, func, select
+from sqlalchemy import create_engine, event, func, select, text
 from sqlalchemy.orm import Session as OrmSession
 
 from app.extensions import db
@@ -43,7 +42,8 @@ def test_rows_reach_the_database_while_the_cli_is_quiet(tmp_path, fake_cli):
     app = make_app(tmp_path)
     fake_cli(sl.steps(sl.init(), sl.text("Checking.\n[EVENT:warning:nas] Disk at 91%"))
              + [{"sleep": 4}] + sl.steps(sl.result()))
-    database = app.config["SQLALCHEMY_DATABASE_URI"].removeprefix("sqlite:///")
+    # Another connection, as a dashboard worker would have, on either backend.
+    observer = create_engine(app.config["SQLALCHEMY_DATABASE_URI"])
 
     def run():
         with app.app_context():
@@ -55,15 +55,16 @@ def test_rows_reach_the_database_while_the_cli_is_quiet(tmp_path, fake_cli):
         seen = None
         deadline = time.monotonic() + 3.5
         while time.monotonic() < deadline and seen is None:
-            with sqlite3.connect(database) as conn:
-                rows = conn.execute("SELECT s.status, (SELECT count(*) FROM session_activity WHERE kind = 'marker'),"
-                                    " (SELECT count(*) FROM events) FROM sessions s").fetchall()
+            with observer.connect() as conn:
+                rows = conn.execute(text("SELECT s.status, (SELECT count(*) FROM session_activity WHERE kind = "
+                                         "'marker'), (SELECT count(*) FROM events) FROM sessions s")).fetchall()
             if rows and rows[0][1] and rows[0][2]:
                 seen = rows[0]
             time.sleep(0.1)
     finally:
         runner.join()
-    assert seen == ("running", 1, 1), "the marker and its event were not visible while the CLI was quiet"
+        observer.dispose()
+    assert tuple(seen) == ("running", 1, 1), "the marker and its event were not visible while the CLI was quiet"
 
 
 def test_a_burst_of_lines_is_committed_in_batches(app):

@@ -123,11 +123,11 @@ class StreamHandler:
             self._add("system", item.subtype, item.summary)
         elif isinstance(item, stream.Init):
             if item.cli_session_id:
-                self.session.cli_session_id = item.cli_session_id
+                self.session.cli_session_id = fit(Session.cli_session_id, item.cli_session_id)
         elif isinstance(item, stream.Result):
             self.result = item
             if item.cli_session_id:
-                self.session.cli_session_id = item.cli_session_id
+                self.session.cli_session_id = fit(Session.cli_session_id, item.cli_session_id)
 
     def _fan_out(self, text: str) -> None:
         for record in self.markers(text):
@@ -142,8 +142,16 @@ class StreamHandler:
         if body is not None and len(body) > MAX_ACTIVITY_BODY:
             body = body[:MAX_ACTIVITY_BODY] + f"\n… ({len(body) - MAX_ACTIVITY_BODY} more characters in the run log)"
         # Written with the next commit, in one statement for many rows.
-        self._rows.append({"session_id": self.session_id, "kind": kind, "title": title, "body": body,
-                           "created_at": utcnow()})
+        self._rows.append({"session_id": self.session_id, "kind": kind, "title": fit(SessionActivity.title, title),
+                           "body": body, "created_at": utcnow()})
+
+
+def fit(column, value: Optional[str]) -> Optional[str]:
+    """``value`` cut to the column's length: the CLI names things (tools,
+    its session id) with no limit, and PostgreSQL refuses a longer string
+    where SQLite would keep it."""
+    length = column.type.length
+    return value[:length] if value is not None and length else value
 
 
 FLAT = (str, int, float, bool, type(None))

@@ -18,6 +18,7 @@ from typing import Any, Optional
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import InvalidRequestError
 from sqlalchemy.orm import Session, SessionTransaction
 
 from app.dbfaults import storage_fault
@@ -91,9 +92,14 @@ class MarkerFanOut:
         self.marked_at = _statements_that_write
 
     def _undo(self, session: Session) -> None:
-        if self.savepoint is not None and self.savepoint.is_active:
+        try:
+            if self.savepoint is None:
+                raise InvalidRequestError("no mark since the last commit")
+            # Also when the failed flush has deactivated the savepoint (it does
+            # on PostgreSQL, where the failed statement aborts the transaction
+            # up to it): rolling it back returns to the mark, not to the last commit.
             self.savepoint.rollback()
-        else:
+        except InvalidRequestError:   # no mark, or a plugin closed it by committing
             session.rollback()
         # Whatever the failed call left, the next one starts from a fresh mark.
         self.savepoint = None

@@ -8,15 +8,19 @@ single worker thread owns *what runs*: it claims queued sessions (scheduled,
 "Run now", API) oldest first and runs them to the end, so two sessions never
 run at once. Only ``claudeops serve`` (or ``claudeops scheduler``) starts this,
 never the web workers.
+
+It runs sessions only while it holds the runner lock (runner_lock.py): one
+scheduler per state directory and, on PostgreSQL, per database. The
+heartbeat checks that the database's lock is still held; a scheduler that
+has lost it stops, and `claudeops serve` then exits so that an init system
+can restart it.
 """
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import threading
 from datetime import timedelta
-from pathlib import Path
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from flask import Flask
@@ -28,6 +32,7 @@ from app.models import SchedulerState
 from app.runtime import setting
 from app.sessions import control
 from app.sessions.manager import run_session
+from app.sessions.runner_lock import RunnerLock, SchedulerAlreadyRunning  # noqa: F401  (start raises it)
 from app.timeutil import utcnow
 
 log = logging.getLogger(__name__)
@@ -38,52 +43,19 @@ HEARTBEAT_SECONDS = 15
 SCHEDULE_TRIGGER = "schedule"
 
 
-class SchedulerAlreadyRunning(RuntimeError):
-    """Another scheduler holds this state directory."""
-
-
-class RunnerLock:
-    """One process runs sessions per state directory: the scheduler, or a
-    foreground `claudeops run`. A second refuses instead of running sessions
-    beside the first. The kernel drops the lock if its holder crashes."""
-
-    def __init__(self, state_dir: str):
-        self.path = Path(state_dir) / "scheduler.lock"
-        self._file = None
-
-    def acquire(self) -> None:
-        handle = open(self.path, "a+")
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "unknown"
-            handle.close()
-            raise SchedulerAlreadyRunning(
-                f"another Claude Ops process (pid {holder}) is running sessions on {self.path.parent}; "
-                "stop it first") from None
-        handle.truncate(0)
-        handle.write(str(os.getpid()))
-        handle.flush()
-        self._file = handle
-
-    def release(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-
-
 class SessionScheduler:
     def __init__(self, app: Flask):
         self.app = app
         self.shutdown_event = threading.Event()
+        self._stopped = threading.Event()
         self._wake = threading.Event()
         # Held while deciding whether to queue or re-arm, so the schedule's
         # job firing and the worker's re-arm check cannot both act.
         self._schedule_lock = threading.Lock()
         self._aps = BackgroundScheduler(timezone="UTC")
         self._worker = threading.Thread(target=self._work, name="session-worker", daemon=True)
-        self._lock = RunnerLock(app.config["CLAUDEOPS_STATE_DIR"])
+        self._lock = RunnerLock(app.config["CLAUDEOPS_STATE_DIR"], app.config["SQLALCHEMY_DATABASE_URI"])
+        self._lock_lost = False
         self._started_at = utcnow()
         self._armed_interval: int | None = None
         # The schedule's clock: the next scheduled run is due `interval` after
@@ -118,16 +90,32 @@ class SessionScheduler:
 
     def shutdown(self, timeout: float = 30.0) -> None:
         """Stop scheduling, end the running session (recorded as stopped) and wait for it."""
-        if self.shutdown_event.is_set():
+        if self.shutdown_event.is_set():   # already stopping: wait for that instead
+            self._stopped.wait(timeout)
             return
         self.shutdown_event.set()
         self._wake.set()
         self._aps.shutdown(wait=False)
         self._worker.join(timeout)
-        with self.app.app_context():
-            self._publish(next_run=None, alive=False)
-            db.session.remove()
+        if not self._lock_lost:   # else the state is the new holder's to publish
+            with self.app.app_context():
+                self._publish(next_run=None, alive=False)
+                db.session.remove()
         self._lock.release()
+        self._stopped.set()
+
+    def verify_lock(self) -> bool:
+        """Still the one scheduler? If the database's lock was lost to another
+        scheduler (or cannot be taken again), stop: the running session ends
+        as stopped and nothing more is claimed."""
+        if self.shutdown_event.is_set():   # stopping anyway; the lock is being given back
+            return False
+        if self._lock_lost or self._lock.verify():
+            return not self._lock_lost
+        log.error("this scheduler no longer holds the database's runner lock; it stops running sessions")
+        self._lock_lost = True
+        threading.Thread(target=self.shutdown, name="scheduler-stop", daemon=True).start()
+        return False
 
     def _interval(self) -> int:
         """Read each time: an operator may change it on /config while we run."""
@@ -171,6 +159,8 @@ class SessionScheduler:
                 db.session.remove()
 
     def _heartbeat(self) -> None:
+        if not self.verify_lock():
+            return
         with self.app.app_context():
             try:
                 self._publish(next_run=self.next_scheduled_run())
@@ -201,6 +191,8 @@ class SessionScheduler:
                 self._wake.clear()
 
     def _run_next(self) -> bool:
+        if self._lock_lost:
+            return False
         with self.app.app_context():
             try:
                 session = control.claim_next()

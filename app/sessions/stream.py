@@ -199,13 +199,22 @@ def _str(value: Any) -> Optional[str]:
     return value if isinstance(value, str) else None
 
 
+# A count or duration beyond a 32-bit INTEGER column is not believable (2**31
+# milliseconds are 24 days); dropped like a non-number rather than refused by
+# the database (PostgreSQL) or stored (SQLite).
+MAX_INTEGER = 2**31 - 1
+
+
 def _number(value: Any, kind: type) -> Any:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     try:
-        return kind(value)
+        number = kind(value)
     except (OverflowError, ValueError):
         return None
+    if kind is int and not -MAX_INTEGER - 1 <= number <= MAX_INTEGER:
+        return None
+    return number
 
 
 _PARSERS = {

@@ -6,33 +6,19 @@ import logging
 
 import pluggy
 from flask import Flask, request
-from werkzeug.exceptions import HTTPException, NotFound
-from werkzeug.routing import IntegerConverter
+from werkzeug.exceptions import HTTPException
 
 from app.extensions import csrf
 from app.plugin_types import DashboardPage
 from app.plugins import flatten
 from app.timeutil import isoformat
-from app.web.apiutil import MAX_ID, ApiError, json_error, reject_nul_in_query
+from app.web.apiutil import ApiError, json_error, reject_nul_in_query
 from app.web.headers import register_security_headers
+from app.web.row_ids import RowIdConverter
 
 log = logging.getLogger(__name__)
 
 API_PREFIX = "/api/v1"
-
-
-class RowIdConverter(IntegerConverter):
-    """``<int:...>`` in every URL rule, the plugins' too: a number no database
-    id can reach is a 404 instead of an overflow in the driver.
-
-    NotFound, not werkzeug's ValidationError: after a failed conversion
-    werkzeug answers 405 if the path has rules for other methods."""
-
-    def to_python(self, value: str) -> int:
-        number = super().to_python(value)
-        if number > MAX_ID:
-            raise NotFound(f"nothing has the id {value}; ids end at {MAX_ID}")
-        return number
 
 
 def register_web(app: Flask, pm: pluggy.PluginManager) -> None:

@@ -6,12 +6,13 @@ from typing import Any
 from flask import jsonify, request
 
 from app.listing import Total
+from app.web.row_ids import MAX_ROW_ID
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
-# The largest id a database integer column holds (SQLite and PostgreSQL
-# BIGINT): a larger number names no row, and would overflow the driver.
-MAX_ID = 2**63 - 1
+# The largest row id: ids are INTEGER columns, 32 bits on PostgreSQL, so a
+# larger number names no row on any backend (see app/web/row_ids.py).
+MAX_ID = MAX_ROW_ID
 # Far beyond any table this service keeps, and within every driver's range.
 MAX_OFFSET = 2**31 - 1
 NUL = "\x00"

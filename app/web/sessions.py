@@ -10,6 +10,7 @@ from app.extensions import db
 from app.models import Session, SessionActivity
 from app.sessions import control, escalation
 from app.web.htmx import is_htmx, render_page
+from app.web.row_ids import bounded_row_id
 
 sessions = Blueprint("sessions", __name__)
 
@@ -41,7 +42,7 @@ def detail(session_id: int):
 def live(session_id: int):
     """New activity since ``after`` plus the current header; polled while the session runs."""
     session = db.session.get(Session, session_id) or abort(404)
-    after = request.args.get("after", 0, type=int) or 0
+    after = bounded_row_id(request.args.get("after", 0, type=int) or 0)
     activity = _activity_after(session_id, after)
     return render_template("sessions/_live.html", session=session, activity=activity,
                            last_id=activity[-1].id if activity else after)

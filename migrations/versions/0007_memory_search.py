@@ -49,10 +49,10 @@ SQLITE_DOWN = [
     "DROP TABLE IF EXISTS memories_fts",
 ]
 POSTGRES_UP = [
-    """CREATE INDEX ix_memories_search ON memories USING gin (
+    """CREATE INDEX ix_memories_fts ON memories USING gin (
            to_tsvector('english', coalesce(service, '') || ' ' || category || ' ' || observation))""",
 ]
-POSTGRES_DOWN = ["DROP INDEX IF EXISTS ix_memories_search"]
+POSTGRES_DOWN = ["DROP INDEX IF EXISTS ix_memories_fts"]
 
 
 def _run(statements):

@@ -157,7 +157,8 @@ def denials_since(since: datetime) -> int:
 
 
 def services() -> list[str]:
-    return db.session.scalars(select(CooldownAction.service).distinct().order_by(CooldownAction.service)).all()
+    # Sorted here, not by the database, whose collation (PostgreSQL's locale) may differ from SQLite's.
+    return sorted(db.session.scalars(select(CooldownAction.service).distinct()))
 
 
 def explain(usages: Iterable[Usage]) -> str:

@@ -18,7 +18,8 @@ def _fail(exc: Exception):
 
 
 def _get(memory_id: int) -> Memory:
-    memory = db.session.get(Memory, memory_id)
+    # No row has an id beyond 32 bits (PostgreSQL would refuse the query).
+    memory = db.session.get(Memory, memory_id) if -2**31 <= memory_id < 2**31 else None
     if memory is None:
         raise click.ClickException(f"memory {memory_id} not found")
     return memory

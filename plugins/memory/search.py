@@ -18,7 +18,7 @@ from plugins.memory.models import Memory
 
 MAX_WORDS = 10
 WORD = re.compile(r"\w+", re.UNICODE)
-# The indexed text on PostgreSQL; must stay the expression of ix_memories_search.
+# The indexed text on PostgreSQL; must stay the expression of ix_memories_fts.
 PG_DOCUMENT = "to_tsvector('english', coalesce(memories.service, '') || ' ' || memories.category || ' ' || memories.observation)"
 
 

@@ -255,8 +255,8 @@ def delete(memory: Memory) -> None:
 
 def find_many(ids: Iterable) -> list[Memory]:
     ids = _clean_ids(ids)
-    # An id no database integer can hold names no memory; asking the driver
-    # for it would overflow.
+    # Ids are INTEGER columns: no row has one beyond 32 bits, and PostgreSQL
+    # refuses such a number in a query where SQLite finds nothing.
     possible = [i for i in ids if 0 <= i <= MAX_ID]
     found = db.session.scalars(select(Memory).where(Memory.id.in_(possible))).all() if possible else []
     missing = sorted(set(ids) - {m.id for m in found})

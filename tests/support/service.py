@@ -12,6 +12,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from tests.support.database import database_env
+
 CLAUDEOPS = Path(sys.executable).with_name("claudeops")
 
 
@@ -27,7 +29,7 @@ class Service:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.log_path = state_dir.parent / "serve.log"
-        self.env = dict(os.environ, CLAUDEOPS_STATE_DIR=str(state_dir), **env)
+        self.env = dict(os.environ, CLAUDEOPS_STATE_DIR=str(state_dir), **{**database_env(state_dir), **env})
         self.workers = workers
         self.process: subprocess.Popen | None = None
 

@@ -1,0 +1,48 @@
+"""Text every backend can store: no NUL characters.
+
+PostgreSQL refuses a NUL (U+0000) in any text value, where SQLite stores it;
+a tool that prints binary output would otherwise fail a whole session on
+PostgreSQL only. Every string sent to the database, written or searched for,
+has its NUL characters replaced by U+FFFD (the replacement character), on
+every backend, so both store and find the same thing, and what was replaced
+stays visible. Bytes (binary columns) are left alone.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+log = logging.getLogger(__name__)
+
+NUL = "\x00"
+REPLACEMENT = "\ufffd"
+
+
+@event.listens_for(Engine, "before_cursor_execute", retval=True)
+def _replace_nul(_connection, _cursor, statement, parameters, _context, _executemany):
+    cleaned, replaced = without_nul(parameters)
+    if replaced:
+        log.warning("replaced %d NUL character(s) in text sent to the database with U+FFFD "
+                    "(PostgreSQL cannot store them)", replaced)
+    return statement, cleaned
+
+
+def without_nul(value: Any) -> tuple[Any, int]:
+    """``value`` (a string, or the parameters of one statement or of many)
+    with NUL characters replaced, and how many were; the same object when
+    there were none."""
+    if isinstance(value, str):
+        count = value.count(NUL)
+        return (value.replace(NUL, REPLACEMENT), count) if count else (value, 0)
+    if isinstance(value, dict):
+        items = {key: without_nul(item) for key, item in value.items()}
+        count = sum(n for _, n in items.values())
+        return ({key: item for key, (item, _) in items.items()}, count) if count else (value, 0)
+    if isinstance(value, (list, tuple)):
+        items = [without_nul(item) for item in value]
+        count = sum(n for _, n in items)
+        return (type(value)(item for item, _ in items), count) if count else (value, 0)
+    return value, 0

@@ -1,0 +1,191 @@
+"""One process runs sessions: per state directory, and per database.
+
+The scheduler (or a foreground `claudeops run`) takes this lock before it
+runs anything; a second one refuses instead of running sessions beside the
+first. Two locks make that hold however Claude Ops is deployed:
+
+- a file lock in the state directory, which the kernel drops if its holder
+  crashes;
+- on PostgreSQL, an advisory lock in the database. Hosts that share one
+  database (the dashboard on several machines) share no state directory, so
+  only the database can see both. The lock belongs to a dedicated connection
+  and ends with it, so a crashed holder releases it just as the kernel
+  releases the file lock.
+
+A SQLite database lives in one file on one host; the state directory's lock
+covers it.
+"""
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import socket
+import threading
+from pathlib import Path
+from typing import Optional
+
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.pool import NullPool
+
+log = logging.getLogger(__name__)
+
+# The same key in every Claude Ops process on every host ("clops"). Advisory
+# locks are scoped to one database, so services on different databases of
+# one server never meet.
+ADVISORY_LOCK_KEY = 0x636C6F7073
+# How the holder's connection names itself, so a refused scheduler can say who holds the lock.
+APPLICATION_NAME_PREFIX = "claudeops runner"
+
+
+class RunnerLockError(RuntimeError):
+    """The lock cannot be taken; the message says why."""
+
+
+class SchedulerAlreadyRunning(RunnerLockError):
+    """Another process already runs sessions on this state directory or database."""
+
+
+class RunnerLock:
+    def __init__(self, state_dir: str, database_url: str | URL | None = None):
+        self.path = Path(state_dir) / "scheduler.lock"
+        self._file = None
+        url = make_url(database_url) if database_url else None
+        self._database = DatabaseLock(url) if url is not None and url.get_backend_name() == "postgresql" else None
+
+    def acquire(self) -> None:
+        self._acquire_file()
+        if self._database is None:
+            return
+        try:
+            self._database.acquire()
+        except BaseException:
+            self._release_file()
+            raise
+
+    def verify(self) -> bool:
+        """Do we still hold it? Only the database's lock can be lost (with its
+        connection); it is taken again if no one else has it meanwhile."""
+        return self._database.verify() if self._database is not None else True
+
+    def release(self) -> None:
+        if self._database is not None:
+            self._database.release()
+        self._release_file()
+
+    def _acquire_file(self) -> None:
+        handle = open(self.path, "a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            handle.close()
+            raise SchedulerAlreadyRunning(
+                f"another Claude Ops process (pid {holder}) is running sessions on {self.path.parent}; "
+                "stop it first") from None
+        handle.truncate(0)
+        handle.write(str(os.getpid()))
+        handle.flush()
+        self._file = handle
+
+    def _release_file(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+class DatabaseLock:
+    """PostgreSQL's session-level advisory lock on a connection of its own,
+    outside the application's pool, held until ``release``."""
+
+    def __init__(self, url: URL):
+        self.url = url
+        # Autocommit: the lock belongs to the connection, not to a transaction,
+        # and a connection left idle in a transaction would hold back vacuum.
+        self._engine = create_engine(url, poolclass=NullPool, isolation_level="AUTOCOMMIT",
+                                     connect_args={"application_name": holder_name()})
+        self._connection: Optional[Connection] = None
+        # verify runs on the heartbeat's thread, release on the stopping one:
+        # a check in flight must not take the lock again after its release.
+        self._guard = threading.Lock()
+        self._released = False
+
+    def acquire(self) -> None:
+        try:
+            with self._guard:
+                self._released = False
+                locked = self._try_lock()
+        except SQLAlchemyError as exc:
+            raise RunnerLockError(f"cannot take the scheduler's lock in the database "
+                                  f"{self.url.render_as_string(hide_password=True)}: {_first_line(exc)}") from None
+        if not locked:
+            raise SchedulerAlreadyRunning(
+                f"another Claude Ops scheduler is running sessions on the database {self.url.database!r} "
+                f"({self._holder() or 'holder unknown'}); one scheduler runs sessions per database, "
+                "whichever host or state directory it is on: stop it first")
+
+    def verify(self) -> bool:
+        with self._guard:
+            return False if self._released else self._verify()
+
+    def _verify(self) -> bool:
+        if self._connection is not None:
+            try:
+                self._connection.execute(text("SELECT 1"))
+                return True
+            except SQLAlchemyError as exc:
+                log.warning("lost the connection that holds the scheduler's database lock (%s); taking it again",
+                            _first_line(exc))
+                self._close()
+        try:
+            return self._try_lock()
+        except SQLAlchemyError as exc:
+            log.error("cannot take the scheduler's database lock again: %s", _first_line(exc))
+            return False
+
+    def release(self) -> None:
+        with self._guard:
+            self._released = True
+            self._close()   # ending the connection ends its advisory lock
+            self._engine.dispose()
+
+    def _try_lock(self) -> bool:
+        connection = self._engine.connect()
+        try:
+            locked = connection.scalar(text("SELECT pg_try_advisory_lock(:key)"), {"key": ADVISORY_LOCK_KEY})
+        except BaseException:
+            connection.close()
+            raise
+        if not locked:
+            connection.close()
+            return False
+        self._connection = connection
+        return True
+
+    def _holder(self) -> Optional[str]:
+        with self._engine.connect() as connection:
+            return connection.scalar(text(
+                "SELECT application_name FROM pg_stat_activity "
+                "WHERE datname = current_database() AND application_name LIKE :prefix AND pid <> pg_backend_pid() "
+                "LIMIT 1"), {"prefix": APPLICATION_NAME_PREFIX + "%"})
+
+    def _close(self) -> None:
+        if self._connection is not None:
+            try:
+                self._connection.close()
+            except SQLAlchemyError:
+                pass   # already gone; so is the lock
+            self._connection = None
+
+
+def holder_name() -> str:
+    """PostgreSQL keeps 63 bytes of it: enough for the host and the pid."""
+    return f"{APPLICATION_NAME_PREFIX} on {socket.gethostname()}, pid {os.getpid()}"[:63]
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,185 @@
+"""One scheduler per database: hosts that share a PostgreSQL database share
+no state directory, so the database's advisory lock is what keeps a second
+scheduler (or `claudeops run`) from running sessions beside the first."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+
+import pytest
+from sqlalchemy import create_engine, select, text
+
+from app.extensions import db
+from app.models import SchedulerState, Session
+from app.sessions import control
+from app.sessions.runner_lock import RunnerLock, SchedulerAlreadyRunning
+from app.sessions.scheduler import SessionScheduler
+from tests import streamlines as sl
+from tests.conftest import FAKE_CLAUDE, make_app
+from tests.support.database import postgres_only
+from tests.support.service import CLAUDEOPS, Service
+
+pytestmark = postgres_only("advisory locks; SQLite's database is a file in the one state directory")
+
+HOLDER = f"claudeops runner on {socket.gethostname()}, pid {os.getpid()}"[:63]
+
+
+@pytest.fixture
+def two_hosts(tmp_path):
+    """Two apps with state directories of their own and one database, as two hosts would have."""
+    first = make_app(tmp_path / "host-a")
+    second = make_app(tmp_path / "host-b", CLAUDEOPS_DATABASE_URL=first.config["CLAUDEOPS_DATABASE_URL"])
+    started: list[SessionScheduler] = []
+
+    def start(app) -> SessionScheduler:
+        app.config["CLAUDEOPS_INTERVAL"] = 0
+        scheduler = SessionScheduler(app)
+        scheduler.start()
+        started.append(scheduler)
+        return scheduler
+    yield first, second, start
+    for scheduler in started:
+        scheduler.shutdown()
+
+
+def wait_for(predicate, timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError("condition not met in time")
+
+
+def session_status(app, session_id: int) -> str:
+    with app.app_context():
+        db.session.remove()
+        return db.session.scalar(select(Session.status).where(Session.id == session_id))
+
+
+def end_lock_connection(url: str) -> int:
+    """What a network failure does to the holder: its connection ends, and with it the lock."""
+    engine = create_engine(url)
+    try:
+        with engine.begin() as connection:
+            return len(connection.execute(text(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND application_name LIKE 'claudeops runner%'")).all())
+    finally:
+        engine.dispose()
+
+
+def test_a_second_scheduler_on_another_state_directory_refuses(two_hosts, fake_cli):
+    first, second, start = two_hosts
+    fake_cli(sl.steps(sl.init(), sl.result("ok")))
+    start(first)
+    with pytest.raises(SchedulerAlreadyRunning) as refused:
+        start(second)
+    message = str(refused.value)
+    assert "another Claude Ops scheduler is running sessions on the database" in message
+    assert HOLDER in message and "one scheduler runs sessions per database" in message
+
+    with second.app_context():   # Run now on the second host reaches the first host's scheduler
+        queued = control.enqueue(trigger="dashboard").id
+    wait_for(lambda: session_status(first, queued) == "completed")
+
+
+def test_the_lock_is_free_again_once_the_first_scheduler_stops(two_hosts):
+    first, second, start = two_hosts
+    start(first).shutdown()
+    start(second)
+
+    def published() -> bool:   # the second scheduler's first heartbeat
+        with second.app_context():
+            db.session.remove()
+            state = db.session.get(SchedulerState, 1)
+            return state.pid == os.getpid() and state.heartbeat_at is not None
+    wait_for(published)
+
+
+def test_claudeops_run_refuses_too(two_hosts, tmp_path):
+    first, _second, start = two_hosts
+    start(first)
+    lock = RunnerLock(str(tmp_path / "host-b" / "state"), first.config["CLAUDEOPS_DATABASE_URL"])
+    with pytest.raises(SchedulerAlreadyRunning, match="one scheduler runs sessions per database"):
+        lock.acquire()
+    # The state directory's own lock was given back: only the database refused.
+    RunnerLock(str(tmp_path / "host-b" / "state")).acquire()
+
+
+def test_a_lost_connection_takes_the_lock_again_when_no_one_else_has(two_hosts, tmp_path):
+    first, _second, start = two_hosts
+    scheduler = start(first)
+    assert end_lock_connection(first.config["CLAUDEOPS_DATABASE_URL"]) == 1
+    assert scheduler.verify_lock() is True
+    other = RunnerLock(str(tmp_path / "host-b" / "state"), first.config["CLAUDEOPS_DATABASE_URL"])
+    with pytest.raises(SchedulerAlreadyRunning):
+        other.acquire()
+    assert not scheduler.shutdown_event.is_set()
+
+
+def test_a_scheduler_whose_lock_went_to_another_stops_its_session(two_hosts, fake_cli, tmp_path):
+    first, second, start = two_hosts
+    fake_cli(sl.steps(sl.init(), sl.text("working")) + [{"sleep": 60}])
+    scheduler = start(first)
+    with first.app_context():
+        running = control.enqueue(trigger="api").id
+    wait_for(lambda: session_status(first, running) == "running")
+
+    url = first.config["CLAUDEOPS_DATABASE_URL"]
+    end_lock_connection(url)
+    usurper = RunnerLock(str(tmp_path / "host-b" / "state"), url)
+    usurper.acquire()
+    try:
+        assert scheduler.verify_lock() is False
+        wait_for(lambda: session_status(first, running) == "stopped", timeout=20)
+        assert scheduler.shutdown_event.is_set()
+        with first.app_context():   # nothing more is claimed
+            later = control.enqueue(trigger="api").id
+        time.sleep(2)
+        assert session_status(first, later) == "queued"
+    finally:
+        usurper.release()
+
+
+@pytest.mark.slow
+def test_the_real_scheduler_command_refuses_beside_a_running_service(tmp_path):
+    """Two hosts: `claudeops serve` on one, `claudeops scheduler` and
+    `claudeops run` on another with the same database URL."""
+    (tmp_path / "host-a").mkdir()
+    service = Service(tmp_path / "host-a" / "state", {"CLAUDEOPS_INTERVAL": "0",
+                                                     "CLAUDEOPS_CLAUDE_BIN": str(FAKE_CLAUDE)}, workers=1)
+    service.start()
+    try:
+        env = dict(os.environ, CLAUDEOPS_STATE_DIR=str(tmp_path / "host-b" / "state"),
+                   CLAUDEOPS_DATABASE_URL=service.env["CLAUDEOPS_DATABASE_URL"],
+                   CLAUDEOPS_CLAUDE_BIN=str(FAKE_CLAUDE))
+        for command in (["scheduler"], ["run"]):
+            result = subprocess.run([str(CLAUDEOPS), *command], env=env, capture_output=True, text=True, timeout=60)
+            assert result.returncode == 1, result.stderr
+            assert "another Claude Ops scheduler is running sessions on the database" in result.stderr
+            assert f"claudeops runner on {socket.gethostname()}, pid {service.process.pid}" in result.stderr
+    finally:
+        assert service.terminate() == 0, service.log()
+
+
+@pytest.mark.slow
+def test_claudeops_serve_exits_when_another_scheduler_took_its_lock(tmp_path):
+    (tmp_path / "host-a").mkdir()
+    service = Service(tmp_path / "host-a" / "state", {"CLAUDEOPS_INTERVAL": "0",
+                                                     "CLAUDEOPS_CLAUDE_BIN": str(FAKE_CLAUDE)}, workers=1)
+    service.start()
+    url = service.env["CLAUDEOPS_DATABASE_URL"]
+    usurper = RunnerLock(str(tmp_path / "host-b"), url)
+    try:
+        assert end_lock_connection(url) == 1
+        (tmp_path / "host-b").mkdir()
+        usurper.acquire()     # before the service's next heartbeat (every 15 s) could take it again
+        assert service.process.wait(timeout=60) == 1
+        assert "no longer holds the database's runner lock" in service.log()
+        assert not service.group_alive()   # gunicorn and its workers ended with it
+    finally:
+        usurper.release()
+        service.terminate()
