@@ -78,6 +78,22 @@ def fake_cli(tmp_path, monkeypatch):
 
 
 @pytest.fixture
+def cli_pid_file(tmp_path, monkeypatch):
+    """Where the fake CLI writes its own pid and process group."""
+    path = tmp_path / "cli.pid"
+    monkeypatch.setenv("FAKE_CLAUDE_PID", str(path))
+    return path
+
+
+@pytest.fixture
+def orphan_pid_file(tmp_path, monkeypatch):
+    """Where the fake CLI's leftover child (an ``orphan`` step) writes its pid."""
+    path = tmp_path / "orphan.pid"
+    monkeypatch.setenv("FAKE_CLAUDE_ORPHAN_PID", str(path))
+    return path
+
+
+@pytest.fixture
 def run_session_now(app):
     """Queue a session and run it in this process, as the scheduler would."""
     from app.sessions import control

@@ -40,20 +40,6 @@ from tests.support.faults import (SchedulerProcess, assert_group_ends, bind_read
 from tests.support.service import Service
 
 
-@pytest.fixture
-def cli_pid_file(tmp_path, monkeypatch):
-    path = tmp_path / "cli.pid"
-    monkeypatch.setenv("FAKE_CLAUDE_PID", str(path))
-    return path
-
-
-@pytest.fixture
-def orphan_pid_file(tmp_path, monkeypatch):
-    path = tmp_path / "orphan.pid"
-    monkeypatch.setenv("FAKE_CLAUDE_ORPHAN_PID", str(path))
-    return path
-
-
 def events_of(session_id: int) -> list[str]:
     db.session.remove()
     return list(db.session.scalars(select(Event.message).where(Event.session_id == session_id).order_by(Event.id)))

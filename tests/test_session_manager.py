@@ -139,13 +139,6 @@ def process_gone(pid: int, within: float = 5.0) -> bool:
     return False
 
 
-@pytest.fixture
-def orphan_pid_file(tmp_path, monkeypatch):
-    path = tmp_path / "orphan.pid"
-    monkeypatch.setenv("FAKE_CLAUDE_ORPHAN_PID", str(path))
-    return path
-
-
 def test_timeout_ends_the_whole_process_group(app, fake_cli, run_session_now, orphan_pid_file):
     app.config["CLAUDEOPS_SESSION_TIMEOUT"] = 1
     fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:nas] before the hang")) + [{"orphan": 60}, {"sleep": 60}])
