@@ -23,11 +23,23 @@ REPLACEMENT = "\ufffd"
 
 @event.listens_for(Engine, "before_cursor_execute", retval=True)
 def _replace_nul(_connection, _cursor, statement, parameters, _context, _executemany):
+    if not _holds_nul(parameters):   # nearly always: nothing to copy
+        return statement, parameters
     cleaned, replaced = without_nul(parameters)
     if replaced:
         log.warning("replaced %d NUL character(s) in text sent to the database with U+FFFD "
                     "(PostgreSQL cannot store them)", replaced)
     return statement, cleaned
+
+
+def _holds_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return NUL in value
+    if isinstance(value, dict):
+        return any(NUL in item if type(item) is str else _holds_nul(item) for item in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(NUL in item if type(item) is str else _holds_nul(item) for item in value)
+    return False
 
 
 def without_nul(value: Any) -> tuple[Any, int]:

@@ -122,6 +122,21 @@ def test_a_session_reinforces_a_memory_once(app):
     assert [m.confidence for m in all_memories()] == [0.9]
 
 
+def test_what_a_rolled_back_batch_wrote_is_not_held_against_the_session(app):
+    """The per-session tally (new memories, memories vouched for) follows the
+    transaction: rows a rollback took are not counted as the session's."""
+    remember("[MEMORY:timing:jellyfin] Takes 60s to start after restart", new_run())
+    run = new_run()
+    store.record_observation("timing", "jellyfin", "Takes about 60 seconds to start", run)
+    store.record_observation("dependency", "jellyfin", "Needs its database before the web tier", run)
+    assert store.created_by_session(run.session_id) == 1
+    db.session.rollback()
+    assert store.created_by_session(run.session_id) == 0
+    assert remember("[MEMORY:timing:jellyfin] Takes about 60 seconds to start", run).relation == "reinforced"
+    assert remember("[MEMORY:timing:jellyfin] Takes about 60 seconds to start", run).relation == "repeated"
+    assert [m.confidence for m in all_memories()] == [0.8]
+
+
 def test_reinforcement_caps_at_one(app):
     add_memory("Takes 60s to start after restart", confidence=0.95)
     remember("[MEMORY:timing:jellyfin] Takes about 60 seconds to start after a restart", new_run())

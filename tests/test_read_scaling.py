@@ -118,6 +118,12 @@ def test_decay_and_listings_use_their_indexes(app):
                         ((None, "timing", None, None), "ix_memories_category_updated_at_id")]:
         listed = plan(queries.newest_first(queries.memory_query(*args)).limit(100))
         assert index in listed and "TEMP B-TREE" not in listed, (args, listed)
+    # A memory marker's candidates: its service and category, not every active memory.
+    from plugins.memory.store import CANDIDATES
+    for general in (True, False):
+        matched = plan(CANDIDATES[general].params(category="timing", service="web"))
+        assert "ix_memories_service_category_active_confidence (service=? AND category=? AND active=?)" \
+            in matched, matched
 
 
 def test_the_migration_schedules_the_decay_of_existing_memories(app):

@@ -104,6 +104,21 @@ def test_secret_values_are_redacted_wherever_they_stand(redactor):
     assert redactor.secret_count == 2
 
 
+def test_secrets_of_any_characters_are_found_past_the_gate():
+    """The gate that lets most texts through untouched never lets a secret
+    through: values with spaces, regex characters and letters whose case
+    folds oddly, in any case for the shapes, and in a text RE2 cannot read
+    (a lone surrogate, as an escaped half pair decodes to)."""
+    odd = ["pass word (x)*?", "İstanbul-Kelvin-K", "tab\there|[0-9]+"]
+    redactor = Redactor(odd)
+    for secret in odd:
+        assert redactor.redact(f"before {secret} after") == f"before {R} after"
+    assert redactor.redact("AUTHORIZATION: BEARER abcDEF123456789xyz") == f"AUTHORIZATION: BEARER {R}"
+    lone = "\ud800 \udfff"
+    assert redactor.redact(f"{lone} password=hunter22") == f"{lone} password={R}"
+    assert redactor.redact("a status page with nothing to hide\n" * 50) == "a status page with nothing to hide\n" * 50
+
+
 def test_redaction_is_idempotent(redactor):
     for raw, _ in CAUGHT:
         once = redactor.redact(raw)

@@ -37,6 +37,11 @@ MAX_RESPONSE_CHARS = 200_000
 COMMIT_INTERVAL_SECONDS = 0.5
 COMMIT_EVERY_LINES = 500
 
+# The table's own columns: reading a length through the mapped attribute
+# costs more than the rest of a row.
+_TITLE = SessionActivity.__table__.c.title
+_CLI_SESSION_ID = Session.__table__.c.cli_session_id
+
 
 class StreamHandler:
     """Consumes one session's stdout lines as they arrive.
@@ -123,11 +128,11 @@ class StreamHandler:
             self._add("system", item.subtype, item.summary)
         elif isinstance(item, stream.Init):
             if item.cli_session_id:
-                self.session.cli_session_id = fit(Session.cli_session_id, item.cli_session_id)
+                self.session.cli_session_id = fit(_CLI_SESSION_ID, item.cli_session_id)
         elif isinstance(item, stream.Result):
             self.result = item
             if item.cli_session_id:
-                self.session.cli_session_id = fit(Session.cli_session_id, item.cli_session_id)
+                self.session.cli_session_id = fit(_CLI_SESSION_ID, item.cli_session_id)
 
     def _fan_out(self, text: str) -> None:
         for record in self.markers(text):
@@ -142,7 +147,7 @@ class StreamHandler:
         if body is not None and len(body) > MAX_ACTIVITY_BODY:
             body = body[:MAX_ACTIVITY_BODY] + f"\n… ({len(body) - MAX_ACTIVITY_BODY} more characters in the run log)"
         # Written with the next commit, in one statement for many rows.
-        self._rows.append({"session_id": self.session_id, "kind": kind, "title": fit(SessionActivity.title, title),
+        self._rows.append({"session_id": self.session_id, "kind": kind, "title": fit(_TITLE, title),
                            "body": body, "created_at": utcnow()})
 
 

@@ -37,6 +37,8 @@ class Memory(db.Model):
         # whose next week of decay has fallen due (each session start).
         Index("ix_memories_active_confidence_updated_at", "active", "confidence", "updated_at"),
         Index("ix_memories_active_pinned_decay_due_at", "active", "pinned", "decay_due_at"),
+        # What a new observation is matched against (store.find_match).
+        Index("ix_memories_service_category_active_confidence", "service", "category", "active", "confidence"),
         # Ids are never reused, so the history of a deleted memory can never
         # be mistaken for a newer one's.
         {"sqlite_autoincrement": True},

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Iterable, Optional
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, select
 
 from app.extensions import db
 from app.plugin_types import RunInfo
@@ -25,6 +25,7 @@ from plugins.memory.matcher import CONTRADICT, REINFORCE, Candidate, Match
 from plugins.memory.models import (ACTIVE_THRESHOLD, CATEGORIES, DECAY_GRACE_PERIOD, DEFAULT_CONFIDENCE,
                                    Memory, MemoryHistory)
 from plugins.memory.settings import MAX_OBSERVATION, max_observation_chars
+from plugins.memory.tally import note_created, note_reinforced, tally
 
 log = logging.getLogger(__name__)
 
@@ -110,26 +111,37 @@ def parse_confidence(raw) -> float:
 
 # --- the agent -------------------------------------------------------------
 
+def _candidates_query(service_is_null: bool):
+    # Only ids and texts to match against; the one memory that matched is loaded whole.
+    return (select(Memory.id, Memory.observation)
+            .where(Memory.active.is_(True), Memory.category == bindparam("category"),
+                   Memory.service.is_(None) if service_is_null else Memory.service == bindparam("service"))
+            .order_by(Memory.confidence.desc(), Memory.id))
+
+
+# Built once: a stream can hold thousands of memory markers.
+CANDIDATES = {True: _candidates_query(True), False: _candidates_query(False)}
+
+
 def find_match(category: str, service: Optional[str], observation: str,
                exclude: Iterable[int] = ()) -> tuple[Match, Optional[Memory]]:
     """What ``observation`` is to the active memories of its service and
     category (the ``claudeops_memory_match`` hook decides), and which one;
     memories in ``exclude`` are not compared."""
-    # Only ids and texts to match against; the one memory that matched is loaded whole.
-    query = select(Memory.id, Memory.observation).where(
-        Memory.active.is_(True), Memory.category == category,
-        Memory.service.is_(None) if service is None else Memory.service == service)
+    query = CANDIDATES[service is None]
     exclude = list(exclude)
     if exclude:
         query = query.where(Memory.id.not_in(exclude))
     candidates = [Candidate(memory_id, text) for memory_id, text in
-                  db.session.execute(query.order_by(Memory.confidence.desc(), Memory.id))]
+                  db.session.execute(query, {"category": category, "service": service})]
     match = plugin_manager().hook.claudeops_memory_match(
         category=category, service=service, observation=observation,
         candidates=candidates) or Match("distinct")
+    if match.relation not in (REINFORCE, CONTRADICT):
+        return match, None
     named = {c.memory_id for c in candidates}
     target = db.session.get(Memory, match.memory_id) if match.memory_id in named else None
-    if match.relation in (REINFORCE, CONTRADICT) and target is None:
+    if target is None:
         log.warning("memory matcher named memory %s, which is not a candidate; recording a new memory",
                     match.memory_id)
         return Match("distinct"), None
@@ -147,10 +159,13 @@ def record_observation(category: str, service: Optional[str], observation: str, 
     if match.relation != REINFORCE and not may_create:
         return Recorded(REFUSED, None)
     if match.relation == REINFORCE:
-        if _session_already_counted(target, run.session_id):
+        # An agent repeating itself is not confirmation: a session creates or
+        # reinforces a given memory once at most.
+        if target.id in tally(run.session_id).vouched:
             log.info("session %s repeated memory %s; not counted as reinforcement", run.session_id, target.id)
             return Recorded(REPEATED, target)
         reinforce(target, observation, run=run)
+        note_reinforced(run.session_id, target.id)
         return Recorded(REINFORCED, target)
 
     memory = _insert(category, service, observation, DEFAULT_CONFIDENCE, run.session_id, run.tier)
@@ -182,26 +197,9 @@ def reinforce(target: Memory, detail: str, *, run: Optional[RunInfo] = None, act
     _history(target, "reinforced", before, run=run, actor=actor, detail=detail)
 
 
-CREATED_COUNTS = "claudeops.memory.created_by_session"
-
-
 def created_by_session(session_id: int) -> int:
-    """New memories a session has recorded (contradicting ones included):
-    counted in the table once per session, then as they are inserted (the
-    limit is checked for every marker of a busy stream)."""
-    counts = db.session.info.setdefault(CREATED_COUNTS, {})
-    if session_id not in counts:
-        counts[session_id] = db.session.scalar(
-            select(func.count()).select_from(Memory).where(Memory.session_id == session_id))
-    return counts[session_id]
-
-
-def _session_already_counted(memory: Memory, session_id: int) -> bool:
-    """An agent repeating itself is not confirmation: a session creates or
-    reinforces a given memory once at most."""
-    return db.session.scalar(select(MemoryHistory.id).where(
-        MemoryHistory.memory_id == memory.id, MemoryHistory.session_id == session_id,
-        MemoryHistory.action.in_(("created", "reinforced"))).limit(1)) is not None
+    """New memories a session has recorded (contradicting ones included)."""
+    return tally(session_id).created
 
 
 # --- the operator ----------------------------------------------------------
@@ -330,9 +328,8 @@ def _insert(category, service, observation, confidence, session_id, tier) -> Mem
                     active=True, created_at=now, updated_at=now, session_id=session_id, tier=tier)
     db.session.add(memory)
     db.session.flush()  # the id, for the history
-    counts = db.session.info.get(CREATED_COUNTS, {})
-    if session_id in counts:
-        counts[session_id] += 1
+    if session_id is not None:
+        note_created(session_id, memory.id)
     return memory
 
 

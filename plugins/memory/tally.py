@@ -1,0 +1,57 @@
+"""What one session has done to the memories so far: how many it created,
+and which it created or reinforced. Both are checked for every memory marker
+of a stream; they are read from the tables once per session and then kept up
+to date as the session writes, in the database session's ``info``.
+
+A rollback (the database refused a batch, a plugin failed, the session was
+given up) may take rows they count: they are read again on the next use.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlalchemy import event, func, select
+from sqlalchemy.orm import Session
+
+from app.extensions import db
+from plugins.memory.models import Memory, MemoryHistory
+
+TALLIES = "claudeops.memory.session_tallies"
+# History actions by which a session vouches for a memory: once per memory at most.
+VOUCHED = ("created", "reinforced")
+
+
+@dataclass
+class Tally:
+    created: int                                   # new memories, contradicting ones included
+    vouched: set[int] = field(default_factory=set)  # memories it created or reinforced
+
+
+def tally(session_id: int) -> Tally:
+    tallies = db.session.info.setdefault(TALLIES, {})
+    if session_id not in tallies:
+        created = db.session.scalar(select(func.count()).select_from(Memory).where(Memory.session_id == session_id))
+        vouched = set(db.session.scalars(select(MemoryHistory.memory_id).distinct().where(
+            MemoryHistory.session_id == session_id, MemoryHistory.action.in_(VOUCHED))))
+        tallies[session_id] = Tally(created, vouched)
+    return tallies[session_id]
+
+
+def note_created(session_id: int, memory_id: int) -> None:
+    known = db.session.info.get(TALLIES, {}).get(session_id)
+    if known is not None:
+        known.created += 1
+        known.vouched.add(memory_id)
+
+
+def note_reinforced(session_id: int, memory_id: int) -> None:
+    known = db.session.info.get(TALLIES, {}).get(session_id)
+    if known is not None:
+        known.vouched.add(memory_id)
+
+
+@event.listens_for(Session, "after_soft_rollback")
+def _forget_on_rollback(session: Session, previous_transaction) -> None:
+    """A rollback, to a savepoint or of the whole transaction, may take rows
+    the tallies count: read them again on the next use."""
+    session.info.pop(TALLIES, None)
