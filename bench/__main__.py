@@ -53,7 +53,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--only", default=",".join(PARTS),
                    help=f"comma-separated parts to run, of {', '.join(PARTS)} (default: all)")
     p.add_argument("--memories", type=_pair, metavar="SMALL,LARGE",
-                   help=f"memories for the read figures (default {FULL['memories'][0]},{FULL['memories'][1]})")
+                   help=f"memories for the read figures and the ingest scaling figure (default {FULL['memories'][0]},{FULL['memories'][1]})")
     p.add_argument("--events", type=_pair, metavar="SMALL,LARGE",
                    help=f"events for the read figures (default {FULL['events'][0]},{FULL['events'][1]})")
     p.add_argument("--start-memories", type=_pair, metavar="SMALL,LARGE",
@@ -137,6 +137,8 @@ def run(args: argparse.Namespace, workdir: Path) -> list[Figure]:
                                    ("…, no markers", (1.0, 0.0, 0.0), 0)):
             variant = recorded_stream.write(workdir / "variant.ndjson", args.stream_lines, markers, mix=mix)
             figures.append(ingest.measure_speed(variant, args.ingest_repeat, workdir, name=f"Ingest speed {name}"))
+        _say("timing ingest into a small and a large database …")
+        figures.append(ingest.measure_scaling(recording, args.memories, args.ingest_repeat, workdir))
         _say("measuring the pipeline's memory …")
         figures.append(ingest.measure_memory(recording, args.memory_lines, workdir))
     return figures

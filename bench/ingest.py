@@ -10,6 +10,7 @@ closes it; its time includes every commit.
 from __future__ import annotations
 
 import json
+import shutil
 import tracemalloc
 from pathlib import Path
 from typing import Iterable
@@ -35,6 +36,9 @@ from plugins.memory.markers import ANY_MEMORY_MARKER, MEMORY_MARKER
 SPEED_TARGET = 0.25
 # Flat: five times the lines may cost at most a quarter more at the peak.
 MEMORY_TARGET = 1.25
+# Markers are matched against the memories already kept: a hundred times as
+# many may cost the stream at most twice the time, as for the reads.
+SCALE_TARGET = 2.0
 # The per-session limits, raised so that every marker of the recording is
 # stored: the figure is the cost of storing, not of refusing.
 UNLIMITED = {"CLAUDEOPS_EVENTS_MAX_PER_SESSION": 10**9, "CLAUDEOPS_MEMORY_MAX_PER_SESSION": 10**9,
@@ -67,18 +71,27 @@ def bare_loop(lines: list[bytes]) -> int:
 
 
 class Pipeline:
-    """One fresh state directory per run, so every run stores into the same database."""
+    """One fresh state directory per run, so every run stores into the same
+    database: a copy of one filled with ``memories`` and ``events`` once."""
 
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, memories: int = EXISTING_MEMORIES, events: int = EXISTING_EVENTS):
         self.workdir = workdir
         self.runs = 0
         self.app: Flask | None = None
+        self.template = workdir / f"template-{memories}-{events}"
+        if not self.template.exists():
+            filled = make_app(self.template)
+            fill(filled, memories=memories, events=events)
+            with filled.app_context():
+                db.engine.dispose()
 
     def prepare(self) -> None:
         self.dispose()
         self.runs += 1
-        self.app = make_app(self.workdir / f"ingest-{self.runs}")
-        fill(self.app, memories=EXISTING_MEMORIES, events=EXISTING_EVENTS)
+        state = self.workdir / f"ingest-{self.template.name}-{self.runs}"
+        shutil.rmtree(state, ignore_errors=True)
+        shutil.copytree(self.template, state)
+        self.app = make_app(state)
         with self.app.app_context():
             runtime.change(UNLIMITED)
 
@@ -117,6 +130,18 @@ def measure_speed(recording: Recording, repeat: int, workdir: Path, name: str = 
     name = name or f"Ingest speed vs bare loop ({recording.lines:,} lines, {recording.markers:,} markers)"
     return Figure(name, "bare loop", bare_s, "pipeline", pipeline_s, "s", bare_s / pipeline_s, SPEED_TARGET,
                   at_least=True)
+
+
+def measure_scaling(recording: Recording, memories: tuple[int, int], repeat: int, workdir: Path) -> Figure:
+    """The same stream into a database that keeps ``memories[0]`` and one that keeps ``memories[1]``."""
+    lines = read_lines(recording.path)
+    small, large = (Pipeline(workdir, memories=n) for n in memories)
+    small_s, large_s = compare(lambda: small.ingest(lines), lambda: large.ingest(lines), repeat, warmup=0,
+                               prepare_small=small.prepare, prepare_large=large.prepare)
+    small.dispose()
+    large.dispose()
+    return size_ratio(f"Ingest at {memories[1]:,} memories vs {memories[0]:,} (same stream)",
+                      f"{memories[0]:,} memories", small_s, f"{memories[1]:,} memories", large_s, SCALE_TARGET)
 
 
 def _stream_from_file(path: Path, limit: int) -> Iterable[bytes]:

@@ -17,7 +17,8 @@ FIGURES = ["Memories page (GET /memories)", "Memories poll (HTMX table, every 5 
            "Events poll (HTMX rows, every 5 s)", "GET /api/v1/memories", "GET /api/v1/memories?service=…&active=true",
            "GET /api/v1/events", "GET /api/v1/events?level=critical", "Memory context build",
            "Session start (decay + context)", "Ingest speed vs bare loop (300 lines, 60 markers)",
-           "Ingest speed …, event markers only", "Ingest speed …, no markers", "Pipeline memory (tracemalloc peak)"]
+           "Ingest speed …, event markers only", "Ingest speed …, no markers",
+           "Ingest at 60 memories vs 20 (same stream)", "Pipeline memory (tracemalloc peak)"]
 
 
 def test_every_figure_is_measured(tmp_path):
