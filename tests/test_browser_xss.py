@@ -75,10 +75,11 @@ def trigger(svc: Service, steps: list[dict], **body) -> int:
     return created["id"]
 
 
-def store_hostile_service_names(svc: Service, tmp_path, tok: str) -> None:
+def store_hostile_service_names(svc: Service, tmp_path, tok: str) -> int:
     """Rows whose service names are hostile, written straight to the
     service's database: the built-in markers refuse such names, but a
-    third-party plugin's notice or an older version's rows may hold them."""
+    third-party plugin's notice or an older version's rows may hold them.
+    Returns the memory's id."""
     from app.extensions import db
     from app.timeutil import utcnow
     from plugins.cooldowns.models import CooldownAction
@@ -89,12 +90,14 @@ def store_hostile_service_names(svc: Service, tmp_path, tok: str) -> None:
     now = utcnow()
     with app.app_context():
         db.session.add(Event(level="warning", service=HOSTILE_SERVICE, message=f"{tok} svc-event", created_at=now))
-        db.session.add(Memory(service=HOSTILE_SERVICE, category="behavior", observation=f"{tok} svc-memory",
-                              confidence=0.9, active=True, created_at=now, updated_at=now))
+        memory = Memory(service=HOSTILE_SERVICE, category="behavior", observation=f"{tok} svc-memory",
+                        confidence=0.9, active=True, created_at=now, updated_at=now)
+        db.session.add(memory)
         for minutes in (30, 10):   # at the restart limit: the Overview card names it
             db.session.add(CooldownAction(service=HOSTILE_SERVICE, action="restart", outcome="pending", source="hook",
                                           command=f"docker restart x {HOSTILE}", created_at=now - timedelta(minutes=minutes)))
         db.session.commit()
+        return memory.id
 
 
 def assert_inert(page, where: str, *texts: str) -> None:
@@ -108,7 +111,7 @@ def assert_inert(page, where: str, *texts: str) -> None:
 def test_hostile_text_everywhere_is_shown_as_text_and_nothing_runs(page, service, guard, tmp_path):
     wait_idle(service)
     tok = uuid.uuid4().hex[:8]
-    store_hostile_service_names(service, tmp_path, tok)
+    svc_memory = store_hostile_service_names(service, tmp_path, tok)
     # A tier-2 session that escalates (the tier-3 child runs the same script;
     # its own request to escalate is refused: the maximum tier is 3).
     steps = (sl.steps(sl.init()) + [{"sleep": 2.0}]
@@ -117,6 +120,7 @@ def test_hostile_text_everywhere_is_shown_as_text_and_nothing_runs(page, service
                                 f"[MEMORY:behavior:web] {tok} {HOSTILE}\n"
                                 f"[COOLDOWN:restart:web-{tok}] failure — {tok} {HOSTILE}\n"
                                 f"[EVENT:warning:<script>] a service name the marker refuses\n"
+                                f"[OUTCOME:worked:m{svc_memory}] {tok} {HOSTILE}\n"
                                 f"[ESCALATE] {tok} {HOSTILE}"),
                         sl.tool_use(f"echo '{HOSTILE}'"),
                         sl.tool_result(f"{HOSTILE}\n[EVENT:critical:tool] {HOSTILE}"))
@@ -155,6 +159,7 @@ def test_hostile_text_everywhere_is_shown_as_text_and_nothing_runs(page, service
         ("/events", (f"{tok} {HOSTILE}", HOSTILE_SERVICE)),
         ("/memories", (f"edited {tok} {HOSTILE}", HOSTILE_SERVICE)),
         (f"/memories/{memory['id']}", (f"edited {tok} {HOSTILE}", f"{tok} {HOSTILE} → edited")),
+        (f"/memories/{svc_memory}", (f"worked: {tok} {HOSTILE}",)),   # an outcome's note
         ("/memories/preview", (f"edited {tok} {HOSTILE}", HOSTILE_SERVICE)),
         ("/cooldowns", (f"{tok} {HOSTILE}", HOSTILE_SERVICE, f"docker restart x {HOSTILE}")),
         ("/", (HOSTILE_SERVICE,)),                                 # the cooldowns card names it

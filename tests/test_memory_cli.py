@@ -49,9 +49,9 @@ def test_errors_are_clear(app):
 def test_context_prints_the_next_sessions_memory_section(app):
     result = invoke(app, "context")
     assert result.exit_code == 0 and result.stdout == "" and "no memory section" in result.output
-    add_memory("Takes 60s to start after restart", confidence=0.9)
+    memory = add_memory("Takes 60s to start after restart", confidence=0.9)
     result = invoke(app, "context")
     text = result.stdout.rstrip("\n")
     assert text.splitlines() == [
         f"## Operational Memory (1 of 1 memories, ~{-(-len(text) // 4)} tokens)", "", "### jellyfin",
-        "- [timing] Takes 60s to start after restart (confidence: 0.9)"]
+        f"- [timing] Takes 60s to start after restart (confidence: 0.9) [m{memory.id}]"]

@@ -47,13 +47,15 @@ def test_session_one_records_and_session_two_is_given_them(app, fake_cli, run_se
     given = system_prompt_given(argv_file)
     section = given[given.index("## Operational Memory"):].split("\n\n## ")[0]
     tokens = -(-len(section) // 4)
+    jellyfin, dns = memories
     assert section == (
         f"## Operational Memory (2 of 2 memories, ~{tokens} tokens)\n\n"
         "### jellyfin\n"
-        "- [timing] Takes 60s to start after restart -- wait before checking health (confidence: 0.7)\n\n"
+        "- [timing] Takes 60s to start after restart -- wait before checking health (confidence: 0.7) "
+        f"[m{jellyfin.id}]\n\n"
         "### general\n"
         "- [remediation] DNS checks sometimes fail transiently during WireGuard reconnects -- retry once "
-        "before escalating (confidence: 0.7)")
+        f"before escalating (confidence: 0.7) [m{dns.id}]")
     # Session 2 confirmed what session 1 learned.
     assert all_memories()[0].confidence == 0.8
     assert second.status == "completed"

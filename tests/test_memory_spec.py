@@ -160,13 +160,15 @@ def test_no_active_memories(app):
 
 
 def test_memories_grouped_by_service(app):
-    add_memory("Takes 60s to start after restart", service="jellyfin", confidence=0.9)
+    jellyfin = add_memory("Takes 60s to start after restart", service="jellyfin", confidence=0.9)
     add_memory("Needs manual VACUUM FULL weekly", category="maintenance", service="postgres", confidence=0.8)
-    add_memory("DNS checks fail during WireGuard reconnects", category="remediation", service=None, confidence=0.95)
+    dns = add_memory("DNS checks fail during WireGuard reconnects", category="remediation", service=None,
+                     confidence=0.95)
     lines = build_memory_context(2000).text.splitlines()
     assert [l for l in lines if l.startswith("###")] == ["### jellyfin", "### postgres", "### general"]
-    assert "- [timing] Takes 60s to start after restart (confidence: 0.9)" in lines
-    assert "- [remediation] DNS checks fail during WireGuard reconnects (confidence: 0.95)" in lines
+    # SPEC-0015's bullet, then the memory's id for outcome markers.
+    assert f"- [timing] Takes 60s to start after restart (confidence: 0.9) [m{jellyfin.id}]" in lines
+    assert f"- [remediation] DNS checks fail during WireGuard reconnects (confidence: 0.95) [m{dns.id}]" in lines
 
 
 # --- Requirement: Token Budget Enforcement --------------------------------------
@@ -413,20 +415,23 @@ def test_tier_2_and_3_prompts_carry_the_same_instructions_as_tier_1():
 # --- Requirement: Memory Context Format ---------------------------------------
 
 def test_formatted_output_matches_expected_structure(app):
-    add_memory("Takes 60s to start after restart", service="jellyfin", confidence=0.9)
-    add_memory("First restart always fails due to DB lock", category="behavior", service="jellyfin", confidence=0.8)
-    add_memory("DNS checks sometimes fail transiently during WireGuard reconnects", category="remediation",
-               service=None, confidence=0.6)
+    timing = add_memory("Takes 60s to start after restart", service="jellyfin", confidence=0.9)
+    behavior = add_memory("First restart always fails due to DB lock", category="behavior", service="jellyfin",
+                          confidence=0.8)
+    dns = add_memory("DNS checks sometimes fail transiently during WireGuard reconnects", category="remediation",
+                     service=None, confidence=0.6)
     context = build_memory_context(2000)
+    # The spec's example, each bullet followed by the memory's id (for [OUTCOME:...:m<id>] markers).
     assert context.text == (
         f"## Operational Memory (3 of 3 memories, ~{context.tokens} tokens)\n"
         "\n"
         "### jellyfin\n"
-        "- [timing] Takes 60s to start after restart (confidence: 0.9)\n"
-        "- [behavior] First restart always fails due to DB lock (confidence: 0.8)\n"
+        f"- [timing] Takes 60s to start after restart (confidence: 0.9) [m{timing.id}]\n"
+        f"- [behavior] First restart always fails due to DB lock (confidence: 0.8) [m{behavior.id}]\n"
         "\n"
         "### general\n"
-        "- [remediation] DNS checks sometimes fail transiently during WireGuard reconnects (confidence: 0.6)")
+        "- [remediation] DNS checks sometimes fail transiently during WireGuard reconnects (confidence: 0.6) "
+        f"[m{dns.id}]")
 
 
 # --- Requirement: Inactive Memory Handling ------------------------------------

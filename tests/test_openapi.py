@@ -25,11 +25,13 @@ from sqlalchemy import func, select
 from app.extensions import db
 from app.models import COMPLETED, Session
 from app.sessions import control
+from app.sessions.manager import run_info
 from app.timeutil import utcnow
 from plugins.cooldowns import store as cooldowns
 from plugins.events.models import Event
 from plugins.memory import store as memories
-from plugins.memory.models import Memory
+from plugins.memory.models import Memory, MemoryInjection
+from plugins.memory.outcomes import record_outcome
 from tests.conftest import make_app
 
 DOC = "/api/v1/openapi.json"
@@ -55,7 +57,10 @@ def seed() -> None:
         db.session.add(Event(level=level, service=service, message=message, session_id=done.id, tier=1,
                              created_at=utcnow()))
     first = memories.create("timing", "jellyfin", "Takes 60s to start after restart", 0.9)
-    memories.create("dependency", None, "DNS depends on the WireGuard tunnel")
+    dns = memories.create("dependency", None, "DNS depends on the WireGuard tunnel")
+    db.session.add(MemoryInjection(session_id=done.id, memory_id=dns.id, confidence=dns.confidence, position=0,
+                                   reason="named in the operator's request"))
+    record_outcome(dns.id, "worked", "the tunnel came back first", run_info(done))   # a track record
     memories.update(memories.create("behavior", "postgres", "Vacuum runs nightly at 02:00"), pinned=True)
     memories.update(first, confidence=0.2)   # inactive, with history
     now = utcnow()

@@ -13,8 +13,9 @@ from app.sessions.runner import LineSplitter
 from plugins.cooldowns.commands import recognise
 from plugins.cooldowns.markers import parse_cooldown_markers
 from plugins.events.markers import LEVELS, parse_event_markers
-from plugins.memory.markers import parse_memory_markers
-from plugins.memory.models import CATEGORIES
+from plugins.memory.markers import (ANY_OUTCOME_MARKER, MalformedOutcome, OutcomeMarker, parse_memory_markers,
+                                    parse_outcome_markers)
+from plugins.memory.models import CATEGORIES, OUTCOME_LEVELS
 
 # Text that looks like markers often enough to exercise the parsers' paths.
 def joined(pieces: list[str], max_size: int):
@@ -23,7 +24,8 @@ def joined(pieces: list[str], max_size: int):
 
 
 MARKERISH = joined(list("[]:-_ \n\tEVNTMORYCLDWSAabcxyz019|—") + [
-    "[EVENT:", "[MEMORY:", "[COOLDOWN:", "restart", "timing", "warning", "success", "]"], 300)
+    "[EVENT:", "[MEMORY:", "[COOLDOWN:", "[OUTCOME:", "restart", "timing", "warning", "success", "worked",
+    "failed", ":m", "m12", "]"], 300)
 ANY_TEXT = st.one_of(st.text(max_size=500), MARKERISH)
 JSONISH = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
@@ -80,6 +82,30 @@ def test_event_markers(text):
 def test_memory_markers(text):
     for marker in parse_memory_markers(text):
         assert marker.category in CATEGORIES and marker.observation and "\n" not in marker.observation
+
+
+@settings(max_examples=300, deadline=None)
+@given(ANY_TEXT)
+def test_outcome_markers(text):
+    found = parse_outcome_markers(text)
+    # Whatever is shaped like one is either scored or reported, never silently dropped.
+    assert len(found) == len(ANY_OUTCOME_MARKER.findall(text))
+    for marker in found:
+        if isinstance(marker, OutcomeMarker):
+            assert marker.level in OUTCOME_LEVELS and marker.memory_id >= 0 and "\n" not in marker.note
+            assert marker.note == marker.note.strip()
+        else:
+            assert isinstance(marker, MalformedOutcome) and marker.why and "\n" not in marker.text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(OUTCOME_LEVELS), st.integers(min_value=1, max_value=2**31 - 1),
+       st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs"), blacklist_characters="["), max_size=80),
+       st.sampled_from(["m", "M", ""]))
+def test_outcome_markers_round_trip(level, memory_id, note, prefix):
+    """What the prompt teaches, with any note, reads back as written."""
+    (marker,) = parse_outcome_markers(f"Done.\n[OUTCOME:{level}:{prefix}{memory_id}] {note}\nNext.")
+    assert (marker.level, marker.memory_id, marker.note) == (level, memory_id, note.strip())
 
 
 @settings(max_examples=300, deadline=None)

@@ -15,6 +15,7 @@ from app.timeutil import utcnow
 from plugins.events import staging
 from plugins.events.markers import parse_event_markers
 from plugins.events.models import Event
+from plugins.events.relevance import services_in_trouble
 
 PROMPT = """## Reporting events
 
@@ -77,6 +78,12 @@ def claudeops_stats():
     since = utcnow() - timedelta(hours=24)
     return {"critical_events_24h": db.session.scalar(
         select(func.count()).select_from(Event).where(Event.level == "critical", Event.created_at >= since))}
+
+
+# The memory plugin's hook: optional, so that these events still work without it.
+@hookimpl(optionalhook=True)
+def claudeops_memory_relevant_services(run, since):
+    return services_in_trouble(run, since)
 
 
 @hookimpl

@@ -1,8 +1,9 @@
 """Memory: what the agent learned about the infrastructure, kept across
 sessions (SPEC-0015). ``[MEMORY:category:service] observation`` markers
-create, reinforce or contradict memories; each session is given the most
-trusted ones in its system prompt; operators curate them in the dashboard,
-the API and ``claudeops memories``."""
+create, reinforce or contradict memories; each session is given the memories
+of the services it is about first, then the most trusted, in its system
+prompt; ``[OUTCOME:level:m<id>]`` markers say how a given memory served;
+operators curate them in the dashboard, the API and ``claudeops memories``."""
 from __future__ import annotations
 
 import logging
@@ -13,10 +14,11 @@ from app.extensions import db
 from app.hookspecs import hookimpl
 from app.runtime import setting
 from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection
-from plugins.memory import hookspecs, matcher, settings, store
+from plugins.memory import hookspecs, matcher, outcomes, settings, store
 from plugins.memory.context import build_memory_context
 from plugins.memory.markers import parse_memory_markers
 from plugins.memory.models import Memory, MemoryInjection
+from plugins.memory.relevance import relevant_services
 from plugins.memory.settings import BUDGET_SETTING
 
 log = logging.getLogger(__name__)
@@ -39,12 +41,13 @@ def claudeops_memory_match(category, service, observation, candidates):
 
 @hookimpl
 def claudeops_markers(text, run):
+    scored = outcomes.record_markers(text, run)
     markers = parse_memory_markers(text)
     if not markers:
-        return None
+        return scored or None
     longest, limit = settings.max_observation_chars(), settings.max_new_per_session()
     created = store.created_by_session(run.session_id)
-    recorded, refused = [], 0
+    recorded, refused = scored, 0
     for marker in markers:
         label = f"{marker.category}:{marker.service or 'general'}"
         if len(marker.observation) > longest:
@@ -75,10 +78,11 @@ def claudeops_session_starting(run):
 
 @hookimpl
 def claudeops_prompt_context(run):
-    context = build_memory_context(setting(BUDGET_SETTING))
+    context = build_memory_context(setting(BUDGET_SETTING), relevant_services(run))
     for position, memory in enumerate(context.included):
         db.session.add(MemoryInjection(session_id=run.session_id, memory_id=memory.id,
-                                       confidence=memory.confidence, position=position))
+                                       confidence=memory.confidence, position=position,
+                                       reason=context.reasons.get(memory.id)))
     if not context.text:
         return None
     return PromptSection(name="memory", text=context.text, position=200)

@@ -122,7 +122,7 @@ def next_context():
     return {"text": context.text, "memory_ids": context.memory_ids,
             "included": len(context.memory_ids), "eligible": context.eligible,
             "eligible_exact": context.eligible_exact, "tokens": context.tokens,
-            "budget": setting("CLAUDEOPS_MEMORY_BUDGET")}
+            "budget": setting("CLAUDEOPS_MEMORY_BUDGET"), "first": context.first}
 
 
 @api.get("/memories/export")

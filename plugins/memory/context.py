@@ -1,29 +1,34 @@
-"""The memory section of a session's system prompt (SPEC-0015's format):
+"""The memory section of a session's system prompt (SPEC-0015's format, each
+line ending with the memory's id for outcome markers):
 
     ## Operational Memory (3 of 5 memories, ~96 tokens)
 
     ### jellyfin
-    - [timing] Takes 60s to start after restart (confidence: 0.9)
+    - [timing] Takes 60s to start after restart (confidence: 0.9) [m12]
 
     ### general
-    - [remediation] DNS checks fail during WireGuard reconnects (confidence: 0.6)
+    - [remediation] DNS checks fail during WireGuard reconnects (confidence: 0.6) [m3]
 
-Active memories with confidence ≥ 0.3 are packed by confidence, highest
-first, under their service's heading (general last). The whole block, header
-included, stays within the token budget (tokens = characters / 4, rounded
-up); a memory too long to fit is skipped and packing goes on with the next.
+Active memories with confidence ≥ 0.3 are packed under their service's
+heading (general last). The memories of the services the session is about
+(plugins/memory/relevance.py) go first, most confident first; the rest of
+the budget is filled with the others, most confident first. The whole
+block, header included, stays within the token budget (tokens = characters
+/ 4, rounded up); a memory too long to fit is skipped and packing goes on
+with the next.
 
-Packing reads the most trusted memories in order, in SQL, and stops after
-as many as the budget could ever hold (every one the shortest line there
-can be); eligible memories are counted up to ``app.listing.COUNT_CAP``
-(beyond it the header says "more than"): the cost of a session's context
-does not grow with the table.
+Packing reads memories in order, in SQL, and stops after as many as the
+budget could ever hold (every one the shortest line there can be), and the
+first pass reads only the relevant services' memories; eligible memories are
+counted up to ``app.listing.COUNT_CAP`` (beyond it the header says "more
+than"): the cost of a session's context does not grow with the table.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 from types import SimpleNamespace
+from typing import Iterable, Mapping, Optional
 
 from sqlalchemy import select
 
@@ -42,6 +47,8 @@ class MemoryContext:
     tokens: int = 0
     memory_ids: list[int] = field(default_factory=list)
     eligible_exact: bool = True                 # False: more than ``eligible``
+    reasons: dict[int, str] = field(default_factory=dict)   # memory id → why it went first
+    first: dict[str, str] = field(default_factory=dict)     # service → why its memories went first
 
 
 def tokens(text: str) -> int:
@@ -54,8 +61,14 @@ def format_confidence(confidence: float) -> str:
     return text[:-1] if text.endswith("0") else text
 
 
+def memory_ref(memory_id: int) -> str:
+    """How the section names a memory, and outcome markers name it back: m12."""
+    return f"m{memory_id}"
+
+
 def memory_line(memory: Memory) -> str:
-    return f"- [{memory.category}] {memory.observation} (confidence: {format_confidence(memory.confidence)})"
+    return (f"- [{memory.category}] {memory.observation} (confidence: {format_confidence(memory.confidence)})"
+            f" [{memory_ref(memory.id)}]")
 
 
 def header(included: int, eligible: Total, token_count: int) -> str:
@@ -64,8 +77,8 @@ def header(included: int, eligible: Total, token_count: int) -> str:
 
 
 # The shortest line a memory can have (and its newline): a one-character
-# observation in the shortest category at a three-character confidence.
-SHORTEST_LINE = len(memory_line(SimpleNamespace(category=min(CATEGORIES, key=len), observation="x",
+# observation in the shortest category at a three-character confidence, id 1.
+SHORTEST_LINE = len(memory_line(SimpleNamespace(id=1, category=min(CATEGORIES, key=len), observation="x",
                                                 confidence=ACTIVE_THRESHOLD))) + 1
 FETCH_ROWS = 64
 
@@ -78,33 +91,61 @@ def eligible_count() -> Total:
     return count_up_to(select(Memory).where(*_eligible()))
 
 
-def most_trusted_first(limit: int):
-    """Eligible memories, most confident first (then the most recently
-    confirmed), fetched a few at a time: stop reading and the rest is never read."""
+def most_trusted_first(limit: int, services: Optional[list[str]] = None):
+    """Eligible memories (of ``services`` only, if given), most confident
+    first (then the most recently confirmed), fetched a few at a time: stop
+    reading and the rest is never read."""
+    query = select(Memory).where(*_eligible())
+    if services:
+        query = query.where(Memory.service.in_(services))
     return db.session.scalars(
-        select(Memory).where(*_eligible())
-        .order_by(Memory.confidence.desc(), Memory.updated_at.desc(), Memory.id).limit(limit)
+        query.order_by(Memory.confidence.desc(), Memory.updated_at.desc(), Memory.id).limit(limit)
         .execution_options(yield_per=FETCH_ROWS))
 
 
-def build_memory_context(budget_tokens: int) -> MemoryContext:
-    eligible = eligible_count()
-    budget_chars = budget_tokens * 4
-    # Room for the header at its widest: N and M at most the eligible count, T at most the budget.
-    used = len(header(eligible.count, eligible, budget_tokens)) + 1
-    groups: dict[str, list[Memory]] = {}
-    with most_trusted_first(max(budget_chars // SHORTEST_LINE, 1)) as memories:
+class _Packer:
+    """Fills the budget line by line, grouping by service in the order the
+    groups are first met."""
+
+    def __init__(self, budget_chars: int, used: int):
+        self.budget_chars, self.used = budget_chars, used
+        self.groups: dict[str, list[Memory]] = {}
+        self.seen: set[int] = set()
+        self.reasons: dict[int, str] = {}
+
+    def pack(self, memories: Iterable[Memory], reasons: Optional[Mapping[str, str]] = None) -> None:
         for memory in memories:
-            if budget_chars - used < SHORTEST_LINE:
+            if memory.id in self.seen:
+                continue   # read in the first pass already
+            self.seen.add(memory.id)
+            if self.budget_chars - self.used < SHORTEST_LINE:
                 break   # not even the shortest memory would fit
             group = memory.service or GENERAL
             cost = len(memory_line(memory)) + 1
-            if group not in groups:
+            if group not in self.groups:
                 cost += len(f"### {group}") + 2   # heading, and the blank line before it
-            if used + cost > budget_chars:
+            if self.used + cost > self.budget_chars:
                 continue  # too long for what is left; a shorter one may still fit
-            used += cost
-            groups.setdefault(group, []).append(memory)
+            self.used += cost
+            self.groups.setdefault(group, []).append(memory)
+            if reasons:
+                self.reasons[memory.id] = reasons[memory.service]
+
+
+def build_memory_context(budget_tokens: int, relevant: Optional[Mapping[str, str]] = None) -> MemoryContext:
+    """``relevant``: services whose memories go first, each with why."""
+    eligible = eligible_count()
+    budget_chars = budget_tokens * 4
+    # Room for the header at its widest: N and M at most the eligible count, T at most the budget.
+    packer = _Packer(budget_chars, len(header(eligible.count, eligible, budget_tokens)) + 1)
+    most = max(budget_chars // SHORTEST_LINE, 1)
+    if relevant:
+        with most_trusted_first(most, list(relevant)) as memories:
+            packer.pack(memories, relevant)
+    # The first pass's memories come round again here, and are passed over.
+    with most_trusted_first(most + len(packer.seen)) as memories:
+        packer.pack(memories)
+    groups = packer.groups
     if not groups:
         return MemoryContext("", [], eligible.count, 0, [], eligible.exact)
 
@@ -116,6 +157,7 @@ def build_memory_context(budget_tokens: int) -> MemoryContext:
     while True:
         text = f"{header(len(included), eligible, token_count)}\n\n{body}"
         if tokens(text) <= token_count:  # converges: the header only grows by a digit at a time
+            first = {m.service: packer.reasons[m.id] for m in included if m.id in packer.reasons}
             return MemoryContext(text, included, eligible.count, tokens(text), [m.id for m in included],
-                                 eligible.exact)
+                                 eligible.exact, packer.reasons, first)
         token_count = tokens(text)

@@ -24,3 +24,29 @@ def claudeops_memory_match(category, service, observation, candidates):
     First result wins. The memory plugin's own deterministic matcher is
     registered ``trylast``, as the fallback.
     """
+
+
+@hookspec
+def claudeops_memory_relevant_services(run, since):
+    """Name the services whose memories this session should be given first.
+
+    Called once per session, while its memory section is built (after
+    ``claudeops_session_starting``, before the CLI starts), inside an
+    application context; also when the next session's section is previewed
+    (``run`` then stands for a scheduled tier-1 session starting now, with
+    ``session_id`` 0).
+
+    :param RunInfo run: the session about to start.
+    :param datetime since: the start of the recent window, now minus
+        ``CLAUDEOPS_MEMORY_RELEVANT_HOURS`` (UTC): trouble older than this
+        is no longer news. Equal to now when the operator set it to 0.
+    :returns: a dict mapping service names to why each matters to this
+        session (a few words, e.g. ``"critical event 2 h ago"``; kept with
+        the record of which memories the session was given), or ``None``.
+        Names are matched to the services memories name regardless of case;
+        a name no memory has is ignored.
+
+    All implementations are called (results collected); one that raises is
+    logged and left out. The memory plugin itself adds the services named in
+    the operator's request and the escalation reason, ahead of the hook's.
+    """

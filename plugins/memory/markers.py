@@ -1,4 +1,5 @@
-"""``[MEMORY:<category>] observation`` and ``[MEMORY:<category>:<service>] observation``."""
+"""``[MEMORY:<category>] observation`` and ``[MEMORY:<category>:<service>] observation``;
+``[OUTCOME:<level>:m<id>] note``, what a memory the session was given did for it."""
 from __future__ import annotations
 
 import logging
@@ -6,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from plugins.memory.models import CATEGORIES
+from plugins.memory.models import CATEGORIES, OUTCOME_LEVELS
 
 log = logging.getLogger(__name__)
 
@@ -49,3 +50,41 @@ def parse_memory_markers(text: str) -> list[MemoryMarker]:
                 continue
             markers.append(MemoryMarker(match.group(1), match.group(2), observation))
     return markers
+
+
+# The id as the memory section prints it (m12); a bare 12 is taken too. Ten
+# digits at most: anything longer names no memory and would only be a big number.
+OUTCOME_MARKER = re.compile(rf"\[OUTCOME:({'|'.join(OUTCOME_LEVELS)}):[mM]?([0-9]{{1,10}})\][ \t]*([^\n]*)")
+ANY_OUTCOME_MARKER = re.compile(r"\[OUTCOME:([^\]\n]*)\]")
+
+
+@dataclass(frozen=True)
+class OutcomeMarker:
+    level: str
+    memory_id: int
+    note: str            # may be empty
+
+
+@dataclass(frozen=True)
+class MalformedOutcome:
+    """Shaped like an outcome marker but not one: reported, never scored."""
+    text: str
+    why: str
+
+
+def parse_outcome_markers(text: str) -> list[OutcomeMarker | MalformedOutcome]:
+    """Every outcome marker in ``text``, in order; one that cannot be read is
+    returned as ``MalformedOutcome`` so that the session's activity log says so."""
+    found: list[OutcomeMarker | MalformedOutcome] = []
+    for candidate in ANY_OUTCOME_MARKER.finditer(text):
+        match = OUTCOME_MARKER.match(text, candidate.start())
+        if match is None:
+            level = candidate.group(1).split(":")[0]
+            why = (f"unknown outcome {level[:40]!r} (use {', '.join(OUTCOME_LEVELS)})" if level not in OUTCOME_LEVELS
+                   else "no memory id (write it as the memory section shows it, e.g. m12)")
+            log.warning("ignoring outcome marker %r: %s", candidate.group(0)[:120], why)
+            found.append(MalformedOutcome(candidate.group(0)[:120], why))
+            continue
+        note = NEXT_MARKER.split(match.group(3), maxsplit=1)[0].strip()
+        found.append(OutcomeMarker(match.group(1), int(match.group(2)), note))
+    return found

@@ -1,16 +1,18 @@
-"""The memory plugin's tables: memories, their history, and which memories
-each session was given."""
+"""The memory plugin's tables: memories, their history, which memories each
+session was given, and each memory's track record of reported outcomes."""
 from __future__ import annotations
 
 from datetime import timedelta
 
 from sqlalchemy import Boolean, Float, ForeignKey, Index, Integer, String, Text, event, false, text, true
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import db
 from app.timeutil import UTCDateTime, isoformat, utcnow
 
 CATEGORIES = ("timing", "dependency", "behavior", "remediation", "maintenance")
+# What a session may report of a memory it was given: [OUTCOME:<level>:m<id>].
+OUTCOME_LEVELS = ("worked", "partial", "failed", "unknown")
 ACTIVE_THRESHOLD = 0.3
 DEFAULT_CONFIDENCE = 0.7
 # Memories not reinforced or edited for this long start to decay, a week at a time.
@@ -65,6 +67,8 @@ class Memory(db.Model):
     decay_due_at = mapped_column(UTCDateTime, nullable=False)
     # The older memory this one contradicted.
     contradicts_id: Mapped[int | None] = mapped_column(ForeignKey("memories.id", ondelete="SET NULL"))
+    # Loaded when asked for: lists that show it load it for the whole page at once (selectinload).
+    track_record = relationship("TrackRecord", uselist=False, cascade="all, delete-orphan", passive_deletes=True)
 
     @property
     def service_label(self) -> str:
@@ -77,6 +81,7 @@ class Memory(db.Model):
             "pinned": self.pinned, "created_at": isoformat(self.created_at),
             "updated_at": isoformat(self.updated_at), "session_id": self.session_id, "tier": self.tier,
             "contradicts_id": self.contradicts_id,
+            "outcomes": (self.track_record or TrackRecord()).counts(),
         }
 
 
@@ -131,3 +136,28 @@ class MemoryInjection(db.Model):
     memory_id: Mapped[int | None] = mapped_column(ForeignKey("memories.id", ondelete="SET NULL"), index=True)
     confidence: Mapped[float] = mapped_column(Float, nullable=False)
     position: Mapped[int] = mapped_column(Integer, nullable=False)
+    # Why it was packed ahead of more trusted ones ("named in the request", "recent
+    # critical event"); NULL: it was among the most trusted.
+    reason: Mapped[str | None] = mapped_column(String(200))
+
+
+class TrackRecord(db.Model):
+    """How often sessions given a memory reported that it worked, partly
+    worked, failed or could not tell (``[OUTCOME:...]``). Counted as outcomes
+    are recorded (each is also in the history), so that a page of memories
+    reads one row per memory however long their histories grow."""
+
+    __tablename__ = "memory_track_records"
+
+    memory_id: Mapped[int] = mapped_column(ForeignKey("memories.id", ondelete="CASCADE"), primary_key=True)
+    worked: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default=text("0"))
+    partial: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default=text("0"))
+    failed: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default=text("0"))
+    unknown: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default=text("0"))
+
+    def counts(self) -> dict[str, int]:
+        return {level: getattr(self, level) or 0 for level in OUTCOME_LEVELS}
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts().values())

@@ -5,12 +5,12 @@ from app.config import TIERS
 from app.plugin_types import OpenApiPaths
 from app.web.apidoc import (JSON_BODY_ERRORS, PAGINATION, TIMESTAMP, array, choice, error, id_parameter,
                             integer, json_body, nullable, obj, page_of, query, ref, response, text)
-from plugins.memory.models import CATEGORIES
+from plugins.memory.models import CATEGORIES, OUTCOME_LEVELS
 from plugins.memory.settings import MAX_OBSERVATION
 from plugins.memory.store import MAX_SERVICE_CHARS
 
 HISTORY_ACTIONS = ("created", "reinforced", "contradicted", "decayed", "edited", "pinned", "unpinned",
-                   "deactivated", "reactivated", "deleted")
+                   "deactivated", "reactivated", "deleted", "imported", "outcome")
 CONFIDENCE = {"type": "number", "minimum": 0, "maximum": 1}
 # clean_observation: any text with something besides whitespace; whitespace
 # runs are folded into single spaces. Its longest length is a runtime setting,
@@ -32,13 +32,19 @@ SCHEMAS = {
         "session_id": nullable(integer(1, description="the session that recorded it; null: the operator")),
         "tier": {"type": "integer", "enum": sorted(TIERS)},
         "contradicts_id": nullable(integer(1, description="the older memory this one contradicted")),
+        "outcomes": obj({level: integer(0) for level in OUTCOME_LEVELS},
+                        description="its track record: how many sessions given it reported, with "
+                                    "[OUTCOME:<level>:m<id>], that it worked, partly worked, failed or "
+                                    "could not tell (each also an \"outcome\" entry in its history)"),
     }),
     "MemoryChange": obj({
         "id": integer(1), "memory_id": integer(1), "action": {"type": "string", "enum": list(HISTORY_ACTIONS)},
         "confidence_before": nullable(CONFIDENCE), "confidence_after": nullable(CONFIDENCE),
         "session_id": {"type": ["integer", "null"]},
         "actor": {"type": "string", "enum": ["session", "operator", "system"]},
-        "detail": {"type": ["string", "null"]}, "related_memory_id": {"type": ["integer", "null"]},
+        "detail": {"type": ["string", "null"],
+                   "description": "for an outcome: the level, then the agent's note (\"worked: waited 60s\")"},
+        "related_memory_id": {"type": ["integer", "null"]},
         "created_at": TIMESTAMP,
     }),
 }
@@ -64,6 +70,9 @@ CONTEXT = obj({
     "memory_ids": array(integer(1)), "included": integer(0), "eligible": integer(0),
     "eligible_exact": {"type": "boolean", "description": "false when eligible is the count's cap (10,000)"},
     "tokens": integer(0), "budget": integer(1),
+    "first": {"type": "object", "additionalProperties": {"type": "string"},
+              "description": "services whose memories were packed ahead of more trusted ones, each with why "
+                             "(for a scheduled session: a recent warning or critical event)"},
 })
 
 

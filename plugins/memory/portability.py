@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from typing import Any, Optional
 
 from sqlalchemy import select
+from sqlalchemy.orm import selectinload
 
 from app.extensions import db
 from app.models import Session
@@ -22,7 +23,7 @@ from app.timeutil import utcnow
 from plugins.memory import store
 from plugins.memory.context import format_confidence
 from plugins.memory.matcher import CONTRADICT, REINFORCE
-from plugins.memory.models import ACTIVE_THRESHOLD, Memory, MemoryHistory
+from plugins.memory.models import ACTIVE_THRESHOLD, OUTCOME_LEVELS, Memory, MemoryHistory, TrackRecord
 
 FORMAT_NAME = "claudeops-memories"
 FORMAT_VERSION = 1
@@ -47,7 +48,7 @@ def _timestamp(value: Optional[datetime]) -> Optional[str]:
 
 
 def _ordered() -> list[Memory]:
-    return db.session.scalars(select(Memory).order_by(Memory.id)).all()
+    return db.session.scalars(select(Memory).options(selectinload(Memory.track_record)).order_by(Memory.id)).all()
 
 
 def export_json() -> dict:
@@ -62,6 +63,7 @@ def export_json() -> dict:
             "confidence": m.confidence, "active": m.active, "pinned": m.pinned, "tier": m.tier,
             "created_at": _timestamp(m.created_at), "updated_at": _timestamp(m.updated_at),
             "decayed_weeks": m.decayed_weeks, "session_id": m.session_id, "contradicts_id": m.contradicts_id,
+            "outcomes": (m.track_record or TrackRecord()).counts(),
             "history": [{"action": h.action, "confidence_before": h.confidence_before,
                          "confidence_after": h.confidence_after, "actor": h.actor, "detail": h.detail,
                          "session_id": h.session_id, "created_at": _timestamp(h.created_at)}
@@ -109,6 +111,7 @@ class Entry:
     session_id: Optional[int] = None           # kept where that session exists here too
     contradicts_source_id: Optional[int] = None
     history: list[dict] = field(default_factory=list)
+    outcomes: dict[str, int] = field(default_factory=dict)   # the track record; empty: none
 
 
 def parse(text: str, fmt: str = "auto") -> list[Entry]:
@@ -156,7 +159,7 @@ def _entry(item: Any, number: int) -> Entry:
             created_at=_time(item.get("created_at")), updated_at=_time(item.get("updated_at")),
             source_id=_optional_id(item.get("id")), contradicts_source_id=_optional_id(item.get("contradicts_id")),
             session_id=_optional_id(item.get("session_id")),
-            history=_history_rows(item.get("history", [])))
+            history=_history_rows(item.get("history", [])), outcomes=_outcomes(item.get("outcomes", {})))
     except (store.MemoryInputError, ValueError) as exc:
         fail(str(exc))
     if entry.active and entry.confidence < ACTIVE_THRESHOLD:
@@ -176,6 +179,12 @@ def _whole(item: dict, name: str, default: int, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ValueError(f"{name} must be a whole number from {low} to {high}")
     return value
+
+
+def _outcomes(value) -> dict[str, int]:
+    if not isinstance(value, dict) or set(value) - set(OUTCOME_LEVELS):
+        raise ValueError(f"outcomes must be an object of counts named {', '.join(OUTCOME_LEVELS)}")
+    return {level: _whole(value, level, 0, 0, 2**31 - 1) for level in OUTCOME_LEVELS}
 
 
 def _optional_id(value) -> Optional[int]:
@@ -336,6 +345,8 @@ def _insert(entry: Entry, source: str) -> Memory:
                     confidence=entry.confidence, active=entry.active, pinned=entry.pinned, tier=entry.tier,
                     created_at=entry.created_at or now, updated_at=entry.updated_at or now,
                     decayed_weeks=entry.decayed_weeks, session_id=_session_here(entry.session_id))
+    if any(entry.outcomes.values()):
+        memory.track_record = TrackRecord(**entry.outcomes)
     db.session.add(memory)
     db.session.flush()
     for row in entry.history:

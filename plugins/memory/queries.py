@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Optional
 
 from sqlalchemy import select
+from sqlalchemy.orm import selectinload
 
 from app.listing import Total, count_up_to, distinct_values
 from plugins.memory import search
@@ -31,7 +32,8 @@ def memory_query(service: Optional[str] = None, category: Optional[str] = None,
 
 
 def newest_first(query):
-    return query.order_by(Memory.updated_at.desc(), Memory.id.desc())
+    """Newest first, with each memory's track record (one more query for the whole page)."""
+    return query.order_by(Memory.updated_at.desc(), Memory.id.desc()).options(selectinload(Memory.track_record))
 
 
 def best_first(query):

@@ -1,9 +1,13 @@
-"""The memory plugin's settings: the prompt budget and the per-session limits.
+"""The memory plugin's settings: the prompt budget, the per-session limits,
+how far back trouble makes a service's memories come first, and what each
+reported outcome does to a memory's confidence.
 
 All are runtime settings: an operator may change them on /config while the
 service runs, and the next marker or edit reads the new value.
 """
 from __future__ import annotations
+
+import math
 
 from app.plugin_types import Setting, positive_int
 from app.runtime import setting
@@ -11,9 +15,38 @@ from app.runtime import setting
 BUDGET_SETTING = "CLAUDEOPS_MEMORY_BUDGET"
 MAX_PER_SESSION = "CLAUDEOPS_MEMORY_MAX_PER_SESSION"
 MAX_OBSERVATION = "CLAUDEOPS_MEMORY_MAX_OBSERVATION_CHARS"
+RELEVANT_HOURS = "CLAUDEOPS_MEMORY_RELEVANT_HOURS"
 
+# An outcome level and the setting holding its change to confidence, with its default.
+OUTCOME_DELTAS = {"worked": ("CLAUDEOPS_MEMORY_OUTCOME_WORKED", "0.1"),
+                  "partial": ("CLAUDEOPS_MEMORY_OUTCOME_PARTIAL", "0.05"),
+                  "failed": ("CLAUDEOPS_MEMORY_OUTCOME_FAILED", "-0.2"),
+                  "unknown": ("CLAUDEOPS_MEMORY_OUTCOME_UNKNOWN", "0")}
+OUTCOME_MEANING = {"worked": "it held and helped", "partial": "it helped, but not all of it held",
+                   "failed": "it was wrong or misled", "unknown": "it was used and the result cannot be told"}
 
 WHOLE_NUMBER_FROM_1 = {"type": "integer", "minimum": 1}
+MAX_RELEVANT_HOURS = 24 * 366
+
+
+def hours(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError("must be a whole number") from None
+    if not 0 <= value <= MAX_RELEVANT_HOURS:
+        raise ValueError(f"must be from 0 to {MAX_RELEVANT_HOURS} (366 days)")
+    return value
+
+
+def confidence_delta(raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError("must be a number") from None
+    if not math.isfinite(value) or not -1 <= value <= 1:
+        raise ValueError("must be a number from -1 to 1")
+    return round(value, 3)
 
 
 def settings() -> list[Setting]:
@@ -27,6 +60,15 @@ def settings() -> list[Setting]:
         Setting(MAX_OBSERVATION, "2000",
                 "Longest observation in characters: a longer marker is logged and noted in the activity log, "
                 "not stored; an operator's is refused with an error.", positive_int, runtime=True, schema=WHOLE_NUMBER_FROM_1),
+        Setting(RELEVANT_HOURS, "24",
+                "Hours a warning or critical event keeps its service's memories first in a session's memory "
+                "section; 0: recent events do not count (a request or escalation naming a service still does).",
+                hours, runtime=True, schema={"type": "integer", "minimum": 0, "maximum": MAX_RELEVANT_HOURS}),
+        *(Setting(name, default,
+                  f"Change to a memory's confidence when a session reports `[OUTCOME:{level}:m<id>]` "
+                  f"({OUTCOME_MEANING[level]}); -1 to 1, the result kept within 0 to 1.",
+                  confidence_delta, runtime=True, schema={"type": "number", "minimum": -1, "maximum": 1})
+          for level, (name, default) in OUTCOME_DELTAS.items()),
     ]
 
 
@@ -36,3 +78,11 @@ def max_observation_chars() -> int:
 
 def max_new_per_session() -> int:
     return setting(MAX_PER_SESSION)
+
+
+def relevant_hours() -> int:
+    return setting(RELEVANT_HOURS)
+
+
+def outcome_delta(level: str) -> float:
+    return setting(OUTCOME_DELTAS[level][0])

@@ -3,7 +3,8 @@ to memories, each change written to the history.
 
 Confidence stays in [0, 1]; below 0.3 a memory is inactive (kept for audit,
 never injected). Reinforcement +0.1, contradiction −0.2 on the old memory,
-decay −0.1 per full week past a 30-day grace period.
+decay −0.1 per full week past a 30-day grace period, a reported outcome what
+its setting says (plugins/memory/outcomes.py).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from plugins.memory.context import MemoryContext, build_memory_context
 from plugins.memory.matcher import CONTRADICT, REINFORCE, Candidate, Match
 from plugins.memory.models import (ACTIVE_THRESHOLD, CATEGORIES, DECAY_GRACE_PERIOD, DEFAULT_CONFIDENCE,
                                    Memory, MemoryHistory)
+from plugins.memory.relevance import relevant_services, scheduled_run
 from plugins.memory.settings import MAX_OBSERVATION, max_observation_chars
 from plugins.memory.tally import note_created, note_reinforced, tally
 
@@ -197,6 +199,22 @@ def reinforce(target: Memory, detail: str, *, run: Optional[RunInfo] = None, act
     _history(target, "reinforced", before, run=run, actor=actor, detail=detail)
 
 
+def score(memory: Memory, delta: float, detail: str, *, run: RunInfo, confirms: bool) -> float:
+    """A reported outcome: confidence moved by ``delta`` (within [0, 1]),
+    inactive below the threshold as after a contradiction; ``confirms``
+    restarts its staleness clock as a reinforcement does. Returns the
+    confidence before."""
+    before = memory.confidence
+    memory.confidence = clamp(before + delta)
+    if confirms:
+        _refresh(memory)
+    _history(memory, "outcome", before, run=run, detail=detail)
+    if memory.active and memory.confidence < ACTIVE_THRESHOLD:
+        memory.active = False
+        _history(memory, "deactivated", memory.confidence, run=run, detail="outcome below 0.3")
+    return before
+
+
 def created_by_session(session_id: int) -> int:
     """New memories a session has recorded (contradicting ones included)."""
     return tally(session_id).created
@@ -311,10 +329,11 @@ def decay(now: Optional[datetime] = None, run: Optional[RunInfo] = None) -> int:
 
 
 def preview_next_context(budget_tokens: int) -> MemoryContext:
-    """Exactly what a session starting now would be given: decay as of now,
-    then the context, then nothing of the decay kept (the session does its own)."""
+    """Exactly what a scheduled session starting now would be given: decay as
+    of now, then the context (its services in trouble first), then nothing of
+    the decay kept (the session does its own)."""
     decay()
-    context = build_memory_context(budget_tokens)
+    context = build_memory_context(budget_tokens, relevant_services(scheduled_run()))
     context.memory_ids = [m.id for m in context.included]
     db.session.rollback()
     return context

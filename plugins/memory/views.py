@@ -178,7 +178,7 @@ def detail(memory_id: int):
     if memory is None and not history:
         abort(404)
     given = db.session.execute(
-        select(MemoryInjection.session_id, MemoryInjection.confidence, Session.created_at)
+        select(MemoryInjection.session_id, MemoryInjection.confidence, MemoryInjection.reason, Session.created_at)
         .join(Session, Session.id == MemoryInjection.session_id)
         .where(MemoryInjection.memory_id == memory_id).order_by(MemoryInjection.id.desc()).limit(20)).all()
     return render_template("memory/detail.html", memory=memory, memory_id=memory_id, history=history, given=given)

@@ -1,0 +1,107 @@
+"""Outcomes (ADR-001's graduated feedback): a session says how a memory it
+was given served it, ``[OUTCOME:<level>:m<id>] <note>``, with the id its
+memory section printed after the memory.
+
+``worked``, ``partial``, ``failed`` and ``unknown`` move the memory's
+confidence by their runtime settings (+0.1, +0.05, −0.2 and 0 by default;
+plugins/memory/settings.py), within [0, 1]; below 0.3 it is deactivated, as
+after a contradiction. ``worked`` and ``partial`` restart its staleness
+clock, as a reinforcement does: it was just found to hold. Each outcome is a
+history entry ("outcome": the level and the agent's note, and the session)
+and a count in the memory's track record.
+
+Only a memory the session was given (a ``MemoryInjection`` row) can be
+scored, once per session: an agent cannot vote for memories it merely looked
+up, nor twice for one. A session's outcomes are thereby bounded by the
+memories in its prompt, and need no per-session limit of their own. Any
+other outcome marker is logged and noted in the activity log, not stored.
+The tier prompts ("Reporting outcomes" in prompts/*.md) teach the marker.
+"""
+from __future__ import annotations
+
+import logging
+
+from sqlalchemy import select
+
+from app.extensions import db
+from app.plugin_types import MarkerRecord, RunInfo
+from app.web.apiutil import MAX_ID
+from plugins.memory import store
+from plugins.memory.context import memory_ref
+from plugins.memory.markers import MalformedOutcome, parse_outcome_markers
+from plugins.memory.models import OUTCOME_LEVELS, Memory, MemoryHistory, MemoryInjection, TrackRecord
+from plugins.memory.settings import outcome_delta
+
+log = logging.getLogger(__name__)
+
+OUTCOME = "outcome"
+CONFIRMING = ("worked", "partial")
+# The note is the agent's account, kept in the history; the score does not
+# depend on it, so a long one is shortened rather than the outcome refused.
+MAX_NOTE_CHARS = 500
+
+
+class OutcomeRefused(ValueError):
+    """An outcome marker that changes nothing; the message says why."""
+
+
+def record_markers(text: str, run: RunInfo) -> list[MarkerRecord]:
+    """Score every outcome marker in one text block; the activity log's records."""
+    if "[OUTCOME:" not in text:
+        return []
+    recorded = []
+    for marker in parse_outcome_markers(text):
+        if isinstance(marker, MalformedOutcome):
+            recorded.append(MarkerRecord("memory", "outcome not stored", f"{marker.text}: {marker.why}",
+                                         stored=False))
+            continue
+        label = f"outcome:{marker.level}:{memory_ref(marker.memory_id)}"
+        try:
+            memory, before = record_outcome(marker.memory_id, marker.level, marker.note, run)
+        except OutcomeRefused as exc:
+            log.warning("session %s: %s not stored: %s", run.session_id, label, exc)
+            recorded.append(MarkerRecord("memory", f"{label} not stored", str(exc), stored=False))
+            continue
+        recorded.append(MarkerRecord("memory", label,
+                                     f"#{memory.id} ({before:g} → {memory.confidence:g}) {marker.note}".rstrip()))
+    return recorded
+
+
+def record_outcome(memory_id: int, level: str, note: str, run: RunInfo) -> tuple[Memory, float]:
+    """Score one memory; returns it and its confidence before. Raises
+    ``OutcomeRefused`` for a memory that does not exist, was not given to
+    the session, or was scored by it already."""
+    if level not in OUTCOME_LEVELS:
+        raise OutcomeRefused(f"unknown outcome {level!r} (use {', '.join(OUTCOME_LEVELS)})")
+    ref = memory_ref(memory_id)
+    memory = db.session.get(Memory, memory_id) if 0 < memory_id <= MAX_ID else None
+    if memory is None:
+        raise OutcomeRefused(f"there is no memory {ref} (deleted, or never recorded)")
+    if not _given(memory_id, run.session_id):
+        raise OutcomeRefused(f"memory {ref} was not given to this session; only memories in its "
+                             "Operational Memory can be scored")
+    if _scored(memory_id, run.session_id):
+        raise OutcomeRefused(f"this session already reported an outcome for {ref}")
+    if len(note) > MAX_NOTE_CHARS:
+        note = note[:MAX_NOTE_CHARS - 1].rstrip() + "…"
+    before = store.score(memory, outcome_delta(level), f"{level}: {note}" if note else level,
+                         run=run, confirms=level in CONFIRMING)
+    _count(memory, level)
+    return memory, before
+
+
+def _given(memory_id: int, session_id: int) -> bool:
+    return db.session.scalar(select(MemoryInjection.id).where(
+        MemoryInjection.session_id == session_id, MemoryInjection.memory_id == memory_id).limit(1)) is not None
+
+
+def _scored(memory_id: int, session_id: int) -> bool:
+    return db.session.scalar(select(MemoryHistory.id).where(
+        MemoryHistory.memory_id == memory_id, MemoryHistory.session_id == session_id,
+        MemoryHistory.action == OUTCOME).limit(1)) is not None
+
+
+def _count(memory: Memory, level: str) -> None:
+    if memory.track_record is None:
+        memory.track_record = TrackRecord(**{name: 0 for name in OUTCOME_LEVELS})
+    setattr(memory.track_record, level, getattr(memory.track_record, level) + 1)

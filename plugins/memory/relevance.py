@@ -1,0 +1,84 @@
+"""Which services a session is about, so that their memories are packed
+first in its memory section (plugins/memory/context.py), ahead of more
+trusted memories of services it has no business with today.
+
+Two sources, in this order:
+
+1. The session's own words: the services named in the operator's request
+   (an escalated session carries its chain's request too) and in the
+   escalation reason. Both are ``RunInfo`` fields every plugin is given, and
+   finding names in them needs only the names memories use, so the memory
+   plugin does it itself.
+2. What other plugins know, through ``claudeops_memory_relevant_services``:
+   the events plugin answers with the services that had a warning or critical
+   event in the last ``CLAUDEOPS_MEMORY_RELEVANT_HOURS``, and those the
+   earlier tiers of an escalation reported trouble with. A hook rather than a
+   query of the events table: plugins build only on public hooks (the host's
+   rule), the events plugin may be absent, and a third-party plugin (an
+   incident tracker, a monitoring bridge) can name services the same way.
+
+A name counts when it is a whole word (letters, digits, ``_`` and ``-``, what
+a service name is made of: "postgres" is not found in "postgres-replica"),
+in any case. Every answer is matched against the services memories name,
+read one index step per service (``app.listing.distinct_values``): the cost
+grows with the number of services, never with the number of memories.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from datetime import timedelta
+
+from app.listing import distinct_values
+from app.plugin_types import RunInfo
+from app.plugins import call_each
+from app.runtime import setting
+from app.timeutil import utcnow
+from plugins.memory.models import Memory
+from plugins.memory.settings import relevant_hours
+
+log = logging.getLogger(__name__)
+
+HOOK = "claudeops_memory_relevant_services"
+# Services put first, at most: a session about more than this is about nothing in particular.
+MAX_RELEVANT = 50
+MAX_REASON_CHARS = 200
+# Of a request or a reason, the part searched for names (the API takes longer requests).
+MAX_TEXT_CHARS = 20_000
+WORD = re.compile(r"[A-Za-z0-9_-]+")
+
+NAMED_IN_REQUEST = "named in the operator's request"
+NAMED_IN_ESCALATION = "named in the escalation reason"
+
+
+def relevant_services(run: RunInfo) -> dict[str, str]:
+    """Services memories name that this session is about, each with why,
+    in order of precedence (the session's own words first)."""
+    wanted: dict[str, str] = {}   # lower-case name → why; the first reason given stays
+    for text, why in ((run.operator_prompt, NAMED_IN_REQUEST), (run.escalation_reason, NAMED_IN_ESCALATION)):
+        for word in WORD.findall((text or "")[:MAX_TEXT_CHARS]):
+            wanted.setdefault(word.lower(), why)
+    since = utcnow() - timedelta(hours=relevant_hours())
+    for answer in call_each(HOOK, run=run, since=since):
+        if not isinstance(answer, dict):
+            log.warning("%s: ignoring an answer of type %s; return a dict of service to reason",
+                        HOOK, type(answer).__name__)
+            continue
+        for name, why in answer.items():
+            if isinstance(name, str):
+                wanted.setdefault(name.lower(), " ".join(str(why).split())[:MAX_REASON_CHARS] or "named by a plugin")
+    if not wanted:
+        return {}
+    found = [(service, wanted[service.lower()]) for service in distinct_values(Memory.service)
+             if service.lower() in wanted]
+    # Precedence follows the order the reasons were given in, not the alphabet.
+    rank = {name: position for position, name in enumerate(wanted)}
+    found.sort(key=lambda pair: rank[pair[0].lower()])
+    return dict(found[:MAX_RELEVANT])
+
+
+def scheduled_run() -> RunInfo:
+    """What the next scheduled session looks like to the hook, for previews:
+    tier 1, no request, no escalation, starting now."""
+    return RunInfo(session_id=0, tier=1, tier_name="observe", model=setting("CLAUDEOPS_TIER1_MODEL"),
+                   trigger="schedule", operator_prompt=None, started_at=utcnow())

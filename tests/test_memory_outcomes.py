@@ -1,0 +1,286 @@
+"""Outcomes: ``[OUTCOME:<level>:m<id>] note`` scores a memory the session was
+given: its confidence moves by the level's setting, the history says so, its
+track record counts it; anything else is logged and noted, not stored."""
+from __future__ import annotations
+
+import json
+import logging
+from datetime import timedelta
+
+import jsonschema
+import pytest
+from sqlalchemy import select
+
+from app.extensions import db
+from app.models import SessionActivity
+from app.runtime import change
+from app.timeutil import utcnow
+from plugins.memory import claudeops_prompt_context
+from plugins.memory.markers import MalformedOutcome, OutcomeMarker, parse_outcome_markers
+from plugins.memory.models import Memory, MemoryHistory, MemoryInjection, TrackRecord
+from plugins.memory.outcomes import OutcomeRefused, record_outcome
+from tests import streamlines as sl
+from tests.memory_helpers import add_memory, all_memories, history, new_run
+from tests.test_memory_spec import memory_section, TIER_PROMPTS
+
+
+def given(run, *memories):
+    """The session was given these memories, as its prompt would have."""
+    for position, memory in enumerate(memories):
+        db.session.add(MemoryInjection(session_id=run.session_id, memory_id=memory.id, confidence=memory.confidence,
+                                       position=position))
+    db.session.commit()
+
+
+def score(memory, level, run, note=""):
+    result = record_outcome(memory.id, level, note, run)
+    db.session.commit()
+    return result
+
+
+def outcome_history(memory_id):
+    return [(h.action, h.confidence_before, h.confidence_after, h.session_id, h.detail)
+            for h in db.session.scalars(select(MemoryHistory).where(
+                MemoryHistory.memory_id == memory_id, MemoryHistory.action.in_(("outcome", "deactivated")))
+                .order_by(MemoryHistory.id))]
+
+
+# --- the marker ---------------------------------------------------------------------
+
+def test_outcome_markers_are_read_from_the_agents_text():
+    text = ("Restarted jellyfin and waited.\n"
+            "[OUTCOME:worked:m12] restarted after waiting 60s [EVENT:info:jellyfin] healthy\n"
+            "[OUTCOME:failed:7]   the order was the other way round   \n"
+            "Also [OUTCOME:unknown:M3]\n"
+            "[OUTCOME:great:m4] loved it\n"
+            "[OUTCOME:partial] no id\n"
+            "[OUTCOME:partial:m5\n")
+    assert parse_outcome_markers(text) == [
+        OutcomeMarker("worked", 12, "restarted after waiting 60s"),
+        OutcomeMarker("failed", 7, "the order was the other way round"),
+        OutcomeMarker("unknown", 3, ""),
+        MalformedOutcome("[OUTCOME:great:m4]", "unknown outcome 'great' (use worked, partial, failed, unknown)"),
+        MalformedOutcome("[OUTCOME:partial]", "no memory id (write it as the memory section shows it, e.g. m12)"),
+    ]
+    assert parse_outcome_markers("[OUTCOME:worked:m99999999999] ten digits at most")[0].why.startswith("no memory id")
+    assert parse_outcome_markers("nothing to see [MEMORY:timing:x] y") == []
+
+
+@pytest.mark.parametrize("name", TIER_PROMPTS)
+def test_every_tier_prompt_teaches_the_outcome_marker(name):
+    section = memory_section(name)
+    for level in ("worked", "partial", "failed", "unknown"):
+        assert f"[OUTCOME:{level}:m12]" in section and f"`{level}`" in section
+    example = next(line.strip() for line in section.splitlines() if line.strip().startswith("[OUTCOME:worked"))
+    assert parse_outcome_markers(example) == [
+        OutcomeMarker("worked", 12, "Waited 60s after the restart; the health check then passed")]
+
+
+# --- the store ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("level, after", [("worked", 0.8), ("partial", 0.75), ("failed", 0.5), ("unknown", 0.7)])
+def test_each_level_moves_confidence_by_its_default(app, level, after):
+    memory = add_memory("Takes 60s to start after restart")
+    run = new_run()
+    given(run, memory)
+    assert score(memory, level, run, "waited 60s") == (memory, 0.7)
+    assert memory.confidence == after and memory.active
+    assert outcome_history(memory.id) == [("outcome", 0.7, after, run.session_id, f"{level}: waited 60s")]
+    assert memory.track_record.counts() == {lvl: int(lvl == level) for lvl in ("worked", "partial", "failed", "unknown")}
+
+
+def test_worked_and_partial_restart_the_staleness_clock_failed_does_not(app):
+    worked, failed = add_memory("A", age_days=40), add_memory("B", service="caddy", age_days=40)
+    worked.decayed_weeks = failed.decayed_weeks = 1
+    db.session.commit()
+    stale = failed.updated_at
+    run = new_run()
+    given(run, worked, failed)
+    score(worked, "worked", run)
+    score(failed, "failed", run)
+    assert worked.updated_at > utcnow() - timedelta(minutes=1) and worked.decayed_weeks == 0
+    assert failed.updated_at == stale and failed.decayed_weeks == 1
+
+
+def test_confidence_stays_within_0_and_1_and_a_failure_below_03_deactivates(app):
+    sure, shaky = add_memory("Sure", confidence=0.95), add_memory("Shaky", service="caddy", confidence=0.4)
+    run = new_run()
+    given(run, sure, shaky)
+    score(sure, "worked", run)
+    score(shaky, "failed", run, "caddy starts fine without WireGuard now")
+    assert sure.confidence == 1.0
+    assert (shaky.confidence, shaky.active) == (0.2, False)
+    assert outcome_history(shaky.id) == [
+        ("outcome", 0.4, 0.2, run.session_id, "failed: caddy starts fine without WireGuard now"),
+        ("deactivated", 0.2, 0.2, run.session_id, "outcome below 0.3")]
+    low = add_memory("Low", service="nas", confidence=0.05)
+    later = new_run()
+    given(later, low)
+    change({"CLAUDEOPS_MEMORY_OUTCOME_FAILED": -1})
+    score(low, "failed", later)
+    assert low.confidence == 0.0
+
+
+def test_the_deltas_are_runtime_settings(app, client):
+    memory = add_memory("Takes 60s")
+    response = client.put("/api/v1/config", json={"CLAUDEOPS_MEMORY_OUTCOME_WORKED": 0.25,
+                                                  "CLAUDEOPS_MEMORY_OUTCOME_UNKNOWN": -0.05})
+    assert response.status_code == 200, response.get_json()
+    run = new_run()
+    given(run, memory)
+    score(memory, "worked", run)
+    assert memory.confidence == 0.95
+    for bad in (1.5, -2, "much", True):
+        response = client.put("/api/v1/config", json={"CLAUDEOPS_MEMORY_OUTCOME_FAILED": bad})
+        assert response.status_code == 400 and "CLAUDEOPS_MEMORY_OUTCOME_FAILED" in response.get_json()["error"]
+
+
+def test_only_memories_the_session_was_given_once_each(app):
+    mine, other = add_memory("Given"), add_memory("Not given", service="caddy")
+    gone = add_memory("Deleted later", service="nas")
+    run = new_run()
+    given(run, mine, gone)
+    elsewhere = new_run()
+    given(elsewhere, other)
+    with pytest.raises(OutcomeRefused, match=f"memory m{other.id} was not given to this session"):
+        score(other, "worked", run)
+    score(mine, "worked", run)
+    with pytest.raises(OutcomeRefused, match=f"already reported an outcome for m{mine.id}"):
+        score(mine, "failed", run)
+    db.session.delete(gone)
+    db.session.commit()
+    for missing in (gone.id, 999, 0, 2**40):
+        with pytest.raises(OutcomeRefused, match=f"there is no memory m{missing}"):
+            record_outcome(missing, "worked", "", run)
+    # The other session may still score its own.
+    score(other, "partial", elsewhere)
+    db.session.expire_all()
+    assert (mine.confidence, other.confidence) == (0.8, 0.75)
+    assert mine.track_record.counts()["worked"] == 1 and other.track_record.counts()["partial"] == 1
+
+
+# --- through a real session ---------------------------------------------------------
+
+def activity(session_id, kind):
+    return [(a.title, a.body) for a in db.session.scalars(select(SessionActivity).where(
+        SessionActivity.session_id == session_id, SessionActivity.kind == kind).order_by(SessionActivity.id))]
+
+
+def test_outcomes_flow_through_a_session(app, fake_cli, run_session_now, caplog):
+    jellyfin = add_memory("Takes 60s to start after restart", confidence=0.7)
+    caddy = add_memory("Must start after WireGuard", category="dependency", service="caddy", confidence=0.4)
+    retired = add_memory("Old transcoder crashes on HEVC", service="jellyfin", confidence=0.2, active=False)
+    argv_file = fake_cli(sl.steps(
+        sl.init(),
+        sl.text("Restarted jellyfin and waited a minute.\n"
+                f"[OUTCOME:worked:m{jellyfin.id}] restarted after waiting 60s; <b>healthy</b>\n"
+                f"[OUTCOME:failed:m{caddy.id}] caddy started fine before WireGuard"),
+        sl.tool_use(f"echo '[OUTCOME:failed:m{jellyfin.id}] from a tool'"),
+        sl.tool_result(f"[OUTCOME:failed:m{jellyfin.id}] from tool output"),
+        sl.text(f"[OUTCOME:unknown:m{jellyfin.id}] said twice\n"
+                f"[OUTCOME:worked:m{retired.id}] never given\n"
+                "[OUTCOME:worked:m4242] no such memory\n"
+                f"[OUTCOME:fine:m{jellyfin.id}] no such level"),
+        sl.result("done")))
+    with caplog.at_level(logging.WARNING):
+        session = run_session_now()
+    assert session.status == "completed"
+    argv = json.loads(argv_file.read_text())["argv"]
+    system = argv[argv.index("--append-system-prompt") + 1]
+    assert f"(confidence: 0.7) [m{jellyfin.id}]" in system and f"[m{caddy.id}]" in system
+    assert "Reporting outcomes" in argv[argv.index("-p") + 1]
+
+    db.session.expire_all()
+    jellyfin, caddy, retired = (db.session.get(Memory, m.id) for m in (jellyfin, caddy, retired))
+    assert (jellyfin.confidence, jellyfin.active) == (0.8, True)
+    assert (caddy.confidence, caddy.active) == (0.2, False)
+    assert retired.confidence == 0.2 and retired.track_record is None
+    assert history(jellyfin.id)[-1] == ("outcome", 0.7, 0.8, "session", session.id)
+    assert outcome_history(caddy.id)[-1] == ("deactivated", 0.2, 0.2, session.id, "outcome below 0.3")
+    assert jellyfin.track_record.counts() == {"worked": 1, "partial": 0, "failed": 0, "unknown": 0}
+    assert caddy.track_record.counts() == {"worked": 0, "partial": 0, "failed": 1, "unknown": 0}
+
+    assert activity(session.id, "marker") == [
+        (f"memory:outcome:worked:m{jellyfin.id}", f"#{jellyfin.id} (0.7 → 0.8) restarted after waiting 60s; "
+                                                  "<b>healthy</b>"),
+        (f"memory:outcome:failed:m{caddy.id}", f"#{caddy.id} (0.4 → 0.2) caddy started fine before WireGuard")]
+    warnings = activity(session.id, "warning")
+    assert warnings == [
+        (f"memory:outcome:unknown:m{jellyfin.id} not stored",
+         f"this session already reported an outcome for m{jellyfin.id}"),
+        (f"memory:outcome:worked:m{retired.id} not stored",
+         f"memory m{retired.id} was not given to this session; only memories in its Operational Memory can be scored"),
+        ("memory:outcome:worked:m4242 not stored", "there is no memory m4242 (deleted, or never recorded)"),
+        ("memory:outcome not stored", f"[OUTCOME:fine:m{jellyfin.id}]: unknown outcome 'fine' "
+                                      "(use worked, partial, failed, unknown)")]
+    for _, why in warnings[:3]:
+        assert why in caplog.text
+    assert "from tool output" not in caplog.text and "from a tool" not in str(outcome_history(jellyfin.id))
+
+
+# --- what the operator sees --------------------------------------------------------
+
+def scored_memory():
+    memory = add_memory("Takes 60s to start after restart")
+    for level, note in (("worked", "waited 60s <script>alert(1)</script>"), ("worked", ""), ("failed", "too slow")):
+        run = new_run()
+        given(run, memory)
+        score(memory, level, run, note)
+    return memory
+
+
+def test_the_dashboard_shows_the_track_record(app, client):
+    memory = scored_memory()
+    untried = add_memory("Never used", service="caddy")
+    row = client.get("/memories").get_data(as_text=True)
+    assert "2 worked</span> · <span class=\"outcome-partial\">0 partial</span> · " in row
+    assert "1 failed" in row
+    detail = client.get(f"/memories/{memory.id}").get_data(as_text=True)
+    assert 'id="memory-track-record"' in detail and "2 worked" in detail and "0 unknown" in detail
+    assert "worked: waited 60s &lt;script&gt;alert(1)&lt;/script&gt;" in detail and "<script>alert" not in detail
+    assert "failed: too slow" in detail
+    assert "no outcome reported yet" in client.get(f"/memories/{untried.id}").get_data(as_text=True)
+    # The row alone (after an edit) carries it too.
+    assert "2 worked" in client.get(f"/memories/{memory.id}/row").get_data(as_text=True)
+
+
+def test_the_api_exposes_the_track_record_as_documented(app, client):
+    memory = scored_memory()
+    add_memory("Never used", service="caddy")
+    body = client.get(f"/api/v1/memories/{memory.id}").get_json()
+    assert body["outcomes"] == {"worked": 2, "partial": 0, "failed": 1, "unknown": 0}
+    listed = client.get("/api/v1/memories").get_json()["memories"]
+    assert [m["outcomes"]["worked"] for m in listed] == [0, 2]
+    changes = client.get(f"/api/v1/memories/{memory.id}/history").get_json()["history"]
+    assert [c["detail"] for c in changes if c["action"] == "outcome"] == [
+        "worked: waited 60s <script>alert(1)</script>", "worked", "failed: too slow"]
+    doc = client.get("/api/v1/openapi.json").get_json()
+    for path, answer in ((f"/api/v1/memories/{memory.id}", "~1memories~1{memory_id}/get"),
+                         ("/api/v1/memories", "~1memories/get"),
+                         (f"/api/v1/memories/{memory.id}/history", "~1memories~1{memory_id}~1history/get")):
+        schema = {**doc, "$ref": f"#/paths/{answer}/responses/200/content/application~1json/schema"}
+        jsonschema.Draft202012Validator(schema).validate(client.get(path).get_json())
+    assert "[OUTCOME:" in json.dumps(doc["components"]["schemas"]["Memory"]["properties"]["outcomes"])
+
+
+def test_export_and_import_keep_the_track_record(app, client):
+    memory = scored_memory()
+    exported = client.get("/api/v1/memories/export").get_json()
+    assert exported["memories"][0]["outcomes"] == {"worked": 2, "partial": 0, "failed": 1, "unknown": 0}
+    client.post("/api/v1/memories/bulk-delete", json={"ids": [memory.id]})
+    assert db.session.scalar(select(TrackRecord)) is None    # gone with its memory; the history stays
+    assert client.post("/api/v1/memories/import", json=exported).status_code == 201
+    (restored,) = all_memories()
+    assert restored.track_record.counts() == {"worked": 2, "partial": 0, "failed": 1, "unknown": 0}
+    exported["memories"][0]["outcomes"] = {"worked": -1}
+    response = client.post("/api/v1/memories/import", json=exported)
+    assert response.status_code == 400 and "worked must be a whole number" in response.get_json()["error"]
+
+
+def test_the_prompt_context_records_what_can_be_scored(app):
+    memory = add_memory("Takes 60s")
+    run = new_run()
+    claudeops_prompt_context(run)
+    db.session.commit()
+    score(memory, "worked", run)
+    assert memory.confidence == 0.8
