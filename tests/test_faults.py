@@ -480,10 +480,11 @@ def test_a_full_disk_under_the_database_fails_the_session_clearly_and_keeps_the_
     # Leave about 300 kB: the session's activity log fills it.
     free = os.statvfs(state).f_bavail * os.statvfs(state).f_frsize
     filler.write_bytes(b"\0" * (free - 300_000))
-    # The first marker is committed (batches go at least every half second)
-    # before the tool output fills the disk.
+    # The first marker and the first few tool results are committed (batches
+    # go at least every half second) before the rest of the output fills the disk.
     fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:web] before the disk filled")) + [{"sleep": 1.0}]
-             + big_tool_results(100, 19_000) + sl.steps(sl.text("[EVENT:info:web] never reached"), sl.result()))
+             + big_tool_results(3, 19_000) + [{"sleep": 1.0}] + big_tool_results(100, 19_000)
+             + sl.steps(sl.text("[EVENT:info:web] never reached"), sl.result()))
     with app.app_context():
         scheduler = SessionScheduler(app)
         scheduler.start()

@@ -64,6 +64,34 @@ def test_matching_only_considers_the_same_service_and_category(app):
         ("jellyfin", "timing", 0.7), ("plex", "behavior", 0.7), ("plex", "timing", 0.7), (None, "timing", 0.7)]
 
 
+@pytest.mark.parametrize("pair", PAIRS, ids=[f"{p['relation']}-{p['service']}-{p['category']}-{i}"
+                                             for i, p in enumerate(PAIRS)])
+def test_the_store_finds_each_labelled_pair_among_many_memories(app, pair):
+    """Candidates are read through the full-text index where there is one:
+    every labelled pair must still meet, among unrelated memories of the
+    same service and category, with every relation the matcher gives."""
+    service = pair["service"] if pair["service"] != "general" else None
+    for n in range(30):
+        add_memory(f"Unrelated note number {n} about quotas", service=service, category=pair["category"])
+    old = add_memory(pair["old"], service=service, category=pair["category"])
+    found, target = store.find_match(pair["category"], service, pair["new"])
+    assert found.relation == pair["relation"]
+    assert (target.id if target else None) == (None if pair["relation"] == "distinct" else old.id)
+
+
+def test_an_observation_is_compared_with_the_most_trusted_of_its_kind(app, monkeypatch):
+    """A marker's cost does not grow with the memories a service gathers: it
+    is matched against the most trusted of its service and category only."""
+    from plugins.memory import candidates as module
+    monkeypatch.setattr(module, "MAX_CANDIDATES", 3)
+    kept = [add_memory(f"Needs redis {n} before the workers start", category="dependency",
+                       confidence=0.5 + n / 100).id for n in range(6)]
+    add_memory("Needs redis before the workers start", category="dependency", service="plex", confidence=1.0)
+    found = module.candidates("dependency", "jellyfin")
+    assert [c.memory_id for c in found] == kept[:2:-1]          # the three most confident, most first
+    assert [c.memory_id for c in module.candidates("dependency", "jellyfin", exclude=[kept[5]])] == kept[4:1:-1]
+
+
 def test_inactive_memories_are_not_matched(app):
     add_memory("Takes 60s to start after restart", confidence=0.2, active=False)
     outcome = remember("[MEMORY:timing:jellyfin] Takes about 60 seconds to start after a restart", new_run())

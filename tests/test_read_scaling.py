@@ -119,9 +119,9 @@ def test_decay_and_listings_use_their_indexes(app):
         listed = plan(queries.newest_first(queries.memory_query(*args)).limit(100))
         assert index in listed and "TEMP B-TREE" not in listed, (args, listed)
     # A memory marker's candidates: its service and category, not every active memory.
-    from plugins.memory.store import CANDIDATES
+    from plugins.memory.candidates import MOST_TRUSTED
     for general in (True, False):
-        matched = plan(CANDIDATES[general].params(category="timing", service="web"))
+        matched = plan(MOST_TRUSTED[general].limit(100).params(category="timing", service="web"))
         assert "ix_memories_service_category_active_confidence (service=? AND category=? AND active=?)" \
             in matched, matched
 

@@ -9,7 +9,8 @@ def claudeops_memory_match(category, service, observation, candidates):
     """Decide how a new observation relates to the memories it could match.
 
     Called once for every ``[MEMORY:...]`` marker the agent writes, while the
-    session runs, with the active memories of the same service and category.
+    session runs, with the active memories of the same service and category:
+    the most trusted first, at most ``plugins.memory.candidates.MAX_CANDIDATES``.
 
     :param str category: the marker's category.
     :param service: the marker's service, or ``None`` for a general memory.

@@ -14,15 +14,16 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Iterable, Optional
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import select
 
 from app.extensions import db
 from app.plugin_types import RunInfo
 from app.plugins import plugin_manager
 from app.timeutil import utcnow
 from app.web.apiutil import MAX_ID
+from plugins.memory.candidates import candidates as find_candidates
 from plugins.memory.context import MemoryContext, build_memory_context
-from plugins.memory.matcher import CONTRADICT, REINFORCE, Candidate, Match
+from plugins.memory.matcher import CONTRADICT, REINFORCE, Match
 from plugins.memory.models import (ACTIVE_THRESHOLD, CATEGORIES, DECAY_GRACE_PERIOD, DEFAULT_CONFIDENCE,
                                    Memory, MemoryHistory)
 from plugins.memory.relevance import relevant_services, scheduled_run
@@ -113,29 +114,13 @@ def parse_confidence(raw) -> float:
 
 # --- the agent -------------------------------------------------------------
 
-def _candidates_query(service_is_null: bool):
-    # Only ids and texts to match against; the one memory that matched is loaded whole.
-    return (select(Memory.id, Memory.observation)
-            .where(Memory.active.is_(True), Memory.category == bindparam("category"),
-                   Memory.service.is_(None) if service_is_null else Memory.service == bindparam("service"))
-            .order_by(Memory.confidence.desc(), Memory.id))
-
-
-# Built once: a stream can hold thousands of memory markers.
-CANDIDATES = {True: _candidates_query(True), False: _candidates_query(False)}
-
-
 def find_match(category: str, service: Optional[str], observation: str,
                exclude: Iterable[int] = ()) -> tuple[Match, Optional[Memory]]:
     """What ``observation`` is to the active memories of its service and
-    category (the ``claudeops_memory_match`` hook decides), and which one;
-    memories in ``exclude`` are not compared."""
-    query = CANDIDATES[service is None]
-    exclude = list(exclude)
-    if exclude:
-        query = query.where(Memory.id.not_in(exclude))
-    candidates = [Candidate(memory_id, text) for memory_id, text in
-                  db.session.execute(query, {"category": category, "service": service})]
+    category (the most trusted of them: plugins/memory/candidates.py), and
+    which one; the ``claudeops_memory_match`` hook decides. Memories in
+    ``exclude`` are not compared."""
+    candidates = find_candidates(category, service, exclude)
     match = plugin_manager().hook.claudeops_memory_match(
         category=category, service=service, observation=observation,
         candidates=candidates) or Match("distinct")
