@@ -121,7 +121,7 @@ def test_decay_and_listings_use_their_indexes(app):
     # A memory marker's candidates: its service and category, not every active memory.
     from plugins.memory.candidates import MOST_TRUSTED
     for general in (True, False):
-        matched = plan(MOST_TRUSTED[general].limit(100).params(category="timing", service="web"))
+        matched = plan(MOST_TRUSTED[general].limit(50).params(category="timing", service="web"))
         assert "ix_memories_service_category_active_confidence (service=? AND category=? AND active=?)" \
             in matched, matched
 

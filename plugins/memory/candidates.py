@@ -19,7 +19,7 @@ from app.extensions import db
 from plugins.memory.matcher import Candidate
 from plugins.memory.models import Memory
 
-MAX_CANDIDATES = 100
+MAX_CANDIDATES = 50
 
 
 def _most_trusted(general: bool):
