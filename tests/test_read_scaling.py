@@ -118,6 +118,10 @@ def test_decay_and_listings_use_their_indexes(app):
                         ((None, "timing", None, None), "ix_memories_category_updated_at_id")]:
         listed = plan(queries.newest_first(queries.memory_query(*args)).limit(100))
         assert index in listed and "TEMP B-TREE" not in listed, (args, listed)
+    # The services in trouble, which go first in a session's memory section: the window only.
+    from plugins.events.relevance import trouble_in_window
+    window = plan(trouble_in_window(utcnow() - timedelta(hours=24)))
+    assert "ix_events_created_at (created_at>?)" in window and "TEMP B-TREE" not in window, window
     # A memory marker's candidates: its service and category, not every active memory.
     from plugins.memory.candidates import MOST_TRUSTED
     for general in (True, False):
