@@ -8,7 +8,7 @@
     ### general
     - [remediation] DNS checks fail during WireGuard reconnects (confidence: 0.6)
 
-Active memories with confidence ≥ 0.3 are packed by confidence, highest
+Approved, active memories with confidence ≥ 0.3 are packed by confidence, highest
 first, under their service's heading (general last). The whole block, header
 included, stays within the token budget (tokens = characters / 4, rounded
 up); a memory too long to fit is skipped and packing goes on with the next.
@@ -29,7 +29,7 @@ from sqlalchemy import select
 
 from app.extensions import db
 from app.listing import Total, count_up_to
-from plugins.memory.models import ACTIVE_THRESHOLD, CATEGORIES, Memory
+from plugins.memory.models import ACTIVE_THRESHOLD, APPROVED, CATEGORIES, Memory
 
 GENERAL = "general"
 
@@ -71,7 +71,8 @@ FETCH_ROWS = 64
 
 
 def _eligible():
-    return (Memory.active.is_(True), Memory.confidence >= ACTIVE_THRESHOLD)
+    # A proposed or rejected memory is never given, whatever its confidence.
+    return (Memory.status == APPROVED, Memory.active.is_(True), Memory.confidence >= ACTIVE_THRESHOLD)
 
 
 def eligible_count() -> Total:

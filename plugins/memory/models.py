@@ -11,6 +11,10 @@ from app.extensions import db
 from app.timeutil import UTCDateTime, isoformat, utcnow
 
 CATEGORIES = ("timing", "dependency", "behavior", "remediation", "maintenance")
+# Review states: only an approved memory is given to sessions. With review
+# on (CLAUDEOPS_MEMORY_REVIEW) the agent's new memories start proposed.
+APPROVED, PROPOSED, REJECTED = "approved", "proposed", "rejected"
+REVIEW_STATES = (APPROVED, PROPOSED, REJECTED)
 ACTIVE_THRESHOLD = 0.3
 DEFAULT_CONFIDENCE = 0.7
 # Memories not reinforced or edited for this long start to decay, a week at a time.
@@ -33,9 +37,11 @@ class Memory(db.Model):
         Index("ix_memories_service_active_updated_at_id", "service", "active", "updated_at", "id"),
         Index("ix_memories_category_updated_at_id", "category", "updated_at", "id"),
         Index("ix_memories_service_category_updated_at_id", "service", "category", "updated_at", "id"),
-        # The most trusted first (each session's context), and the memories
-        # whose next week of decay has fallen due (each session start).
-        Index("ix_memories_active_confidence_updated_at", "active", "confidence", "updated_at"),
+        # The most trusted approved ones first (each session's context), the
+        # review inbox (and the page's status filter), and the memories whose
+        # next week of decay has fallen due (each session start).
+        Index("ix_memories_status_active_confidence_updated_at", "status", "active", "confidence", "updated_at"),
+        Index("ix_memories_status_updated_at_id", "status", "updated_at", "id"),
         Index("ix_memories_active_pinned_decay_due_at", "active", "pinned", "decay_due_at"),
         # Ids are never reused, so the history of a deleted memory can never
         # be mistaken for a newer one's.
@@ -63,6 +69,9 @@ class Memory(db.Model):
     decay_due_at = mapped_column(UTCDateTime, nullable=False)
     # The older memory this one contradicted.
     contradicts_id: Mapped[int | None] = mapped_column(ForeignKey("memories.id", ondelete="SET NULL"))
+    # approved, proposed or rejected (REVIEW_STATES); independent of active,
+    # which follows confidence: a memory is given to sessions only when both allow.
+    status: Mapped[str] = mapped_column(Text, nullable=False, default=APPROVED, server_default=APPROVED)
 
     @property
     def service_label(self) -> str:
@@ -74,7 +83,7 @@ class Memory(db.Model):
             "observation": self.observation, "confidence": self.confidence, "active": self.active,
             "pinned": self.pinned, "created_at": isoformat(self.created_at),
             "updated_at": isoformat(self.updated_at), "session_id": self.session_id, "tier": self.tier,
-            "contradicts_id": self.contradicts_id,
+            "contradicts_id": self.contradicts_id, "status": self.status,
         }
 
 

@@ -22,7 +22,7 @@ from app.timeutil import utcnow
 from plugins.memory import store
 from plugins.memory.context import format_confidence
 from plugins.memory.matcher import CONTRADICT, REINFORCE
-from plugins.memory.models import ACTIVE_THRESHOLD, Memory, MemoryHistory
+from plugins.memory.models import ACTIVE_THRESHOLD, APPROVED, REVIEW_STATES, Memory, MemoryHistory
 
 FORMAT_NAME = "claudeops-memories"
 FORMAT_VERSION = 1
@@ -30,7 +30,8 @@ MAX_IMPORT = 100_000
 HISTORY_FIELDS = ("action", "confidence_before", "confidence_after", "actor", "detail", "created_at")
 ACTORS = (store.OPERATOR, store.SESSION, store.SYSTEM)
 MARKDOWN_LINE = re.compile(r"^- \[(?P<category>[a-z]+)\] (?P<observation>.+) "
-                           r"\(confidence: (?P<confidence>[0-9.]+)(?P<flags>(?:, (?:inactive|pinned))*)\)$")
+                           r"\(confidence: (?P<confidence>[0-9.]+)"
+                           r"(?P<flags>(?:, (?:inactive|pinned|proposed|rejected))*)\)$")
 
 
 class ImportRefused(ValueError):
@@ -62,6 +63,7 @@ def export_json() -> dict:
             "confidence": m.confidence, "active": m.active, "pinned": m.pinned, "tier": m.tier,
             "created_at": _timestamp(m.created_at), "updated_at": _timestamp(m.updated_at),
             "decayed_weeks": m.decayed_weeks, "session_id": m.session_id, "contradicts_id": m.contradicts_id,
+            "status": m.status,
             "history": [{"action": h.action, "confidence_before": h.confidence_before,
                          "confidence_after": h.confidence_after, "actor": h.actor, "detail": h.detail,
                          "session_id": h.session_id, "created_at": _timestamp(h.created_at)}
@@ -83,7 +85,8 @@ def export_markdown() -> str:
     for service in services:
         lines += [f"## {service}", ""]
         for memory in by_service[service]:
-            flags = ("" if memory.active else ", inactive") + (", pinned" if memory.pinned else "")
+            flags = ("" if memory.active else ", inactive") + (", pinned" if memory.pinned else "") + (
+                "" if memory.status == APPROVED else f", {memory.status}")
             lines.append(f"- [{memory.category}] {memory.observation} "
                          f"(confidence: {format_confidence(memory.confidence)}{flags})")
         lines.append("")
@@ -102,6 +105,7 @@ class Entry:
     active: bool
     pinned: bool
     tier: int = 1
+    status: str = APPROVED                     # an export from before review: approved
     created_at: Optional[datetime] = None
     updated_at: Optional[datetime] = None
     decayed_weeks: int = 0
@@ -153,6 +157,7 @@ def _entry(item: Any, number: int) -> Entry:
             confidence=store.parse_confidence(item.get("confidence", 0.7)),
             active=_flag(item, "active", True), pinned=_flag(item, "pinned", False),
             tier=_whole(item, "tier", 1, 1, 3), decayed_weeks=_whole(item, "decayed_weeks", 0, 0, 10_000),
+            status=_review_state(item.get("status", APPROVED)),
             created_at=_time(item.get("created_at")), updated_at=_time(item.get("updated_at")),
             source_id=_optional_id(item.get("id")), contradicts_source_id=_optional_id(item.get("contradicts_id")),
             session_id=_optional_id(item.get("session_id")),
@@ -162,6 +167,12 @@ def _entry(item: Any, number: int) -> Entry:
     if entry.active and entry.confidence < ACTIVE_THRESHOLD:
         fail(f"active with confidence {entry.confidence}, below {ACTIVE_THRESHOLD}")
     return entry
+
+
+def _review_state(value) -> str:
+    if value not in REVIEW_STATES:
+        raise ValueError(f"status must be one of {', '.join(REVIEW_STATES)}")
+    return value
 
 
 def _flag(item: dict, name: str, default: bool) -> bool:
@@ -247,7 +258,8 @@ def parse_markdown(text: str) -> list[Entry]:
             entry = Entry(service=store.clean_service(service), category=store.clean_category(match["category"]),
                           observation=store.clean_observation(match["observation"]),
                           confidence=store.parse_confidence(match["confidence"]),
-                          active="inactive" not in flags, pinned="pinned" in flags)
+                          active="inactive" not in flags, pinned="pinned" in flags,
+                          status=next((state for state in REVIEW_STATES if state in flags), APPROVED))
         except store.MemoryInputError as exc:
             raise ImportRefused(f"line {number}: {exc}") from None
         if entry.active and entry.confidence < ACTIVE_THRESHOLD:
@@ -334,6 +346,7 @@ def _insert(entry: Entry, source: str) -> Memory:
     now = utcnow()
     memory = Memory(service=entry.service, category=entry.category, observation=entry.observation,
                     confidence=entry.confidence, active=entry.active, pinned=entry.pinned, tier=entry.tier,
+                    status=entry.status,
                     created_at=entry.created_at or now, updated_at=entry.updated_at or now,
                     decayed_weeks=entry.decayed_weeks, session_id=_session_here(entry.session_id))
     db.session.add(memory)

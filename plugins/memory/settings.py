@@ -1,16 +1,18 @@
-"""The memory plugin's settings: the prompt budget and the per-session limits.
+"""The memory plugin's settings: the prompt budget, the per-session limits
+and review of the agent's new memories.
 
 All are runtime settings: an operator may change them on /config while the
 service runs, and the next marker or edit reads the new value.
 """
 from __future__ import annotations
 
-from app.plugin_types import Setting, positive_int
+from app.plugin_types import Setting, boolean, positive_int
 from app.runtime import setting
 
 BUDGET_SETTING = "CLAUDEOPS_MEMORY_BUDGET"
 MAX_PER_SESSION = "CLAUDEOPS_MEMORY_MAX_PER_SESSION"
 MAX_OBSERVATION = "CLAUDEOPS_MEMORY_MAX_OBSERVATION_CHARS"
+REVIEW = "CLAUDEOPS_MEMORY_REVIEW"
 
 
 WHOLE_NUMBER_FROM_1 = {"type": "integer", "minimum": 1}
@@ -27,6 +29,10 @@ def settings() -> list[Setting]:
         Setting(MAX_OBSERVATION, "2000",
                 "Longest observation in characters: a longer marker is logged and noted in the activity log, "
                 "not stored; an operator's is refused with an error.", positive_int, runtime=True, schema=WHOLE_NUMBER_FROM_1),
+        Setting(REVIEW, "false",
+                "true: new memories the agent records start as proposed and are given to no session until an "
+                "operator approves them (or a second session confirms one); the operator's own are approved.",
+                boolean, runtime=True, schema={"type": "boolean"}),
     ]
 
 
@@ -36,3 +42,7 @@ def max_observation_chars() -> int:
 
 def max_new_per_session() -> int:
     return setting(MAX_PER_SESSION)
+
+
+def review_on() -> bool:
+    return setting(REVIEW)
