@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Iterable, Optional
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, or_, select
 
 from app.extensions import db
 from app.models import Session
@@ -122,22 +122,34 @@ def parse_confidence(raw) -> float:
 # --- the agent -------------------------------------------------------------
 
 def find_match(category: str, service: Optional[str], observation: str,
-               exclude: Iterable[int] = (), rejected: bool = False) -> tuple[Match, Optional[Memory]]:
+               exclude: Iterable[int] = ()) -> tuple[Match, Optional[Memory]]:
     """What ``observation`` is to the active memories (approved or proposed)
-    of its service and category, or with ``rejected`` to the rejected ones
-    (the ``claudeops_memory_match`` hook decides), and which one; memories
-    in ``exclude`` are not compared."""
+    of its service and category (the ``claudeops_memory_match`` hook
+    decides), and which one; memories in ``exclude`` are not compared."""
+    live, _ = _candidates(category, service, exclude)
+    return _match(category, service, observation, live)
+
+
+def _candidates(category: str, service: Optional[str], exclude: Iterable[int] = (),
+                rejected: bool = False) -> tuple[list[Candidate], list[Candidate]]:
+    """The active memories (approved or proposed) of a service and category,
+    and with ``rejected`` the rejected ones as well, in one read."""
+    live = and_(Memory.active.is_(True), Memory.status != REJECTED)
     # Only ids and texts to match against; the one memory that matched is loaded whole.
-    query = select(Memory.id, Memory.observation).where(
-        *((Memory.status == REJECTED,) if rejected else (Memory.active.is_(True), Memory.status != REJECTED)),
+    query = select(Memory.id, Memory.observation, Memory.status).where(
+        or_(live, Memory.status == REJECTED) if rejected else live,
         Memory.category == category, Memory.service.is_(None) if service is None else Memory.service == service)
     exclude = list(exclude)
     if exclude:
         query = query.where(Memory.id.not_in(exclude))
-    candidates = [Candidate(memory_id, text) for memory_id, text in
-                  db.session.execute(query.order_by(Memory.confidence.desc(), Memory.id))]
-    if rejected and not candidates:
-        return Match("distinct"), None   # the usual case: nothing was ever rejected here
+    found: dict[bool, list[Candidate]] = {False: [], True: []}
+    for memory_id, text, status in db.session.execute(query.order_by(Memory.confidence.desc(), Memory.id)):
+        found[status == REJECTED].append(Candidate(memory_id, text))
+    return found[False], found[True]
+
+
+def _match(category: str, service: Optional[str], observation: str,
+           candidates: list[Candidate]) -> tuple[Match, Optional[Memory]]:
     match = plugin_manager().hook.claudeops_memory_match(
         category=category, service=service, observation=observation,
         candidates=candidates) or Match("distinct")
@@ -158,7 +170,8 @@ def record_observation(category: str, service: Optional[str], observation: str, 
     Without ``may_create`` (the session reached its limit of new memories), a
     marker that would create a memory, or contradict one with a new one,
     changes nothing and is ``refused``; reinforcing one still counts."""
-    match, target = find_match(category, service, observation)
+    live, rejected = _candidates(category, service, rejected=True)
+    match, target = _match(category, service, observation, live)
     if match.relation != REINFORCE and not may_create:
         return Recorded(REFUSED, None)
     if match.relation == REINFORCE:
@@ -167,9 +180,9 @@ def record_observation(category: str, service: Optional[str], observation: str, 
             return Recorded(REPEATED, target)
         reinforce(target, observation, run=run)
         return Recorded(REINFORCED, target, approved=_confirm_proposal(target, run))
-    rejected = _repeats_rejected(category, service, observation, run)
-    if rejected is not None:
-        return Recorded(ALREADY_REJECTED, rejected)
+    repeated = _repeats_rejected(category, service, observation, rejected, run) if rejected else None
+    if repeated is not None:
+        return Recorded(ALREADY_REJECTED, repeated)
 
     memory = _insert(category, service, observation, DEFAULT_CONFIDENCE, run.session_id, run.tier,
                      PROPOSED if review_on() else APPROVED)
@@ -260,11 +273,13 @@ def _chain_root(session_id: int) -> int:
     return session_id
 
 
-def _repeats_rejected(category: str, service: Optional[str], observation: str, run: RunInfo) -> Optional[Memory]:
-    """The rejected memory ``observation`` says again (reinforces, in the
-    matcher's words), if any. The operator's rejection stands: nothing is
-    stored, and the rejected memory's history notes the repeat, once per session."""
-    match, rejected = find_match(category, service, observation, rejected=True)
+def _repeats_rejected(category: str, service: Optional[str], observation: str, candidates: list[Candidate],
+                      run: RunInfo) -> Optional[Memory]:
+    """The rejected memory (of ``candidates``) that ``observation`` says
+    again (reinforces, in the matcher's words), if any. The operator's
+    rejection stands: nothing is stored, and the rejected memory's history
+    notes the repeat, once per session."""
+    match, rejected = _match(category, service, observation, candidates)
     if match.relation != REINFORCE:
         return None
     if not _session_already_counted(rejected, run.session_id, ("repeated",)):
