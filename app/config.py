@@ -92,7 +92,7 @@ class Setting:
     schema: dict | None = None
 
 
-def _boolean(raw: str) -> bool:
+def boolean(raw: str) -> bool:
     value = raw.strip().lower()
     if value in ("1", "true", "yes", "on"):
         return True
@@ -143,7 +143,7 @@ SETTINGS: tuple[Setting, ...] = (
             _tier, runtime=True, schema={"type": "integer", "enum": [1, 2, 3]}),
     Setting("CLAUDEOPS_DRY_RUN", "false",
             "true: sessions are told to change nothing and escalation is suppressed (an event says so).",
-            _boolean, runtime=True, schema={"type": "boolean"}),
+            boolean, runtime=True, schema={"type": "boolean"}),
     Setting("CLAUDEOPS_TIER1_ALLOWED_TOOLS", "Bash,Read,Grep,Glob",
             "Comma-separated `--allowedTools` for tier 1; empty passes none.", _tool_list),
     Setting("CLAUDEOPS_TIER2_ALLOWED_TOOLS", "Bash,Read,Grep,Glob,WebFetch",

@@ -12,9 +12,10 @@ from typing import Any, Callable, Optional
 
 from flask import Blueprint
 
-# Part of the plugin API: claudeops_settings returns Settings, and
-# positive_int is a ready parser for a whole number greater than 0.
-from app.config import Setting, positive_int  # noqa: F401
+# Part of the plugin API: claudeops_settings returns Settings; positive_int
+# and boolean are ready parsers (a whole number greater than 0; true/false,
+# 1/0, yes/no, on/off).
+from app.config import Setting, boolean, positive_int  # noqa: F401
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from sqlalchemy import select
+from sqlalchemy import select, text
 
 from app.extensions import db
 from app.models import Session
@@ -53,3 +53,13 @@ def history(memory_id: int) -> list[tuple]:
     return [(h.action, h.confidence_before, h.confidence_after, h.actor, h.session_id)
             for h in db.session.scalars(select(MemoryHistory).where(MemoryHistory.memory_id == memory_id)
                                         .order_by(MemoryHistory.id))]
+
+
+def insert_row(observation: str) -> None:
+    """A memory written by SQL alone, as before the newest revisions (no
+    status, no search index entry of the ORM's): for migration tests."""
+    db.session.execute(text(
+        "INSERT INTO memories (service, category, observation, confidence, active, created_at, updated_at, tier, "
+        "decay_due_at) VALUES ('web', 'timing', :observation, 0.7, true, '2026-11-01 10:00:00', "
+        "'2026-11-01 10:00:00', 1, '2026-12-01 10:00:00')"), {"observation": observation})
+    db.session.commit()

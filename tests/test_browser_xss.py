@@ -6,8 +6,8 @@ quotes, ``javascript:`` links and htmx attributes, and rows whose service
 names carry them (as a third-party plugin or an older version could store).
 
 Every page that shows them (Overview, Sessions list and detail with its live
-activity, Events with its filter, Memories with the edit form, history and
-preview, Cooldowns) must show the payloads as text and run nothing: no
+activity, Events with its filter, Memories with the edit form, the review
+inbox and its edit form, history and preview, Cooldowns) must show the payloads as text and run nothing: no
 ``window.__pwned``, no dialog, no request to the probe path or another host,
 no element the payloads would create.
 """
@@ -93,6 +93,8 @@ def store_hostile_service_names(svc: Service, tmp_path, tok: str) -> int:
         memory = Memory(service=HOSTILE_SERVICE, category="behavior", observation=f"{tok} svc-memory",
                         confidence=0.9, active=True, created_at=now, updated_at=now)
         db.session.add(memory)
+        db.session.add(Memory(service=HOSTILE_SERVICE, category="timing", observation=f"{tok} proposed {HOSTILE}",
+                              created_at=now, updated_at=now, status="proposed"))
         for minutes in (30, 10):   # at the restart limit: the Overview card names it
             db.session.add(CooldownAction(service=HOSTILE_SERVICE, action="restart", outcome="pending", source="hook",
                                           command=f"docker restart x {HOSTILE}", created_at=now - timedelta(minutes=minutes)))
@@ -157,7 +159,7 @@ def test_hostile_text_everywhere_is_shown_as_text_and_nothing_runs(page, service
         (f"/sessions/{failed}", (HOSTILE,)),                       # the status reason quotes stderr
         ("/sessions", (f"{tok} {HOSTILE}",)),
         ("/events", (f"{tok} {HOSTILE}", HOSTILE_SERVICE)),
-        ("/memories", (f"edited {tok} {HOSTILE}", HOSTILE_SERVICE)),
+        ("/memories", (f"edited {tok} {HOSTILE}", HOSTILE_SERVICE, f"{tok} proposed {HOSTILE}")),
         (f"/memories/{memory['id']}", (f"edited {tok} {HOSTILE}", f"{tok} {HOSTILE} → edited")),
         (f"/memories/{svc_memory}", (f"worked: {tok} {HOSTILE}",)),   # an outcome's note
         ("/memories/preview", (f"edited {tok} {HOSTILE}", HOSTILE_SERVICE)),
@@ -176,6 +178,15 @@ def test_hostile_text_everywhere_is_shown_as_text_and_nothing_runs(page, service
     assert_inert(page, "the edit form")
     row.get_by_role("button", name="Cancel").click()
     expect(row.locator(".observation-text")).to_have_text(f"edited {tok} {HOSTILE}")
+    # The review inbox's edit form: text and service name inside form fields.
+    page.locator("#memory-inbox tr.proposed-row", has_text=f"{tok} proposed").get_by_role(
+        "button", name="Edit & approve").click()
+    editing = page.locator("#memory-inbox tr.editing")
+    expect(editing.locator("textarea")).to_have_value(f"{tok} proposed {HOSTILE}")
+    expect(editing.locator("input[name=service]")).to_have_value(HOSTILE_SERVICE)
+    assert_inert(page, "the inbox's edit form")
+    editing.get_by_role("button", name="Cancel").click()
+    expect(page.locator("#memory-inbox tr.proposed-row", has_text=f"{tok} proposed")).to_have_count(1)
 
     # Filtering by the hostile service name: it travels in an <option> value and the URL.
     page.goto("/events")

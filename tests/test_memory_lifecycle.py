@@ -81,15 +81,24 @@ def test_the_store_finds_each_labelled_pair_among_many_memories(app, pair):
 
 def test_an_observation_is_compared_with_the_most_trusted_of_its_kind(app, monkeypatch):
     """A marker's cost does not grow with the memories a service gathers: it
-    is matched against the most trusted of its service and category only."""
+    is matched against the most trusted of its service and category only,
+    and as many rejected ones."""
     from plugins.memory import candidates as module
     monkeypatch.setattr(module, "MAX_CANDIDATES", 3)
     kept = [add_memory(f"Needs redis {n} before the workers start", category="dependency",
                        confidence=0.5 + n / 100).id for n in range(6)]
+    rejected = [add_memory(f"Needs memcached {n}", category="dependency", confidence=0.9 - n / 100).id
+                for n in range(4)]
+    for memory in db.session.scalars(select(Memory).where(Memory.id.in_(rejected))):
+        memory.status = "rejected"
     add_memory("Needs redis before the workers start", category="dependency", service="plex", confidence=1.0)
-    found = module.candidates("dependency", "jellyfin")
-    assert [c.memory_id for c in found] == kept[:2:-1]          # the three most confident, most first
-    assert [c.memory_id for c in module.candidates("dependency", "jellyfin", exclude=[kept[5]])] == kept[4:1:-1]
+    db.session.commit()
+    live, none = module.candidates("dependency", "jellyfin")
+    assert [c.memory_id for c in live] == kept[:2:-1] and none == []   # the three most confident, most first
+    live, refused = module.candidates("dependency", "jellyfin", rejected=True)
+    assert [c.memory_id for c in live] == kept[:2:-1] and [c.memory_id for c in refused] == rejected[:3]
+    live, _ = module.candidates("dependency", "jellyfin", exclude=[kept[5]])
+    assert [c.memory_id for c in live] == kept[4:1:-1]
 
 
 def test_inactive_memories_are_not_matched(app):

@@ -11,7 +11,7 @@ from app.cli import main
 from app.extensions import db
 from plugins.memory import search, store
 from plugins.memory.queries import memory_query, newest_first
-from tests.memory_helpers import add_memory, new_run, remember
+from tests.memory_helpers import add_memory, insert_row, new_run, remember
 
 
 def found(q: str, **filters) -> list[str]:
@@ -82,12 +82,8 @@ def test_search_in_the_dashboard_api_cli_and_tool(app, client, memories):
 
 def test_memories_from_before_the_index_are_searchable(app):
     """The revision indexes what is already there."""
-    flask_migrate.downgrade(revision="-1")
-    db.session.execute(text(
-        "INSERT INTO memories (service, category, observation, confidence, active, created_at, updated_at, tier, "
-        "decay_due_at) VALUES ('web', 'timing', 'Cold start takes 40s', 0.7, true, '2026-11-01 10:00:00', "
-        "'2026-11-01 10:00:00', 1, '2026-12-01 10:00:00')"))
-    db.session.commit()
+    flask_migrate.downgrade(revision="0006_read_indexes")
+    insert_row("Cold start takes 40s")
     flask_migrate.upgrade(revision="heads")
     search._fts5_index.clear()
     assert found("cold") == ["Cold start takes 40s"]

@@ -128,6 +128,17 @@ def test_decay_and_listings_use_their_indexes(app):
         matched = plan(MOST_TRUSTED[general].limit(50).params(category="timing", service="web"))
         assert "ix_memories_service_category_active_confidence (service=? AND category=? AND active=?)" \
             in matched, matched
+    # Each session's context (approved, active, confident enough; most trusted
+    # first) and its count, and the review inbox.
+    from plugins.memory import context, review
+    trusted = plan(select(Memory).where(*context._eligible())
+                   .order_by(Memory.confidence.desc(), Memory.updated_at.desc(), Memory.id).limit(10))
+    # The id only breaks ties ("RIGHT PART"): no sort of every eligible memory.
+    assert "ix_memories_status_active_confidence_updated_at" in trusted, trusted
+    assert "TEMP B-TREE FOR ORDER BY" not in trusted, trusted
+    assert "ix_memories_status_active_confidence_updated_at" in plan(select(Memory.id).where(*context._eligible()))
+    inbox = plan(review.proposed_query().limit(50))
+    assert "ix_memories_status_updated_at_id" in inbox and "TEMP B-TREE" not in inbox, inbox
 
 
 def test_the_migration_schedules_the_decay_of_existing_memories(app):

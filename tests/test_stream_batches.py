@@ -33,6 +33,10 @@ def new_handler() -> StreamHandler:
     return StreamHandler(session, run_info(session))
 
 
+# The memory plugin's notice in the events feed for the memory these tests record.
+NOTICE = "New memory #1 [timing:web]: Takes 40s to start after a restart"
+
+
 def count(model, *where) -> int:
     return db.session.scalar(select(func.count()).select_from(model).where(*where))
 
@@ -112,7 +116,7 @@ def test_a_failing_plugin_loses_only_its_own_rows(tmp_path, plugin, caplog):
         handler.handle_line(line(sl.tool_use("df -h")))
         handler.close()
         db.session.expire_all()
-        assert db.session.scalars(select(Event.message)).all() == ["disk gone"]
+        assert db.session.scalars(select(Event.message)).all() == [NOTICE, "disk gone"]
         assert db.session.scalars(select(Memory.observation)).all() == ["Takes 40s to start after a restart"]
         kinds = db.session.scalars(select(SessionActivity.kind).order_by(SessionActivity.id)).all()
         assert kinds == ["text", "marker", "text", "marker", "tool_use"]
@@ -130,7 +134,7 @@ def test_a_plugin_failing_first_after_a_commit_loses_nothing_else(tmp_path):
         handler.close()
         db.session.expire_all()
         assert db.session.scalars(select(Memory.observation)).all() == ["Takes 40s to start after a restart"]
-        assert db.session.scalars(select(Event.message)).all() == ["up"]
+        assert db.session.scalars(select(Event.message)).all() == [NOTICE, "up"]
         assert count(SessionActivity, SessionActivity.kind == "tool_use") == 1
 
 
@@ -181,7 +185,7 @@ def test_a_row_the_database_refuses_is_its_plugins_failure_alone(tmp_path, caplo
         handler.handle_line(line(sl.text("[EVENT:critical:nas] disk gone")))
         handler.close()
         db.session.expire_all()
-        assert db.session.scalars(select(Event.message)).all() == ["disk gone"]
+        assert db.session.scalars(select(Event.message)).all() == [NOTICE, "disk gone"]
         assert db.session.scalars(select(Memory.observation)).all() == ["Takes 40s to start after a restart"]
         assert count(SessionActivity, SessionActivity.kind == "marker") == 2
     assert "IntegrityError" in caplog.text

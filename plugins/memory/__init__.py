@@ -1,9 +1,10 @@
 """Memory: what the agent learned about the infrastructure, kept across
 sessions (SPEC-0015). ``[MEMORY:category:service] observation`` markers
-create, reinforce or contradict memories; each session is given the memories
-of the services it is about first, then the most trusted, in its system
-prompt; ``[OUTCOME:level:m<id>]`` markers say how a given memory served;
-operators curate them in the dashboard, the API and ``claudeops memories``."""
+create, reinforce or contradict memories (told to the events feed); each
+session is given approved memories in its system prompt, those of the
+services it is about first, then the most trusted; ``[OUTCOME:level:m<id>]``
+markers say how a given memory served; operators review and curate them in
+the dashboard, the API and ``claudeops memories``."""
 from __future__ import annotations
 
 import logging
@@ -14,10 +15,10 @@ from app.extensions import db
 from app.hookspecs import hookimpl
 from app.runtime import setting
 from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection
-from plugins.memory import hookspecs, matcher, outcomes, settings, store
+from plugins.memory import feed, hookspecs, matcher, outcomes, review, settings, store
 from plugins.memory.context import build_memory_context
 from plugins.memory.markers import parse_memory_markers
-from plugins.memory.models import Memory, MemoryInjection
+from plugins.memory.models import APPROVED, Memory, MemoryInjection
 from plugins.memory.relevance import relevant_services
 from plugins.memory.settings import BUDGET_SETTING
 
@@ -62,8 +63,10 @@ def claudeops_markers(text, run):
             refused += 1
             continue
         created += outcome.relation in (store.CREATED, store.CONTRADICTED)
+        feed.tell(outcome, run)
+        state = "" if outcome.memory.status == APPROVED else f", {outcome.memory.status}"
         recorded.append(MarkerRecord("memory", f"{label} {outcome.relation}",
-                                     f"#{outcome.memory.id} ({outcome.memory.confidence:g}) {marker.observation}"))
+                                     f"#{outcome.memory.id} ({outcome.memory.confidence:g}{state}) {marker.observation}"))
     if refused:
         why = f"{refused} new memory marker(s) not stored: the session reached {settings.MAX_PER_SESSION}={limit}"
         log.warning("session %s: %s", run.session_id, why)
@@ -118,15 +121,23 @@ def claudeops_mcp_tools():
     return TOOLS
 
 
+def _active_count() -> int:
+    """Approved and active: the memories sessions may be given."""
+    return db.session.scalar(select(func.count()).select_from(Memory).where(
+        Memory.status == APPROVED, Memory.active.is_(True)))
+
+
 @hookimpl
 def claudeops_stats():
-    return {"active_memories": db.session.scalar(
-        select(func.count()).select_from(Memory).where(Memory.active.is_(True)))}
+    return {"active_memories": _active_count(), "proposed_memories": review.proposed_count().count}
 
 
 @hookimpl
 def claudeops_overview_cards():
-    active = db.session.scalar(select(func.count()).select_from(Memory).where(Memory.active.is_(True)))
     total = db.session.scalar(select(func.count()).select_from(Memory))
-    return [OverviewCard("Memories", f"{active} active", f"{total} in all, inactive ones kept for audit",
-                         "memory.index", position=30)]
+    waiting = review.proposed_count()
+    detail = f"{total} in all, inactive ones kept for audit"
+    if waiting.count:
+        detail = f"{waiting} awaiting review; {detail}"
+    return [OverviewCard("Memories", f"{_active_count()} active", detail, "memory.index", position=30,
+                         tone="warn" if waiting.count else "neutral")]

@@ -1,5 +1,6 @@
 """``/api/v1/memories``: list, create, read, update, delete, bulk delete,
-history, the context the next session will be given, export and import."""
+history, the review inbox (approve, reject), the context the next session
+will be given, export and import."""
 from __future__ import annotations
 
 from flask import Blueprint, Response, request
@@ -8,13 +9,15 @@ from sqlalchemy import select
 from app.extensions import db
 from app.runtime import setting
 from app.web.apiutil import ApiError, json_body, json_error, page, pagination
-from plugins.memory import queries, store
+from plugins.memory import queries, review, store
 from plugins.memory.models import Memory, MemoryHistory
 
 api = Blueprint("memory_api", __name__)
 
 CREATE_FIELDS = {"service", "category", "observation", "confidence"}
 UPDATE_FIELDS = {"observation", "confidence", "active", "pinned"}
+APPROVE_FIELDS = set(review.EDIT_FIELDS)
+REJECT_FIELDS = {"reason"}
 
 
 def _get(memory_id: int) -> Memory:
@@ -41,16 +44,30 @@ def _active_arg():
     raise ApiError(f"active must be true or false, not {raw!r}")
 
 
+def _optional_body(allowed: set[str]) -> dict:
+    """The JSON object sent, or {} when nothing was sent; null leaves a field as it is."""
+    if not request.get_data(cache=True):
+        return {}
+    body = json_body()
+    _only(body, allowed)
+    return {field: value for field, value in body.items() if value is not None}
+
+
 @api.errorhandler(store.MemoryInputError)
 def _input_error(exc):
     return json_error(str(exc), 400)
+
+
+@api.errorhandler(review.ReviewStateError)
+def _state_error(exc):
+    return json_error(str(exc), 409)
 
 
 @api.get("/memories")
 def list_memories():
     limit, offset = pagination()
     query = queries.memory_query(request.args.get("service") or None, request.args.get("category") or None,
-                                 _active_arg(), request.args.get("q"))
+                                 _active_arg(), request.args.get("q"), request.args.get("status") or None)
     rows = db.session.scalars(queries.newest_first(query).limit(limit).offset(offset)).all()
     return page([m.to_dict() for m in rows], queries.count(query), limit, offset, key="memories")
 
@@ -104,6 +121,30 @@ def bulk_delete():
         store.delete(memory)
     db.session.commit()
     return {"deleted": sorted(m.id for m in memories)}
+
+
+@api.get("/memories/review")
+def review_inbox():
+    """The proposed memories, newest first: what awaits the operator's review."""
+    limit, offset = pagination()
+    rows = review.proposed(limit, offset)
+    return page([m.to_dict() for m in rows], review.proposed_count(), limit, offset, key="memories")
+
+
+@api.post("/memories/<int:memory_id>/approve")
+def approve_memory(memory_id: int):
+    memory = _get(memory_id)
+    review.approve(memory, **_optional_body(APPROVE_FIELDS))
+    db.session.commit()
+    return memory.to_dict()
+
+
+@api.post("/memories/<int:memory_id>/reject")
+def reject_memory(memory_id: int):
+    memory = _get(memory_id)
+    review.reject(memory, _optional_body(REJECT_FIELDS).get("reason"))
+    db.session.commit()
+    return memory.to_dict()
 
 
 @api.get("/memories/<int:memory_id>/history")

@@ -1,5 +1,5 @@
-"""``claudeops memories``: list, add, edit, delete, and show the context the
-next session will be given."""
+"""``claudeops memories``: list, add, edit, delete, review (approve,
+reject), and show the context the next session will be given."""
 from __future__ import annotations
 
 import json
@@ -8,9 +8,10 @@ import click
 
 from app.extensions import db
 from app.runtime import setting
-from plugins.memory import queries, store
+from plugins.memory import queries, review, store
 from plugins.memory.context import format_confidence
-from plugins.memory.models import CATEGORIES, Memory
+from plugins.memory.models import APPROVED, CATEGORIES, Memory
+from plugins.memory.settings import REVIEW, review_on
 
 
 def _fail(exc: Exception):
@@ -26,7 +27,7 @@ def _get(memory_id: int) -> Memory:
 
 
 def _line(memory: Memory) -> str:
-    status = "active" if memory.active else "inactive"
+    status = memory.status if memory.status != APPROVED else "active" if memory.active else "inactive"
     pinned = ", pinned" if memory.pinned else ""
     return (f"#{memory.id:<5} {memory.service or 'general':<14} {memory.category:<12} "
             f"{format_confidence(memory.confidence):>4} {status}{pinned}  {memory.observation}")
@@ -40,17 +41,20 @@ def memories():
 @memories.command("list")
 @click.option("--service", help='A service, or "general" for general memories.')
 @click.option("--category", type=click.Choice(CATEGORIES))
-@click.option("--status", type=click.Choice(["active", "inactive"]))
+@click.option("--status", type=click.Choice(queries.STATUSES),
+              help="active and inactive are among approved memories; proposed ones await review.")
 @click.option("-q", "--query", "q", help="Full-text search: words of the observation, service or category, best match first.")
 @click.option("--limit", default=100, show_default=True, type=click.IntRange(1, 10000))
 def list_memories(service, category, status, q, limit):
     """List memories, most recently updated first."""
-    active = {"active": True, "inactive": False}.get(status)
-    query = queries.memory_query(service, category, active, q)
+    query = queries.memory_query(service, category, q=q, **queries.status_filter(status))
     rows = db.session.scalars(queries.newest_first(query).limit(limit)).all()
+    _echo(rows, queries.count(query))
+
+
+def _echo(rows: list[Memory], total) -> None:
     for memory in rows:
         click.echo(_line(memory))
-    total = queries.count(query)
     click.echo(f"{len(rows)} of {total} memor{'y' if total.count == 1 and total.exact else 'ies'}", err=True)
 
 
@@ -104,6 +108,45 @@ def delete(memory_ids, yes):
         store.delete(memory)
     db.session.commit()
     click.echo(f"deleted {', '.join(f'#{m}' for m in sorted(memory_ids))}")
+
+
+@memories.command("review")
+@click.option("--limit", default=100, show_default=True, type=click.IntRange(1, 10000))
+def review_inbox(limit):
+    """List the proposed memories awaiting review, newest first."""
+    _echo(review.proposed(limit), review.proposed_count())
+    if not review_on():
+        click.echo(f"({REVIEW} is off: the agent's new memories are approved at once)", err=True)
+
+
+@memories.command("approve")
+@click.argument("memory_id", type=int)
+@click.option("--observation", help="New text, before approving.")
+@click.option("--category", type=click.Choice(CATEGORIES), help="New category, before approving.")
+@click.option("--service", help='New service ("general" for none), before approving.')
+@click.option("--confidence", type=float, help="New confidence (clamped to 0..1), before approving.")
+def approve(memory_id, observation, category, service, confidence):
+    """Approve a proposed (or rejected) memory, edited first with the options given."""
+    _decide(memory_id, lambda memory: review.approve(memory, observation=observation, category=category,
+                                                     service=service, confidence=confidence))
+
+
+@memories.command("reject")
+@click.argument("memory_id", type=int)
+@click.option("--reason", help="Why, kept in the memory's history.")
+def reject(memory_id, reason):
+    """Reject a proposed memory: kept for audit, never given to a session."""
+    _decide(memory_id, lambda memory: review.reject(memory, reason))
+
+
+def _decide(memory_id: int, decision) -> None:
+    memory = _get(memory_id)
+    try:
+        decision(memory)
+    except (store.MemoryInputError, review.ReviewStateError) as exc:
+        _fail(exc)
+    db.session.commit()
+    click.echo(_line(memory))
 
 
 @memories.command("context")

@@ -9,7 +9,7 @@ line ending with the memory's id for outcome markers):
     ### general
     - [remediation] DNS checks fail during WireGuard reconnects (confidence: 0.6) [m3]
 
-Active memories with confidence ≥ 0.3 are packed under their service's
+Approved, active memories with confidence ≥ 0.3 are packed under their service's
 heading (general last). The memories of the services the session is about
 (plugins/memory/relevance.py) go first, most confident first; the rest of
 the budget is filled with the others, most confident first. The whole
@@ -34,7 +34,7 @@ from sqlalchemy import select
 
 from app.extensions import db
 from app.listing import Total, count_up_to
-from plugins.memory.models import ACTIVE_THRESHOLD, CATEGORIES, Memory
+from plugins.memory.models import ACTIVE_THRESHOLD, APPROVED, CATEGORIES, Memory
 
 GENERAL = "general"
 
@@ -84,7 +84,8 @@ FETCH_ROWS = 64
 
 
 def _eligible():
-    return (Memory.active.is_(True), Memory.confidence >= ACTIVE_THRESHOLD)
+    # A proposed or rejected memory is never given, whatever its confidence.
+    return (Memory.status == APPROVED, Memory.active.is_(True), Memory.confidence >= ACTIVE_THRESHOLD)
 
 
 def eligible_count() -> Total:

@@ -9,8 +9,13 @@ def claudeops_memory_match(category, service, observation, candidates):
     """Decide how a new observation relates to the memories it could match.
 
     Called once for every ``[MEMORY:...]`` marker the agent writes, while the
-    session runs, with the active memories of the same service and category:
-    the most trusted first, at most ``plugins.memory.candidates.MAX_CANDIDATES``.
+    session runs, with the active memories (approved or proposed) of the
+    same service and category, the most trusted first, at most
+    ``plugins.memory.candidates.MAX_CANDIDATES``; and for a marker that would
+    create a memory, once more with the rejected memories of the same service
+    and category, if there are any (a ``"reinforce"`` there means the agent
+    said again what the operator rejected, and nothing is stored). An import
+    calls it too.
 
     :param str category: the marker's category.
     :param service: the marker's service, or ``None`` for a general memory.

@@ -5,6 +5,10 @@ Results come compact first: one line per memory, the observation cut to a
 preview, so a search costs the agent few tokens; ``get_memories`` gives the
 full text of the ones it wants. The session's prompt already holds the most
 trusted memories; these reach the rest.
+
+Only approved memories are knowledge: search and list never return a
+proposed (awaiting the operator's review) or rejected one. Asked for one by
+id, get_memories gives it under a warning that it is not to be relied on.
 """
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from app.plugin_types import McpTool
 from app.timeutil import isoformat
 from plugins.memory import queries
 from plugins.memory.context import format_confidence
-from plugins.memory.models import Memory
+from plugins.memory.models import APPROVED, PROPOSED, REJECTED, Memory
 from plugins.memory.store import GENERAL, MemoryInputError
 
 PREVIEW_CHARS = 120
@@ -36,9 +40,14 @@ def compact_line(memory: Memory) -> str:
             f"{format_confidence(memory.confidence)}{state}: {_preview(memory.observation)}")
 
 
+UNTRUSTED = {PROPOSED: "NOT TRUSTED: proposed by a session and not yet reviewed by the operator; do not rely on it",
+             REJECTED: "NOT TRUSTED: rejected by the operator; do not rely on it"}
+
+
 def full_entry(memory: Memory) -> str:
     source = f"session #{memory.session_id}" if memory.session_id else "the operator"
-    return "\n".join((
+    warning = () if memory.status == APPROVED else (UNTRUSTED[memory.status],)
+    return "\n".join(warning + (
         f"#{memory.id} · service {memory.service_label} · {memory.category} · confidence "
         f"{format_confidence(memory.confidence)} · {'active' if memory.active else 'inactive'}"
         f"{' · pinned' if memory.pinned else ''}",
@@ -71,7 +80,7 @@ def search_memories(query: str, service: Optional[str] = None, include_inactive:
     if not query.strip():
         return "Give a query: words that should appear in the memory."
     try:
-        found = queries.memory_query(service=service or None, q=query,
+        found = queries.memory_query(service=service or None, q=query, review=APPROVED,
                                      active=None if include_inactive else True)
     except MemoryInputError as exc:
         return f"Cannot search: {exc}"
@@ -100,7 +109,7 @@ def list_service_memories(service: str, include_inactive: bool = False, limit: i
     service = service.strip()
     if not service:
         return "Give a service name."
-    found = queries.memory_query(service=service, active=None if include_inactive else True)
+    found = queries.memory_query(service=service, review=APPROVED, active=None if include_inactive else True)
     total = queries.count(found)
     rows = db.session.scalars(queries.best_first(found).limit(_bounded(limit))).all()
     label = "about no single service" if service == GENERAL else f"about {service}"

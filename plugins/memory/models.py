@@ -13,6 +13,10 @@ from app.timeutil import UTCDateTime, isoformat, utcnow
 CATEGORIES = ("timing", "dependency", "behavior", "remediation", "maintenance")
 # What a session may report of a memory it was given: [OUTCOME:<level>:m<id>].
 OUTCOME_LEVELS = ("worked", "partial", "failed", "unknown")
+# Review states: only an approved memory is given to sessions. With review
+# on (CLAUDEOPS_MEMORY_REVIEW) the agent's new memories start proposed.
+APPROVED, PROPOSED, REJECTED = "approved", "proposed", "rejected"
+REVIEW_STATES = (APPROVED, PROPOSED, REJECTED)
 ACTIVE_THRESHOLD = 0.3
 DEFAULT_CONFIDENCE = 0.7
 # Memories not reinforced or edited for this long start to decay, a week at a time.
@@ -35,11 +39,13 @@ class Memory(db.Model):
         Index("ix_memories_service_active_updated_at_id", "service", "active", "updated_at", "id"),
         Index("ix_memories_category_updated_at_id", "category", "updated_at", "id"),
         Index("ix_memories_service_category_updated_at_id", "service", "category", "updated_at", "id"),
-        # The most trusted first (each session's context), and the memories
-        # whose next week of decay has fallen due (each session start).
-        Index("ix_memories_active_confidence_updated_at", "active", "confidence", "updated_at"),
+        # The most trusted approved ones first (each session's context), the
+        # review inbox (and the page's status filter), and the memories whose
+        # next week of decay has fallen due (each session start).
+        Index("ix_memories_status_active_confidence_updated_at", "status", "active", "confidence", "updated_at"),
+        Index("ix_memories_status_updated_at_id", "status", "updated_at", "id"),
         Index("ix_memories_active_pinned_decay_due_at", "active", "pinned", "decay_due_at"),
-        # What a new observation is matched against (store.find_match).
+        # What a new observation is matched against (plugins/memory/candidates.py).
         Index("ix_memories_service_category_active_confidence", "service", "category", "active", "confidence"),
         # Ids are never reused, so the history of a deleted memory can never
         # be mistaken for a newer one's.
@@ -69,6 +75,9 @@ class Memory(db.Model):
     contradicts_id: Mapped[int | None] = mapped_column(ForeignKey("memories.id", ondelete="SET NULL"))
     # Loaded when asked for: lists that show it load it for the whole page at once (selectinload).
     track_record = relationship("TrackRecord", uselist=False, cascade="all, delete-orphan", passive_deletes=True)
+    # approved, proposed or rejected (REVIEW_STATES); independent of active,
+    # which follows confidence: a memory is given to sessions only when both allow.
+    status: Mapped[str] = mapped_column(Text, nullable=False, default=APPROVED, server_default=APPROVED)
 
     @property
     def service_label(self) -> str:
@@ -80,7 +89,7 @@ class Memory(db.Model):
             "observation": self.observation, "confidence": self.confidence, "active": self.active,
             "pinned": self.pinned, "created_at": isoformat(self.created_at),
             "updated_at": isoformat(self.updated_at), "session_id": self.session_id, "tier": self.tier,
-            "contradicts_id": self.contradicts_id,
+            "contradicts_id": self.contradicts_id, "status": self.status,
             "outcomes": (self.track_record or TrackRecord()).counts(),
         }
 

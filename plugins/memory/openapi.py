@@ -5,12 +5,14 @@ from app.config import TIERS
 from app.plugin_types import OpenApiPaths
 from app.web.apidoc import (JSON_BODY_ERRORS, PAGINATION, TIMESTAMP, array, choice, error, id_parameter,
                             integer, json_body, nullable, obj, page_of, query, ref, response, text)
-from plugins.memory.models import CATEGORIES, OUTCOME_LEVELS
-from plugins.memory.settings import MAX_OBSERVATION
+from plugins.memory.models import CATEGORIES, OUTCOME_LEVELS, REVIEW_STATES
+from plugins.memory.review import MAX_REASON_CHARS
+from plugins.memory.settings import MAX_OBSERVATION, REVIEW
 from plugins.memory.store import MAX_SERVICE_CHARS
 
 HISTORY_ACTIONS = ("created", "reinforced", "contradicted", "decayed", "edited", "pinned", "unpinned",
-                   "deactivated", "reactivated", "deleted", "imported", "outcome")
+                   "deactivated", "reactivated", "deleted", "imported", "outcome", "proposed", "approved",
+                   "rejected", "repeated")
 CONFIDENCE = {"type": "number", "minimum": 0, "maximum": 1}
 # clean_observation: any text with something besides whitespace; whitespace
 # runs are folded into single spaces. Its longest length is a runtime setting,
@@ -36,6 +38,9 @@ SCHEMAS = {
                         description="its track record: how many sessions given it reported, with "
                                     "[OUTCOME:<level>:m<id>], that it worked, partly worked, failed or "
                                     "could not tell (each also an \"outcome\" entry in its history)"),
+        "status": {"type": "string", "enum": list(REVIEW_STATES),
+                   "description": "only an approved memory is given to sessions (while active); with "
+                                  f"{REVIEW} on, the agent's new memories start proposed"},
     }),
     "MemoryChange": obj({
         "id": integer(1), "memory_id": integer(1), "action": {"type": "string", "enum": list(HISTORY_ACTIONS)},
@@ -64,6 +69,14 @@ UPDATE = obj({"observation": nullable(OBSERVATION), "confidence": nullable(CONFI
                                       "A confidence change alone sets active by the 0.3 threshold.")
 UPDATE["minProperties"] = 1
 BULK_DELETE = obj({"ids": array({"type": "integer"}, minItems=1, maxItems=1000)})
+APPROVE = obj({"observation": nullable(OBSERVATION), "category": nullable({"type": "string", "enum": list(CATEGORIES)}),
+               "service": nullable(SERVICE), "confidence": nullable(CONFIDENCE_INPUT)},
+              required=(), description="Edits made before approving; each optional, null leaves a field as it "
+                                       "is. A confidence given sets active by the 0.3 threshold.")
+REJECT = obj({"reason": nullable(text(max_length=MAX_REASON_CHARS, description="kept in the memory's history"))},
+             required=())
+WRONG_STATE = {"approve": error("the memory is already approved"),
+               "reject": error("the memory is not proposed (approved or already rejected)")}
 
 CONTEXT = obj({
     "text": {"type": "string", "description": "the memory section; empty when there is nothing to give"},
@@ -94,6 +107,7 @@ def openapi_paths() -> OpenApiPaths:
                         query("service", text(), "a service, or general for general memories"),
                         choice("category", CATEGORIES, "one category"),
                         query("active", {"type": "boolean"}, "active or inactive only"),
+                        choice("status", REVIEW_STATES, "approved, proposed (awaiting review) or rejected only"),
                         query("q", text(), "full-text search: every word must match the observation, service or "
                                            "category (stemmed, as a prefix); best match first"),
                         *PAGINATION],
@@ -118,6 +132,26 @@ def openapi_paths() -> OpenApiPaths:
             "tags": ["memories"], "operationId": "bulkDeleteMemories", "requestBody": json_body(BULK_DELETE),
             "responses": {"200": response("what was deleted", DELETED),
                           "404": error("an id names no memory; nothing was deleted"), **JSON_BODY_ERRORS}}},
+        "/memories/review": {"get": {
+            "summary": "The review inbox: proposed memories, newest first", "tags": ["memories"],
+            "operationId": "memoryReviewInbox", "parameters": PAGINATION,
+            "responses": {"200": response("a page of proposed memories", page_of("memories", ref("Memory"))),
+                          "400": error("limit or offset is invalid")}}},
+        "/memories/{memory_id}/approve": {"post": {
+            "summary": "Approve a proposed (or rejected) memory, edited first if fields are sent",
+            "description": "From now on the memory is given to sessions (while active), and a contradiction it "
+                           "states takes 0.2 from the older memory. The body is optional.",
+            "tags": ["memories"], "operationId": "approveMemory", "parameters": [MEMORY_ID],
+            "requestBody": json_body(APPROVE) | {"required": False},
+            "responses": {"200": response("the memory, approved", ref("Memory")), "404": NOT_FOUND,
+                          "409": WRONG_STATE["approve"], **JSON_BODY_ERRORS}}},
+        "/memories/{memory_id}/reject": {"post": {
+            "summary": "Reject a proposed memory: kept for audit, never given to a session",
+            "description": "The agent recording the same observation again stores nothing. The body is optional.",
+            "tags": ["memories"], "operationId": "rejectMemory", "parameters": [MEMORY_ID],
+            "requestBody": json_body(REJECT) | {"required": False},
+            "responses": {"200": response("the memory, rejected", ref("Memory")), "404": NOT_FOUND,
+                          "409": WRONG_STATE["reject"], **JSON_BODY_ERRORS}}},
         "/memories/{memory_id}/history": {"get": {
             "summary": "Every change to a memory, kept after its deletion", "tags": ["memories"],
             "operationId": "memoryHistory", "parameters": [MEMORY_ID],

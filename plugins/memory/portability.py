@@ -23,7 +23,7 @@ from app.timeutil import utcnow
 from plugins.memory import store
 from plugins.memory.context import format_confidence
 from plugins.memory.matcher import CONTRADICT, REINFORCE
-from plugins.memory.models import ACTIVE_THRESHOLD, OUTCOME_LEVELS, Memory, MemoryHistory, TrackRecord
+from plugins.memory.models import ACTIVE_THRESHOLD, APPROVED, OUTCOME_LEVELS, REVIEW_STATES, Memory, MemoryHistory, TrackRecord
 
 FORMAT_NAME = "claudeops-memories"
 FORMAT_VERSION = 1
@@ -31,7 +31,8 @@ MAX_IMPORT = 100_000
 HISTORY_FIELDS = ("action", "confidence_before", "confidence_after", "actor", "detail", "created_at")
 ACTORS = (store.OPERATOR, store.SESSION, store.SYSTEM)
 MARKDOWN_LINE = re.compile(r"^- \[(?P<category>[a-z]+)\] (?P<observation>.+) "
-                           r"\(confidence: (?P<confidence>[0-9.]+)(?P<flags>(?:, (?:inactive|pinned))*)\)$")
+                           r"\(confidence: (?P<confidence>[0-9.]+)"
+                           r"(?P<flags>(?:, (?:inactive|pinned|proposed|rejected))*)\)$")
 
 
 class ImportRefused(ValueError):
@@ -64,6 +65,7 @@ def export_json() -> dict:
             "created_at": _timestamp(m.created_at), "updated_at": _timestamp(m.updated_at),
             "decayed_weeks": m.decayed_weeks, "session_id": m.session_id, "contradicts_id": m.contradicts_id,
             "outcomes": (m.track_record or TrackRecord()).counts(),
+            "status": m.status,
             "history": [{"action": h.action, "confidence_before": h.confidence_before,
                          "confidence_after": h.confidence_after, "actor": h.actor, "detail": h.detail,
                          "session_id": h.session_id, "created_at": _timestamp(h.created_at)}
@@ -85,7 +87,8 @@ def export_markdown() -> str:
     for service in services:
         lines += [f"## {service}", ""]
         for memory in by_service[service]:
-            flags = ("" if memory.active else ", inactive") + (", pinned" if memory.pinned else "")
+            flags = ("" if memory.active else ", inactive") + (", pinned" if memory.pinned else "") + (
+                "" if memory.status == APPROVED else f", {memory.status}")
             lines.append(f"- [{memory.category}] {memory.observation} "
                          f"(confidence: {format_confidence(memory.confidence)}{flags})")
         lines.append("")
@@ -104,6 +107,7 @@ class Entry:
     active: bool
     pinned: bool
     tier: int = 1
+    status: str = APPROVED                     # an export from before review: approved
     created_at: Optional[datetime] = None
     updated_at: Optional[datetime] = None
     decayed_weeks: int = 0
@@ -156,6 +160,7 @@ def _entry(item: Any, number: int) -> Entry:
             confidence=store.parse_confidence(item.get("confidence", 0.7)),
             active=_flag(item, "active", True), pinned=_flag(item, "pinned", False),
             tier=_whole(item, "tier", 1, 1, 3), decayed_weeks=_whole(item, "decayed_weeks", 0, 0, 10_000),
+            status=_review_state(item.get("status", APPROVED)),
             created_at=_time(item.get("created_at")), updated_at=_time(item.get("updated_at")),
             source_id=_optional_id(item.get("id")), contradicts_source_id=_optional_id(item.get("contradicts_id")),
             session_id=_optional_id(item.get("session_id")),
@@ -165,6 +170,12 @@ def _entry(item: Any, number: int) -> Entry:
     if entry.active and entry.confidence < ACTIVE_THRESHOLD:
         fail(f"active with confidence {entry.confidence}, below {ACTIVE_THRESHOLD}")
     return entry
+
+
+def _review_state(value) -> str:
+    if value not in REVIEW_STATES:
+        raise ValueError(f"status must be one of {', '.join(REVIEW_STATES)}")
+    return value
 
 
 def _flag(item: dict, name: str, default: bool) -> bool:
@@ -256,7 +267,8 @@ def parse_markdown(text: str) -> list[Entry]:
             entry = Entry(service=store.clean_service(service), category=store.clean_category(match["category"]),
                           observation=store.clean_observation(match["observation"]),
                           confidence=store.parse_confidence(match["confidence"]),
-                          active="inactive" not in flags, pinned="pinned" in flags)
+                          active="inactive" not in flags, pinned="pinned" in flags,
+                          status=next((state for state in REVIEW_STATES if state in flags), APPROVED))
         except store.MemoryInputError as exc:
             raise ImportRefused(f"line {number}: {exc}") from None
         if entry.active and entry.confidence < ACTIVE_THRESHOLD:
@@ -343,6 +355,7 @@ def _insert(entry: Entry, source: str) -> Memory:
     now = utcnow()
     memory = Memory(service=entry.service, category=entry.category, observation=entry.observation,
                     confidence=entry.confidence, active=entry.active, pinned=entry.pinned, tier=entry.tier,
+                    status=entry.status,
                     created_at=entry.created_at or now, updated_at=entry.updated_at or now,
                     decayed_weeks=entry.decayed_weeks, session_id=_session_here(entry.session_id))
     if any(entry.outcomes.values()):

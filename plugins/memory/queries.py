@@ -8,17 +8,28 @@ from sqlalchemy.orm import selectinload
 
 from app.listing import Total, count_up_to, distinct_values
 from plugins.memory import search
-from plugins.memory.models import CATEGORIES, Memory
+from plugins.memory.models import APPROVED, CATEGORIES, PROPOSED, REJECTED, REVIEW_STATES, Memory
 from plugins.memory.store import GENERAL, MemoryInputError
 
-STATUSES = ("active", "inactive")
+# The page's and the CLI's status filter: active and inactive are among the
+# approved memories; proposed and rejected are review states.
+STATUSES = ("active", "inactive", PROPOSED, REJECTED)
+STATUS_FILTERS = {"active": (True, APPROVED), "inactive": (False, APPROVED),
+                  PROPOSED: (None, PROPOSED), REJECTED: (None, REJECTED)}
+
+
+def status_filter(status: Optional[str]) -> dict:
+    """``memory_query``'s ``active`` and ``review`` for a status of STATUSES (or none)."""
+    active, review = STATUS_FILTERS.get(status or "", (None, None))
+    return {"active": active, "review": review}
 
 
 def memory_query(service: Optional[str] = None, category: Optional[str] = None,
-                 active: Optional[bool] = None, q: Optional[str] = None):
-    """``service`` "general" selects general memories; ``q`` is a full-text
-    search (see plugins/memory/search.py): matches come best first, and an
-    ``order_by`` added later only breaks ties."""
+                 active: Optional[bool] = None, q: Optional[str] = None, review: Optional[str] = None):
+    """``service`` "general" selects general memories; ``review`` one of
+    approved, proposed or rejected; ``q`` is a full-text search (see
+    plugins/memory/search.py): matches come best first, and an ``order_by``
+    added later only breaks ties."""
     query = select(Memory)
     if service:
         query = query.where(Memory.service.is_(None) if service == GENERAL else Memory.service == service)
@@ -28,6 +39,10 @@ def memory_query(service: Optional[str] = None, category: Optional[str] = None,
         query = query.where(Memory.category == category)
     if active is not None:
         query = query.where(Memory.active.is_(active))
+    if review:
+        if review not in REVIEW_STATES:
+            raise MemoryInputError(f"status must be one of {', '.join(REVIEW_STATES)}, not {review!r}")
+        query = query.where(Memory.status == review)
     return search.apply(query, q) if q else query
 
 

@@ -1,6 +1,7 @@
 """The memory plugin's settings: the prompt budget, the per-session limits,
-how far back trouble makes a service's memories come first, and what each
-reported outcome does to a memory's confidence.
+how far back trouble makes a service's memories come first, what each
+reported outcome does to a memory's confidence, and review of the agent's
+new memories.
 
 All are runtime settings: an operator may change them on /config while the
 service runs, and the next marker or edit reads the new value.
@@ -9,13 +10,14 @@ from __future__ import annotations
 
 import math
 
-from app.plugin_types import Setting, positive_int
+from app.plugin_types import Setting, boolean, positive_int
 from app.runtime import setting
 
 BUDGET_SETTING = "CLAUDEOPS_MEMORY_BUDGET"
 MAX_PER_SESSION = "CLAUDEOPS_MEMORY_MAX_PER_SESSION"
 MAX_OBSERVATION = "CLAUDEOPS_MEMORY_MAX_OBSERVATION_CHARS"
 RELEVANT_HOURS = "CLAUDEOPS_MEMORY_RELEVANT_HOURS"
+REVIEW = "CLAUDEOPS_MEMORY_REVIEW"
 
 # An outcome level and the setting holding its change to confidence, with its default.
 OUTCOME_DELTAS = {"worked": ("CLAUDEOPS_MEMORY_OUTCOME_WORKED", "0.1"),
@@ -69,6 +71,10 @@ def settings() -> list[Setting]:
                   f"({OUTCOME_MEANING[level]}); -1 to 1, the result kept within 0 to 1.",
                   confidence_delta, runtime=True, schema={"type": "number", "minimum": -1, "maximum": 1})
           for level, (name, default) in OUTCOME_DELTAS.items()),
+        Setting(REVIEW, "false",
+                "true: new memories the agent records start as proposed and are given to no session until an "
+                "operator approves them (or a second session confirms one); the operator's own are approved.",
+                boolean, runtime=True, schema={"type": "boolean"}),
     ]
 
 
@@ -86,3 +92,7 @@ def relevant_hours() -> int:
 
 def outcome_delta(level: str) -> float:
     return setting(OUTCOME_DELTAS[level][0])
+
+
+def review_on() -> bool:
+    return setting(REVIEW)

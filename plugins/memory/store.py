@@ -5,6 +5,13 @@ Confidence stays in [0, 1]; below 0.3 a memory is inactive (kept for audit,
 never injected). Reinforcement +0.1, contradiction −0.2 on the old memory,
 decay −0.1 per full week past a 30-day grace period, a reported outcome what
 its setting says (plugins/memory/outcomes.py).
+
+Review (CLAUDEOPS_MEMORY_REVIEW): the agent's new memories start proposed
+and change nothing else until approved: a contradiction they state is
+linked at once and takes its 0.2 when the memory is approved. A proposed
+memory reinforced by a second, independent session is approved here; the
+operator's approve and reject are in review.py. A rejected memory stays
+rejected: the agent saying it again stores nothing.
 """
 from __future__ import annotations
 
@@ -17,17 +24,18 @@ from typing import Iterable, Optional
 from sqlalchemy import select
 
 from app.extensions import db
+from app.models import Session
 from app.plugin_types import RunInfo
 from app.plugins import plugin_manager
 from app.timeutil import utcnow
 from app.web.apiutil import MAX_ID
 from plugins.memory.candidates import candidates as find_candidates
 from plugins.memory.context import MemoryContext, build_memory_context
-from plugins.memory.matcher import CONTRADICT, REINFORCE, Match
-from plugins.memory.models import (ACTIVE_THRESHOLD, CATEGORIES, DECAY_GRACE_PERIOD, DEFAULT_CONFIDENCE,
-                                   Memory, MemoryHistory)
+from plugins.memory.matcher import CONTRADICT, REINFORCE, Candidate, Match
+from plugins.memory.models import (ACTIVE_THRESHOLD, APPROVED, CATEGORIES, DECAY_GRACE_PERIOD, DEFAULT_CONFIDENCE,
+                                   PROPOSED, REJECTED, Memory, MemoryHistory)
 from plugins.memory.relevance import relevant_services, scheduled_run
-from plugins.memory.settings import MAX_OBSERVATION, max_observation_chars
+from plugins.memory.settings import MAX_OBSERVATION, max_observation_chars, review_on
 from plugins.memory.tally import note_created, note_reinforced, tally
 
 log = logging.getLogger(__name__)
@@ -51,12 +59,15 @@ class MemoryInputError(ValueError):
 CREATED, REINFORCED, CONTRADICTED = "created", "reinforced", "contradicted"
 REPEATED = "repeated"   # a memory the session had already created or reinforced
 REFUSED = "refused"     # over the session's limit of new memories: nothing changed
+ALREADY_REJECTED = "already rejected"   # says again what the operator rejected: nothing stored
 
 
 @dataclass(frozen=True)
 class Recorded:
     relation: str
     memory: Optional[Memory]  # None when refused
+    target: Optional[Memory] = None   # the memory a contradiction was aimed at
+    approved: bool = False            # the marker confirmed a proposed memory, which is now approved
 
 
 def clamp(confidence: float) -> float:
@@ -116,11 +127,17 @@ def parse_confidence(raw) -> float:
 
 def find_match(category: str, service: Optional[str], observation: str,
                exclude: Iterable[int] = ()) -> tuple[Match, Optional[Memory]]:
-    """What ``observation`` is to the active memories of its service and
-    category (the most trusted of them: plugins/memory/candidates.py), and
-    which one; the ``claudeops_memory_match`` hook decides. Memories in
-    ``exclude`` are not compared."""
-    candidates = find_candidates(category, service, exclude)
+    """What ``observation`` is to the active memories (approved or proposed)
+    of its service and category (the most trusted of them:
+    plugins/memory/candidates.py), and which one; the
+    ``claudeops_memory_match`` hook decides. Memories in ``exclude`` are not
+    compared."""
+    live, _ = find_candidates(category, service, exclude)
+    return _match(category, service, observation, live)
+
+
+def _match(category: str, service: Optional[str], observation: str,
+           candidates: list[Candidate]) -> tuple[Match, Optional[Memory]]:
     match = plugin_manager().hook.claudeops_memory_match(
         category=category, service=service, observation=observation,
         candidates=candidates) or Match("distinct")
@@ -137,12 +154,14 @@ def find_match(category: str, service: Optional[str], observation: str,
 
 def record_observation(category: str, service: Optional[str], observation: str, run: RunInfo,
                        may_create: bool = True) -> Recorded:
-    """Apply one ``[MEMORY:...]`` marker: reinforce, contradict or create.
+    """Apply one ``[MEMORY:...]`` marker: reinforce, contradict or create
+    (proposed, with review on).
 
     Without ``may_create`` (the session reached its limit of new memories), a
     marker that would create a memory, or contradict one with a new one,
     changes nothing and is ``refused``; reinforcing one still counts."""
-    match, target = find_match(category, service, observation)
+    live, rejected = find_candidates(category, service, rejected=True)
+    match, target = _match(category, service, observation, live)
     if match.relation != REINFORCE and not may_create:
         return Recorded(REFUSED, None)
     if match.relation == REINFORCE:
@@ -153,21 +172,30 @@ def record_observation(category: str, service: Optional[str], observation: str, 
             return Recorded(REPEATED, target)
         reinforce(target, observation, run=run)
         note_reinforced(run.session_id, target.id)
-        return Recorded(REINFORCED, target)
+        return Recorded(REINFORCED, target, approved=_confirm_proposal(target, run))
+    repeated = _repeats_rejected(category, service, observation, rejected, run) if rejected else None
+    if repeated is not None:
+        return Recorded(ALREADY_REJECTED, repeated)
 
-    memory = _insert(category, service, observation, DEFAULT_CONFIDENCE, run.session_id, run.tier)
+    memory = _insert(category, service, observation, DEFAULT_CONFIDENCE, run.session_id, run.tier,
+                     PROPOSED if review_on() else APPROVED)
+    action = "proposed" if memory.status == PROPOSED else "created"
     if match.relation == CONTRADICT:
         contradict(target, memory, run=run)
-        _history(memory, "created", None, run=run, detail=f"contradicts memory {target.id}", related=target.id)
-        return Recorded(CONTRADICTED, memory)
-    _history(memory, "created", None, run=run)
+        pending = "; it takes effect when this one is approved" if memory.status == PROPOSED else ""
+        _history(memory, action, None, run=run, detail=f"contradicts memory {target.id}{pending}", related=target.id)
+        return Recorded(CONTRADICTED, memory, target=target)
+    _history(memory, action, None, run=run)
     return Recorded(CREATED, memory)
 
 
 def contradict(target: Memory, memory: Memory, *, run: Optional[RunInfo] = None, actor: Optional[str] = None) -> None:
     """``memory`` states the opposite of ``target``: link them, and take
-    trust from the older one (inactive below the threshold)."""
+    trust from the older one (inactive below the threshold). A memory not
+    approved only links: the trust is taken when it is approved."""
     memory.contradicts_id = target.id
+    if memory.status != APPROVED:
+        return
     before = target.confidence
     target.confidence = clamp(before - CONTRADICT_DELTA)
     _history(target, "contradicted", before, run=run, actor=actor, detail=memory.observation, related=memory.id)
@@ -205,6 +233,78 @@ def created_by_session(session_id: int) -> int:
     return tally(session_id).created
 
 
+def _repeat_noted(memory: Memory, session_id: int) -> bool:
+    """Whether the session's saying a rejected memory again is in its history already."""
+    return db.session.scalar(select(MemoryHistory.id).where(
+        MemoryHistory.memory_id == memory.id, MemoryHistory.session_id == session_id,
+        MemoryHistory.action == "repeated").limit(1)) is not None
+
+
+# --- review ------------------------------------------------------------------
+
+def _confirm_proposal(memory: Memory, run: RunInfo) -> bool:
+    """A proposed memory that a second session reinforced is approved. Not
+    a session of the proposer's own escalation chain: an escalated session
+    is shown what the tiers before it recorded, so it would only be
+    repeating them. (The proposer itself never gets here: a session
+    reinforces nothing it created.)"""
+    if memory.status != PROPOSED:
+        return False
+    proposer = memory.session_id
+    if proposer is not None and _chain_root(proposer) == _chain_root(run.session_id):
+        log.info("memory %s: reinforced within the escalation chain that proposed it; still proposed", memory.id)
+        return False
+    by = f"session #{proposer}" if proposer is not None else "an earlier session"
+    mark_approved(memory, SYSTEM, run=run,
+                  detail=f"confirmed by session #{run.session_id}, a second session after {by} proposed it")
+    return True
+
+
+def _chain_root(session_id: int) -> int:
+    """The first session of ``session_id``'s escalation chain (tiers only
+    go up, so a chain is a few sessions long)."""
+    for _ in range(10):
+        parent = db.session.scalar(select(Session.parent_id).where(Session.id == session_id))
+        if parent is None:
+            break
+        session_id = parent
+    return session_id
+
+
+def _repeats_rejected(category: str, service: Optional[str], observation: str, candidates: list[Candidate],
+                      run: RunInfo) -> Optional[Memory]:
+    """The rejected memory (of ``candidates``) that ``observation`` says
+    again (reinforces, in the matcher's words), if any. The operator's
+    rejection stands: nothing is stored, and the rejected memory's history
+    notes the repeat, once per session."""
+    match, rejected = _match(category, service, observation, candidates)
+    if match.relation != REINFORCE:
+        return None
+    if not _repeat_noted(rejected, run.session_id):
+        _history(rejected, "repeated", rejected.confidence, run=run,
+                 detail=f"said again after its rejection; not stored: {observation}")
+    return rejected
+
+
+def mark_approved(memory: Memory, actor: str, *, run: Optional[RunInfo] = None, detail: Optional[str] = None) -> None:
+    """A proposed or rejected memory becomes approved: given to sessions
+    from now on (while active), its clock restarted, and the contradiction
+    it states, if any, takes effect."""
+    was = memory.status
+    memory.status = APPROVED
+    _refresh(memory)
+    _history(memory, "approved", memory.confidence, run=run, actor=actor, detail=detail or f"was {was}")
+    target = db.session.get(Memory, memory.contradicts_id) if memory.contradicts_id is not None else None
+    if target is not None and target.active and target.status != REJECTED:
+        contradict(target, memory, run=run, actor=actor)
+
+
+def mark_rejected(memory: Memory, detail: Optional[str]) -> None:
+    """The operator's rejection: kept for audit, never given to a session."""
+    memory.status = REJECTED
+    _history(memory, "rejected", memory.confidence, actor=OPERATOR, detail=detail)
+
+
 # --- the operator ----------------------------------------------------------
 
 def create(category, service, observation, confidence=DEFAULT_CONFIDENCE) -> Memory:
@@ -216,9 +316,13 @@ def create(category, service, observation, confidence=DEFAULT_CONFIDENCE) -> Mem
     return memory
 
 
-def update(memory: Memory, *, observation=None, confidence=None, active=None, pinned=None) -> Memory:
-    """An operator's edit; only the fields given change."""
+def update(memory: Memory, *, observation=None, confidence=None, active=None, pinned=None, category=None,
+           service=None) -> Memory:
+    """An operator's edit; only the fields given change (``service`` "" or
+    "general": a general memory). Every value is checked before any changes."""
     new_text = clean_observation(observation) if observation is not None else None
+    new_category = clean_category(category) if category is not None else memory.category
+    new_service = clean_service(service) if service is not None else memory.service
     new_confidence = parse_confidence(confidence) if confidence is not None else None
     if active is not None and not isinstance(active, bool):
         raise MemoryInputError("active must be true or false")
@@ -232,6 +336,16 @@ def update(memory: Memory, *, observation=None, confidence=None, active=None, pi
     if new_text is not None and new_text != memory.observation:
         _history(memory, "edited", memory.confidence, actor=OPERATOR, detail=f"{memory.observation} → {new_text}")
         memory.observation = new_text
+        _refresh(memory)
+    if new_category != memory.category:
+        _history(memory, "edited", memory.confidence, actor=OPERATOR,
+                 detail=f"category {memory.category} → {new_category}")
+        memory.category = new_category
+        _refresh(memory)
+    if new_service != memory.service:
+        _history(memory, "edited", memory.confidence, actor=OPERATOR,
+                 detail=f"service {memory.service_label} → {new_service or GENERAL}")
+        memory.service = new_service
         _refresh(memory)
     if new_confidence is not None and new_confidence != memory.confidence:
         before = memory.confidence
@@ -287,14 +401,15 @@ def decay(now: Optional[datetime] = None, run: Optional[RunInfo] = None) -> int:
     """Take 0.1 off per full week past the grace period since the last
     reinforcement or edit. Idempotent: weeks already taken off are counted
     in ``decayed_weeks``, so running it again the same week changes nothing.
-    Pinned memories never decay. Returns how many memories changed.
+    Pinned and rejected memories never decay. Returns how many memories changed.
 
     Only the memories whose next week has fallen due are read (an index on
     ``decay_due_at``), so a start costs the same however many memories are
     kept."""
     now = now or utcnow()
     due = db.session.scalars(select(Memory).where(
-        Memory.active.is_(True), Memory.pinned.is_(False), Memory.decay_due_at <= now)).all()
+        Memory.active.is_(True), Memory.pinned.is_(False), Memory.decay_due_at <= now,
+        Memory.status != REJECTED)).all()
     changed = 0
     for memory in due:
         weeks_due = weeks_of_decay_due(memory.updated_at, now)
@@ -326,10 +441,10 @@ def preview_next_context(budget_tokens: int) -> MemoryContext:
 
 # --- shared ------------------------------------------------------------------
 
-def _insert(category, service, observation, confidence, session_id, tier) -> Memory:
+def _insert(category, service, observation, confidence, session_id, tier, status=APPROVED) -> Memory:
     now = utcnow()
     memory = Memory(category=category, service=service, observation=observation, confidence=confidence,
-                    active=True, created_at=now, updated_at=now, session_id=session_id, tier=tier)
+                    active=True, created_at=now, updated_at=now, session_id=session_id, tier=tier, status=status)
     db.session.add(memory)
     db.session.flush()  # the id, for the history
     if session_id is not None:

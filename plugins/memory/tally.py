@@ -18,7 +18,7 @@ from plugins.memory.models import Memory, MemoryHistory
 
 TALLIES = "claudeops.memory.session_tallies"
 # History actions by which a session vouches for a memory: once per memory at most.
-VOUCHED = ("created", "reinforced")
+VOUCHED = ("created", "proposed", "reinforced")
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""The Memories page: a filterable table that polls every 5 s (paused while
+"""The Memories page: the review inbox of proposed memories (approve, edit
+and approve, reject), a filterable table that polls every 5 s (paused while
 the operator edits or selects), inline edit, confidence slider, pin, delete,
 bulk actions, Add Memory, a memory's history, and a preview of what the next
 session will be given."""
@@ -13,17 +14,18 @@ from sqlalchemy import select
 from app.extensions import db
 from app.runtime import setting
 from app.models import Session
-from app.web.htmx import render_page
-from plugins.memory import queries, store
+from app.web.htmx import is_htmx, render_page
+from plugins.memory import queries, review, store
 from plugins.memory.context import format_confidence
 from plugins.memory.models import CATEGORIES, Memory, MemoryHistory, MemoryInjection
-from plugins.memory.settings import max_observation_chars
+from plugins.memory.settings import max_observation_chars, review_on
 
 HERE = Path(__file__).parent
 pages = Blueprint("memory", __name__, template_folder=str(HERE / "templates"),
                   static_folder=str(HERE / "static"), static_url_path="/memories/static")
 
 PAGE_SIZE = 100
+INBOX_SIZE = 50
 
 
 @pages.app_template_filter("confidence")
@@ -44,14 +46,19 @@ def _filters() -> dict:
 def _table_context() -> dict:
     filters = _filters()
     page = max(request.args.get("page", 1, type=int) or 1, 1)
-    active = {"active": True, "inactive": False}.get(filters["status"])
-    query = queries.memory_query(filters["service"] or None, filters["category"] or None, active, filters["q"])
+    query = queries.memory_query(filters["service"] or None, filters["category"] or None, q=filters["q"],
+                                 **queries.status_filter(filters["status"]))
     total = queries.count(query)
     # One row more than a page says whether an older page exists, whatever the total.
     memories = db.session.scalars(queries.newest_first(query).limit(PAGE_SIZE + 1)
                                   .offset((page - 1) * PAGE_SIZE)).all()
     return {"memories": memories[:PAGE_SIZE], "has_older": len(memories) > PAGE_SIZE, "total": total,
             "page": page, "page_size": PAGE_SIZE, "filters": filters}
+
+
+def _inbox_context() -> dict:
+    return {"proposed": review.proposed(INBOX_SIZE), "proposed_total": review.proposed_count(),
+            "review_on": review_on()}
 
 
 def _get(memory_id: int) -> Memory:
@@ -82,9 +89,10 @@ def _row(memory: Memory):
 
 @pages.get("/memories")
 def index():
+    extra = {} if is_htmx() else _inbox_context()   # a table poll needs no inbox
     return render_page("memory/index.html", "memory/_table.html", categories=CATEGORIES,
                        services=queries.services(), statuses=queries.STATUSES,
-                       max_observation=max_observation_chars(), **_table_context())
+                       max_observation=max_observation_chars(), **_table_context(), **extra)
 
 
 @pages.post("/memories")
@@ -168,6 +176,55 @@ def bulk():
         return _error(f"Nothing changed: {exc}")
     db.session.commit()
     return _changed()
+
+
+@pages.get("/memories/inbox")
+def inbox():
+    """The review inbox alone: its own poll, and its refresh after a change."""
+    return render_template("memory/_inbox.html", **_inbox_context())
+
+
+@pages.get("/memories/<int:memory_id>/review")
+def review_edit(memory_id: int):
+    return render_template("memory/_inbox_edit.html", memory=_get(memory_id), categories=CATEGORIES,
+                           max_observation=max_observation_chars())
+
+
+@pages.get("/memories/<int:memory_id>/inbox-row")
+def inbox_row(memory_id: int):
+    return render_template("memory/_inbox_row.html", memory=_get(memory_id))
+
+
+@pages.post("/memories/<int:memory_id>/approve")
+def approve(memory_id: int):
+    """Approve, with the edit form's fields when it sent them."""
+    edits = {name: request.form[name] for name in review.EDIT_FIELDS if name in request.form}
+    return _decide(memory_id, "approved", lambda memory: review.approve(memory, **edits))
+
+
+@pages.post("/memories/<int:memory_id>/reject")
+def reject(memory_id: int):
+    return _decide(memory_id, "rejected", lambda memory: review.reject(memory, request.form.get("reason")))
+
+
+def _decide(memory_id: int, done: str, decision):
+    memory = _get(memory_id)
+    try:
+        decision(memory)
+    except (store.MemoryInputError, review.ReviewStateError) as exc:
+        db.session.rollback()
+        return _error(f"Not {done}: {exc}")
+    db.session.commit()
+    return _reviewed(memory)
+
+
+def _reviewed(memory: Memory):
+    """A row of the table is redrawn in its new state; one of the inbox
+    leaves it. Then the inbox and the table refresh (after the swap: an
+    inbox row being edited holds the inbox's refresh back)."""
+    response = make_response(_row(memory) if request.form.get("view") == "table" else "")
+    response.headers["HX-Trigger-After-Swap"] = "memories-changed, memory-reviewed"
+    return response
 
 
 @pages.get("/memories/<int:memory_id>")

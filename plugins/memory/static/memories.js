@@ -1,23 +1,33 @@
-// The memories table polls every 5 s; this says when a poll would not destroy
-// something the operator is doing: an open inline edit, a selection for a bulk
-// action, or focus on a control inside the table (say, a slider being moved).
-function memoriesIdle() {
-  var table = document.getElementById("memory-table");
-  if (!table) return false;
-  if (table.querySelector("tr.editing")) return false;
-  if (table.querySelector("input[name=ids]:checked")) return false;
-  return !table.contains(document.activeElement);
+// The memories table and the review inbox poll every 5 s; this says when a
+// poll of one would not destroy something the operator is doing there:
+// unsaved work (an open edit, a reason typed for a rejection), a selection
+// for a bulk action, or focus on a control inside it (a slider being moved).
+var POLLED = ["memory-table", "memory-inbox"];
+
+function unsavedWork(block) {
+  if (block.querySelector("tr.editing")) return true;
+  var reasons = block.querySelectorAll("input[name=reason]");
+  for (var i = 0; i < reasons.length; i++) {
+    if (reasons[i].value) return true;
+  }
+  return false;
 }
 
-// The table's polls wait while the operator is busy with it, and a refresh
-// after a change elsewhere waits while a row is being edited. (Decided here,
-// not in hx-trigger filters: those need eval, which the pages' CSP forbids.)
+function memoriesIdle(id) {
+  var block = document.getElementById(id || "memory-table");
+  if (!block || unsavedWork(block)) return false;
+  if (block.querySelector("input[name=ids]:checked")) return false;
+  return !block.contains(document.activeElement);
+}
+
+// Polls wait while the operator is busy with the block, and a refresh after
+// a change elsewhere waits while it holds unsaved work. (Decided here, not
+// in hx-trigger filters: those need eval, which the pages' CSP forbids.)
 document.addEventListener("htmx:beforeRequest", function (evt) {
-  if (!evt.detail.elt || evt.detail.elt.id !== "memory-table") return;
+  var elt = evt.detail.elt;
+  if (!elt || POLLED.indexOf(elt.id) < 0) return;
   var config = evt.detail.requestConfig;
-  var busy = config && config.triggeringEvent
-    ? document.querySelector("#memory-table tr.editing")
-    : !memoriesIdle();
+  var busy = config && config.triggeringEvent ? unsavedWork(elt) : !memoriesIdle(elt.id);
   if (busy) evt.preventDefault();
 });
 
@@ -43,15 +53,23 @@ document.addEventListener("memory-added", function () {
   if (form) form.reset();
 });
 
-// A poll that was already on its way when the operator started editing or
-// selecting must not land on top of that: polls (no triggering event) are
-// dropped while the table is busy.
+// A refresh that was already on its way when the operator started working
+// must not land on top of that: by the rules above, as they stand when it
+// arrives (a poll while the block is busy, any refresh over unsaved work).
 document.addEventListener("htmx:beforeSwap", function (evt) {
   var config = evt.detail.requestConfig;
-  if (evt.detail.target && evt.detail.target.id === "memory-table" && config
-      && !config.triggeringEvent && !memoriesIdle()) {
+  var target = evt.detail.target;
+  if (!target || POLLED.indexOf(target.id) < 0 || !config) return;
+  if (config.triggeringEvent ? unsavedWork(target) : !memoriesIdle(target.id)) {
     evt.detail.shouldSwap = false;
   }
+});
+
+// A memory was approved or rejected: an error shown for an earlier attempt
+// is out of date.
+document.addEventListener("memory-reviewed", function () {
+  var errors = document.getElementById("memory-errors");
+  if (errors) errors.innerHTML = "";
 });
 
 // A row action on a memory that is gone (deleted in another tab, by the API

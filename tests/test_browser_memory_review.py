@@ -1,0 +1,166 @@
+"""The review inbox on the Memories page in a real browser (Debian's chromium
+through Playwright) against the real service (`claudeops serve` with the fake
+CLI) and review on: the agent's proposals appear live, Approve, Edit &
+approve and Reject (with a reason) act without a reload, the table follows,
+polls never destroy an edit or a typed reason, and the Events page tells of
+each proposal."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from playwright.sync_api import expect
+
+from tests import streamlines as sl
+from tests.support.browser import PageGuard, guarded_page, wait_for, write_script
+
+pytestmark = pytest.mark.browser
+
+UNFINISHED = ("queued", "running")
+INBOX_ROWS = "#memory-inbox tr.proposed-row"
+
+
+@pytest.fixture(scope="module")
+def service(browser_service):
+    status, body = browser_service.request("PUT", "/api/v1/config", {"CLAUDEOPS_MEMORY_REVIEW": True})
+    assert status == 200, body
+    return browser_service
+
+
+@pytest.fixture(autouse=True)
+def no_memories(service):
+    while True:
+        ids = [m["id"] for m in service.get("/api/v1/memories?limit=500")[1]["memories"]]
+        if not ids:
+            return
+        assert service.post("/api/v1/memories/bulk-delete", {"ids": ids})[0] == 200
+
+
+@pytest.fixture
+def page(browser, service):
+    with guarded_page(browser, service.base_url, PageGuard(), width=1400) as page:
+        yield page
+
+
+def api_memory(service, memory_id: int) -> dict:
+    status, body = service.get(f"/api/v1/memories/{memory_id}")
+    assert status == 200, body
+    return body
+
+
+def run_session(service, *texts: str) -> int:
+    """A session whose agent writes ``texts``; waits until it has ended."""
+    write_script(service.script_path, sl.steps(sl.init(), *(sl.text(t) for t in texts), sl.result("done")))
+    status, created = service.post("/api/v1/sessions/trigger", {})
+    assert status == 201, created
+    wait_for(lambda: service.get(f"/api/v1/sessions/{created['id']}")[1]["status"] not in UNFINISHED,
+             timeout=20, what="session finished")
+    return created["id"]
+
+
+def import_proposal(service, observation: str) -> None:
+    """A proposal without a session: an import that says so."""
+    status, body = service.request("POST", "/api/v1/memories/import", {
+        "format": "claudeops-memories", "version": 1, "memories": [
+            {"service": "web", "category": "behavior", "observation": observation, "status": "proposed"}]})
+    assert status == 201, body
+
+
+def inbox_row(page, text: str):
+    return page.locator(INBOX_ROWS, has_text=text)
+
+
+def test_the_agents_proposals_are_approved_edited_and_rejected_in_the_inbox(page, service):
+    tok = uuid.uuid4().hex[:6]
+    page.goto("/memories")
+    expect(page.locator("#memory-inbox h2")).to_contain_text("Review inbox")
+    expect(page.locator("#memory-inbox-empty")).to_have_text("Nothing awaits review.")
+    loaded = page.evaluate("window.__loadToken = Math.random().toString(36).slice(2)")
+
+    session_id = run_session(service, f"[MEMORY:timing:jellyfin] Takes 60s to start after restart {tok}\n"
+                                      f"[MEMORY:behavior:nas] Scrub slows every share on Sunday {tok}\n"
+                                      f"[MEMORY:maintenance:postgres] Vacuum runs nightly at 02:00 {tok}")
+    expect(page.locator(INBOX_ROWS)).to_have_count(3, timeout=7_000)   # the inbox's own 5 s poll
+    expect(page.locator("#memory-inbox-count")).to_have_text("3")
+    first = inbox_row(page, "Takes 60s")
+    expect(first.get_by_role("link", name=f"#{session_id}")).to_be_visible()
+    ids = {text: int(inbox_row(page, text).get_attribute("data-id")) for text in ("Takes 60s", "Scrub", "Vacuum")}
+    expect(page.locator(f"#memory-{ids['Takes 60s']} td.status")).to_have_text("proposed")
+
+    first.get_by_role("button", name="Approve", exact=True).click()
+    expect(first).to_have_count(0)
+    expect(page.locator("#memory-inbox-count")).to_have_text("2")
+    expect(page.locator(f"#memory-{ids['Takes 60s']} td.status")).to_contain_text("active")
+    assert api_memory(service, ids["Takes 60s"])["status"] == "approved"
+
+    scrub = inbox_row(page, "Scrub")
+    scrub.get_by_role("button", name="Edit & approve").click()
+    editing = page.locator(f"#proposed-{ids['Scrub']}.editing")
+    expect(editing.locator("textarea[name=observation]")).to_have_value(f"Scrub slows every share on Sunday {tok}")
+    editing.locator("textarea[name=observation]").fill(f"Scrub slows the shares on Sunday nights {tok}")
+    editing.locator("select[name=category]").select_option("timing")
+    editing.locator("input[name=service]").fill("")
+    editing.locator("input[name=confidence]").fill("0.85")
+    editing.get_by_role("button", name="Approve with these changes").click()
+    expect(editing).to_have_count(0)
+    expect(page.locator("#memory-inbox-count")).to_have_text("1")
+    edited = api_memory(service, ids["Scrub"])
+    assert (edited["status"], edited["observation"], edited["category"], edited["service"], edited["confidence"]) == (
+        "approved", f"Scrub slows the shares on Sunday nights {tok}", "timing", None, 0.85)
+
+    vacuum = inbox_row(page, "Vacuum")
+    vacuum.locator("input[name=reason]").fill("autovacuum does it")
+    vacuum.get_by_role("button", name="Reject").click()
+    expect(vacuum).to_have_count(0)
+    expect(page.locator("#memory-inbox-empty")).to_be_visible()
+    expect(page.locator(f"#memory-{ids['Vacuum']} td.status")).to_have_text("rejected")
+    expect(page.locator(f"#memory-{ids['Vacuum']}")).to_contain_class("rejected")
+    assert api_memory(service, ids["Vacuum"])["status"] == "rejected"
+    history = service.get(f"/api/v1/memories/{ids['Vacuum']}/history")[1]["history"]
+    assert [(h["action"], h["actor"], h["detail"]) for h in history][-1] == (
+        "rejected", "operator", "autovacuum does it")
+    assert page.evaluate("window.__loadToken") == loaded, "the page was reloaded"
+
+    # The Events page told of each proposal, with its service.
+    page.goto("/events")
+    for memory_id, where in ((ids["Takes 60s"], "jellyfin"), (ids["Scrub"], "nas"), (ids["Vacuum"], "postgres")):
+        expect(page.locator("main")).to_contain_text(f"Proposed memory #{memory_id} [")
+    expect(page.locator("main")).to_contain_text("awaiting review")
+
+
+def test_polls_keep_an_edit_and_a_typed_reason(page, service):
+    tok = uuid.uuid4().hex[:6]
+    import_proposal(service, f"Answers 302 when healthy {tok}")
+    import_proposal(service, f"Restarts cleanly under load {tok}")
+    page.goto("/memories")
+    expect(page.locator(INBOX_ROWS)).to_have_count(2)
+    inbox_row(page, "Answers 302").get_by_role("button", name="Edit & approve").click()
+    textarea = page.locator("#memory-inbox tr.editing textarea[name=observation]")
+    textarea.fill(f"Answers 302, not 200, when healthy {tok}")
+    reason = inbox_row(page, "Restarts cleanly").locator("input[name=reason]")
+    reason.fill("seen once only")
+    page.locator("h1").click()   # focus leaves the inbox: only the unsaved work holds the polls back
+
+    import_proposal(service, f"Logs rotate at midnight {tok}")
+    page.wait_for_timeout(6_500)   # more than a polling period
+    expect(textarea).to_have_value(f"Answers 302, not 200, when healthy {tok}")
+    expect(reason).to_have_value("seen once only")
+    expect(page.locator(INBOX_ROWS, has_text="Logs rotate")).to_have_count(0)
+
+    page.locator("#memory-inbox tr.editing").get_by_role("button", name="Cancel").click()
+    expect(page.locator("#memory-inbox tr.editing")).to_have_count(0)
+    # Approving one row refreshes the inbox, but not over a reason typed in another.
+    inbox_row(page, "Answers 302").get_by_role("button", name="Approve", exact=True).click()
+    expect(inbox_row(page, "Answers 302")).to_have_count(0)
+    page.wait_for_timeout(1_000)
+    expect(reason).to_have_value("seen once only")
+    inbox_row(page, "Restarts cleanly").get_by_role("button", name="Reject").click()
+    expect(page.locator(INBOX_ROWS, has_text="Logs rotate")).to_have_count(1, timeout=7_000)
+    expect(page.locator(INBOX_ROWS)).to_have_count(1)
+    memories = {m["observation"]: m for m in service.get("/api/v1/memories")[1]["memories"]}
+    assert {text: m["status"] for text, m in memories.items()} == {
+        f"Answers 302 when healthy {tok}": "approved", f"Restarts cleanly under load {tok}": "rejected",
+        f"Logs rotate at midnight {tok}": "proposed"}
+    rejected = memories[f"Restarts cleanly under load {tok}"]["id"]
+    history = service.get(f"/api/v1/memories/{rejected}/history")[1]["history"]
+    assert (history[-1]["action"], history[-1]["detail"]) == ("rejected", "seen once only")
