@@ -114,7 +114,11 @@ class MemoryHistory(db.Model):
     deleted (no foreign key on memory_id), so the audit trail survives."""
 
     __tablename__ = "memory_history"
-    __table_args__ = (Index("ix_memory_history_memory_id_id", "memory_id", "id"),)
+    __table_args__ = (
+        Index("ix_memory_history_memory_id_id", "memory_id", "id"),
+        # What a session has already vouched for (plugins/memory/tally.py), read once per session.
+        Index("ix_memory_history_session_id_action", "session_id", "action"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     memory_id: Mapped[int] = mapped_column(Integer, nullable=False)

@@ -31,10 +31,15 @@ def tally(session_id: int) -> Tally:
     tallies = db.session.info.setdefault(TALLIES, {})
     if session_id not in tallies:
         created = db.session.scalar(select(func.count()).select_from(Memory).where(Memory.session_id == session_id))
-        vouched = set(db.session.scalars(select(MemoryHistory.memory_id).distinct().where(
-            MemoryHistory.session_id == session_id, MemoryHistory.action.in_(VOUCHED))))
+        vouched = set(db.session.scalars(vouched_query(session_id)))
         tallies[session_id] = Tally(created, vouched)
     return tallies[session_id]
+
+
+def vouched_query(session_id: int):
+    """The memories the session created or reinforced (an index on session and action)."""
+    return select(MemoryHistory.memory_id).distinct().where(
+        MemoryHistory.session_id == session_id, MemoryHistory.action.in_(VOUCHED))
 
 
 def note_created(session_id: int, memory_id: int) -> None:
