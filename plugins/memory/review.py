@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Optional
 
 from sqlalchemy import select
+from sqlalchemy.orm import selectinload
 
 from app.extensions import db
 from app.listing import Total, count_up_to
@@ -31,7 +32,8 @@ class ReviewStateError(Exception):
 def proposed_query():
     """Proposed memories, newest first (an index on status and updated_at)."""
     return (select(Memory).where(Memory.status == PROPOSED)
-            .order_by(Memory.updated_at.desc(), Memory.id.desc()))
+            .order_by(Memory.updated_at.desc(), Memory.id.desc())
+            .options(selectinload(Memory.track_record)))   # each row shows it: one read per page
 
 
 def proposed_count() -> Total:
