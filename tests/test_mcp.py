@@ -16,6 +16,7 @@ from sqlalchemy.exc import DBAPIError
 from app.extensions import db
 from app.mcp import ALLOW_RULE, build_server, plugin_tools
 from plugins.memory import mcp_tools
+from plugins.memory.models import TrackRecord
 from tests.memory_helpers import add_memory
 from tests.support.database import database_env
 from tests.support.mock_messages_api import MockMessagesAPI, text as say, tool_use
@@ -68,6 +69,20 @@ def test_get_gives_the_full_text_and_names_what_is_missing(memories):
     assert out.count("Needs the NFS mount") == 3  # once, with the observation's own repeats
     assert out.endswith("Not found (deleted or never existed): 9999")
     assert mcp_tools.get_memories([]) == "Give one or more memory ids."
+
+
+def test_results_carry_each_memorys_track_record(memories):
+    memories[0].track_record = TrackRecord(worked=2, partial=0, failed=1, unknown=0)
+    memories[2].track_record = TrackRecord(worked=0, partial=0, failed=3, unknown=1)
+    db.session.commit()
+    assert (f"#{memories[0].id} jellyfin [timing] 0.9 (2 worked, 1 failed): Takes 60s to start after restart"
+            in mcp_tools.search_memories("jellyfin").splitlines())
+    assert (f"#{memories[2].id} jellyfin [behavior] 0.2 (inactive; 3 failed, 1 unknown): Old transcoder"
+            in mcp_tools.search_memories("transcoder", include_inactive=True))
+    assert f"#{memories[0].id} jellyfin [timing] 0.9 (2 worked, 1 failed)" in mcp_tools.list_service_memories("jellyfin")
+    full = mcp_tools.get_memories([memories[0].id, memories[1].id]).split("\n\n")
+    assert "outcomes reported: 2 worked, 1 failed" in full[0].splitlines()
+    assert "outcomes reported: none yet" in full[1].splitlines()
 
 
 def test_list_a_services_memories(memories):

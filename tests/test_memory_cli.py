@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from app.cli import main
+from app.extensions import db
+from plugins.memory.models import TrackRecord
 from tests.memory_helpers import add_memory, all_memories
 
 
@@ -55,3 +57,14 @@ def test_context_prints_the_next_sessions_memory_section(app):
     assert text.splitlines() == [
         f"## Operational Memory (1 of 1 memories, ~{-(-len(text) // 4)} tokens)", "", "### jellyfin",
         f"- [timing] Takes 60s to start after restart (confidence: 0.9) [m{memory.id}]"]
+
+
+def test_list_shows_each_memorys_track_record(app):
+    scored, fresh = add_memory("Takes 60s to start after restart"), add_memory("Needs the NFS mount")
+    scored.track_record = TrackRecord(worked=1, partial=2, failed=0, unknown=0)
+    db.session.commit()
+    lines = invoke(app, "list").stdout.splitlines()
+    (scored_line,) = [line for line in lines if line.startswith(f"#{scored.id} ")]
+    (fresh_line,) = [line for line in lines if line.startswith(f"#{fresh.id} ")]
+    assert "active, 1 worked, 2 partial  Takes 60s to start after restart" in scored_line
+    assert "worked" not in fresh_line and fresh_line.endswith("active  Needs the NFS mount")

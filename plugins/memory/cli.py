@@ -29,8 +29,9 @@ def _get(memory_id: int) -> Memory:
 def _line(memory: Memory) -> str:
     status = memory.status if memory.status != APPROVED else "active" if memory.active else "inactive"
     pinned = ", pinned" if memory.pinned else ""
+    record = f", {memory.outcomes_label}" if memory.outcomes_label else ""
     return (f"#{memory.id:<5} {memory.service or 'general':<14} {memory.category:<12} "
-            f"{format_confidence(memory.confidence):>4} {status}{pinned}  {memory.observation}")
+            f"{format_confidence(memory.confidence):>4} {status}{pinned}{record}  {memory.observation}")
 
 
 @click.group()

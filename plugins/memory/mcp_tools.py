@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Optional
 
 from sqlalchemy import select
+from sqlalchemy.orm import selectinload
 
 from app.extensions import db
 from app.plugin_types import McpTool
@@ -35,9 +36,11 @@ def _preview(text: str) -> str:
 
 
 def compact_line(memory: Memory) -> str:
-    state = "" if memory.active else " (inactive)"
+    # Whether it is trusted, and how it served the sessions given it ([OUTCOME:...]).
+    notes = ([] if memory.active else ["inactive"]) + ([memory.outcomes_label] if memory.outcomes_label else [])
+    shown = f" ({'; '.join(notes)})" if notes else ""
     return (f"#{memory.id} {memory.service_label} [{memory.category}] "
-            f"{format_confidence(memory.confidence)}{state}: {_preview(memory.observation)}")
+            f"{format_confidence(memory.confidence)}{shown}: {_preview(memory.observation)}")
 
 
 UNTRUSTED = {PROPOSED: "NOT TRUSTED: proposed by a session and not yet reviewed by the operator; do not rely on it",
@@ -52,6 +55,7 @@ def full_entry(memory: Memory) -> str:
         f"{format_confidence(memory.confidence)} · {'active' if memory.active else 'inactive'}"
         f"{' · pinned' if memory.pinned else ''}",
         f"recorded {isoformat(memory.created_at)} by {source}; last confirmed or edited {isoformat(memory.updated_at)}",
+        f"outcomes reported: {memory.outcomes_label or 'none yet'}",
         memory.observation,
     ))
 
@@ -95,7 +99,8 @@ def get_memories(ids: list[int]) -> str:
     wanted = list(dict.fromkeys(ids))[:MAX_IDS]
     if not wanted:
         return "Give one or more memory ids."
-    found = {m.id: m for m in db.session.scalars(select(Memory).where(Memory.id.in_(wanted)))}
+    found = {m.id: m for m in db.session.scalars(select(Memory).where(Memory.id.in_(wanted))
+                                                  .options(selectinload(Memory.track_record)))}
     entries = [full_entry(found[i]) for i in wanted if i in found]
     missing = [str(i) for i in wanted if i not in found]
     if missing:

@@ -83,6 +83,11 @@ class Memory(db.Model):
     def service_label(self) -> str:
         return self.service or "general"
 
+    @property
+    def outcomes_label(self) -> str:
+        """Its track record in words ("2 worked, 1 failed"), "" before any outcome."""
+        return self.track_record.describe() if self.track_record is not None else ""
+
     def to_dict(self) -> dict:
         return {
             "id": self.id, "service": self.service, "category": self.category,
@@ -174,3 +179,7 @@ class TrackRecord(db.Model):
     @property
     def total(self) -> int:
         return sum(self.counts().values())
+
+    def describe(self) -> str:
+        """The levels reported, in their order: "2 worked, 1 failed"."""
+        return ", ".join(f"{count} {level}" for level, count in self.counts().items() if count)

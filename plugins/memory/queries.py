@@ -52,8 +52,10 @@ def newest_first(query):
 
 
 def best_first(query):
-    """Most trusted first: the order the prompt's memory section uses."""
-    return query.order_by(Memory.confidence.desc(), Memory.updated_at.desc(), Memory.id.desc())
+    """Most trusted first (the order the prompt's memory section uses), with
+    each memory's track record (one more query for the whole page)."""
+    return (query.order_by(Memory.confidence.desc(), Memory.updated_at.desc(), Memory.id.desc())
+            .options(selectinload(Memory.track_record)))
 
 
 def count(query) -> Total:
