@@ -162,6 +162,19 @@ def test_any_mix_of_secrets_and_text_leaves_json_valid_and_no_secret(pieces):
         assert not [part for part in SECRET_PARTS if part in redacted]
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.text(max_size=40),
+                          st.lists(st.sampled_from([raw for raw, _ in CAUGHT] + LEFT_ALONE
+                                                   + ["s3cr3t-VALUE-xyz", "\x00", "\ud800", "é", " "]),
+                                   max_size=4).map(" ".join)), max_size=12))
+def test_a_batch_is_redacted_as_each_of_its_texts_alone(texts):
+    """One gate scan for a whole batch finds what a scan of each text would:
+    a hint at a text's very start or end, texts holding NUL, empty ones, and
+    a batch with a lone surrogate somewhere."""
+    redactor = Redactor(["s3cr3t-VALUE-xyz"])
+    assert redactor.redact_many(texts) == [redactor.redact(text) for text in texts]
+
+
 def test_a_token_at_the_start_of_an_escaped_line_is_redacted(redactor):
     line = json.dumps({"content": "ok\nghp_" + "a1B2" * 9 + "\n\tAKIAIOSFODNN7EXAMPLE\nBearer abc123456789"})
     assert json.loads(redactor.redact(line)) == {"content": f"ok\n{R}\n\t{R}\nBearer {R}"}

@@ -14,8 +14,7 @@ import logging
 import time
 from typing import Optional
 
-from sqlalchemy import insert
-
+from app.bulk_insert import BulkInsert
 from app.extensions import db
 from app.models import Session, SessionActivity
 from app.plugin_types import MarkerRecord, RunInfo
@@ -31,11 +30,16 @@ log = logging.getLogger(__name__)
 MAX_ACTIVITY_BODY = 20_000
 PREVIEW_CHARS = 200
 MAX_RESPONSE_CHARS = 200_000
+# What of a body is kept until its batch is redacted: twice what is shown,
+# so that no secret that reaches into the shown part is cut before it is found.
+UNREDACTED_KEPT = 2 * MAX_ACTIVITY_BODY
 
 # Rows are written in batches, one commit for many lines, but never later
 # than this after the previous write: the dashboard's activity log stays live.
 COMMIT_INTERVAL_SECONDS = 0.5
 COMMIT_EVERY_LINES = 500
+
+_insert_activity = BulkInsert(SessionActivity.__table__, ("session_id", "kind", "title", "body", "created_at"))
 
 # The table's own columns: reading a length through the mapped attribute
 # costs more than the rest of a row.
@@ -56,12 +60,14 @@ class StreamHandler:
         self.session_id = session.id
         self.run = run
         self.redact = redactor().redact
+        self.redact_many = redactor().redact_many
         self.response_tail = ResponseTail(MAX_RESPONSE_CHARS)
         self.markers = MarkerFanOut(run)
         self.result: Optional[stream.Result] = None
         self.line_number = 0
         self.skipped = 0
         self._rows: list[dict] = []          # activity not yet written
+        self._unredacted: list[tuple[dict, int]] = []   # rows of it not yet redacted, each with what was cut
         self._lines_since_commit = 0
         self._last_commit = time.monotonic()
 
@@ -100,9 +106,11 @@ class StreamHandler:
 
     def commit(self) -> None:
         """Write the pending activity and commit it with the plugins' rows."""
+        if self._unredacted:
+            self._redact_pending()
         if self._rows:
             # The table, not the mapped class: a plain executemany, no ORM bookkeeping.
-            db.session.execute(insert(SessionActivity.__table__), self._rows)
+            _insert_activity(db.session.connection(), self._rows)
             self._rows = []
         db.session.commit()
         self.markers.committed()
@@ -142,13 +150,36 @@ class StreamHandler:
                           record.summary)
 
     def _add(self, kind: str, title: Optional[str], body: Optional[str], redacted: bool = False) -> None:
-        if not redacted:
-            title, body = self.redact(title), self.redact(body)
-        if body is not None and len(body) > MAX_ACTIVITY_BODY:
-            body = body[:MAX_ACTIVITY_BODY] + f"\n… ({len(body) - MAX_ACTIVITY_BODY} more characters in the run log)"
         # Written with the next commit, in one statement for many rows.
-        self._rows.append({"session_id": self.session_id, "kind": kind, "title": fit(_TITLE, title),
-                           "body": body, "created_at": utcnow()})
+        row = {"session_id": self.session_id, "kind": kind, "title": title, "body": body, "created_at": utcnow()}
+        self._rows.append(row)
+        if redacted:
+            _shorten(row)
+            return
+        # Redacted with the rest of the batch, in one scan (Redactor.redact_many).
+        # Meanwhile only so much is kept that a secret reaching into what
+        # will be shown is still whole.
+        cut = 0
+        if body is not None and len(body) > UNREDACTED_KEPT:
+            row["body"], cut = body[:UNREDACTED_KEPT], len(body) - UNREDACTED_KEPT
+        self._unredacted.append((row, cut))
+
+    def _redact_pending(self) -> None:
+        texts = self.redact_many([text for row, _ in self._unredacted for text in (row["title"], row["body"])])
+        for (row, cut), title, body in zip(self._unredacted, texts[::2], texts[1::2]):
+            row["title"], row["body"] = title, body
+            _shorten(row, cut)
+        self._unredacted = []
+
+
+def _shorten(row: dict, cut: int = 0) -> None:
+    """The row's body cut to what the activity log shows (``cut``: what
+    was cut from it already), and its title to the column's length."""
+    body = row["body"]
+    if body is not None and len(body) > MAX_ACTIVITY_BODY:
+        more = len(body) - MAX_ACTIVITY_BODY + cut
+        row["body"] = body[:MAX_ACTIVITY_BODY] + f"\n… ({more} more characters in the run log)"
+    row["title"] = fit(_TITLE, row["title"])
 
 
 def fit(column, value: Optional[str]) -> Optional[str]:

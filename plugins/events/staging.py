@@ -10,14 +10,16 @@ takes them with it, like every other row of the batch.
 """
 from __future__ import annotations
 
-from sqlalchemy import event, func, insert, select
+from sqlalchemy import event, func, select
 from sqlalchemy.orm import Session
 
+from app.bulk_insert import BulkInsert
 from app.extensions import db
 from plugins.events.models import Event
 
 STAGED = "claudeops.events.staged"
 COUNTED = "claudeops.events.per_session"
+_insert_events = BulkInsert(Event.__table__, ("session_id", "tier", "level", "service", "message", "created_at"))
 
 
 def stage(rows: list[dict]) -> None:
@@ -52,7 +54,7 @@ def session_count(session_id: int) -> int:
 def _write_staged(session: Session) -> None:
     rows = session.info.pop(STAGED, None)
     if rows:
-        session.execute(insert(Event.__table__), rows)
+        _insert_events(session.connection(), rows)
 
 
 @event.listens_for(Session, "after_transaction_end")

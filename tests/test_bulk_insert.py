@@ -1,0 +1,54 @@
+"""The stream's bulk insert stores exactly what the ORM stores: the same
+column values, read back the same and, on SQLite, the same text for a
+datetime (so that ordering and comparisons by time see no difference), with
+NUL characters replaced as in any other statement."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from sqlalchemy import event, func, select, text
+
+from app.bulk_insert import BulkInsert
+from app.extensions import db
+from plugins.events.models import Event
+
+COLUMNS = ("session_id", "tier", "level", "service", "message", "created_at")
+insert_events = BulkInsert(Event.__table__, COLUMNS)
+
+
+def stored(ids: list[int]) -> list[tuple]:
+    return [tuple(row) for row in db.session.execute(
+        select(*(Event.__table__.c[name] for name in COLUMNS)).where(Event.id.in_(ids)).order_by(Event.id))]
+
+
+def test_rows_are_stored_as_the_orm_stores_them(app):
+    moments = [datetime(2026, 11, 22, 10, 0, 0, tzinfo=timezone.utc),        # no microseconds
+               datetime(2026, 11, 22, 10, 0, 0, 123456, tzinfo=timezone.utc)]
+    rows = [{"session_id": None, "tier": None, "level": "info", "service": None, "message": "plain",
+             "created_at": moments[0]},
+            {"session_id": None, "tier": 2, "level": "warning", "service": "web", "message": "é \u2028 quote ' \"",
+             "created_at": moments[1]},
+            {"session_id": None, "tier": 3, "level": "critical", "service": "db", "message": "NUL\x00here",
+             "created_at": moments[1]}]
+    orm = [Event(**row) for row in rows]
+    db.session.add_all(orm)
+    db.session.flush()
+    before = db.session.scalar(select(func.max(Event.id)))
+    insert_events(db.session.connection(), rows)
+    db.session.commit()
+
+    bulk_ids = list(db.session.scalars(select(Event.id).where(Event.id > before).order_by(Event.id)))
+    assert len(bulk_ids) == 3
+    assert stored(bulk_ids) == stored([event.id for event in orm])
+    assert stored(bulk_ids)[2][4] == "NUL\ufffdhere"
+    if db.engine.dialect.name == "sqlite":   # the text itself, as the ORM wrote it
+        raw = "SELECT created_at FROM events WHERE id IN ({}) ORDER BY id"
+        assert (db.session.execute(text(raw.format(",".join(map(str, bulk_ids))))).scalars().all()
+                == db.session.execute(text(raw.format(",".join(str(e.id) for e in orm)))).scalars().all())
+
+
+def test_nothing_to_insert_is_no_statement(app):
+    statements = []
+    event.listen(db.engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
+    insert_events(db.session.connection(), [])
+    assert not [s for s in statements if s.startswith("INSERT")]
