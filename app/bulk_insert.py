@@ -25,7 +25,9 @@ class BulkInsert:
     def __init__(self, table: Table, columns: tuple[str, ...]):
         self.table = table
         self.columns = columns
-        self._compiled: dict[str, tuple[str, Optional[tuple[str, ...]], dict[str, Callable]]] = {}
+        # Per kind of dialect: the SQL, the parameters' order (positional
+        # paramstyles) and the bind processors by column.
+        self._compiled: dict[tuple, tuple[str, Optional[tuple[str, ...]], dict[str, Callable]]] = {}
 
     def __call__(self, connection: Connection, rows: list[dict]) -> None:
         if not rows:
@@ -45,14 +47,15 @@ class BulkInsert:
         connection.exec_driver_sql(sql, params)
 
     def _for(self, dialect: Dialect):
-        if dialect.name not in self._compiled:
+        key = (dialect.name, dialect.driver, dialect.paramstyle)
+        if key not in self._compiled:
             # inline(): no RETURNING of the new ids, which nothing here reads.
             compiled = insert(self.table).inline().compile(dialect=dialect, column_keys=list(self.columns))
             processors = {name: process for name in self.columns
                           if (process := _bind_processor(self.table.c[name].type, dialect)) is not None}
             order = tuple(compiled.positiontup) if compiled.positional else None
-            self._compiled[dialect.name] = (compiled.string, order, processors)
-        return self._compiled[dialect.name]
+            self._compiled[key] = (compiled.string, order, processors)
+        return self._compiled[key]
 
 
 def _bind_processor(column_type, dialect: Dialect) -> Optional[Callable]:

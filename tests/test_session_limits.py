@@ -8,7 +8,7 @@ import json
 import logging
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from app.extensions import db
 from app.models import SessionActivity
@@ -44,6 +44,7 @@ def markers(session) -> list[str]:
 
 
 def test_events_beyond_the_limit_are_logged_and_noted_not_stored(app, fake_cli, caplog):
+    caplog.set_level(logging.DEBUG, logger="plugins.events")
     change({"CLAUDEOPS_EVENTS_MAX_PER_SESSION": 3})
     session = run(fake_cli, "[EVENT:info:a] one\n[EVENT:info:b] two",
                   "[EVENT:warning:c] three\n[EVENT:critical:d] four\n[EVENT:info:e] five",
@@ -52,12 +53,34 @@ def test_events_beyond_the_limit_are_logged_and_noted_not_stored(app, fake_cli, 
     limit_note = "the session reached CLAUDEOPS_EVENTS_MAX_PER_SESSION=3"
     assert warnings(session) == [("event:not stored", f"2 event marker(s) not stored: {limit_note}"),
                                  ("event:not stored", f"1 event marker(s) not stored: {limit_note}")]
-    assert caplog.text.count(limit_note) == 2
+    # The service log warns once per session: an agent flooding markers cannot flood it too.
+    logged = [(r.levelno, r.getMessage()) for r in caplog.records if limit_note in r.getMessage()]
+    assert logged == [(logging.WARNING, f"session {session.id}: 2 event marker(s) not stored: {limit_note} "
+                                        "(further ones in this session are noted in its activity log only)"),
+                      (logging.DEBUG, f"session {session.id}: 1 event marker(s) not stored: {limit_note}")]
     # The service's own notices are still recorded: they are not the agent's to flood.
     plugin_manager().hook.claudeops_notice(level="warning", message="escalation refused", service=None,
                                            run=run_info(session))
     db.session.commit()
     assert db.session.scalar(select(Event.message).order_by(Event.id.desc()).limit(1)) == "escalation refused"
+
+
+def test_each_session_and_each_limit_is_warned_of_once_in_the_service_log(app, fake_cli, caplog):
+    change({"CLAUDEOPS_EVENTS_MAX_PER_SESSION": 1, "CLAUDEOPS_MEMORY_MAX_PER_SESSION": 1})
+    def flood(name: str) -> list[str]:
+        return [f"[EVENT:info:a] event {n}\n[MEMORY:timing:{name}{n}] Takes {n}0s to start after a restart"
+                for n in range(30)]
+    sessions = [run(fake_cli, *flood("web")), run(fake_cli, *flood("db"))]
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "not stored" in r.getMessage()]
+    assert [(m.split(":")[0], "event" in m) for m in warned] == [
+        (f"session {session.id}", kind) for session in sessions for kind in (True, False)]
+    # The activity log still notes every refusal: each marker is stored or noted there.
+    for session in sessions:
+        noted = [title for title, _ in warnings(session)]
+        stored_events = db.session.scalar(select(func.count()).select_from(Event).where(
+            Event.session_id == session.id, Event.message.startswith("event ")))
+        created = db.session.scalar(select(func.count()).select_from(Memory).where(Memory.session_id == session.id))
+        assert (noted.count("event:not stored") + stored_events, noted.count("memory:not stored") + created) == (30, 30)
 
 
 def test_an_event_limit_counts_per_session(app, fake_cli):

@@ -21,6 +21,7 @@ from app.executable import claudeops_command
 from app.hookspecs import hookimpl
 from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection
 from app.plugins import plugin_manager
+from app.session_warnings import warn_once
 from app.timeutil import utcnow
 from plugins.cooldowns import limits, store
 from plugins.cooldowns.markers import parse_cooldown_markers
@@ -79,7 +80,7 @@ def claudeops_markers(text, run):
     if refused:
         why = (f"{refused} cooldown marker(s) not stored: the session reached "
                f"{limits.MAX_PER_SESSION}={limit}")
-        log.warning("session %s: %s", run.session_id, why)
+        warn_once(log, run.session_id, "cooldowns over the limit", why)
         recorded.append(MarkerRecord("cooldown", "not stored", why, stored=False))
     return recorded
 

@@ -11,6 +11,7 @@ from app.extensions import db
 from app.hookspecs import hookimpl
 from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection, Setting, positive_int
 from app.runtime import setting
+from app.session_warnings import warn_once
 from app.timeutil import utcnow
 from plugins.events import staging
 from plugins.events.markers import parse_event_markers
@@ -59,7 +60,7 @@ def claudeops_markers(text, run):
                              marker.message) for marker in kept]
     if refused > 0:
         why = f"{refused} event marker(s) not stored: the session reached {MAX_PER_SESSION}={limit}"
-        log.warning("session %s: %s", run.session_id, why)
+        warn_once(log, run.session_id, "events over the limit", why)
         recorded.append(MarkerRecord("event", "not stored", why, stored=False))
     return recorded
 

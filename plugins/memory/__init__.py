@@ -15,6 +15,7 @@ from app.extensions import db
 from app.hookspecs import hookimpl
 from app.runtime import setting
 from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection
+from app.session_warnings import warn_once
 from plugins.memory import feed, hookspecs, matcher, outcomes, review, settings, store
 from plugins.memory.context import build_memory_context
 from plugins.memory.markers import parse_memory_markers
@@ -54,7 +55,7 @@ def claudeops_markers(text, run):
         if len(marker.observation) > longest:
             why = (f"observation of {len(marker.observation)} characters not stored: "
                    f"{settings.MAX_OBSERVATION}={longest}")
-            log.warning("session %s: memory marker %s: %s", run.session_id, label, why)
+            warn_once(log, run.session_id, "observation too long", f"memory marker {label}: {why}")
             recorded.append(MarkerRecord("memory", f"{label} not stored", why, stored=False))
             continue
         outcome = store.record_observation(marker.category, marker.service, marker.observation, run,
@@ -69,7 +70,7 @@ def claudeops_markers(text, run):
                                      f"#{outcome.memory.id} ({outcome.memory.confidence:g}{state}) {marker.observation}"))
     if refused:
         why = f"{refused} new memory marker(s) not stored: the session reached {settings.MAX_PER_SESSION}={limit}"
-        log.warning("session %s: %s", run.session_id, why)
+        warn_once(log, run.session_id, "memories over the limit", why)
         recorded.append(MarkerRecord("memory", "not stored", why, stored=False))
     return recorded
 

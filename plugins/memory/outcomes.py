@@ -25,6 +25,7 @@ from sqlalchemy import select
 
 from app.extensions import db
 from app.plugin_types import MarkerRecord, RunInfo
+from app.session_warnings import warn_once
 from app.web.apiutil import MAX_ID
 from plugins.memory import store
 from plugins.memory.context import memory_ref
@@ -59,7 +60,8 @@ def record_markers(text: str, run: RunInfo) -> list[MarkerRecord]:
         try:
             memory, before = record_outcome(marker.memory_id, marker.level, marker.note, run)
         except OutcomeRefused as exc:
-            log.warning("session %s: %s not stored: %s", run.session_id, label, exc)
+            # Once per reason (the id included): an agent repeating a refused outcome is not news.
+            warn_once(log, run.session_id, f"outcome refused: {exc}", f"{label} not stored: {exc}")
             recorded.append(MarkerRecord("memory", f"{label} not stored", str(exc), stored=False))
             continue
         recorded.append(MarkerRecord("memory", label,
