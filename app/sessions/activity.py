@@ -59,8 +59,7 @@ class StreamHandler:
         # again would cost a SELECT for every batch.
         self.session_id = session.id
         self.run = run
-        self.redact = redactor().redact
-        self.redact_many = redactor().redact_many
+        self.redactor = redactor()
         self.response_tail = ResponseTail(MAX_RESPONSE_CHARS)
         self.markers = MarkerFanOut(run)
         self.result: Optional[stream.Result] = None
@@ -123,7 +122,7 @@ class StreamHandler:
 
     def _handle_item(self, item: stream.Item) -> None:
         if isinstance(item, stream.AssistantText):
-            text = self.redact(item.text)
+            text = self.redactor.redact(item.text)
             self.response_tail.append(text)
             self._add("text", "API error" if item.is_api_error else None, text, redacted=True)
             if not item.is_api_error:  # the CLI's own error notice is not the agent speaking
@@ -165,7 +164,7 @@ class StreamHandler:
         self._unredacted.append((row, cut))
 
     def _redact_pending(self) -> None:
-        texts = self.redact_many([text for row, _ in self._unredacted for text in (row["title"], row["body"])])
+        texts = self.redactor.redact_many([text for row, _ in self._unredacted for text in (row["title"], row["body"])])
         for (row, cut), title, body in zip(self._unredacted, texts[::2], texts[1::2]):
             row["title"], row["body"] = title, body
             _shorten(row, cut)
