@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.sessions import stream
+from app.sessions.activity import _json as _tool_input_json
 from app.sessions.runner import LineSplitter
 from plugins.cooldowns.commands import recognise
 from plugins.cooldowns.markers import parse_cooldown_markers
@@ -41,6 +42,86 @@ def test_stream_parser_never_raises_anything_but_stream_error(raw):
     except stream.StreamError:
         return
     assert isinstance(items, list)
+
+
+def _standard_library_read(line):
+    """What the parser read before orjson: the standard library alone."""
+    try:
+        return json.loads(line.decode("utf-8") if isinstance(line, bytes) else line)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return stream.StreamError
+
+
+def _fast_read(line):
+    try:
+        return stream._loads(line)
+    except stream.StreamError:
+        return stream.StreamError
+
+
+# Integers within 64 bits: orjson reads a longer one as a float (stream._loads says why).
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-2**63, max_value=2**64 - 1) | st.floats(allow_nan=False)
+    | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4),
+    max_leaves=20)
+
+
+@settings(max_examples=500, deadline=None)
+@given(JSON_VALUES, st.booleans(), st.sampled_from(["", "\n", "\r\n", " "]))
+def test_fast_json_reads_what_the_standard_library_reads(value, ascii_only, end):
+    line = json.dumps(value, ensure_ascii=ascii_only) + end
+    expected = _standard_library_read(line)
+    for form in (line, line.encode("utf-8", "surrogatepass")):
+        assert repr(_fast_read(form)) == repr(expected)   # repr: NaN-free, and tells 1 from 1.0 and True
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.binary(max_size=300), MARKERISH.map(str.encode),
+                 JSON_VALUES.map(lambda value: json.dumps(value).encode()).flatmap(
+                     lambda line: st.integers(0, len(line)).map(lambda cut: line[:cut] + b"\\ud83d" + line[cut:]))))
+def test_fast_json_refuses_exactly_what_the_standard_library_refuses(raw):
+    expected = _standard_library_read(raw)
+    if expected is stream.StreamError or not _holds_huge_integer(expected):
+        assert repr(_fast_read(raw)) == repr(expected)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON_VALUES)
+def test_tool_input_is_shown_as_the_standard_library_indents_it(value):
+    shown = _tool_input_json(value)
+    assert json.loads(shown) == _as_javascript_writes(value)
+    if not _holds_float(value):   # orjson spells some floats otherwise (1e16)
+        assert shown == json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def _as_javascript_writes(value):
+    """Infinity written as null, as JavaScript (and so the activity log) writes it."""
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):
+        return None
+    if isinstance(value, list):
+        return [_as_javascript_writes(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _as_javascript_writes(item) for key, item in value.items()}
+    return value
+
+
+def _holds_float(value) -> bool:
+    if isinstance(value, float):
+        return True
+    if isinstance(value, (list, dict)):
+        return any(_holds_float(item) for item in (value.values() if isinstance(value, dict) else value))
+    return False
+
+
+def _holds_huge_integer(value) -> bool:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return not -2**63 <= value < 2**64
+    if isinstance(value, list):
+        return any(_holds_huge_integer(item) for item in value)
+    if isinstance(value, dict):
+        return any(_holds_huge_integer(item) for item in value.values())
+    return False
 
 
 @settings(max_examples=300, deadline=None)

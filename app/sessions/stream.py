@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
+import orjson
+
 
 class StreamError(ValueError):
     """A line that is not a stream-json object."""
@@ -25,6 +27,7 @@ class StreamError(ValueError):
 # Python decodes it to a string no database driver will store, so it becomes
 # U+FFFD.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE_BYTES = re.compile(_SURROGATE_ESCAPE.pattern.encode())
 
 
 @dataclass(frozen=True)
@@ -85,16 +88,9 @@ def parse_line(line: Union[bytes, str]) -> list[Item]:
     """Parse one line into items (an assistant line may, in principle, hold
     several blocks). Raises ``StreamError`` for anything that is not a JSON
     object with a string ``type``."""
-    if isinstance(line, bytes):
-        try:
-            line = line.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise StreamError(f"not UTF-8 at byte {exc.start}") from None
-    try:
-        obj = json.loads(line)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise StreamError(f"not JSON: {exc}") from None
-    if _SURROGATE_ESCAPE.search(line):
+    obj = _loads(line)
+    surrogates = _SURROGATE_ESCAPE_BYTES if isinstance(line, bytes) else _SURROGATE_ESCAPE
+    if surrogates.search(line):
         try:
             obj = _replace_lone_surrogates(obj)
         except RecursionError:
@@ -105,6 +101,30 @@ def parse_line(line: Union[bytes, str]) -> list[Item]:
     if parser is None:
         return [Ignored(obj["type"])]
     return parser(obj)
+
+
+def _loads(line: Union[bytes, str]) -> Any:
+    """The line's JSON value. orjson reads it first: it is several times as
+    fast as the standard library and checks the UTF-8 itself. What it refuses
+    is read again by the standard library, which takes more (NaN, lone
+    surrogate escapes, numbers beyond a double) and says what is wrong.
+
+    One difference remains: orjson reads an integer beyond 64 bits as a
+    float. The CLI is a JavaScript program, whose numbers are all doubles, so
+    it never writes one."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        pass
+    if isinstance(line, bytes):
+        try:
+            line = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise StreamError(f"not UTF-8 at byte {exc.start}") from None
+    try:
+        return json.loads(line)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise StreamError(f"not JSON: {exc}") from None
 
 
 def _replace_lone_surrogates(value: Any) -> Any:
