@@ -126,11 +126,18 @@ def test_decay_and_listings_use_their_indexes(app):
     from plugins.memory.tally import vouched_query
     assert "ix_memory_history_session_id_action" in plan(vouched_query(7))
     # A memory marker's candidates: its service and category, not every active memory.
-    from plugins.memory.candidates import MOST_TRUSTED
+    from plugins.memory.candidates import MOST_TRUSTED, QUERIES
     for general in (True, False):
         matched = plan(MOST_TRUSTED[general].limit(50).params(category="timing", service="web"))
         assert "ix_memories_service_category_active_confidence (service=? AND category=? AND active=?)" \
             in matched, matched
+        # With the rejected ones: their own range, not every memory of the service and category.
+        compiled = QUERIES[general, True].compile(dialect=db.engine.dialect)
+        values = compiled.construct_params({"category": "timing", "service": "web", "most": 50})
+        both = " ".join(row[3] for row in db.session.connection().exec_driver_sql(
+            f"EXPLAIN QUERY PLAN {compiled}", tuple(values[name] for name in compiled.positiontup)))
+        assert "ix_memories_service_category_status_confidence (service=? AND category=? AND status=?)" \
+            in both, both
     # Each session's context (approved, active, confident enough; most trusted
     # first) and its count, and the review inbox.
     from plugins.memory import context, review

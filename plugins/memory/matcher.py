@@ -107,7 +107,14 @@ def contradicts(a: Features, b: Features) -> bool:
     return bool(a.quantities and b.quantities and not (a.quantities & b.quantities))
 
 
-@lru_cache(maxsize=4096)   # the same stored observations are compared again with every new one
+# The same stored observations are compared again with every new one: room
+# for the 50 candidates of some 300 services and categories (about 20 MB at
+# the most). Smaller, a stream's markers for more services than it holds
+# would each work out all 50 of their candidates again (1 ms a marker).
+FEATURES_CACHE_SIZE = 16_384
+
+
+@lru_cache(maxsize=FEATURES_CACHE_SIZE)
 def features(text: str) -> Features:
     tokens = _tokens(text)
     words: set[str] = set()

@@ -45,8 +45,10 @@ class Memory(db.Model):
         Index("ix_memories_status_active_confidence_updated_at", "status", "active", "confidence", "updated_at"),
         Index("ix_memories_status_updated_at_id", "status", "updated_at", "id"),
         Index("ix_memories_active_pinned_decay_due_at", "active", "pinned", "decay_due_at"),
-        # What a new observation is matched against (plugins/memory/candidates.py).
+        # What a new observation is matched against (plugins/memory/candidates.py):
+        # the live memories of its service and category, and the rejected ones.
         Index("ix_memories_service_category_active_confidence", "service", "category", "active", "confidence"),
+        Index("ix_memories_service_category_status_confidence", "service", "category", "status", "confidence"),
         # Ids are never reused, so the history of a deleted memory can never
         # be mistaken for a newer one's.
         {"sqlite_autoincrement": True},
