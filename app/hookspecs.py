@@ -85,6 +85,45 @@ def claudeops_markers(text, run):
 
 
 @hookspec
+def claudeops_markers_flush(run):
+    """Write what ``claudeops_markers`` deferred, before the stream's batch is committed.
+
+    Called before every commit of the stream's batch (at least every half
+    second while markers arrive, and when the stream ends), inside an
+    application context. A plugin whose markers each cost a database round
+    trip can collect them in ``claudeops_markers`` and write them here all
+    at once, then ``fill`` the ``PendingRecords`` it returned for them.
+
+    :param RunInfo run: the running session.
+    :returns: ``None``.
+
+    All implementations are called, each on its own: one that raises is
+    logged, its own rows written here are rolled back (a savepoint), and the
+    others and the session go on; records it did not fill are shown as lost.
+    Do not commit here.
+    """
+
+
+@hookspec
+def claudeops_marker_tags():
+    """Name the text that opens a plugin's markers, so that its
+    ``claudeops_markers`` is given only the text blocks that may hold one.
+
+    Called once per session, when its stream handler starts.
+
+    :returns: a list of strings, one of which every marker the plugin reads
+        begins with (``["[TODO:"]``), matched case-sensitively as written. Its
+        ``claudeops_markers`` is then called only for text blocks containing
+        one of them: most of a stream holds no marker of any one plugin, and
+        calling every plugin for every block costs more than the markers. A
+        plugin that does not implement this hook (or returns ``None``) is
+        called for every text block.
+
+    All implementations are called; each answers for its own plugin only.
+    """
+
+
+@hookspec
 def claudeops_prompt_context(run):
     """Contribute a section to the session's system prompt.
 

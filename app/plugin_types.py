@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from flask import Blueprint
 
@@ -60,6 +60,20 @@ class MarkerRecord:
     label: str
     summary: str = ""
     stored: bool = True
+
+
+class PendingRecords:
+    """Records a plugin will know only once it has written its batch: return
+    one from ``claudeops_markers`` in place of the records, and ``fill`` it
+    in ``claudeops_markers_flush``. The activity log shows the records where
+    the text block was; one never filled (the flush failed) is shown as a
+    warning that the block's records were lost."""
+
+    def __init__(self) -> None:
+        self.records: Optional[list[MarkerRecord]] = None
+
+    def fill(self, records: Iterable[MarkerRecord]) -> None:
+        self.records = list(records)
 
 
 @dataclass(frozen=True)

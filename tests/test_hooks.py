@@ -17,7 +17,7 @@ from app.config import PROJECT_ROOT
 from app.extensions import db
 from app.hookspecs import hookimpl
 from app.models import SessionActivity
-from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection
+from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PendingRecords, PromptSection
 from app.plugins import BUILTIN_PLUGINS, ENTRY_POINT_GROUP, make_plugin_manager
 from plugins.events.models import Event
 from tests import streamlines as sl
@@ -136,6 +136,124 @@ def test_hook_claudeops_markers_a_failing_plugin_loses_only_its_own_work(tmp_pat
         assert session.status == "completed"
         assert db.session.scalars(select(Event.message)).all() == ["disk"]
     assert "plugin bug" in caplog.text
+
+
+# --- claudeops_markers_flush ---------------------------------------------------
+
+class Deferring:
+    """Queues each [PING] and writes the queue as events in claudeops_markers_flush."""
+
+    def __init__(self, fail: bool = False):
+        self.queued, self.flushes, self.fail = [], 0, fail
+
+    @hookimpl
+    def claudeops_markers(self, text, run):
+        if "[PING]" not in text:
+            return None
+        pending = PendingRecords()
+        self.queued.append((text, pending))
+        return [MarkerRecord("ping", "seen", "before the batch"), pending]
+
+    @hookimpl
+    def claudeops_markers_flush(self, run):
+        self.flushes += 1
+        for text, pending in self.queued:
+            db.session.add(Event(level="info", message=f"deferred {text}", session_id=run.session_id))
+        db.session.flush()
+        if self.fail:
+            raise RuntimeError("flush bug")
+        for n, (text, pending) in enumerate(self.queued):
+            pending.fill([MarkerRecord("ping", f"written {n}", text), MarkerRecord("ping", "again", text)])
+        self.queued = []
+
+
+def _activity(session_id):
+    return db.session.execute(select(SessionActivity.kind, SessionActivity.title).where(
+        SessionActivity.session_id == session_id).order_by(SessionActivity.id)).all()
+
+
+def test_hook_claudeops_markers_flush_fills_the_records_in_their_place(tmp_path, fake_cli):
+    deferring = Deferring()
+    app = make_app(tmp_path, plugins=[deferring])
+    fake_cli(sl.steps(sl.init(), sl.text("one [PING]"), sl.text("between"), sl.text("two [PING]"), sl.result("ok")))
+    with app.app_context():
+        from app.sessions import control
+        from app.sessions.manager import run_session
+        session = run_session(control.claim(control.enqueue().id))
+        activity = [row for row in _activity(session.id) if row.kind in ("text", "marker", "warning")]
+        events = db.session.scalars(select(Event.message).where(Event.session_id == session.id)).all()
+    assert activity == [("text", None), ("marker", "ping:seen"), ("marker", "ping:written 0"), ("marker", "ping:again"),
+                        ("text", None), ("text", None), ("marker", "ping:seen"), ("marker", "ping:written 1"),
+                        ("marker", "ping:again")]
+    assert sorted(events) == ["deferred one [PING]", "deferred two [PING]"]
+    assert deferring.flushes >= 1 and deferring.queued == []
+
+
+def test_hook_claudeops_markers_flush_a_failing_plugin_loses_only_its_own_work(tmp_path, fake_cli, caplog):
+    app = make_app(tmp_path, plugins=[Deferring(fail=True)])
+    fake_cli(sl.steps(sl.init(), sl.text("[PING] and [EVENT:warning:nas] disk"), sl.result("ok")))
+    with app.app_context():
+        from app.sessions import control
+        from app.sessions.manager import run_session
+        session = run_session(control.claim(control.enqueue().id))
+        assert session.status == "completed"
+        activity = _activity(session.id)
+        events = db.session.scalars(select(Event.message).where(Event.session_id == session.id)).all()
+    assert ("warning", "markers:lost") in activity and ("marker", "event:warning:nas") in activity
+    assert events == ["disk"]   # the plugin's own rows rolled back, the events plugin's kept
+    assert "flush bug" in caplog.text
+
+
+# --- claudeops_marker_tags ---------------------------------------------------
+
+def test_hook_claudeops_marker_tags_only_blocks_with_a_tag_reach_the_plugin(tmp_path, fake_cli, caplog):
+    class Tagged(Recorder):
+        @hookimpl
+        def claudeops_marker_tags(self):
+            return ["[PING]", "[PONG:"]
+
+    class Unusable(Recorder):
+        @hookimpl
+        def claudeops_marker_tags(self):
+            return "[PING]"   # a string, not a list of them
+
+    class Failing(Recorder):
+        @hookimpl
+        def claudeops_marker_tags(self):
+            raise RuntimeError("tags bug")
+
+    tagged, untagged, unusable, failing = Tagged(), Recorder(), Unusable(), Failing()
+    app = make_app(tmp_path, plugins=[tagged, untagged, unusable, failing])
+    texts = ["first [PING]", "nothing here", "a [PONG:x] and", "[ping] is not [PING"]
+    fake_cli(sl.steps(sl.init(), *(sl.text(text) for text in texts), sl.tool_result("[PING] tool output"),
+                      sl.result("done")))
+    with app.app_context():
+        from app.sessions import control
+        from app.sessions.manager import run_session
+        run_session(control.claim(control.enqueue().id))
+        badges = db.session.scalars(select(SessionActivity.title).where(SessionActivity.kind == "marker")).all()
+    assert [text for text, _, _ in tagged.texts] == ["first [PING]", "a [PONG:x] and"]
+    # No tags, or tags that cannot be used: every block, as before the hook.
+    for plugin in (untagged, unusable, failing):
+        assert [text for text, _, _ in plugin.texts] == texts
+    assert badges.count("ping:pong") == 4
+    assert "must return a list of non-empty strings" in caplog.text and "tags bug" in caplog.text
+
+
+def test_hook_claudeops_marker_tags_of_the_builtins_begin_their_markers():
+    """Each built-in's tags are where its marker patterns begin: a block
+    without them holds none of its markers."""
+    import re
+
+    from plugins.cooldowns.markers import ANY_COOLDOWN_MARKER, MARKER_TAGS as COOLDOWN_TAGS
+    from plugins.escalation import ESCALATE_MARKER, MARKER_TAG as ESCALATE_TAG
+    from plugins.events.markers import EVENT_MARKER, MARKER_TAGS as EVENT_TAGS
+    from plugins.memory.markers import ANY_MEMORY_MARKER, ANY_OUTCOME_MARKER, MARKER_TAGS as MEMORY_TAGS
+    for patterns, tags in ((ANY_COOLDOWN_MARKER, COOLDOWN_TAGS), (ESCALATE_MARKER, (ESCALATE_TAG,)),
+                           (EVENT_MARKER, EVENT_TAGS), (ANY_MEMORY_MARKER, MEMORY_TAGS[:1]),
+                           (ANY_OUTCOME_MARKER, MEMORY_TAGS[1:])):
+        assert patterns.pattern.startswith(re.escape(tags[0]).replace("\\:", ":")), (patterns.pattern, tags)
+        assert not patterns.flags & re.IGNORECASE
 
 
 # --- claudeops_prompt_context ---------------------------------------------

@@ -310,9 +310,12 @@ def test_proposals_are_news_too(app, fake_cli, review_on):
                                          "— against: Must be started after WireGuard")]
 
 
-def test_notices_stay_within_the_memory_limit_and_count_as_the_sessions_events(app, fake_cli):
+def test_notices_stay_within_the_memory_limit_and_count_as_the_sessions_events(app, fake_cli, monkeypatch):
     """One notice per memory stored: the memory limit bounds them. They are
-    always stored and count towards the events limit, like every notice."""
+    always stored and count towards the events limit, like every notice,
+    from the batch in which their markers are written on: here every line
+    is a batch of its own."""
+    monkeypatch.setattr("app.sessions.activity.COMMIT_EVERY_LINES", 1)
     change({"CLAUDEOPS_MEMORY_MAX_PER_SESSION": 2, "CLAUDEOPS_EVENTS_MAX_PER_SESSION": 3})
     session, _ = run(fake_cli, "[MEMORY:timing:a] Starts in 10s\n[MEMORY:timing:b] Starts in 20s\n"
                                "[MEMORY:timing:c] Starts in 30s",
@@ -325,6 +328,17 @@ def test_notices_stay_within_the_memory_limit_and_count_as_the_sessions_events(a
     assert warnings == [
         "1 new memory marker(s) not stored: the session reached CLAUDEOPS_MEMORY_MAX_PER_SESSION=2",
         "2 event marker(s) not stored: the session reached CLAUDEOPS_EVENTS_MAX_PER_SESSION=3"]
+
+
+def test_notices_are_sent_when_their_batch_is_written(app, fake_cli):
+    """Markers of one batch: the memory notices are sent when the batch is
+    written, after its event markers were counted, and are stored all the same."""
+    change({"CLAUDEOPS_MEMORY_MAX_PER_SESSION": 2, "CLAUDEOPS_EVENTS_MAX_PER_SESSION": 3})
+    run(fake_cli, "[MEMORY:timing:a] Starts in 10s\n[MEMORY:timing:b] Starts in 20s",
+        "[EVENT:info:a] one\n[EVENT:info:b] two\n[EVENT:info:c] three")
+    messages = [message for _, _, _, message in feed()]
+    assert [m.split(":")[0] for m in messages] == ["New memory #1 [timing", "New memory #2 [timing", "one", "two",
+                                                   "three"]
 
 
 def test_a_failing_feed_loses_no_memory(app, fake_cli, caplog):

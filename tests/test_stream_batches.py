@@ -18,6 +18,7 @@ from app.sessions import activity, control
 from app.sessions.activity import StreamHandler, _json
 from app.sessions.manager import run_info
 from app.sessions.response import ResponseTail
+from plugins.cooldowns.models import CooldownAction
 from plugins.events.models import Event
 from plugins.memory.models import Memory
 from tests import streamlines as sl
@@ -110,16 +111,22 @@ def test_a_failing_plugin_loses_only_its_own_rows(tmp_path, plugin, caplog):
     app = make_app(tmp_path, plugins=[plugin])
     with app.app_context():
         handler = new_handler()
-        # The memory plugin writes (and flushes) before the failure in the same batch.
-        handler.handle_line(line(sl.text("[MEMORY:timing:web] Takes 40s to start after a restart")))
+        # The cooldowns plugin writes (and flushes) its row before the failure in the
+        # same batch; the memory plugin's marker is written at the commit.
+        handler.handle_line(line(sl.text("[MEMORY:timing:web] Takes 40s to start after a restart\n"
+                                         "[COOLDOWN:restart:web] success")))
         handler.handle_line(line(sl.text("[FAIL] [EVENT:critical:nas] disk gone")))
         handler.handle_line(line(sl.tool_use("df -h")))
         handler.close()
         db.session.expire_all()
-        assert db.session.scalars(select(Event.message)).all() == [NOTICE, "disk gone"]
-        assert db.session.scalars(select(Memory.observation)).all() == ["Takes 40s to start after a restart"]
+        (memory,) = db.session.scalars(select(Memory)).all()
+        assert memory.observation == "Takes 40s to start after a restart"
+        # On PostgreSQL the failed plugin's memory took id 1 from the sequence.
+        assert db.session.scalars(select(Event.message)).all() == [NOTICE.replace("#1", f"#{memory.id}"),
+                                                                   "disk gone"]
+        assert db.session.scalars(select(CooldownAction.service)).all() == ["web"]
         kinds = db.session.scalars(select(SessionActivity.kind).order_by(SessionActivity.id)).all()
-        assert kinds == ["text", "marker", "text", "marker", "tool_use"]
+        assert kinds == ["text", "marker", "marker", "text", "marker", "tool_use"]
     assert "plugin bug" in caplog.text
 
 

@@ -19,7 +19,7 @@ import orjson
 from app.bulk_insert import BulkInsert
 from app.extensions import db
 from app.models import Session, SessionActivity
-from app.plugin_types import MarkerRecord, RunInfo
+from app.plugin_types import MarkerRecord, PendingRecords, RunInfo
 from app.redaction import redactor
 from app.sessions import stream
 from app.sessions.fanout import MarkerFanOut
@@ -68,6 +68,7 @@ class StreamHandler:
         self.line_number = 0
         self.skipped = 0
         self._rows: list[dict] = []          # activity not yet written
+        self._pending: list[tuple[dict, PendingRecords]] = []   # rows standing for records to come
         self._unredacted: list[tuple[dict, int]] = []   # rows of it not yet redacted, each with what was cut
         self._lines_since_commit = 0
         self._last_commit = time.monotonic()
@@ -107,6 +108,9 @@ class StreamHandler:
 
     def commit(self) -> None:
         """Write the pending activity and commit it with the plugins' rows."""
+        self.markers.flush()
+        if self._pending:
+            self._fill_pending()
         if self._unredacted:
             self._redact_pending()
         if self._rows:
@@ -146,17 +150,44 @@ class StreamHandler:
     def _fan_out(self, text: str) -> None:
         for record in self.markers(text):
             if isinstance(record, MarkerRecord):
-                # A marker a plugin refused (a per-session limit, say) is a warning, not a record.
-                self._add("marker" if record.stored else "warning", f"{record.kind}:{record.label}"[:200],
-                          record.summary)
+                self._add_record(record)
+            elif isinstance(record, PendingRecords):
+                # Its place in the log, kept until the plugin has written its batch.
+                self._pending.append((self._add("marker", None, None, redacted=True), record))
 
-    def _add(self, kind: str, title: Optional[str], body: Optional[str], redacted: bool = False) -> None:
-        # Written with the next commit, in one statement for many rows.
-        row = {"session_id": self.session_id, "kind": kind, "title": title, "body": body, "created_at": utcnow()}
+    def _add_record(self, record: MarkerRecord, row: Optional[dict] = None) -> None:
+        # A marker a plugin refused (a per-session limit, say) is a warning, not a record.
+        self._add("marker" if record.stored else "warning", f"{record.kind}:{record.label}"[:200],
+                  record.summary, row=row)
+
+    def _fill_pending(self) -> None:
+        """Each placeholder row becomes the records it stood for (none, one or
+        several, in its place)."""
+        rows, self._rows = self._rows, []
+        places = {id(row): pending for row, pending in self._pending}
+        self._pending = []
+        for row in rows:
+            pending = places.get(id(row))
+            if pending is None:
+                self._rows.append(row)
+                continue
+            records = pending.records
+            if records is None:
+                records = [MarkerRecord("markers", "lost", "a plugin failed to write this block's records; "
+                                        "see the service log", stored=False)]
+            for record in records:
+                self._add_record(record, row=dict(row))
+
+    def _add(self, kind: str, title: Optional[str], body: Optional[str], redacted: bool = False,
+             row: Optional[dict] = None) -> dict:
+        """A row written with the next commit, in one statement for many rows
+        (``row``: one whose place and time to take)."""
+        row = row if row is not None else {"session_id": self.session_id, "created_at": utcnow()}
+        row.update(kind=kind, title=title, body=body)
         self._rows.append(row)
         if redacted:
             _shorten(row)
-            return
+            return row
         # Redacted with the rest of the batch, in one scan (Redactor.redact_many).
         # Meanwhile only so much is kept that a secret reaching into what
         # will be shown is still whole.
@@ -164,6 +195,7 @@ class StreamHandler:
         if body is not None and len(body) > UNREDACTED_KEPT:
             row["body"], cut = body[:UNREDACTED_KEPT], len(body) - UNREDACTED_KEPT
         self._unredacted.append((row, cut))
+        return row
 
     def _redact_pending(self) -> None:
         texts = self.redactor.redact_many([text for row, _ in self._unredacted for text in (row["title"], row["body"])])

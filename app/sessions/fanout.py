@@ -10,6 +10,9 @@ a new one is taken only if something was written since the last mark. A
 call that raises rolls back to the mark, which is exactly the state before
 it; with no mark since the last commit, nothing was written since then and
 the whole transaction is rolled back.
+
+A plugin that names its markers' tags (``claudeops_marker_tags``) is called
+only for the blocks that contain one: most blocks hold no marker at all.
 """
 from __future__ import annotations
 
@@ -29,6 +32,8 @@ from app.plugins import flatten, plugin_manager
 log = logging.getLogger(__name__)
 
 HOOK = "claudeops_markers"
+TAGS_HOOK = "claudeops_marker_tags"
+FLUSH_HOOK = "claudeops_markers_flush"
 _NOT_WRITES = ("SELECT", "PRAGMA", "SAVEPOINT", "RELEASE", "ROLLBACK", "BEGIN", "COMMIT")
 _statements_that_write = 0
 
@@ -47,8 +52,13 @@ class MarkerFanOut:
     def __init__(self, run: RunInfo):
         self.run = run
         # The plugins are fixed while the service runs: look them up once, not per text block.
-        self.impls = [impl for impl in reversed(getattr(plugin_manager().hook, HOOK).get_hookimpls())
+        hooks = plugin_manager().hook
+        tags = _tags_by_plugin(getattr(hooks, TAGS_HOOK).get_hookimpls())
+        self.impls = [(impl, tags.get(impl.plugin_name))
+                      for impl in reversed(getattr(hooks, HOOK).get_hookimpls())
                       if not (impl.hookwrapper or impl.wrapper)]  # wrappers need pluggy's own call loop
+        self.flushes = [impl for impl in reversed(getattr(hooks, FLUSH_HOOK).get_hookimpls())
+                        if not (impl.hookwrapper or impl.wrapper)]
         self.savepoint: Optional[SessionTransaction] = None
         self.marked_at: Optional[int] = None   # write count when the state was last marked
         self.committed()
@@ -60,11 +70,14 @@ class MarkerFanOut:
 
     def __call__(self, text: str) -> list[Any]:
         """Every plugin's records for ``text``, flattened, in pluggy's order."""
+        due = [impl for impl, tags in self.impls if tags is None or any(tag in text for tag in tags)]
+        if not due:
+            return []
         kwargs = {"text": text, "run": self.run}
         session = db.session()
         session.flush()   # the caller's own changes are no plugin's to lose
         results = []
-        for impl in self.impls:
+        for impl in due:
             self._mark_if_written(session)
             try:
                 result = impl.function(*(kwargs[name] for name in impl.argnames))
@@ -80,6 +93,35 @@ class MarkerFanOut:
             if result is not None:
                 results.append(result)
         return flatten(results)
+
+    def flush(self) -> None:
+        """Before the batch is committed: every plugin writes what its
+        markers deferred, each in a savepoint of its own (once a batch, so
+        one each is cheap)."""
+        if not self.flushes:
+            return
+        session = db.session()
+        session.flush()
+        kwargs = {"run": self.run}
+        for impl in self.flushes:
+            savepoint = session.begin_nested()
+            try:
+                impl.function(*(kwargs[name] for name in impl.argnames))
+                session.flush()
+            except Exception as exc:
+                if storage_fault(exc):
+                    raise
+                log.exception("plugin %s failed in %s", impl.plugin_name, FLUSH_HOOK)
+                try:
+                    savepoint.rollback()
+                except InvalidRequestError:   # the plugin committed, closing it
+                    session.rollback()
+                continue
+            if savepoint.is_active:
+                savepoint.commit()
+        # Whatever was marked before is released or rolled back by now.
+        self.savepoint = None
+        self.marked_at = None
 
     def _mark_if_written(self, session: Session) -> None:
         if self.savepoint is not None and not self.savepoint.is_active:
@@ -104,3 +146,22 @@ class MarkerFanOut:
         # Whatever the failed call left, the next one starts from a fresh mark.
         self.savepoint = None
         self.marked_at = None
+
+
+def _tags_by_plugin(impls) -> dict[str, tuple[str, ...]]:
+    """Each plugin's marker tags; a plugin whose answer is unusable gets every block."""
+    tags = {}
+    for impl in impls:
+        try:
+            answer = impl.function()
+        except Exception:
+            log.exception("plugin %s failed in %s; it is given every text block", impl.plugin_name, TAGS_HOOK)
+            continue
+        if answer is None:
+            continue
+        if isinstance(answer, str) or not all(isinstance(tag, str) and tag for tag in answer):
+            log.warning("plugin %s: %s must return a list of non-empty strings, not %r; "
+                        "it is given every text block", impl.plugin_name, TAGS_HOOK, answer)
+            continue
+        tags[impl.plugin_name] = tuple(answer)
+    return tags

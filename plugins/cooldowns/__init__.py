@@ -24,7 +24,7 @@ from app.plugins import plugin_manager
 from app.session_warnings import warn_once
 from app.timeutil import utcnow
 from plugins.cooldowns import limits, store
-from plugins.cooldowns.markers import parse_cooldown_markers
+from plugins.cooldowns.markers import MARKER_TAGS, parse_cooldown_markers
 from plugins.cooldowns.prompt import cooldown_prompt
 
 log = logging.getLogger(__name__)
@@ -49,6 +49,11 @@ def claudeops_cli_settings(run):
     command = shlex.join([sys.executable, "-S", str(PREFILTER)] + full_check)
     return {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
         {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECONDS}]}]}}
+
+
+@hookimpl
+def claudeops_marker_tags():
+    return list(MARKER_TAGS)
 
 
 @hookimpl

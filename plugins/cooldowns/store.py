@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Iterable, Optional
 
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
+from sqlalchemy.orm import Session
 
 from app.extensions import db
 from app.timeutil import isoformat, utcnow
@@ -23,6 +24,7 @@ from plugins.cooldowns.models import COUNTED, DENIED, HOOK, MARKER, PENDING, Coo
 
 # How far back the status lists a service that has gone quiet.
 STATUS_DAYS = 7
+SESSION_ROWS = "claudeops.cooldowns.session_rows"
 
 
 @dataclass(frozen=True)
@@ -125,14 +127,35 @@ def record_outcome(action: str, service: str, outcome: str, message: str, sessio
         row = CooldownAction(service=service, action=action, source=MARKER, session_id=session_id, tier=tier,
                              created_at=now)
         db.session.add(row)
+        if session_id is not None:
+            note_session_row(session_id)
     row.outcome, row.message, row.reported_at = outcome, message or None, now
     return row, created
 
 
 def session_rows(session_id: int) -> int:
-    """Rows a session has (hook and marker, every outcome): what its limit counts."""
-    return db.session.scalar(select(func.count()).select_from(CooldownAction)
-                             .where(CooldownAction.session_id == session_id))
+    """Rows a session has (hook and marker, every outcome): what its limit
+    counts. Read once a transaction, then counted as markers add rows: a
+    stream's batch may hold hundreds of reports, and the hook's rows,
+    written by another process, are seen from the next transaction on anyway."""
+    counts = db.session.info.setdefault(SESSION_ROWS, {})
+    if session_id not in counts:
+        counts[session_id] = db.session.scalar(select(func.count()).select_from(CooldownAction)
+                                               .where(CooldownAction.session_id == session_id))
+    return counts[session_id]
+
+
+def note_session_row(session_id: int) -> None:
+    """A marker added a row to the session (``record_outcome`` created one)."""
+    counts = db.session.info.get(SESSION_ROWS, {})
+    if session_id in counts:
+        counts[session_id] += 1
+
+
+@event.listens_for(Session, "after_commit")
+@event.listens_for(Session, "after_soft_rollback")
+def _count_again(session: Session, *_) -> None:
+    session.info.pop(SESSION_ROWS, None)
 
 
 def recent(service: Optional[str] = None, action: Optional[str] = None, outcome: Optional[str] = None):

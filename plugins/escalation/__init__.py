@@ -16,6 +16,7 @@ from app.models import Session, SessionActivity
 from app.plugin_types import MarkerRecord, PromptSection
 from app.runtime import setting
 
+MARKER_TAG = "[ESCALATE]"
 ESCALATE_MARKER = re.compile(r"\[ESCALATE\][ \t]*(?P<reason>[^\n]+)")
 MAX_RESPONSE_CHARS = 4000
 MAX_RECORDS_PER_SESSION = 50
@@ -24,6 +25,11 @@ MAX_RECORDS_PER_SESSION = 50
 def _requests() -> dict[int, str]:
     """Requests of running sessions, until the host asks (one process runs sessions)."""
     return current_app.extensions.setdefault("claudeops.escalation_requests", {})
+
+
+@hookimpl
+def claudeops_marker_tags():
+    return [MARKER_TAG]
 
 
 @hookimpl

@@ -14,7 +14,7 @@ from app.runtime import setting
 from app.session_warnings import warn_once
 from app.timeutil import utcnow
 from plugins.events import staging
-from plugins.events.markers import parse_event_markers
+from plugins.events.markers import MARKER_TAGS, parse_event_markers
 from plugins.events.models import Event
 from plugins.events.relevance import services_in_trouble
 
@@ -41,6 +41,11 @@ def claudeops_settings():
                     "Most events one session may record; markers beyond it are logged and noted in the "
                     "activity log, not stored.", positive_int, runtime=True,
                     schema={"type": "integer", "minimum": 1})]
+
+
+@hookimpl
+def claudeops_marker_tags():
+    return list(MARKER_TAGS)
 
 
 @hookimpl

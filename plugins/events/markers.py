@@ -26,6 +26,8 @@ LEVEL_ALIASES = {
 MAX_MESSAGE_CHARS = 2000
 MAX_SERVICE_CHARS = 100
 
+# What every event marker begins with (the ``claudeops_marker_tags`` hook).
+MARKER_TAGS = ("[EVENT:",)
 EVENT_MARKER = re.compile(
     r"\[EVENT:(?P<level>[A-Za-z]+)(?::(?P<service>[A-Za-z0-9_.\-/]+))?\][ \t]*"
     r"(?P<message>(?:(?!\[[A-Z]+:)[^\n])*)")

@@ -16,9 +16,9 @@ from app.hookspecs import hookimpl
 from app.runtime import setting
 from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection
 from app.session_warnings import warn_once
-from plugins.memory import feed, hookspecs, matcher, outcomes, review, settings, store
+from plugins.memory import batch, feed, hookspecs, matcher, outcomes, review, settings, store
 from plugins.memory.context import build_memory_context
-from plugins.memory.markers import parse_memory_markers
+from plugins.memory.markers import MARKER_TAGS, parse_memory_markers
 from plugins.memory.models import APPROVED, Memory, MemoryInjection
 from plugins.memory.relevance import relevant_services
 from plugins.memory.settings import BUDGET_SETTING
@@ -42,37 +42,69 @@ def claudeops_memory_match(category, service, observation, candidates):
 
 
 @hookimpl
+def claudeops_marker_tags():
+    return list(MARKER_TAGS)
+
+
+@hookimpl
 def claudeops_markers(text, run):
     scored = outcomes.record_markers(text, run)
     markers = parse_memory_markers(text)
     if not markers:
         return scored or None
-    longest, limit = settings.max_observation_chars(), settings.max_new_per_session()
-    created = store.created_by_session(run.session_id)
-    recorded, refused = scored, 0
+    longest = settings.max_observation_chars()
+    recorded, kept = scored, []
     for marker in markers:
-        label = f"{marker.category}:{marker.service or 'general'}"
         if len(marker.observation) > longest:
             why = (f"observation of {len(marker.observation)} characters not stored: "
                    f"{settings.MAX_OBSERVATION}={longest}")
-            warn_once(log, run.session_id, "observation too long", f"memory marker {label}: {why}")
-            recorded.append(MarkerRecord("memory", f"{label} not stored", why, stored=False))
-            continue
-        outcome = store.record_observation(marker.category, marker.service, marker.observation, run,
-                                           may_create=created < limit)
+            warn_once(log, run.session_id, "observation too long", f"memory marker {_label(marker)}: {why}")
+            recorded.append(MarkerRecord("memory", f"{_label(marker)} not stored", why, stored=False))
+        else:
+            kept.append(marker)
+    if kept:   # recorded with the rest of the batch: claudeops_markers_flush
+        recorded.append(batch.queue(run, kept))
+    return recorded or None
+
+
+@hookimpl
+def claudeops_markers_flush(run):
+    queued = batch.take(run)
+    if not queued:
+        return
+    outcomes = iter(batch.record_all([marker for markers, _ in queued for marker in markers], run))
+    for markers, pending in queued:
+        pending.fill(_records(markers, [next(outcomes) for _ in markers], run))
+
+
+def _records(markers: list, outcomes: list[store.Recorded], run) -> list[MarkerRecord]:
+    """One text block's records, and its new memories told to the feed."""
+    recorded, refused = [], 0
+    for marker, outcome in zip(markers, outcomes):
         if outcome.memory is None:
             refused += 1
             continue
-        created += outcome.relation in (store.CREATED, store.CONTRADICTED)
         feed.tell(outcome, run)
         state = "" if outcome.memory.status == APPROVED else f", {outcome.memory.status}"
-        recorded.append(MarkerRecord("memory", f"{label} {outcome.relation}",
+        recorded.append(MarkerRecord("memory", f"{_label(marker)} {outcome.relation}",
                                      f"#{outcome.memory.id} ({outcome.memory.confidence:g}{state}) {marker.observation}"))
     if refused:
+        limit = settings.max_new_per_session()
         why = f"{refused} new memory marker(s) not stored: the session reached {settings.MAX_PER_SESSION}={limit}"
         warn_once(log, run.session_id, "memories over the limit", why)
         recorded.append(MarkerRecord("memory", "not stored", why, stored=False))
     return recorded
+
+
+def _label(marker) -> str:
+    return f"{marker.category}:{marker.service or 'general'}"
+
+
+@hookimpl
+def claudeops_session_finished(run, result):
+    # Written at the stream's last commit; what is left, a session that
+    # failed (its database refused the batch) will never write.
+    batch.take(run)
 
 
 @hookimpl

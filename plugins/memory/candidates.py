@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
-from sqlalchemy import bindparam, literal, select, union_all
+from functools import lru_cache
+
+from sqlalchemy import Integer, bindparam, literal_column, select, union_all
 
 from app.extensions import db
 from plugins.memory.matcher import Candidate
@@ -25,12 +27,16 @@ from plugins.memory.models import REJECTED, Memory
 MAX_CANDIDATES = 50
 
 
-def _most_trusted(general: bool, rejected: bool):
-    key = (Memory.category == bindparam("category"),
-           Memory.service.is_(None) if general else Memory.service == bindparam("service"))
+def _most_trusted(general: bool, rejected: bool, category=None, service=None):
+    """The query for one service and category; ``category`` and ``service``:
+    other names for their bound values."""
+    category = bindparam("category") if category is None else category
+    service = bindparam("service") if service is None else service
+    key = (Memory.category == category, Memory.service.is_(None) if general else Memory.service == service)
     state = (Memory.status == REJECTED,) if rejected else (Memory.active.is_(True), Memory.status != REJECTED)
     # Only ids and texts to match against; the one memory that matched is loaded whole.
-    return (select(Memory.id, Memory.observation, Memory.confidence, literal(rejected).label("rejected"))
+    return (select(Memory.id, Memory.observation, Memory.confidence,
+                   literal_column("1" if rejected else "0", Integer).label("rejected"))
             .where(*key, *state).order_by(Memory.confidence.desc(), Memory.id).limit(bindparam("most")))
 
 
@@ -61,3 +67,60 @@ def candidates(category: str, service: Optional[str], exclude: Iterable[int] = (
             query, {"category": category, "service": service, "most": MAX_CANDIDATES}):
         found[bool(is_rejected)].append(Candidate(memory_id, observation))
     return found[False], found[True]
+
+
+# Two queries a pair, and SQLite takes at most 500 in one compound statement.
+PAIRS_PER_STATEMENT = 100
+Pair = tuple[str, Optional[str]]   # category, service (None: general)
+
+
+def candidates_of_pairs(pairs: Iterable[Pair]) -> dict[Pair, tuple[list[Candidate], list[Candidate]]]:
+    """``candidates(category, service, rejected=True)`` for many pairs at once:
+    one statement (a UNION ALL of each pair's two index ranges) instead of
+    one for every marker of a batch."""
+    found = {pair: ([], []) for pair in pairs}
+    # General pairs first: the statement's shape is then how many of each.
+    ordered = sorted(found, key=lambda pair: (pair[1] is not None, pair))
+    connection = db.session.connection()
+    for start in range(0, len(ordered), PAIRS_PER_STATEMENT):
+        chunk = ordered[start:start + PAIRS_PER_STATEMENT]
+        general = sum(1 for _, service in chunk if service is None)
+        shape = (_padded(general), _padded(len(chunk) - general))
+        # Padding: no memory has an empty category, so those ranges are empty.
+        padded = (chunk[:general] + [("", None)] * (shape[0] - general) + chunk[general:]
+                  + [("", "")] * (shape[1] - len(chunk) + general))
+        values = {"most": MAX_CANDIDATES}
+        for index, (category, service) in enumerate(padded):
+            values[f"category_{index}"], values[f"service_{index}"] = category, service
+        sql, order, constants = _pairs_query(*shape, connection.dialect)
+        values.update(constants)
+        parameters = tuple(values[name] for name in order) if order is not None else values
+        for memory_id, observation, is_rejected, index in connection.exec_driver_sql(sql, parameters):
+            found[padded[index]][1 if is_rejected else 0].append(Candidate(memory_id, observation))
+    return found
+
+
+def _padded(count: int) -> int:
+    """``count`` rounded up to a power of two: a handful of statement shapes, each compiled once."""
+    return 0 if count == 0 else min(PAIRS_PER_STATEMENT, 1 << (count - 1).bit_length())
+
+
+@lru_cache(maxsize=256)
+def _pairs_query(general: int, specific: int, dialect) -> tuple[str, Optional[tuple[str, ...]], dict]:
+    """The SQL for ``general`` general pairs, then ``specific`` others, its
+    parameters' order (for a positional paramstyle) and the values of its
+    constant ones, compiled once for each shape: a statement this size costs
+    more to look up in SQLAlchemy's cache on every execution than the
+    database takes to run it."""
+    parts = []
+    for index in range(general + specific):
+        for rejected in (False, True):
+            one = _most_trusted(index < general, rejected, bindparam(f"category_{index}"),
+                                bindparam(f"service_{index}"))
+            parts.append(select(one.add_columns(literal_column(str(index)).label("pair")).subquery()))
+    both = union_all(*parts).subquery()
+    compiled = select(both.c.id, both.c.observation, both.c.rejected, both.c.pair).order_by(
+        both.c.pair, both.c.rejected, both.c.confidence.desc(), both.c.id).compile(dialect=dialect)
+    constants = {name: value for name, value in compiled.params.items()
+                 if name != "most" and not name.startswith(("category_", "service_"))}
+    return compiled.string, (tuple(compiled.positiontup) if compiled.positional else None), constants

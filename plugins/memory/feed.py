@@ -10,7 +10,10 @@ none. So a session sends at most CLAUDEOPS_MEMORY_MAX_PER_SESSION notices for
 the memories it creates, plus one for each earlier proposal it confirms. Like
 every notice of the service, they are always stored and count towards the
 session's CLAUDEOPS_EVENTS_MAX_PER_SESSION, leaving the agent's own event
-markers that much less room (80 of the default 100 at the default 20).
+markers that much less room (80 of the default 100 at the default 20). They
+are sent when their markers are written, with the stream's batch
+(plugins/memory/batch.py): event markers of the same batch were counted
+before them.
 """
 from __future__ import annotations
 

@@ -15,6 +15,10 @@ log = logging.getLogger(__name__)
 MEMORY_MARKER = re.compile(
     r"\[MEMORY:(timing|dependency|behavior|remediation|maintenance)(?::([a-zA-Z0-9_-]+))?\]\s*(.+)")
 
+# What every memory and outcome marker begins with (the
+# ``claudeops_marker_tags`` hook).
+MARKER_TAGS = ("[MEMORY:", "[OUTCOME:")
+
 # Anything shaped like a memory marker, so one with an unknown category is
 # reported instead of silently dropped.
 ANY_MEMORY_MARKER = re.compile(r"\[MEMORY:([^\]\n]*)\]")

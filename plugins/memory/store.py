@@ -137,10 +137,10 @@ def find_match(category: str, service: Optional[str], observation: str,
 
 
 def _match(category: str, service: Optional[str], observation: str,
-           candidates: list[Candidate]) -> tuple[Match, Optional[Memory]]:
-    match = plugin_manager().hook.claudeops_memory_match(
-        category=category, service=service, observation=observation,
-        candidates=candidates) or Match("distinct")
+           candidates: list[Candidate], match: Optional[Match] = None) -> tuple[Match, Optional[Memory]]:
+    """The hook's answer (or ``match``, an answer already had for these
+    candidates) and the memory it names."""
+    match = match or ask_matcher(category, service, observation, candidates)
     if match.relation not in (REINFORCE, CONTRADICT):
         return match, None
     named = {c.memory_id for c in candidates}
@@ -152,6 +152,11 @@ def _match(category: str, service: Optional[str], observation: str,
     return match, target
 
 
+def ask_matcher(category: str, service: Optional[str], observation: str, candidates: list[Candidate]) -> Match:
+    return plugin_manager().hook.claudeops_memory_match(
+        category=category, service=service, observation=observation, candidates=candidates) or Match("distinct")
+
+
 def record_observation(category: str, service: Optional[str], observation: str, run: RunInfo,
                        may_create: bool = True) -> Recorded:
     """Apply one ``[MEMORY:...]`` marker: reinforce, contradict or create
@@ -160,8 +165,25 @@ def record_observation(category: str, service: Optional[str], observation: str, 
     Without ``may_create`` (the session reached its limit of new memories), a
     marker that would create a memory, or contradict one with a new one,
     changes nothing and is ``refused``; reinforcing one still counts."""
-    live, rejected = find_candidates(category, service, rejected=True)
-    match, target = _match(category, service, observation, live)
+    recorded = decide(category, service, observation, run, may_create,
+                      find_candidates(category, service, rejected=True))
+    if recorded.relation in (CREATED, CONTRADICTED):
+        db.session.flush()   # the new memory's id, for its history
+        complete(recorded, run)
+    return recorded
+
+
+def decide(category: str, service: Optional[str], observation: str, run: RunInfo, may_create: bool,
+           candidates: tuple[list[Candidate], list[Candidate]], match: Optional[Match] = None) -> Recorded:
+    """``record_observation`` up to its new memory, if any: added to the
+    database session, not yet flushed, and without its history, which
+    ``complete`` writes once it has an id. So a batch of markers inserts its
+    new memories in one statement (plugins/memory/batch.py).
+    ``candidates``: the live and the rejected candidates of the service and
+    category, as ``find_candidates(..., rejected=True)`` gives them;
+    ``match``: the matcher's answer for the live ones, if already asked."""
+    live, rejected = candidates
+    match, target = _match(category, service, observation, live, match)
     if match.relation != REINFORCE and not may_create:
         return Recorded(REFUSED, None)
     if match.relation == REINFORCE:
@@ -177,16 +199,25 @@ def record_observation(category: str, service: Optional[str], observation: str, 
     if repeated is not None:
         return Recorded(ALREADY_REJECTED, repeated)
 
-    memory = _insert(category, service, observation, DEFAULT_CONFIDENCE, run.session_id, run.tier,
-                     PROPOSED if review_on() else APPROVED)
-    action = "proposed" if memory.status == PROPOSED else "created"
+    memory = _new(category, service, observation, DEFAULT_CONFIDENCE, run.session_id, run.tier,
+                  PROPOSED if review_on() else APPROVED)
     if match.relation == CONTRADICT:
+        return Recorded(CONTRADICTED, memory, target=target)
+    return Recorded(CREATED, memory)
+
+
+def complete(recorded: Recorded, run: RunInfo) -> None:
+    """The rest of a marker that created a memory, now flushed (it has its
+    id): its history, the contradiction it states, the session's tally."""
+    memory, target = recorded.memory, recorded.target
+    note_created(run.session_id, memory.id)
+    action = "proposed" if memory.status == PROPOSED else "created"
+    if recorded.relation == CONTRADICTED:
         contradict(target, memory, run=run)
         pending = "; it takes effect when this one is approved" if memory.status == PROPOSED else ""
         _history(memory, action, None, run=run, detail=f"contradicts memory {target.id}{pending}", related=target.id)
-        return Recorded(CONTRADICTED, memory, target=target)
-    _history(memory, action, None, run=run)
-    return Recorded(CREATED, memory)
+    else:
+        _history(memory, action, None, run=run)
 
 
 def contradict(target: Memory, memory: Memory, *, run: Optional[RunInfo] = None, actor: Optional[str] = None) -> None:
@@ -442,13 +473,16 @@ def preview_next_context(budget_tokens: int) -> MemoryContext:
 # --- shared ------------------------------------------------------------------
 
 def _insert(category, service, observation, confidence, session_id, tier, status=APPROVED) -> Memory:
+    memory = _new(category, service, observation, confidence, session_id, tier, status)
+    db.session.flush()  # the id, for the history
+    return memory
+
+
+def _new(category, service, observation, confidence, session_id, tier, status=APPROVED) -> Memory:
     now = utcnow()
     memory = Memory(category=category, service=service, observation=observation, confidence=confidence,
                     active=True, created_at=now, updated_at=now, session_id=session_id, tier=tier, status=status)
     db.session.add(memory)
-    db.session.flush()  # the id, for the history
-    if session_id is not None:
-        note_created(session_id, memory.id)
     return memory
 
 

@@ -20,7 +20,7 @@ from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSe
 # Imported here so the table joins the host's metadata as soon as the plugin
 # is loaded: the drift check then covers it.
 from claudeops_incidents import store
-from claudeops_incidents.markers import parse_incident_markers
+from claudeops_incidents.markers import MARKER_TAG, parse_incident_markers
 from claudeops_incidents.models import Incident  # noqa: F401
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
@@ -34,6 +34,11 @@ PROMPT_POSITION = 400
 @hookimpl
 def claudeops_migration_dirs():
     return [str(MIGRATIONS_DIR)]
+
+
+@hookimpl
+def claudeops_marker_tags():
+    return [MARKER_TAG]
 
 
 @hookimpl

@@ -18,6 +18,8 @@ RESOLVED = "resolved"
 MAX_SUMMARY_CHARS = 2000
 MAX_SERVICE_CHARS = 100
 
+# Every incident marker begins with it (the ``claudeops_marker_tags`` hook).
+MARKER_TAG = "[INCIDENT:"
 # The service is required: an incident is always about something.
 INCIDENT_MARKER = re.compile(
     r"\[INCIDENT:(?P<action>[A-Za-z]+):(?P<service>[A-Za-z0-9_.\-/]+)\][ \t]*"

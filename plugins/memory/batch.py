@@ -1,0 +1,106 @@
+"""Memory markers, recorded a batch at a time.
+
+A busy stream holds thousands of memory markers. Recorded one by one, each
+costs a candidates query, an INSERT and its own flush of the history, and a
+savepoint in the fan-out: several times what the rest of the pipeline costs
+for a line. So ``claudeops_markers`` only queues a block's markers, and
+``claudeops_markers_flush`` records all the queued ones just before the
+stream's batch is committed: the candidates of every service and category
+of the batch in one statement, the decisions one marker after another, in
+stream order, by the rules of plugins/memory/store.py, and the new memories
+inserted together.
+
+Each marker sees what the markers before it did, as if they had been
+recorded one by one: once a marker has changed a service and category (a
+new memory, a reinforcement, a contradiction), the next marker of that pair
+reads its candidates again, after the new memories have their ids and
+history. A marker that confirms a proposal (which may take trust from a
+memory it contradicts, of any pair) makes every pair read again.
+"""
+from __future__ import annotations
+
+from flask import current_app
+from sqlalchemy import select
+
+from app.extensions import db
+from app.plugin_types import PendingRecords, RunInfo
+from plugins.memory import settings, store
+from plugins.memory.candidates import candidates as find_candidates, candidates_of_pairs
+from plugins.memory.markers import MemoryMarker
+from plugins.memory.matcher import Match
+from plugins.memory.models import Memory
+
+QUEUES = "claudeops.memory.queued"
+CHANGES_CANDIDATES = (store.CREATED, store.CONTRADICTED, store.REINFORCED)
+
+
+def _queues() -> dict[int, list[tuple[list[MemoryMarker], PendingRecords]]]:
+    """Markers waiting, by session (one process runs sessions)."""
+    return current_app.extensions.setdefault(QUEUES, {})
+
+
+def queue(run: RunInfo, markers: list[MemoryMarker]) -> PendingRecords:
+    """Queue one text block's markers; its records come when they are recorded."""
+    pending = PendingRecords()
+    _queues().setdefault(run.session_id, []).append((markers, pending))
+    return pending
+
+
+def take(run: RunInfo) -> list[tuple[list[MemoryMarker], PendingRecords]]:
+    return _queues().pop(run.session_id, [])
+
+
+def record_all(markers: list[MemoryMarker], run: RunInfo) -> list[store.Recorded]:
+    """What each marker did, in order, as ``store.record_observation`` would
+    have recorded it alone, within the session's limit of new memories."""
+    limit = settings.max_new_per_session()
+    # Read before anything is added: the tally counts what is flushed from here on.
+    created = store.created_by_session(run.session_id)
+    prefetched = candidates_of_pairs({(marker.category, marker.service) for marker in markers})
+    answers, named = _ask_matcher(markers, prefetched)
+    incomplete: list[store.Recorded] = []
+    results = []
+    for marker, answer in zip(markers, answers):
+        pair = (marker.category, marker.service)
+        candidates = prefetched.get(pair)
+        if candidates is None:   # changed by an earlier marker of the batch: read again, ask again
+            _complete(incomplete, run)
+            candidates, answer = find_candidates(marker.category, marker.service, rejected=True), None
+        recorded = store.decide(marker.category, marker.service, marker.observation, run,
+                                may_create=created < limit, candidates=candidates, match=answer)
+        if recorded.relation in (store.CREATED, store.CONTRADICTED):
+            created += 1
+            incomplete.append(recorded)
+        if recorded.approved:
+            prefetched.clear()
+        elif recorded.relation in CHANGES_CANDIDATES:
+            prefetched.pop(pair, None)
+        results.append(recorded)
+    _complete(incomplete, run)
+    return results
+
+
+def _ask_matcher(markers: list[MemoryMarker], prefetched: dict) -> tuple[list[Match], list[Memory]]:
+    """The matcher's answer for each marker against its pair's candidates as
+    read (used only while the pair is unchanged), and every memory named,
+    loaded in one statement rather than one by one: the caller holds them,
+    so the identity map keeps them for the batch."""
+    answers, named = [], set()
+    for marker in markers:
+        live = prefetched[marker.category, marker.service][0]
+        answer = store.ask_matcher(marker.category, marker.service, marker.observation, live)
+        answers.append(answer)
+        if answer.memory_id is not None and any(c.memory_id == answer.memory_id for c in live):
+            named.add(answer.memory_id)
+    memories = db.session.scalars(select(Memory).where(Memory.id.in_(named))).all() if named else []
+    return answers, memories
+
+
+def _complete(incomplete: list[store.Recorded], run: RunInfo) -> None:
+    """The new memories so far inserted (one statement for many) and given their history."""
+    if not incomplete:
+        return
+    db.session.flush()
+    for recorded in incomplete:
+        store.complete(recorded, run)
+    incomplete.clear()

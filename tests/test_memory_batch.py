@@ -1,0 +1,118 @@
+"""Memory markers recorded a batch at a time (plugins/memory/batch.py) do
+exactly what they would do recorded one by one: the same memories, the same
+history, the same outcomes; and the candidates of many pairs read in one
+statement are those each pair's own query reads."""
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import select
+
+from app import runtime
+from app.extensions import db
+from plugins.memory import batch, store
+from plugins.memory.candidates import MAX_CANDIDATES, candidates, candidates_of_pairs
+from plugins.memory.markers import parse_memory_markers
+from plugins.memory.models import REJECTED, Memory, MemoryHistory
+from tests.conftest import make_app
+from tests.memory_helpers import add_memory, new_run
+
+
+def test_candidates_of_many_pairs_in_one_statement_are_each_pairs_own(app):
+    with app.app_context():
+        for n in range(MAX_CANDIDATES + 5):   # more than a marker is compared with
+            add_memory(f"jellyfin timing fact {n}", confidence=round(0.3 + (n % 7) / 10, 3))
+        add_memory("inactive, never a candidate", active=False, confidence=0.2)
+        rejected = add_memory("rejected by the operator", service="postgres", category="behavior")
+        rejected.status = REJECTED
+        add_memory("live postgres behavior", service="postgres", category="behavior")
+        add_memory("a general remediation", service=None, category="remediation")
+        add_memory("a general timing", service=None, category="timing")
+        db.session.commit()
+        pairs = [("timing", "jellyfin"), ("behavior", "postgres"), ("remediation", None), ("timing", None),
+                 ("dependency", "nowhere"), ("maintenance", None)]
+        together = candidates_of_pairs(pairs)
+        assert set(together) == set(pairs)
+        for category, service in pairs:
+            assert together[category, service] == candidates(category, service, rejected=True), (category, service)
+        assert len(together["timing", "jellyfin"][0]) == MAX_CANDIDATES
+        assert [c.observation for c in together["behavior", "postgres"][1]] == ["rejected by the operator"]
+
+
+def test_candidates_of_more_pairs_than_one_statement_takes(app):
+    with app.app_context():
+        pairs = [("timing", f"service-{n}") for n in range(150)] + [("behavior", None)]
+        for category, service in pairs[::10]:
+            add_memory(f"{service} starts slowly", category=category, service=service)
+        db.session.commit()
+        together = candidates_of_pairs(pairs)
+        assert together == {(c, s): candidates(c, s, rejected=True) for c, s in pairs}
+        assert sum(len(live) for live, _ in together.values()) == len(pairs[::10])
+
+
+MARKERS = """\
+[MEMORY:behavior:nas] Rejected claim about the NAS fans
+[MEMORY:timing:jellyfin] Jellyfin takes 60s to start after a restart
+[MEMORY:timing:jellyfin] Jellyfin takes about 60 seconds to start after restart
+[MEMORY:behavior:postgres] Postgres vacuum runs nightly at 02:00
+[MEMORY:behavior:postgres] Postgres vacuum does not run nightly at 02:00
+[MEMORY:timing:jellyfin] Jellyfin transcoding is slow on the old GPU
+[MEMORY:remediation] DNS checks fail during WireGuard reconnects; retry once
+[MEMORY:remediation] DNS checks fail during WireGuard reconnects; retry once before escalating
+[MEMORY:behavior:nas] The NAS scrubs its pool on Sundays
+[MEMORY:dependency:nextcloud] Nextcloud needs redis to be up
+[MEMORY:dependency:nextcloud] Nextcloud needs postgres to be up
+[MEMORY:timing:backup] Backups finish within 1 hour
+[MEMORY:timing:backup] Backups finish over 3 hours
+"""
+
+
+def _seed() -> None:
+    add_memory("Postgres vacuum runs nightly at 02:00 and takes 10 minutes", service="postgres",
+               category="behavior", session_id=None)
+    rejected = add_memory("Rejected claim about the NAS fans", service="nas", category="behavior")
+    rejected.status = REJECTED
+    add_memory("Backups finish within 1 hour", service="backup", category="timing", confidence=0.9)
+    db.session.commit()
+
+
+def _state():
+    memories = db.session.execute(select(Memory.id, Memory.category, Memory.service, Memory.observation,
+                                         Memory.confidence, Memory.active, Memory.status, Memory.contradicts_id,
+                                         Memory.session_id).order_by(Memory.id)).all()
+    history = db.session.execute(select(MemoryHistory.memory_id, MemoryHistory.action,
+                                        MemoryHistory.confidence_before, MemoryHistory.confidence_after,
+                                        MemoryHistory.detail, MemoryHistory.related_memory_id)
+                                 .order_by(MemoryHistory.memory_id, MemoryHistory.id)).all()
+    return memories, history
+
+
+@pytest.mark.parametrize("review", ["false", "true"])
+@pytest.mark.parametrize("limit", [3, 100])
+def test_a_batch_records_what_one_by_one_records(tmp_path, review, limit):
+    markers = parse_memory_markers(MARKERS)
+    results = {}
+    for way in ("one by one", "batch"):
+        app = make_app(tmp_path / way.replace(" ", "-"))
+        with app.app_context():
+            runtime.change({"CLAUDEOPS_MEMORY_REVIEW": review, "CLAUDEOPS_MEMORY_MAX_PER_SESSION": limit})
+            _seed()
+            run = new_run()
+            if way == "batch":
+                outcomes = batch.record_all(markers, run)
+            else:
+                outcomes, created = [], 0
+                for marker in markers:
+                    outcome = store.record_observation(marker.category, marker.service, marker.observation, run,
+                                                       may_create=created < limit)
+                    created += outcome.relation in (store.CREATED, store.CONTRADICTED)
+                    outcomes.append(outcome)
+            relations = [(o.relation, o.memory.id if o.memory else None, o.approved) for o in outcomes]
+            db.session.commit()
+            results[way] = (relations, _state())
+    assert results["batch"] == results["one by one"]
+    relations = [relation for relation, _, _ in results["batch"][0]]
+    # The stream covers every path: a new memory, a repeat of it, a contradiction,
+    # a reinforcement, what the operator rejected, and (at 3) the limit.
+    assert {store.CREATED, store.REPEATED, store.CONTRADICTED, store.REINFORCED, store.ALREADY_REJECTED} <= \
+        set(relations)
+    assert (store.REFUSED in relations) == (limit == 3)
