@@ -36,6 +36,19 @@ class UTCDateTime(TypeDecorator):
             raise ValueError("naive datetime given; use app.timeutil.utcnow()")
         return value.astimezone(timezone.utc).replace(tzinfo=None)
 
+    @staticmethod
+    def sqlite_text(value: datetime | None) -> str | None:
+        """What SQLite stores for ``value`` ("2026-11-22 02:20:53.000000"),
+        in one step: the same text as this type's bind processing followed
+        by the dialect's, at a fraction of the cost, for the stream's bulk
+        inserts (app/bulk_insert.py). tests/test_database.py holds the two
+        to the same text."""
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given; use app.timeutil.utcnow()")
+        return value.astimezone(timezone.utc).replace(tzinfo=None).isoformat(" ", "microseconds")
+
     def process_result_value(self, value, dialect):
         if value is None:
             return None

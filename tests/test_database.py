@@ -76,6 +76,22 @@ def test_timestamps_are_utc_in_and_out(app):
     assert session.to_dict()["created_at"] == "2026-11-22T10:00:00Z"
 
 
+@sqlite_only("the text SQLite stores for a timestamp")
+@pytest.mark.parametrize("value", [datetime(2026, 11, 22, 2, 20, 53, tzinfo=timezone.utc),
+                                   datetime(2026, 11, 22, 2, 20, 53, 7, tzinfo=timezone.utc),
+                                   datetime(1999, 12, 31, 23, 59, 59, 999999, tzinfo=timezone(timedelta(hours=-5))),
+                                   datetime(2026, 3, 29, 1, 30, tzinfo=timezone(timedelta(hours=2))), None])
+def test_bulk_inserts_store_timestamps_as_every_insert_does(app, value):
+    from app.timeutil import UTCDateTime
+    column_type = Session.__table__.c.created_at.type
+    assert isinstance(column_type, UTCDateTime)
+    generic = column_type.dialect_impl(db.engine.dialect).bind_processor(db.engine.dialect)
+    assert UTCDateTime.sqlite_text(value) == generic(value)
+    if value is not None:
+        with pytest.raises(ValueError, match="naive"):
+            UTCDateTime.sqlite_text(value.replace(tzinfo=None))
+
+
 def test_naive_datetimes_are_refused(app):
     db.session.add(Session(tier=1, trigger="api", status="queued", created_at=datetime(2026, 1, 1)))
     with pytest.raises(Exception, match="naive datetime"):

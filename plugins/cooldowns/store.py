@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Iterable, Optional
 
-from sqlalchemy import event, func, select
+from sqlalchemy import bindparam, event, func, select
 from sqlalchemy.orm import Session
 
 from app.extensions import db
@@ -56,16 +56,27 @@ class Usage:
                 "next_free_at": isoformat(self.next_free_at)}
 
 
+# Built once: a stream's cooldown reports run them for every report.
+_COUNTED_TIMES = select(CooldownAction.created_at).where(
+    CooldownAction.service == bindparam("service"), CooldownAction.action == bindparam("action"),
+    CooldownAction.outcome.in_(COUNTED), CooldownAction.created_at > bindparam("since"),
+    CooldownAction.created_at <= bindparam("now")).order_by(CooldownAction.created_at)
+# By whether the session is known (an operator's report from the CLI has none).
+_LATEST_PENDING = {known: select(CooldownAction).where(
+    CooldownAction.session_id == bindparam("session_id") if known else CooldownAction.session_id.is_(None),
+    CooldownAction.service == bindparam("service"), CooldownAction.action == bindparam("action"),
+    CooldownAction.outcome == PENDING).order_by(CooldownAction.created_at.desc(), CooldownAction.id.desc()).limit(1)
+    for known in (True, False)}
+_SESSION_ROWS = select(func.count()).select_from(CooldownAction).where(
+    CooldownAction.session_id == bindparam("session_id"))
+
+
 def usage(service: str, action: str, now: Optional[datetime] = None,
           limits: Optional[dict[str, Limit]] = None) -> Usage:
     now = now or utcnow()
     limit = (limits or current_limits())[action]
-    times = db.session.scalars(
-        select(CooldownAction.created_at).where(
-            CooldownAction.service == service, CooldownAction.action == action,
-            CooldownAction.outcome.in_(COUNTED), CooldownAction.created_at > now - limit.window,
-            CooldownAction.created_at <= now)
-        .order_by(CooldownAction.created_at)).all()
+    times = db.session.scalars(_COUNTED_TIMES, {"service": service, "action": action,
+                                                "since": now - limit.window, "now": now}).all()
     next_free_at = None
     if limit.count and len(times) >= limit.count:
         # Sliding window: one more is allowed once all but count-1 of these have aged out.
@@ -115,11 +126,8 @@ def record_outcome(action: str, service: str, outcome: str, message: str, sessio
     (the session reached its limit of records): then nothing is stored and
     the row is None. Returns the row and whether it is new."""
     now = now or utcnow()
-    row = db.session.scalar(
-        select(CooldownAction).where(
-            CooldownAction.session_id == session_id, CooldownAction.service == service,
-            CooldownAction.action == action, CooldownAction.outcome == PENDING)
-        .order_by(CooldownAction.created_at.desc(), CooldownAction.id.desc()).limit(1))
+    row = db.session.scalar(_LATEST_PENDING[session_id is not None],
+                            {"session_id": session_id, "service": service, "action": action})
     created = row is None
     if created and not may_create:
         return None, False
@@ -140,8 +148,7 @@ def session_rows(session_id: int) -> int:
     written by another process, are seen from the next transaction on anyway."""
     counts = db.session.info.setdefault(SESSION_ROWS, {})
     if session_id not in counts:
-        counts[session_id] = db.session.scalar(select(func.count()).select_from(CooldownAction)
-                                               .where(CooldownAction.session_id == session_id))
+        counts[session_id] = db.session.scalar(_SESSION_ROWS, {"session_id": session_id})
     return counts[session_id]
 
 
@@ -152,9 +159,15 @@ def note_session_row(session_id: int) -> None:
         counts[session_id] += 1
 
 
-@event.listens_for(Session, "after_commit")
+@event.listens_for(Session, "after_transaction_end")
+def _count_again_next_transaction(session: Session, transaction) -> None:
+    if transaction.parent is None and not transaction.nested:
+        session.info.pop(SESSION_ROWS, None)
+
+
 @event.listens_for(Session, "after_soft_rollback")
-def _count_again(session: Session, *_) -> None:
+def _count_again_after_a_rollback(session: Session, previous_transaction) -> None:
+    """A rollback, to a savepoint or of everything, may take rows it counted."""
     session.info.pop(SESSION_ROWS, None)
 
 

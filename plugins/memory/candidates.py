@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
-from functools import lru_cache
-
 from sqlalchemy import Integer, bindparam, literal_column, select, union_all
 
 from app.extensions import db
@@ -105,8 +103,17 @@ def _padded(count: int) -> int:
     return 0 if count == 0 else min(PAIRS_PER_STATEMENT, 1 << (count - 1).bit_length())
 
 
-@lru_cache(maxsize=256)
+_COMPILED: dict[tuple, tuple[str, Optional[tuple[str, ...]], dict]] = {}
+
+
 def _pairs_query(general: int, specific: int, dialect) -> tuple[str, Optional[tuple[str, ...]], dict]:
+    key = (general, specific, dialect.name, dialect.driver, dialect.paramstyle)
+    if key not in _COMPILED:
+        _COMPILED[key] = _compile_pairs_query(general, specific, dialect)
+    return _COMPILED[key]
+
+
+def _compile_pairs_query(general: int, specific: int, dialect) -> tuple[str, Optional[tuple[str, ...]], dict]:
     """The SQL for ``general`` general pairs, then ``specific`` others, its
     parameters' order (for a positional paramstyle) and the values of its
     constant ones, compiled once for each shape: a statement this size costs
