@@ -41,8 +41,8 @@ PACKAGE = "claudeops_incidents"
 BRANCH_HEAD = "incidents_0001"
 
 # All the plugin may import from the host: the public plugin API.
-PUBLIC_API = {"app.hookspecs", "app.plugin_types", "app.extensions", "app.timeutil", "app.web.apiutil",
-              "app.web.apidoc",
+PUBLIC_API = {"app.hookspecs", "app.plugin_types", "app.marker_queue", "app.extensions", "app.timeutil",
+              "app.web.apiutil", "app.web.apidoc",
               "app.web.htmx"}
 
 

@@ -109,8 +109,9 @@ def test_no_secret_reaches_a_log_the_database_the_dashboard_the_api_or_a_prompt(
         == first.status_reason
     memory = db.session.scalar(select(Memory).where(Memory.session_id == first.id))
     assert memory.observation == f"Backup job authenticates with {REPLACEMENT}"
-    assert client.get("/api/v1/events?service=backup").get_json()["events"][0]["message"] == \
-        f"token {REPLACEMENT} is world-readable; Authorization: Bearer {REPLACEMENT}"
+    assert [event["message"] for event in client.get("/api/v1/events?service=backup").get_json()["events"]] == [
+        f"New memory #{memory.id} [behavior:backup]: Backup job authenticates with {REPLACEMENT}",
+        f"token {REPLACEMENT} is world-readable; Authorization: Bearer {REPLACEMENT}"]   # newest first
     assert client.get("/api/v1/events?service=evil").get_json()["total"] == 0
     commands = db.session.scalars(select(CooldownAction.command).where(CooldownAction.command.is_not(None))).all()
     assert commands == [f"PGPASSWORD={REPLACEMENT} BACKUP_SERVICE_TOKEN={REPLACEMENT} docker restart backup"]

@@ -11,6 +11,9 @@ call that raises rolls back to the mark, which is exactly the state before
 it; with no mark since the last commit, nothing was written since then and
 the whole transaction is rolled back.
 
+Before each commit, ``flush`` calls every plugin's ``claudeops_markers_flush``
+the same way: the plugins that record markers a batch at a time write them then.
+
 A plugin that names its markers' tags (``claudeops_marker_tags``) is called
 only for the blocks that contain one: most blocks hold no marker at all.
 """
@@ -96,15 +99,18 @@ class MarkerFanOut:
 
     def flush(self) -> None:
         """Before the batch is committed: every plugin writes what its
-        markers deferred, each in a savepoint of its own (once a batch, so
-        one each is cheap)."""
+        markers deferred, each marked and undone on failure as in a text
+        block's fan-out. (A savepoint is never the transaction's first
+        statement: on SQLite it would begin a deferred transaction whose
+        reads pin a snapshot, and its first write would then fail at once
+        if a dashboard worker had written since.)"""
         if not self.flushes:
             return
         session = db.session()
         session.flush()
         kwargs = {"run": self.run}
         for impl in self.flushes:
-            savepoint = session.begin_nested()
+            self._mark_if_written(session)
             try:
                 impl.function(*(kwargs[name] for name in impl.argnames))
                 session.flush()
@@ -112,16 +118,7 @@ class MarkerFanOut:
                 if storage_fault(exc):
                     raise
                 log.exception("plugin %s failed in %s", impl.plugin_name, FLUSH_HOOK)
-                try:
-                    savepoint.rollback()
-                except InvalidRequestError:   # the plugin committed, closing it
-                    session.rollback()
-                continue
-            if savepoint.is_active:
-                savepoint.commit()
-        # Whatever was marked before is released or rolled back by now.
-        self.savepoint = None
-        self.marked_at = None
+                self._undo(session)
 
     def _mark_if_written(self, session: Session) -> None:
         if self.savepoint is not None and not self.savepoint.is_active:

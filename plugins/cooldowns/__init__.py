@@ -19,6 +19,7 @@ from pathlib import Path
 
 from app.executable import claudeops_command
 from app.hookspecs import hookimpl
+from app.marker_queue import MarkerQueue
 from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection
 from app.plugins import plugin_manager
 from app.session_warnings import warn_once
@@ -28,6 +29,7 @@ from plugins.cooldowns.markers import MARKER_TAGS, parse_cooldown_markers
 from plugins.cooldowns.prompt import cooldown_prompt
 
 log = logging.getLogger(__name__)
+QUEUE = MarkerQueue("cooldowns")
 
 # Seconds Claude Code waits for the check; past it, the CLI lets the call run.
 HOOK_TIMEOUT_SECONDS = 30
@@ -61,12 +63,33 @@ def claudeops_markers(text, run):
     markers = parse_cooldown_markers(text)
     if not markers:
         return None
+    # Recorded with the rest of the stream's batch, in claudeops_markers_flush.
+    return [QUEUE.add(run, markers)]
+
+
+@hookimpl
+def claudeops_markers_flush(run):
+    """The batch's reports, in stream order: the session's pending rows and
+    the counted rows of the services reported read once for all of them."""
+    queued = QUEUE.take(run)
+    if not queued:
+        return
+    now, current = utcnow(), limits.current_limits()
+    pending = store.pending_rows(run.session_id)
+    counted = store.counted_times({(m.service, m.action) for markers, _ in queued for m in markers}, now, current)
+    for markers, records in queued:
+        records.fill(_record(markers, run, now, current, pending, counted))
+
+
+def _record(markers, run, now, current, pending, counted) -> list[MarkerRecord]:
+    """One text block's reports."""
     limit = limits.max_per_session()
     rows = store.session_rows(run.session_id)
     recorded, refused = [], 0
     for marker in markers:
         row, created = store.record_outcome(marker.action, marker.service, marker.outcome, marker.message,
-                                            run.session_id, run.tier, may_create=rows < limit)
+                                            run.session_id, run.tier, now=now, may_create=rows < limit,
+                                            pending=pending)
         if row is None:
             refused += 1
             continue
@@ -75,7 +98,9 @@ def claudeops_markers(text, run):
         if created:
             # A restart the hook did not see (an unrecognised command): count
             # it now, and tell the operator when it went past the limit.
-            over = store.usage(marker.service, marker.action)
+            counted[marker.service, marker.action].append(now)
+            over = store.usage(marker.service, marker.action, now, current,
+                               counted=counted[marker.service, marker.action])
             if over.used > over.limit.count:
                 summary = f"{summary} (beyond the limit: {store.explain([over])})".strip()
                 _notice(run, marker.service,
@@ -88,6 +113,11 @@ def claudeops_markers(text, run):
         warn_once(log, run.session_id, "cooldowns over the limit", why)
         recorded.append(MarkerRecord("cooldown", "not stored", why, stored=False))
     return recorded
+
+
+@hookimpl
+def claudeops_session_finished(run, result):
+    QUEUE.take(run)   # written at the stream's last commit, unless the session failed before it
 
 
 def _notice(run, service: str, message: str) -> None:

@@ -69,14 +69,24 @@ _LATEST_PENDING = {known: select(CooldownAction).where(
     for known in (True, False)}
 _SESSION_ROWS = select(func.count()).select_from(CooldownAction).where(
     CooldownAction.session_id == bindparam("session_id"))
+_SESSION_PENDING = select(CooldownAction).where(
+    CooldownAction.session_id == bindparam("session_id"), CooldownAction.outcome == PENDING).order_by(
+    CooldownAction.created_at.desc(), CooldownAction.id.desc())
+
+Pair = tuple[str, str]   # service, action
 
 
 def usage(service: str, action: str, now: Optional[datetime] = None,
-          limits: Optional[dict[str, Limit]] = None) -> Usage:
+          limits: Optional[dict[str, Limit]] = None, counted: Optional[list[datetime]] = None) -> Usage:
+    """``counted``: the times of the service's counted rows of ``action``
+    (``counted_times``), if already read; else they are read here."""
     now = now or utcnow()
     limit = (limits or current_limits())[action]
-    times = db.session.scalars(_COUNTED_TIMES, {"service": service, "action": action,
-                                                "since": now - limit.window, "now": now}).all()
+    if counted is None:
+        times = db.session.scalars(_COUNTED_TIMES, {"service": service, "action": action,
+                                                    "since": now - limit.window, "now": now}).all()
+    else:
+        times = sorted(t for t in counted if now - limit.window < t <= now)
     next_free_at = None
     if limit.count and len(times) >= limit.count:
         # Sliding window: one more is allowed once all but count-1 of these have aged out.
@@ -117,17 +127,50 @@ def record_attempt(action: str, service: str, outcome: str, command: str, sessio
     return row
 
 
+def counted_times(pairs: Iterable[Pair], now: datetime, limits: dict[str, Limit]) -> dict[Pair, list[datetime]]:
+    """For ``usage(counted=...)``: the times of the counted rows of each
+    service and action inside the longest window, in one statement for a
+    batch of reports."""
+    found: dict[Pair, list[datetime]] = {pair: [] for pair in pairs}
+    services = sorted({service for service, _ in found})
+    if not services:
+        return found
+    since = now - max(limit.window for limit in limits.values())
+    for service, action, created_at in db.session.execute(
+            select(CooldownAction.service, CooldownAction.action, CooldownAction.created_at).where(
+                CooldownAction.service.in_(services), CooldownAction.outcome.in_(COUNTED),
+                CooldownAction.created_at > since, CooldownAction.created_at <= now)):
+        if (service, action) in found:
+            found[service, action].append(created_at)
+    return found
+
+
+def pending_rows(session_id: int) -> dict[Pair, list[CooldownAction]]:
+    """For ``record_outcome(pending=...)``: the session's pending rows by
+    service and action, latest first, in one statement for a batch of reports."""
+    found: dict[Pair, list[CooldownAction]] = {}
+    for row in db.session.scalars(_SESSION_PENDING, {"session_id": session_id}):
+        found.setdefault((row.service, row.action), []).append(row)
+    return found
+
+
 def record_outcome(action: str, service: str, outcome: str, message: str, session_id: Optional[int],
-                   tier: Optional[int], now: Optional[datetime] = None,
-                   may_create: bool = True) -> tuple[Optional[CooldownAction], bool]:
+                   tier: Optional[int], now: Optional[datetime] = None, may_create: bool = True,
+                   pending: Optional[dict[Pair, list[CooldownAction]]] = None) -> tuple[Optional[CooldownAction], bool]:
     """The agent's report. Completes the latest pending row of the same
     session, service and action; else (a restart the hook did not see, or
     one reported twice) adds a counted row, unless ``may_create`` is false
     (the session reached its limit of records): then nothing is stored and
-    the row is None. Returns the row and whether it is new."""
+    the row is None. Returns the row and whether it is new. ``pending``:
+    the session's pending rows (``pending_rows``), if already read; the row
+    completed is taken from it."""
     now = now or utcnow()
-    row = db.session.scalar(_LATEST_PENDING[session_id is not None],
-                            {"session_id": session_id, "service": service, "action": action})
+    if pending is None:
+        row = db.session.scalar(_LATEST_PENDING[session_id is not None],
+                                {"session_id": session_id, "service": service, "action": action})
+    else:
+        waiting = pending.get((service, action))
+        row = waiting.pop(0) if waiting else None
     created = row is None
     if created and not may_create:
         return None, False

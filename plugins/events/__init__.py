@@ -70,6 +70,13 @@ def claudeops_markers(text, run):
     return recorded
 
 
+@hookimpl(tryfirst=True)
+def claudeops_markers_flush(run):
+    # The batch's event rows before any other plugin writes its batch: once
+    # written, a plugin failing after them rolls back to a mark past them.
+    staging.write_staged(db.session())
+
+
 @hookimpl
 def claudeops_notice(level, message, service, run):
     db.session.add(Event(session_id=run.session_id if run else None, tier=run.tier if run else None,

@@ -50,11 +50,16 @@ def session_count(session_id: int) -> int:
     return counts[session_id]
 
 
-@event.listens_for(Session, "before_commit")
-def _write_staged(session: Session) -> None:
+def write_staged(session: Session) -> None:
+    """The staged rows, now (they are no longer staged)."""
     rows = session.info.pop(STAGED, None)
     if rows:
         _insert_events(session.connection(), rows)
+
+
+@event.listens_for(Session, "before_commit")
+def _write_staged(session: Session) -> None:
+    write_staged(session)
 
 
 @event.listens_for(Session, "after_transaction_end")

@@ -63,13 +63,13 @@ def claudeops_markers(text, run):
         else:
             kept.append(marker)
     if kept:   # recorded with the rest of the batch: claudeops_markers_flush
-        recorded.append(batch.queue(run, kept))
+        recorded.append(batch.QUEUE.add(run, kept))
     return recorded or None
 
 
 @hookimpl
 def claudeops_markers_flush(run):
-    queued = batch.take(run)
+    queued = batch.QUEUE.take(run)
     if not queued:
         return
     outcomes = iter(batch.record_all([marker for markers, _ in queued for marker in markers], run))
@@ -104,7 +104,7 @@ def _label(marker) -> str:
 def claudeops_session_finished(run, result):
     # Written at the stream's last commit; what is left, a session that
     # failed (its database refused the batch) will never write.
-    batch.take(run)
+    batch.QUEUE.take(run)
 
 
 @hookimpl

@@ -19,35 +19,19 @@ memory it contradicts, of any pair) makes every pair read again.
 """
 from __future__ import annotations
 
-from flask import current_app
 from sqlalchemy import select
 
 from app.extensions import db
-from app.plugin_types import PendingRecords, RunInfo
+from app.marker_queue import MarkerQueue
+from app.plugin_types import RunInfo
 from plugins.memory import settings, store
 from plugins.memory.candidates import candidates as find_candidates, candidates_of_pairs
 from plugins.memory.markers import MemoryMarker
 from plugins.memory.matcher import Match
 from plugins.memory.models import Memory
 
-QUEUES = "claudeops.memory.queued"
+QUEUE = MarkerQueue("memory")
 CHANGES_CANDIDATES = (store.CREATED, store.CONTRADICTED, store.REINFORCED)
-
-
-def _queues() -> dict[int, list[tuple[list[MemoryMarker], PendingRecords]]]:
-    """Markers waiting, by session (one process runs sessions)."""
-    return current_app.extensions.setdefault(QUEUES, {})
-
-
-def queue(run: RunInfo, markers: list[MemoryMarker]) -> PendingRecords:
-    """Queue one text block's markers; its records come when they are recorded."""
-    pending = PendingRecords()
-    _queues().setdefault(run.session_id, []).append((markers, pending))
-    return pending
-
-
-def take(run: RunInfo) -> list[tuple[list[MemoryMarker], PendingRecords]]:
-    return _queues().pop(run.session_id, [])
 
 
 def record_all(markers: list[MemoryMarker], run: RunInfo) -> list[store.Recorded]:

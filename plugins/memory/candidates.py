@@ -79,6 +79,7 @@ def candidates_of_pairs(pairs: Iterable[Pair]) -> dict[Pair, tuple[list[Candidat
     found = {pair: ([], []) for pair in pairs}
     # General pairs first: the statement's shape is then how many of each.
     ordered = sorted(found, key=lambda pair: (pair[1] is not None, pair))
+    db.session.flush()   # the statement goes to the connection, past the session's autoflush
     connection = db.session.connection()
     for start in range(0, len(ordered), PAIRS_PER_STATEMENT):
         chunk = ordered[start:start + PAIRS_PER_STATEMENT]

@@ -1,0 +1,99 @@
+"""Cooldown reports recorded a batch at a time (``claudeops_markers_flush``)
+do what each report would do recorded on its own: the same rows completed
+or added, the same records and notices, the same limit."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from sqlalchemy import select
+
+from app import runtime
+from app.extensions import db
+from app.plugin_types import MarkerRecord
+from plugins import cooldowns
+from plugins.cooldowns import store
+from plugins.cooldowns.markers import parse_cooldown_markers
+from plugins.cooldowns.models import CooldownAction
+from plugins.events.models import Event
+from tests.conftest import make_app
+from tests.memory_helpers import new_run
+
+NOW = datetime(2026, 11, 22, 8, 0, tzinfo=timezone.utc)
+BLOCKS = [
+    "[COOLDOWN:restart:jellyfin] success — back up",          # completes the hook's pending row
+    "[COOLDOWN:restart:jellyfin] failure — still down\n"      # a second one the hook did not see
+    "[COOLDOWN:restart:postgres] success",                    # postgres is at its limit already
+    "[COOLDOWN:redeploy:web] success — new image\n[COOLDOWN:redeploy:web] success — again",
+    "[COOLDOWN:restart:jellyfin] success — a third",          # beyond the limit
+    "[COOLDOWN:restart:nas] success",                         # past the session's limit of records at 6
+]
+
+
+def _seed(run) -> None:
+    store.record_attempt("restart", "jellyfin", "pending", "docker restart jellyfin", run.session_id, 1,
+                         now=NOW - timedelta(minutes=5))
+    for hours in (1, 2):
+        store.record_attempt("restart", "postgres", "pending", "systemctl restart postgresql", None, 1,
+                             now=NOW - timedelta(hours=hours))
+    db.session.commit()
+
+
+def _one_by_one(run) -> list[list[MarkerRecord]]:
+    """Each report on its own, as the plugin recorded them before batches:
+    the store read afresh for every one (the reference)."""
+    limit, blocks = runtime.setting("CLAUDEOPS_COOLDOWN_MAX_PER_SESSION"), []
+    for text in BLOCKS:
+        records, refused = [], 0
+        for marker in parse_cooldown_markers(text):
+            rows = store.session_rows(run.session_id)
+            row, created = store.record_outcome(marker.action, marker.service, marker.outcome, marker.message,
+                                                run.session_id, run.tier, now=NOW, may_create=rows < limit)
+            db.session.flush()
+            if row is None:
+                refused += 1
+                continue
+            summary = marker.message
+            if created:
+                over = store.usage(marker.service, marker.action, NOW)
+                if over.used > over.limit.count:
+                    summary = f"{summary} (beyond the limit: {store.explain([over])})".strip()
+                    cooldowns._notice(run, marker.service, "beyond")
+            records.append(MarkerRecord("cooldown", f"{marker.action}:{marker.service} {marker.outcome}", summary))
+        if refused:
+            records.append("refused")
+        blocks.append(records)
+    return blocks
+
+
+def _batched(run) -> list[list[MarkerRecord]]:
+    pending = [cooldowns.claudeops_markers(text, run)[0] for text in BLOCKS]
+    cooldowns.claudeops_markers_flush(run)
+    return [[record if record.stored else "refused" for record in block.records] for block in pending]
+
+
+@pytest.mark.parametrize("limit", [6, 100])
+def test_a_batch_of_reports_records_what_each_report_alone_records(tmp_path, monkeypatch, limit):
+    monkeypatch.setattr(cooldowns, "utcnow", lambda: NOW)
+    results = {}
+    for way, record in (("alone", _one_by_one), ("batch", _batched)):
+        app = make_app(tmp_path / way)
+        with app.app_context():
+            runtime.change({"CLAUDEOPS_COOLDOWN_MAX_PER_SESSION": limit})
+            run = new_run()
+            _seed(run)
+            records = record(run)
+            db.session.commit()
+            rows = db.session.execute(select(
+                CooldownAction.service, CooldownAction.action, CooldownAction.outcome, CooldownAction.source,
+                CooldownAction.message, CooldownAction.session_id, CooldownAction.created_at,
+                CooldownAction.reported_at).order_by(CooldownAction.id)).all()
+            notices = db.session.scalars(select(Event.service).order_by(Event.id)).all()
+            results[way] = (records, rows, notices)
+    assert results["batch"] == results["alone"]
+    records, rows, notices = results["batch"]
+    summaries = [record.summary for block in records for record in block if record != "refused"]
+    assert any("beyond the limit" in summary for summary in summaries)
+    assert notices and set(notices) <= {"jellyfin", "postgres", "web"}
+    assert (["refused"] in records) == (limit == 6)
+    assert [row.outcome for row in rows if row.service == "jellyfin"][0] == "success"   # the hook's row, completed
