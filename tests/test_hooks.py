@@ -222,8 +222,13 @@ def test_hook_claudeops_marker_tags_only_blocks_with_a_tag_reach_the_plugin(tmp_
         def claudeops_marker_tags(self):
             raise RuntimeError("tags bug")
 
-    tagged, untagged, unusable, failing = Tagged(), Recorder(), Unusable(), Failing()
-    app = make_app(tmp_path, plugins=[tagged, untagged, unusable, failing])
+    class NotAList(Recorder):
+        @hookimpl
+        def claudeops_marker_tags(self):
+            return 42
+
+    tagged, untagged, unusable, failing, odd = Tagged(), Recorder(), Unusable(), Failing(), NotAList()
+    app = make_app(tmp_path, plugins=[tagged, untagged, unusable, failing, odd])
     texts = ["first [PING]", "nothing here", "a [PONG:x] and", "[ping] is not [PING"]
     fake_cli(sl.steps(sl.init(), *(sl.text(text) for text in texts), sl.tool_result("[PING] tool output"),
                       sl.result("done")))
@@ -234,9 +239,9 @@ def test_hook_claudeops_marker_tags_only_blocks_with_a_tag_reach_the_plugin(tmp_
         badges = db.session.scalars(select(SessionActivity.title).where(SessionActivity.kind == "marker")).all()
     assert [text for text, _, _ in tagged.texts] == ["first [PING]", "a [PONG:x] and"]
     # No tags, or tags that cannot be used: every block, as before the hook.
-    for plugin in (untagged, unusable, failing):
+    for plugin in (untagged, unusable, failing, odd):
         assert [text for text, _, _ in plugin.texts] == texts
-    assert badges.count("ping:pong") == 4
+    assert badges.count("ping:pong") == 5
     assert "must return a list of non-empty strings" in caplog.text and "tags bug" in caplog.text
 
 

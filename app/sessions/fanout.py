@@ -156,7 +156,7 @@ def _tags_by_plugin(impls) -> dict[str, tuple[str, ...]]:
             continue
         if answer is None:
             continue
-        if isinstance(answer, str) or not all(isinstance(tag, str) and tag for tag in answer):
+        if not isinstance(answer, (list, tuple)) or not all(isinstance(tag, str) and tag for tag in answer):
             log.warning("plugin %s: %s must return a list of non-empty strings, not %r; "
                         "it is given every text block", impl.plugin_name, TAGS_HOOK, answer)
             continue

@@ -41,7 +41,8 @@ def record_all(markers: list[MemoryMarker], run: RunInfo) -> list[store.Recorded
     # Read before anything is added: the tally counts what is flushed from here on.
     created = store.created_by_session(run.session_id)
     prefetched = candidates_of_pairs({(marker.category, marker.service) for marker in markers})
-    answers, named = _ask_matcher(markers, prefetched)
+    # ``loaded`` is held to the end: the identity map keeps only what is referenced.
+    answers, loaded = _ask_matcher(markers, prefetched)
     incomplete: list[store.Recorded] = []
     results = []
     for marker, answer in zip(markers, answers):
@@ -61,6 +62,7 @@ def record_all(markers: list[MemoryMarker], run: RunInfo) -> list[store.Recorded
             prefetched.pop(pair, None)
         results.append(recorded)
     _complete(incomplete, run)
+    del loaded
     return results
 
 
