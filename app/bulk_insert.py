@@ -6,8 +6,9 @@ through SQLAlchemy's compiled-statement machinery, which for a stream of
 50,000 lines costs as much as SQLite takes to store them. Here the INSERT is
 compiled once per dialect and its column types' bind processors (SQLite's
 datetime to text, say) are looked up once; each row is then one tuple or
-dict handed to the driver. The connection's cursor events still run, so NUL
-characters are replaced (app/portable_text.py) as for any statement.
+dict handed to the driver. NUL characters are replaced as in any statement
+(app/portable_text.py), but a text column at a time, and the statement is
+marked as checked so that the cursor event does not scan every value again.
 
 Only for rows of plain values a column takes as they are or through its
 type's bind processor: no SQL expressions, no Python-side defaults (every
@@ -17,16 +18,24 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from sqlalchemy import Table, insert
+from sqlalchemy import Boolean, DateTime, Integer, Numeric, Table, insert
 from sqlalchemy.engine import Connection, Dialect
 
+from app.portable_text import CHECKED, texts_without_nul
 from app.timeutil import UTCDateTime
+
+
+_NEVER_TEXT = (Integer, Numeric, Boolean, DateTime, UTCDateTime)
 
 
 class BulkInsert:
     def __init__(self, table: Table, columns: tuple[str, ...]):
         self.table = table
         self.columns = columns
+        # What may hold text, and so a NUL character: all but numbers, flags
+        # and timestamps (whose bind processors write no NUL).
+        self._texts = frozenset(name for name in columns
+                                if not isinstance(table.c[name].type, _NEVER_TEXT))
         # Per kind of dialect: the SQL, the parameters' order (positional
         # paramstyles) and the bind processors by column.
         self._compiled: dict[tuple, tuple[str, Optional[tuple[str, ...]], dict[str, Callable]]] = {}
@@ -41,12 +50,14 @@ class BulkInsert:
         for name in names:
             values = [row[name] for row in rows]
             process = processors.get(name)
-            columns.append(list(map(process, values)) if process is not None else values)
+            if process is not None:
+                values = list(map(process, values))
+            columns.append(texts_without_nul(values) if name in self._texts else values)
         if order is not None:   # a positional paramstyle (SQLite's "?")
             params = list(zip(*columns))
         else:                   # a named one (psycopg's "%(name)s")
             params = [dict(zip(names, values)) for values in zip(*columns)]
-        connection.exec_driver_sql(sql, params)
+        connection.exec_driver_sql(sql, params, execution_options={CHECKED: True})
 
     def _for(self, dialect: Dialect):
         key = (dialect.name, dialect.driver, dialect.paramstyle)

@@ -10,6 +10,7 @@ stays visible. Bytes (binary columns) are left alone.
 from __future__ import annotations
 
 import logging
+from itertools import repeat
 from typing import Any
 
 from sqlalchemy import event
@@ -19,17 +20,42 @@ log = logging.getLogger(__name__)
 
 NUL = "\x00"
 REPLACEMENT = "\ufffd"
+# An execution option: the statement's text parameters were cleaned by
+# ``texts_without_nul`` already (app/bulk_insert.py), column by column.
+CHECKED = "claudeops_nul_checked"
 
 
 @event.listens_for(Engine, "before_cursor_execute", retval=True)
-def _replace_nul(_connection, _cursor, statement, parameters, _context, _executemany):
+def _replace_nul(_connection, _cursor, statement, parameters, context, _executemany):
+    if context is not None and context.execution_options.get(CHECKED):
+        return statement, parameters
     if not _holds_nul(parameters):   # nearly always: nothing to copy
         return statement, parameters
     cleaned, replaced = without_nul(parameters)
+    _warn(replaced)
+    return statement, cleaned
+
+
+def _warn(replaced: int) -> None:
     if replaced:
         log.warning("replaced %d NUL character(s) in text sent to the database with U+FFFD "
                     "(PostgreSQL cannot store them)", replaced)
-    return statement, cleaned
+
+
+def texts_without_nul(values: list) -> list:
+    """A column's values (strings or ``None``) with NUL characters replaced;
+    the same list when there were none. One C-level pass over the column
+    instead of a Python test per value: a stream's batch holds thousands of
+    tool outputs."""
+    try:
+        clean = not any(map(str.__contains__, filter(None, values), repeat(NUL)))
+    except TypeError:   # not only strings: value by value
+        clean = not _holds_nul(values)
+    if clean:
+        return values
+    cleaned, replaced = without_nul(values)
+    _warn(replaced)
+    return cleaned
 
 
 def _holds_nul(value: Any) -> bool:

@@ -52,3 +52,23 @@ def test_nothing_to_insert_is_no_statement(app):
     event.listen(db.engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
     insert_events(db.session.connection(), [])
     assert not [s for s in statements if s.startswith("INSERT")]
+
+
+def test_text_columns_are_checked_for_nul_once_and_numbers_and_times_not_at_all(app, caplog):
+    """The insert cleans its text columns itself and marks the statement, so
+    the cursor event leaves it alone; a NUL in any text column is still
+    replaced and logged."""
+    assert insert_events._texts == {"level", "service", "message"}
+    sent = []
+    event.listen(db.engine, "before_cursor_execute", lambda *args: sent.append(args[3]))
+    rows = [{"session_id": None, "tier": 1, "level": "info", "service": "we\x00b", "message": "fine",
+             "created_at": datetime(2026, 11, 22, tzinfo=timezone.utc)},
+            {"session_id": None, "tier": 1, "level": "info", "service": None, "message": "two\x00\x00",
+             "created_at": datetime(2026, 11, 22, tzinfo=timezone.utc)}]
+    insert_events(db.session.connection(), rows)
+    db.session.commit()
+    assert "replaced 1 NUL character(s)" in caplog.text and "replaced 2 NUL character(s)" in caplog.text
+    inserted = [params for params in sent if isinstance(params, (list, tuple)) and len(params) == 2]
+    assert inserted and "\x00" not in repr(inserted)
+    assert set(db.session.scalars(select(Event.service).where(Event.tier == 1))) == {"we\ufffdb", None}
+    assert db.session.scalar(select(Event.message).where(Event.service.is_(None), Event.tier == 1)) == "two\ufffd\ufffd"
