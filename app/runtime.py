@@ -41,6 +41,10 @@ def runtime_settings() -> list[Setting]:
 # (change() forgets what was read); one made by another process, within this.
 CACHE_SECONDS = 1.0
 CACHE_KEY = "claudeops.runtime_cache"
+RUNTIME_BY_NAME = "claudeops.runtime_settings_by_name"
+
+
+_UNPARSED = object()
 
 
 def setting(name: str) -> Any:
@@ -48,19 +52,32 @@ def setting(name: str) -> Any:
     configuration. A change made in any process takes effect everywhere
     within ``CACHE_SECONDS``."""
     spec = _runtime(name)
-    raw = _stored(name) if spec is not None else None
-    return in_force(spec or name, raw)
+    if spec is None:
+        return current_app.config[name]
+    raw, value = _stored(spec)
+    return value if value is not _UNPARSED else in_force(spec, raw)
 
 
-def _stored(name: str) -> Optional[str]:
+def _stored(spec: Setting) -> tuple[Optional[str], Any]:
+    """The stored change, if any, and its value once parsed (kept with it:
+    parsing on every marker would cost as much as reading). ``_UNPARSED``
+    when there is none or it no longer parses: ``in_force`` then says why,
+    and the configuration, which a test or the app factory may change at
+    any time, is read each time."""
     cache = current_app.extensions.setdefault(CACHE_KEY, {})
     now = time.monotonic()
-    hit = cache.get(name)
+    hit = cache.get(spec.name)
     if hit is not None and hit[0] > now:
-        return hit[1]
-    raw = db.session.scalar(select(RuntimeSetting.value).where(RuntimeSetting.name == name))
-    cache[name] = (now + CACHE_SECONDS, raw)
-    return raw
+        return hit[1], hit[2]
+    raw = db.session.scalar(select(RuntimeSetting.value).where(RuntimeSetting.name == spec.name))
+    value = _UNPARSED
+    if raw is not None:
+        try:
+            value = spec.parse(raw)
+        except ValueError:
+            pass
+    cache[spec.name] = (now + CACHE_SECONDS, raw, value)
+    return raw, value
 
 
 def forget_cached() -> None:
@@ -117,4 +134,8 @@ def change(values: dict[str, Any]) -> None:
 
 
 def _runtime(name: str) -> Setting | None:
-    return next((s for s in runtime_settings() if s.name == name), None)
+    # By name, built once per app: asked for on every marker of a stream.
+    by_name = current_app.extensions.get(RUNTIME_BY_NAME)
+    if by_name is None:
+        by_name = current_app.extensions[RUNTIME_BY_NAME] = {s.name: s for s in runtime_settings()}
+    return by_name.get(name)

@@ -45,6 +45,8 @@ class UTCDateTime(TypeDecorator):
         to the same text."""
         if value is None:
             return None
+        if value.tzinfo is timezone.utc:   # utcnow()'s: its text, less the "+00:00"
+            return value.isoformat(" ", "microseconds")[:-6]
         if value.tzinfo is None:
             raise ValueError("naive datetime given; use app.timeutil.utcnow()")
         return value.astimezone(timezone.utc).replace(tzinfo=None).isoformat(" ", "microseconds")

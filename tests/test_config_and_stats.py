@@ -167,3 +167,27 @@ def test_a_stored_value_that_no_longer_parses_falls_back_with_a_warning(app, cli
     assert setting("CLAUDEOPS_MAX_TIER") == 3
     assert "ignoring stored CLAUDEOPS_MAX_TIER='7'" in caplog.text
     assert config_of(client)["CLAUDEOPS_MAX_TIER"]["value"] == "3"
+
+
+def test_a_stored_change_is_read_and_parsed_once_per_cache_period_and_the_configuration_at_once(app):
+    """Plugins ask for their limits on every marker of a stream: within
+    CACHE_SECONDS the stored change is neither read nor parsed again. Without
+    one, the configuration is what holds, read each time."""
+    from dataclasses import replace
+    from sqlalchemy import event as sa_event
+    name = "CLAUDEOPS_EVENTS_MAX_PER_SESSION"
+    reads, parsed = [], []
+    sa_event.listen(db.engine, "before_cursor_execute",
+                    lambda _c, _cur, statement, *_: reads.append(statement) if "runtime_settings" in statement else None)
+    spec = runtime._runtime(name)
+    app.extensions[runtime.RUNTIME_BY_NAME][name] = replace(spec, parse=lambda raw: parsed.append(raw) or spec.parse(raw))
+    change({name: 7})
+    parsed.clear()
+    reads.clear()
+    assert [setting(name) for _ in range(50)] == [7] * 50
+    assert len(reads) == 1 and parsed == ["7"]
+
+    change({name: None})
+    assert setting(name) == 100
+    app.config[name] = 5
+    assert setting(name) == 5
