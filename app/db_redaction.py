@@ -8,8 +8,9 @@ the next session's system prompt read what is stored, so none of them can
 show a secret the redactor knows.
 
 Only new rows and changed values are looked at. Core ``insert()`` and
-``update()`` statements bypass the ORM, and so this listener: the service
-uses them only for status flags and fixed texts.
+``update()`` statements, and the ORM's bulk inserts, bypass the flush, and
+so this listener: the service uses them only for status flags and fixed
+texts, and for rows that pass ``redacted_values`` first.
 """
 from __future__ import annotations
 
@@ -46,6 +47,19 @@ def _redact_pending(session, flush_context, instances) -> None:
                 cleaned = redactor.redact(value)
                 if cleaned != value:
                     setattr(obj, key, cleaned)
+
+
+def redacted_values(model, values: dict) -> dict:
+    """A row for a bulk insert of ``model`` with its text values redacted,
+    as a flush would have written them."""
+    redactor = current_app.extensions.get("claudeops.redactor") if has_app_context() else None
+    if redactor is None:
+        return values
+    for key in _text_keys(inspect(model)):
+        value = values.get(key)
+        if isinstance(value, str) and value:
+            values[key] = redactor.redact(value)
+    return values
 
 
 def _text_keys(mapper) -> tuple[str, ...]:

@@ -134,3 +134,27 @@ def test_what_a_failed_session_left_queued_is_dropped_when_it_finishes(app):
         cooldowns.claudeops_markers_flush(run)
         db.session.commit()
         assert db.session.scalars(select(Memory)).all() == []
+
+
+def test_a_batchs_bulk_inserts_are_redacted_as_a_flush_would_redact_them(tmp_path, monkeypatch):
+    """New memories and history rows of a batch skip the flush, and so the
+    redaction listener: they are redacted on their way in all the same."""
+    secret = "vault-Zq8-batch-secret-7d1f"
+    monkeypatch.setenv("BACKUP_SERVICE_TOKEN", secret)   # caught by the default pattern *_TOKEN
+    app = make_app(tmp_path)
+    with app.app_context():
+        rejected = add_memory(f"Backups use key {secret} for the offsite copy", service="backup",
+                              category="behavior")
+        rejected.observation = "Backups use the offsite key"   # as an operator edited it
+        rejected.status = REJECTED
+        db.session.commit()
+        markers = parse_memory_markers(f"[MEMORY:timing:backup] Backups with key {secret} take 2 hours\n"
+                                       f"[MEMORY:behavior:backup] Backups use the offsite key {secret}")
+        outcomes = batch.record_all(markers, new_run())
+        db.session.commit()
+        assert [o.relation for o in outcomes] == [store.CREATED, store.ALREADY_REJECTED]
+        stored = db.session.scalars(select(Memory.observation).order_by(Memory.id)).all()
+        history = db.session.scalars(select(MemoryHistory.detail).where(MemoryHistory.detail.is_not(None))).all()
+        assert len(stored) == 2 and any("take 2 hours" in text for text in stored)
+        assert history and any("said again after its rejection" in text for text in history)
+        assert not [text for text in stored + history if secret in text]

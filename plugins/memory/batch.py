@@ -7,8 +7,11 @@ for a line. So ``claudeops_markers`` only queues a block's markers, and
 ``claudeops_markers_flush`` records all the queued ones just before the
 stream's batch is committed: the candidates of every service and category
 of the batch in one statement, the decisions one marker after another, in
-stream order, by the rules of plugins/memory/store.py, and the new memories
-inserted together.
+stream order, by the rules of plugins/memory/store.py, the new memories
+inserted together and their history, like every history row of the batch,
+written in one statement at its end. Both are the ORM's bulk inserts, which
+skip the flush and so its redaction listener: their rows are redacted here
+(app/db_redaction.py).
 
 Each marker sees what the markers before it did, as if they had been
 recorded one by one: once a marker has changed a service and category (a
@@ -19,8 +22,13 @@ memory it contradicts, of any pair) makes every pair read again.
 """
 from __future__ import annotations
 
-from sqlalchemy import select
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Iterator
 
+from sqlalchemy import insert, select
+
+from app.db_redaction import redacted_values
 from app.extensions import db
 from app.marker_queue import MarkerQueue
 from app.plugin_types import RunInfo
@@ -28,10 +36,14 @@ from plugins.memory import settings, store
 from plugins.memory.candidates import candidates as find_candidates, candidates_of_pairs
 from plugins.memory.markers import MemoryMarker
 from plugins.memory.matcher import Match
-from plugins.memory.models import Memory
+from plugins.memory.models import Memory, MemoryHistory, next_decay_due
 
 QUEUE = MarkerQueue("memory")
 CHANGES_CANDIDATES = (store.CREATED, store.CONTRADICTED, store.REINFORCED)
+# The new memories back as ORM objects, in the order given, as if flushed.
+INSERT_MEMORIES = insert(Memory).returning(Memory, sort_by_parameter_order=True)
+MEMORY_COLUMNS = ("service", "category", "observation", "confidence", "active", "created_at", "updated_at",
+                  "session_id", "tier", "status")
 
 
 def record_all(markers: list[MemoryMarker], run: RunInfo) -> list[store.Recorded]:
@@ -43,27 +55,43 @@ def record_all(markers: list[MemoryMarker], run: RunInfo) -> list[store.Recorded
     prefetched = candidates_of_pairs({(marker.category, marker.service) for marker in markers})
     # ``loaded`` is held to the end: the identity map keeps only what is referenced.
     answers, loaded = _ask_matcher(markers, prefetched)
-    incomplete: list[store.Recorded] = []
-    results = []
-    for marker, answer in zip(markers, answers):
-        pair = (marker.category, marker.service)
-        candidates = prefetched.get(pair)
-        if candidates is None:   # changed by an earlier marker of the batch: read again, ask again
-            _complete(incomplete, run)
-            candidates, answer = find_candidates(marker.category, marker.service, rejected=True), None
-        recorded = store.decide(marker.category, marker.service, marker.observation, run,
-                                may_create=created < limit, candidates=candidates, match=answer)
-        if recorded.relation in (store.CREATED, store.CONTRADICTED):
-            created += 1
-            incomplete.append(recorded)
-        if recorded.approved:
-            prefetched.clear()
-        elif recorded.relation in CHANGES_CANDIDATES:
-            prefetched.pop(pair, None)
-        results.append(recorded)
-    _complete(incomplete, run)
+    incomplete: list[int] = []   # results whose new memory is not inserted yet
+    results: list[store.Recorded] = []
+    with _history_gathered() as history:
+        for marker, answer in zip(markers, answers):
+            pair = (marker.category, marker.service)
+            candidates = prefetched.get(pair)
+            if candidates is None:   # changed by an earlier marker of the batch: read again, ask again
+                _complete(incomplete, results, run)
+                candidates, answer = find_candidates(marker.category, marker.service, rejected=True), None
+            recorded = store.decide(marker.category, marker.service, marker.observation, run,
+                                    may_create=created < limit, candidates=candidates, match=answer,
+                                    add_new=False)
+            if recorded.relation in (store.CREATED, store.CONTRADICTED):
+                created += 1
+                incomplete.append(len(results))
+            if recorded.approved:
+                prefetched.clear()
+            elif recorded.relation in CHANGES_CANDIDATES:
+                prefetched.pop(pair, None)
+            results.append(recorded)
+        _complete(incomplete, results, run)
+        if history:
+            db.session.execute(insert(MemoryHistory), [redacted_values(MemoryHistory, row) for row in history])
     del loaded
     return results
+
+
+@contextmanager
+def _history_gathered() -> Iterator[list[dict]]:
+    """While the batch records, ``store`` gathers history rows here (and
+    reads the ones it gathered as if written)."""
+    gathered: list[dict] = []
+    db.session.info[store.HISTORY_ROWS] = gathered
+    try:
+        yield gathered
+    finally:
+        db.session.info.pop(store.HISTORY_ROWS, None)
 
 
 def _ask_matcher(markers: list[MemoryMarker], prefetched: dict) -> tuple[list[Match], list[Memory]]:
@@ -82,11 +110,21 @@ def _ask_matcher(markers: list[MemoryMarker], prefetched: dict) -> tuple[list[Ma
     return answers, memories
 
 
-def _complete(incomplete: list[store.Recorded], run: RunInfo) -> None:
-    """The new memories so far inserted (one statement for many) and given their history."""
+def _complete(incomplete: list[int], results: list[store.Recorded], run: RunInfo) -> None:
+    """The new memories so far (of ``results``, at the places ``incomplete``
+    names) inserted in one statement, each result then holding the stored
+    memory, and given their history."""
     if not incomplete:
         return
-    db.session.flush()
-    for recorded in incomplete:
-        store.complete(recorded, run)
+    rows = []
+    for place in incomplete:
+        memory = results[place].memory
+        row = {column: getattr(memory, column) for column in MEMORY_COLUMNS}
+        # What the ORM's flush would have added (models.py's decay_schedule and column defaults).
+        row.update(pinned=False, decayed_weeks=0, decay_due_at=next_decay_due(memory.updated_at, 0))
+        rows.append(redacted_values(Memory, row))
+    stored = db.session.scalars(INSERT_MEMORIES, rows).all()
+    for place, memory in zip(incomplete, stored):
+        results[place] = replace(results[place], memory=memory)
+        store.complete(results[place], run)
     incomplete.clear()

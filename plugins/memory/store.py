@@ -174,11 +174,13 @@ def record_observation(category: str, service: Optional[str], observation: str, 
 
 
 def decide(category: str, service: Optional[str], observation: str, run: RunInfo, may_create: bool,
-           candidates: tuple[list[Candidate], list[Candidate]], match: Optional[Match] = None) -> Recorded:
+           candidates: tuple[list[Candidate], list[Candidate]], match: Optional[Match] = None,
+           add_new: bool = True) -> Recorded:
     """``record_observation`` up to its new memory, if any: added to the
-    database session, not yet flushed, and without its history, which
-    ``complete`` writes once it has an id. So a batch of markers inserts its
-    new memories in one statement (plugins/memory/batch.py).
+    database session (without ``add_new``: not even that, the caller inserts
+    it), not yet flushed, and without its history, which ``complete`` writes
+    once it has an id. So a batch of markers inserts its new memories in one
+    statement (plugins/memory/batch.py).
     ``candidates``: the live and the rejected candidates of the service and
     category, as ``find_candidates(..., rejected=True)`` gives them;
     ``match``: the matcher's answer for the live ones, if already asked."""
@@ -200,7 +202,7 @@ def decide(category: str, service: Optional[str], observation: str, run: RunInfo
         return Recorded(ALREADY_REJECTED, repeated)
 
     memory = _new(category, service, observation, DEFAULT_CONFIDENCE, run.session_id, run.tier,
-                  PROPOSED if review_on() else APPROVED)
+                  PROPOSED if review_on() else APPROVED, add=add_new)
     if match.relation == CONTRADICT:
         return Recorded(CONTRADICTED, memory, target=target)
     return Recorded(CREATED, memory)
@@ -266,6 +268,9 @@ def created_by_session(session_id: int) -> int:
 
 def _repeat_noted(memory: Memory, session_id: int) -> bool:
     """Whether the session's saying a rejected memory again is in its history already."""
+    if any(row["memory_id"] == memory.id and row["session_id"] == session_id and row["action"] == "repeated"
+           for row in db.session.info.get(HISTORY_ROWS, ())):
+        return True
     return db.session.scalar(select(MemoryHistory.id).where(
         MemoryHistory.memory_id == memory.id, MemoryHistory.session_id == session_id,
         MemoryHistory.action == "repeated").limit(1)) is not None
@@ -478,11 +483,12 @@ def _insert(category, service, observation, confidence, session_id, tier, status
     return memory
 
 
-def _new(category, service, observation, confidence, session_id, tier, status=APPROVED) -> Memory:
+def _new(category, service, observation, confidence, session_id, tier, status=APPROVED, add=True) -> Memory:
     now = utcnow()
     memory = Memory(category=category, service=service, observation=observation, confidence=confidence,
                     active=True, created_at=now, updated_at=now, session_id=session_id, tier=tier, status=status)
-    db.session.add(memory)
+    if add:
+        db.session.add(memory)
     return memory
 
 
@@ -497,9 +503,19 @@ def _set_active(memory: Memory, active: bool) -> None:
         _history(memory, "reactivated" if active else "deactivated", memory.confidence, actor=OPERATOR)
 
 
+# Where a batch of markers (plugins/memory/batch.py) gathers its history
+# rows, to write them in one statement: a list in the database session's
+# ``info`` while it records. Otherwise each row is added to the session.
+HISTORY_ROWS = "claudeops.memory.history_rows"
+
+
 def _history(memory: Memory, action: str, before: Optional[float], *, run: Optional[RunInfo] = None,
              actor: Optional[str] = None, detail: Optional[str] = None, related: Optional[int] = None) -> None:
-    db.session.add(MemoryHistory(
-        memory_id=memory.id, action=action, confidence_before=before, confidence_after=memory.confidence,
-        session_id=run.session_id if run else None, actor=actor or SESSION, detail=detail,
-        related_memory_id=related, created_at=utcnow()))
+    row = dict(memory_id=memory.id, action=action, confidence_before=before, confidence_after=memory.confidence,
+               session_id=run.session_id if run else None, actor=actor or SESSION, detail=detail,
+               related_memory_id=related, created_at=utcnow())
+    gathered = db.session.info.get(HISTORY_ROWS)
+    if gathered is not None:
+        gathered.append(row)
+    else:
+        db.session.add(MemoryHistory(**row))
