@@ -72,19 +72,36 @@ def test_rows_reach_the_database_while_the_cli_is_quiet(tmp_path, fake_cli):
     assert tuple(seen) == ("running", 1, 1), "the marker and its event were not visible while the CLI was quiet"
 
 
-def test_a_burst_of_lines_is_committed_in_batches(app):
+def commits_for(lines: list[bytes]) -> int:
     handler = new_handler()
     commits = []
     listener = lambda session: commits.append(1)   # noqa: E731
     event.listen(OrmSession, "after_commit", listener)
     try:
-        for n in range(1200):
-            handler.handle_line(line(sl.tool_result(f"output {n}")))
+        for data in lines:
+            handler.handle_line(data)
         handler.close()
     finally:
         event.remove(OrmSession, "after_commit", listener)
-    assert count(SessionActivity, SessionActivity.kind == "tool_result") == 1200
-    assert 3 <= len(commits) <= 60, f"{len(commits)} commits for 1200 lines"
+    return len(commits)
+
+
+def test_a_burst_of_lines_is_committed_in_batches(app):
+    lines = 3 * activity.COMMIT_EVERY_LINES
+    commits = commits_for([line(sl.tool_result(f"output {n}")) for n in range(lines)])
+    assert count(SessionActivity, SessionActivity.kind == "tool_result") == lines
+    # At least every COMMIT_EVERY_LINES lines, and at most every half second: never a commit per line.
+    assert 3 <= commits <= lines // 20, f"{commits} commits for {lines} lines"
+
+
+def test_a_burst_of_large_outputs_is_committed_before_it_holds_too_much_text(app, monkeypatch):
+    monkeypatch.setattr(activity, "COMMIT_INTERVAL_SECONDS", 3600)   # the text held decides, not the clock
+    # Of each, what is kept until its batch is redacted: twice what is shown.
+    size, kept = 100_000, activity.UNREDACTED_KEPT
+    lines = 2 * activity.COMMIT_EVERY_CHARS // kept
+    commits = commits_for([line(sl.tool_result(f"{n} " + "x" * size)) for n in range(lines)])
+    assert count(SessionActivity, SessionActivity.kind == "tool_result") == lines < activity.COMMIT_EVERY_LINES
+    assert commits in (2, 3), f"{commits} commits for {lines} lines of {size} characters"   # the last at close
 
 
 class WritesThenFails:

@@ -39,7 +39,12 @@ UNREDACTED_KEPT = 2 * MAX_ACTIVITY_BODY
 # Rows are written in batches, one commit for many lines, but never later
 # than this after the previous write: the dashboard's activity log stays live.
 COMMIT_INTERVAL_SECONDS = 0.5
-COMMIT_EVERY_LINES = 500
+# A burst (a long transcript arriving at once) is written sooner: after this
+# many lines, or once the batch holds this much text, so what waits in memory
+# stays bounded. Not much sooner: each batch costs the plugins' reads of
+# what their markers refer to, and a commit.
+COMMIT_EVERY_LINES = 2_000
+COMMIT_EVERY_CHARS = 4_000_000
 
 _insert_activity = BulkInsert(SessionActivity.__table__, ("session_id", "kind", "title", "body", "created_at"))
 
@@ -71,6 +76,7 @@ class StreamHandler:
         self._pending: list[tuple[dict, PendingRecords]] = []   # rows standing for records to come
         self._unredacted: list[tuple[dict, int]] = []   # rows of it not yet redacted, each with what was cut
         self._lines_since_commit = 0
+        self._chars_since_commit = 0
         self._last_commit = time.monotonic()
 
     @property
@@ -102,7 +108,7 @@ class StreamHandler:
         self.commit_if_due()
 
     def commit_if_due(self) -> None:
-        if (self._lines_since_commit >= COMMIT_EVERY_LINES
+        if (self._lines_since_commit >= COMMIT_EVERY_LINES or self._chars_since_commit >= COMMIT_EVERY_CHARS
                 or time.monotonic() - self._last_commit >= COMMIT_INTERVAL_SECONDS):
             self.commit()
 
@@ -120,6 +126,7 @@ class StreamHandler:
         db.session.commit()
         self.markers.committed()
         self._lines_since_commit = 0
+        self._chars_since_commit = 0
         self._last_commit = time.monotonic()
 
     def close(self) -> None:
@@ -187,14 +194,16 @@ class StreamHandler:
         self._rows.append(row)
         if redacted:
             _shorten(row)
-            return row
-        # Redacted with the rest of the batch, in one scan (Redactor.redact_many).
-        # Meanwhile only so much is kept that a secret reaching into what
-        # will be shown is still whole.
-        cut = 0
-        if body is not None and len(body) > UNREDACTED_KEPT:
-            row["body"], cut = body[:UNREDACTED_KEPT], len(body) - UNREDACTED_KEPT
-        self._unredacted.append((row, cut))
+        else:
+            # Redacted with the rest of the batch, in one scan (Redactor.redact_many).
+            # Meanwhile only so much is kept that a secret reaching into what
+            # will be shown is still whole.
+            cut = 0
+            if body is not None and len(body) > UNREDACTED_KEPT:
+                row["body"], cut = body[:UNREDACTED_KEPT], len(body) - UNREDACTED_KEPT
+            self._unredacted.append((row, cut))
+        if row["body"] is not None:
+            self._chars_since_commit += len(row["body"])
         return row
 
     def _redact_pending(self) -> None:
