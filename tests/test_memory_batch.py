@@ -158,3 +158,37 @@ def test_a_batchs_bulk_inserts_are_redacted_as_a_flush_would_redact_them(tmp_pat
         assert len(stored) == 2 and any("take 2 hours" in text for text in stored)
         assert history and any("said again after its rejection" in text for text in history)
         assert not [text for text in stored + history if secret in text]
+
+
+def test_a_contradiction_then_a_confirmed_proposal_against_the_same_memory_as_one_by_one(tmp_path):
+    """The contradiction takes its trust at once, as it would alone: the
+    confirmed proposal that contradicts the same memory then finds it
+    inactive and takes nothing more."""
+    markers = parse_memory_markers("[MEMORY:behavior:postgres] Postgres vacuum does not run nightly at 02:00\n"
+                                   "[MEMORY:timing:web] Web answers within 30s after a deploy")
+    results = {}
+    for way in ("one by one", "batch"):
+        app = make_app(tmp_path / way.replace(" ", "-"))
+        with app.app_context():
+            target = add_memory("Postgres vacuum runs nightly at 02:00", service="postgres", category="behavior",
+                                confidence=0.4)
+            proposer = new_run()
+            proposal = add_memory("Web answers within 30s after a deploy", service="web", category="timing",
+                                  session_id=proposer.session_id)
+            proposal.status, proposal.contradicts_id = "proposed", target.id
+            db.session.commit()
+            run = new_run()
+            if way == "batch":
+                outcomes = batch.record_all(markers, run)
+            else:
+                outcomes = [store.record_observation(m.category, m.service, m.observation, run) for m in markers]
+            relations = [(o.relation, o.memory.id, o.approved) for o in outcomes]
+            db.session.commit()
+            results[way] = (relations, _state())
+    assert results["batch"] == results["one by one"]
+    relations, (memories, history) = results["batch"]
+    assert [(relation, approved) for relation, _, approved in relations] == [(store.CONTRADICTED, False),
+                                                                            (store.REINFORCED, True)]
+    target_row = next(m for m in memories if m.observation == "Postgres vacuum runs nightly at 02:00")
+    assert (target_row.confidence, target_row.active) == (0.2, False)
+    assert [h.action for h in history if h.memory_id == target_row.id] == ["contradicted", "deactivated"]

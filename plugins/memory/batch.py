@@ -16,9 +16,12 @@ skip the flush and so its redaction listener: their rows are redacted here
 Each marker sees what the markers before it did, as if they had been
 recorded one by one: once a marker has changed a service and category (a
 new memory, a reinforcement, a contradiction), the next marker of that pair
-reads its candidates again, after the new memories have their ids and
-history. A marker that confirms a proposal (which may take trust from a
-memory it contradicts, of any pair) makes every pair read again.
+reads its candidates again, after the pair's new memories (and so every new
+memory before them: ids follow the stream) have their ids and history. A
+contradiction is completed at once: it takes trust from another memory,
+which a proposal confirmed later in the batch may contradict too. A marker
+that confirms a proposal (which may take trust from a memory it
+contradicts, of any pair) makes every pair read again.
 """
 from __future__ import annotations
 
@@ -56,13 +59,16 @@ def record_all(markers: list[MemoryMarker], run: RunInfo) -> list[store.Recorded
     # ``loaded`` is held to the end: the identity map keeps only what is referenced.
     answers, loaded = _ask_matcher(markers, prefetched)
     incomplete: list[int] = []   # results whose new memory is not inserted yet
+    incomplete_pairs: set = set()  # and their services and categories
     results: list[store.Recorded] = []
     with _history_gathered() as history:
         for marker, answer in zip(markers, answers):
             pair = (marker.category, marker.service)
             candidates = prefetched.get(pair)
             if candidates is None:   # changed by an earlier marker of the batch: read again, ask again
-                _complete(incomplete, results, run)
+                if pair in incomplete_pairs:
+                    _complete(incomplete, results, run)
+                    incomplete_pairs.clear()
                 candidates, answer = find_candidates(marker.category, marker.service, rejected=True), None
             recorded = store.decide(marker.category, marker.service, marker.observation, run,
                                     may_create=created < limit, candidates=candidates, match=answer,
@@ -70,11 +76,15 @@ def record_all(markers: list[MemoryMarker], run: RunInfo) -> list[store.Recorded
             if recorded.relation in (store.CREATED, store.CONTRADICTED):
                 created += 1
                 incomplete.append(len(results))
+                incomplete_pairs.add(pair)
+            results.append(recorded)
+            if recorded.relation == store.CONTRADICTED:
+                _complete(incomplete, results, run)
+                incomplete_pairs.clear()
             if recorded.approved:
                 prefetched.clear()
             elif recorded.relation in CHANGES_CANDIDATES:
                 prefetched.pop(pair, None)
-            results.append(recorded)
         _complete(incomplete, results, run)
         if history:
             db.session.execute(insert(MemoryHistory), [redacted_values(MemoryHistory, row) for row in history])
