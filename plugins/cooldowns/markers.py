@@ -23,10 +23,10 @@ OUTCOME_ALIASES = {
 }
 MAX_MESSAGE_CHARS = 2000
 
-# Anything shaped like a cooldown marker, so that a malformed one is reported
-# rather than silently dropped.
 # What every cooldown report begins with (the ``claudeops_marker_tags`` hook).
 MARKER_TAGS = ("[COOLDOWN:",)
+# Anything shaped like a cooldown marker, so that a malformed one is reported
+# rather than silently dropped.
 ANY_COOLDOWN_MARKER = re.compile(r"\[COOLDOWN:([^\]\n]*)\]")
 COOLDOWN_MARKER = re.compile(
     r"\[COOLDOWN:(?P<action>[A-Za-z_-]+):(?P<service>[A-Za-z0-9_.@-]+)\][ \t]*"
