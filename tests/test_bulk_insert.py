@@ -8,9 +8,11 @@ from datetime import datetime, timezone
 
 from sqlalchemy import event, func, select, text
 
-from app.bulk_insert import BulkInsert
+from app.bulk_insert import NUMBERED_ROWS, BulkInsert
 from app.extensions import db
 from plugins.events.models import Event
+from plugins.memory import search
+from plugins.memory.models import Memory, next_decay_due
 
 COLUMNS = ("session_id", "tier", "level", "service", "message", "created_at")
 insert_events = BulkInsert(Event.__table__, COLUMNS)
@@ -72,3 +74,75 @@ def test_text_columns_are_checked_for_nul_once_and_numbers_and_times_not_at_all(
     assert inserted and "\x00" not in repr(inserted)
     assert set(db.session.scalars(select(Event.service).where(Event.tier == 1))) == {"we\ufffdb", None}
     assert db.session.scalar(select(Event.message).where(Event.service.is_(None), Event.tier == 1)) == "two\ufffd\ufffd"
+
+
+# --- numbered: the new ids back, in the order of the rows ------------------
+
+MEMORY_COLUMNS = ("service", "category", "observation", "confidence", "active", "created_at", "updated_at",
+                  "session_id", "tier", "status", "pinned", "decayed_weeks", "decay_due_at")
+insert_memories = BulkInsert(Memory.__table__, MEMORY_COLUMNS)
+
+
+def memory_rows(count: int, text: str = "observation {}") -> list[dict]:
+    moment = datetime(2026, 11, 22, 10, 0, 0, 123456, tzinfo=timezone.utc)
+    return [{"service": f"svc{n % 7}", "category": "timing", "observation": text.format(n), "confidence": 0.7,
+             "active": True, "created_at": moment, "updated_at": moment, "session_id": None, "tier": 1,
+             "status": "approved", "pinned": False, "decayed_weeks": 0, "decay_due_at": next_decay_due(moment, 0)}
+            for n in range(count)]
+
+
+def test_numbered_gives_each_rows_id_in_the_order_of_the_rows(app):
+    rows = memory_rows(NUMBERED_ROWS * 2 + 50)   # more than one statement's worth
+    statements = []
+    event.listen(db.engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
+    ids = insert_memories.numbered(db.session.connection(), rows)
+    db.session.commit()
+
+    assert len(ids) == len(set(ids)) == len(rows)
+    assert ids == sorted(ids)   # ids follow the order of the rows
+    stored = dict(db.session.execute(select(Memory.id, Memory.observation).where(Memory.id.in_(ids))).all())
+    assert [stored[memory_id] for memory_id in ids] == [row["observation"] for row in rows]
+    if db.engine.dialect.name == "sqlite":   # a statement for many rows, not one for each
+        assert len([s for s in statements if s.startswith("INSERT INTO memories")]) == 3
+
+
+def test_numbered_stores_every_column_as_the_orm_stores_it(app):
+    [row] = memory_rows(1, "the ORM's twin {}")
+    orm = Memory(**row)
+    db.session.add(orm)
+    db.session.flush()
+    [memory_id] = insert_memories.numbered(db.session.connection(), [row])
+    db.session.commit()
+    columns = [Memory.__table__.c[name] for name in MEMORY_COLUMNS + ("contradicts_id",)]
+    both = {found[0]: tuple(found[1:]) for found in db.session.execute(
+        select(Memory.id, *columns).where(Memory.id.in_([orm.id, memory_id])))}
+    assert both[memory_id] == both[orm.id]
+
+
+def test_numbered_never_gives_a_deleted_memorys_id_again(app):
+    last = Memory(**memory_rows(1, "deleted soon {}")[0])
+    db.session.add(last)
+    db.session.commit()
+    deleted = last.id
+    db.session.delete(last)
+    db.session.commit()
+    ids = insert_memories.numbered(db.session.connection(), memory_rows(3))
+    db.session.commit()
+    assert min(ids) > deleted
+    assert db.session.scalar(select(func.count()).select_from(Memory).where(Memory.id == deleted)) == 0
+
+
+def test_numbered_rows_are_found_by_search_and_nul_is_replaced(app):
+    ids = insert_memories.numbered(db.session.connection(),
+                                   memory_rows(2, "jellyfin transcoder {} stalls\x00after upgrades"))
+    db.session.commit()
+    found = db.session.scalars(search.apply(select(Memory.id), "jellyfin stalls")).all()
+    assert sorted(found) == ids
+    assert db.session.get(Memory, ids[0]).observation == "jellyfin transcoder 0 stalls\ufffdafter upgrades"
+
+
+def test_numbered_nothing_is_no_statement(app):
+    statements = []
+    event.listen(db.engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
+    assert insert_memories.numbered(db.session.connection(), []) == []
+    assert not [s for s in statements if s.startswith("INSERT")]

@@ -8,10 +8,11 @@ for a line. So ``claudeops_markers`` only queues a block's markers, and
 stream's batch is committed: the candidates of every service and category
 of the batch in one statement, the decisions one marker after another, in
 stream order, by the rules of plugins/memory/store.py, the new memories
-inserted together and their history, like every history row of the batch,
-written in one statement at its end. Both are the ORM's bulk inserts, which
-skip the flush and so its redaction listener: their rows are redacted here
-(app/db_redaction.py).
+inserted together (app/bulk_insert.py, which gives their ids back in order;
+the ORM's own ordered insert takes a statement per row on SQLite) and their
+history, like every history row of the batch, written in one statement at
+its end. Both inserts skip the ORM's flush and so its redaction listener:
+their rows are redacted here (app/db_redaction.py).
 
 Each marker sees what the markers before it did, as if they had been
 recorded one by one: once a marker has changed a service and category (a
@@ -30,7 +31,9 @@ from dataclasses import replace
 from typing import Iterator
 
 from sqlalchemy import insert, select
+from sqlalchemy.orm import make_transient_to_detached
 
+from app.bulk_insert import BulkInsert
 from app.db_redaction import redacted_values
 from app.extensions import db
 from app.marker_queue import MarkerQueue
@@ -43,10 +46,10 @@ from plugins.memory.models import Memory, MemoryHistory, next_decay_due
 
 QUEUE = MarkerQueue("memory")
 CHANGES_CANDIDATES = (store.CREATED, store.CONTRADICTED, store.REINFORCED)
-# The new memories back as ORM objects, in the order given, as if flushed.
-INSERT_MEMORIES = insert(Memory).returning(Memory, sort_by_parameter_order=True)
 MEMORY_COLUMNS = ("service", "category", "observation", "confidence", "active", "created_at", "updated_at",
                   "session_id", "tier", "status")
+# Every column but the id (given back) and contradicts_id (set later, by store.complete).
+_insert_memories = BulkInsert(Memory.__table__, MEMORY_COLUMNS + ("pinned", "decayed_weeks", "decay_due_at"))
 
 
 def record_all(markers: list[MemoryMarker], run: RunInfo) -> list[store.Recorded]:
@@ -133,8 +136,17 @@ def _complete(incomplete: list[int], results: list[store.Recorded], run: RunInfo
         # What the ORM's flush would have added (models.py's decay_schedule and column defaults).
         row.update(pinned=False, decayed_weeks=0, decay_due_at=next_decay_due(memory.updated_at, 0))
         rows.append(redacted_values(Memory, row))
-    stored = db.session.scalars(INSERT_MEMORIES, rows).all()
-    for place, memory in zip(incomplete, stored):
-        results[place] = replace(results[place], memory=memory)
+    db.session.flush()   # the insert goes to the connection, past the session's autoflush
+    ids = _insert_memories.numbered(db.session.connection(), rows)
+    for place, memory_id, row in zip(incomplete, ids, rows):
+        results[place] = replace(results[place], memory=_as_loaded(Memory(id=memory_id, contradicts_id=None, **row)))
         store.complete(results[place], run)
     incomplete.clear()
+
+
+def _as_loaded(memory: Memory) -> Memory:
+    """A memory just inserted, with every column as stored, in the session
+    as if read from the database (no INSERT of its own)."""
+    make_transient_to_detached(memory)
+    db.session.add(memory)
+    return memory
