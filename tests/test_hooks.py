@@ -18,7 +18,8 @@ from app.extensions import db
 from app.hookspecs import hookimpl
 from app.models import SessionActivity
 from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PendingRecords, PromptSection
-from app.plugins import BUILTIN_PLUGINS, ENTRY_POINT_GROUP, make_plugin_manager
+from app.plugins import BUILTIN_PLUGINS, ENTRY_POINT_GROUP, make_plugin_manager, plugin_manager
+from app.sessions import activity
 from plugins.events.models import Event
 from tests import streamlines as sl
 from tests.conftest import make_app
@@ -136,6 +137,56 @@ def test_hook_claudeops_markers_a_failing_plugin_loses_only_its_own_work(tmp_pat
         assert session.status == "completed"
         assert db.session.scalars(select(Event.message)).all() == ["disk"]
     assert "plugin bug" in caplog.text
+
+
+class FailsOn:
+    """Runs after the builtins and fails on blocks holding ``word``; with
+    ``notice``, sends one for every block first."""
+
+    def __init__(self, word: str, notice: bool = False):
+        self.word, self.notice = word, notice
+
+    @hookimpl(trylast=True)
+    def claudeops_markers(self, text, run):
+        if self.notice:
+            plugin_manager().hook.claudeops_notice(level="info", message=f"noticed: {text}", service=None, run=run)
+        if self.word in text:
+            raise RuntimeError("plugin bug")
+
+
+def test_hook_claudeops_markers_a_failure_takes_back_no_rows_another_plugin_staged(tmp_path, fake_cli, caplog,
+                                                                                   monkeypatch):
+    """An event marker's row waits for the commit. A plugin failing after the
+    events plugin staged it, with nothing written since the last commit
+    (each line is committed here), rolls the whole transaction back: the
+    staged row survives that; the failing plugin's own notice does not."""
+    monkeypatch.setattr(activity, "COMMIT_EVERY_LINES", 1)
+    app = make_app(tmp_path, plugins=[FailsOn("boom", notice=True)])
+    fake_cli(sl.steps(sl.init(), sl.text("warm up"), sl.text("[EVENT:critical:nas] disk boom"),
+                      sl.text("[EVENT:info:nas] after"), sl.result()))
+    with app.app_context():
+        from app.sessions import control
+        from app.sessions.manager import run_session
+        session = run_session(control.claim(control.enqueue().id))
+        assert session.status == "completed"
+        messages = db.session.scalars(select(Event.message).order_by(Event.id)).all()
+    assert messages == ["noticed: warm up", "disk boom", "after", "noticed: [EVENT:info:nas] after"]
+    assert "plugin bug" in caplog.text
+
+
+def test_hook_claudeops_markers_a_failure_after_a_savepoint_takes_back_only_its_own_staged_rows(tmp_path, fake_cli):
+    """The same with a mark in the database to roll back to (the block's
+    earlier rows were written): the plugin's notice goes, the events
+    plugin's rows of the same block stay."""
+    app = make_app(tmp_path, plugins=[FailsOn("boom", notice=True)])
+    fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:web] first"), sl.text("[EVENT:critical:nas] disk boom"),
+                      sl.result()))
+    with app.app_context():
+        from app.sessions import control
+        from app.sessions.manager import run_session
+        run_session(control.claim(control.enqueue().id))
+        messages = db.session.scalars(select(Event.message).order_by(Event.id)).all()
+    assert messages == ["first", "noticed: [EVENT:info:web] first", "disk boom"]
 
 
 # --- claudeops_markers_flush ---------------------------------------------------

@@ -301,6 +301,17 @@ def test_every_text_written_through_the_orm_is_redacted(tmp_path, monkeypatch):
         assert session.prompt == f"use {R} please"
 
 
+def test_a_notice_is_redacted_though_it_is_written_with_the_batch_not_by_the_orm(tmp_path, monkeypatch):
+    monkeypatch.setenv("MAIL_PASSWORD", "mail-secret-value")
+    app = make_app(tmp_path)
+    with app.app_context():
+        app.extensions["claudeops.plugins"].hook.claudeops_notice(
+            level="warning", service="mail", run=None, message="login failed with mail-secret-value, password=hunter2")
+        db.session.commit()
+        assert db.session.execute(text("SELECT message FROM events")).scalars().all() == [
+            f"login failed with {R}, password={R}"]
+
+
 # --- cost --------------------------------------------------------------------
 
 def test_cost_per_line_of_recorded_streams():

@@ -9,7 +9,10 @@ savepoint marks the state after the last call that wrote: before each call,
 a new one is taken only if something was written since the last mark. A
 call that raises rolls back to the mark, which is exactly the state before
 it; with no mark since the last commit, nothing was written since then and
-the whole transaction is rolled back.
+the whole transaction is rolled back. Rows staged for the commit
+(app/staged_rows.py) are not in the database yet: their mark is how many
+there were before the call, and a call that raises takes back those staged
+since, and only those, whichever way the database is rolled back.
 
 Before each commit, ``flush`` calls every plugin's ``claudeops_markers_flush``
 the same way: the plugins that record markers a batch at a time write them then.
@@ -27,6 +30,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import InvalidRequestError
 from sqlalchemy.orm import Session, SessionTransaction
 
+from app import staged_rows
 from app.dbfaults import storage_fault
 from app.extensions import db
 from app.plugin_types import RunInfo
@@ -83,6 +87,7 @@ class MarkerFanOut:
         results = []
         for impl in due:
             self._mark_if_written(session)
+            staged = staged_rows.mark()
             try:
                 result = impl.function(*(kwargs[name] for name in impl.argnames))
                 # Its rows reach the database in its own turn: one the database
@@ -92,7 +97,7 @@ class MarkerFanOut:
                 if storage_fault(exc):
                     raise   # the database's failure, not this plugin's: the session ends with it
                 log.exception("plugin %s failed in %s", impl.plugin_name, HOOK)
-                self._undo(session)
+                self._undo(session, staged)
                 continue
             if result is not None:
                 results.append(result)
@@ -112,6 +117,7 @@ class MarkerFanOut:
         kwargs = {"run": self.run}
         for impl in self.flushes:
             self._mark_if_written(session)
+            staged = staged_rows.mark()
             try:
                 impl.function(*(kwargs[name] for name in impl.argnames))
                 session.flush()
@@ -119,7 +125,7 @@ class MarkerFanOut:
                 if storage_fault(exc):
                     raise
                 log.exception("plugin %s failed in %s", impl.plugin_name, FLUSH_HOOK)
-                self._undo(session)
+                self._undo(session, staged)
 
     def _mark_if_written(self, session: Session) -> None:
         if self.savepoint is not None and not self.savepoint.is_active:
@@ -131,7 +137,10 @@ class MarkerFanOut:
         self.savepoint = session.begin_nested()
         self.marked_at = _statements_that_write
 
-    def _undo(self, session: Session) -> None:
+    def _undo(self, session: Session, staged: int) -> None:
+        """Back to the state before the failed call: the database to the mark,
+        and of the rows staged for the commit (app/staged_rows.py), those
+        staged since ``staged``."""
         try:
             if self.savepoint is None:
                 raise InvalidRequestError("no mark since the last commit")
@@ -139,8 +148,10 @@ class MarkerFanOut:
             # on PostgreSQL, where the failed statement aborts the transaction
             # up to it): rolling it back returns to the mark, not to the last commit.
             self.savepoint.rollback()
+            staged_rows.undo(staged)
         except InvalidRequestError:   # no mark, or a plugin closed it by committing
-            session.rollback()
+            with staged_rows.kept_through_rollback(staged):
+                session.rollback()
         # Whatever the failed call left, the next one starts from a fresh mark.
         self.savepoint = None
         self.marked_at = None

@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from sqlalchemy import func, select
 
+from app.db_redaction import redacted_values
 from app.extensions import db
 from app.hookspecs import hookimpl
 from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection, Setting, positive_int
@@ -79,11 +80,12 @@ def claudeops_markers_flush(run):
 
 @hookimpl
 def claudeops_notice(level, message, service, run):
-    db.session.add(Event(session_id=run.session_id if run else None, tier=run.tier if run else None,
-                         level=level if level in ("info", "warning", "critical") else "info",
-                         service=service, message=message[:2000], created_at=utcnow()))
-    if run:
-        staging.note_stored(run.session_id)
+    # Staged like a marker's row (written when the transaction commits), so
+    # redacted here as the ORM's flush would have redacted it.
+    staging.stage([redacted_values(Event, {
+        "session_id": run.session_id if run else None, "tier": run.tier if run else None,
+        "level": level if level in ("info", "warning", "critical") else "info",
+        "service": service, "message": message[:2000], "created_at": utcnow()})])
 
 
 @hookimpl
