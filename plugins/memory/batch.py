@@ -39,7 +39,7 @@ from app.extensions import db
 from app.marker_queue import MarkerQueue
 from app.plugin_types import RunInfo
 from plugins.memory import settings, store
-from plugins.memory.candidates import candidates as find_candidates, candidates_of_pairs
+from plugins.memory.candidates import candidates_of_pairs
 from plugins.memory.markers import MemoryMarker
 from plugins.memory.matcher import Match
 from plugins.memory.models import Memory, MemoryHistory, next_decay_due
@@ -72,7 +72,8 @@ def record_all(markers: list[MemoryMarker], run: RunInfo) -> list[store.Recorded
                 if pair in incomplete_pairs:
                     _complete(incomplete, results, run)
                     incomplete_pairs.clear()
-                candidates, answer = find_candidates(marker.category, marker.service, rejected=True), None
+                # The statement compiled once, as for the batch's first read.
+                candidates, answer = candidates_of_pairs([pair])[pair], None
             recorded = store.decide(marker.category, marker.service, marker.observation, run,
                                     may_create=created < limit, candidates=candidates, match=answer,
                                     add_new=False)
