@@ -14,7 +14,8 @@ around a rollback of the whole transaction, which would otherwise take the
 rows the calls before it staged.
 
 Nothing here redacts: rows are staged from text already redacted or through
-``app.db_redaction.redacted_values``.
+``app.db_redaction.redacted_values``. A plugin's own savepoint, rolled back,
+does not take back rows staged within it: only the fan-out's marks do.
 """
 from __future__ import annotations
 
@@ -40,7 +41,12 @@ def derived(key: str) -> None:
 
 
 def stage(insert: BulkInsert, rows: list[dict]) -> None:
-    db.session.info.setdefault(STAGED, []).extend((insert, row) for row in rows)
+    session = db.session()
+    if not session.in_transaction():
+        # Nothing read or written yet: begin the transaction these rows belong
+        # to, so that a rollback before its commit drops them.
+        session.begin()
+    session.info.setdefault(STAGED, []).extend((insert, row) for row in rows)
 
 
 def staged_for(insert: BulkInsert) -> Iterator[dict]:
