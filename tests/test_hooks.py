@@ -175,9 +175,10 @@ def test_hook_claudeops_markers_a_failure_takes_back_no_rows_another_plugin_stag
 
 
 def test_hook_claudeops_markers_a_failure_after_a_savepoint_takes_back_only_its_own_staged_rows(tmp_path, fake_cli):
-    """The same with a mark in the database to roll back to (the block's
-    earlier rows were written): the plugin's notice goes, the events
-    plugin's rows of the same block stay."""
+    """The same with a mark in the database to roll back to (the session's
+    row was updated since the last commit, so the fan-out took a savepoint
+    before the first block): the failing call's notice goes; what was staged
+    before it stays, the plugin's notice of the block before included."""
     app = make_app(tmp_path, plugins=[FailsOn("boom", notice=True)])
     fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:web] first"), sl.text("[EVENT:critical:nas] disk boom"),
                       sl.result()))
