@@ -41,12 +41,7 @@ def derived(key: str) -> None:
 
 
 def stage(insert: BulkInsert, rows: list[dict]) -> None:
-    session = db.session()
-    if not session.in_transaction():
-        # Nothing read or written yet: begin the transaction these rows belong
-        # to, so that a rollback before its commit drops them.
-        session.begin()
-    session.info.setdefault(STAGED, []).extend((insert, row) for row in rows)
+    _staged(db.session()).extend((insert, row) for row in rows)
 
 
 def staged_for(insert: BulkInsert) -> Iterator[dict]:
@@ -76,7 +71,7 @@ def kept_through_rollback(mark: int) -> Iterator[None]:
         yield
     finally:
         if kept:
-            session.info.setdefault(STAGED, [])[:0] = kept
+            _staged(session)[:0] = kept
         _forget_derived(session)
 
 
@@ -92,6 +87,15 @@ def write(session: Session) -> None:
     connection = session.connection()
     for insert, table_rows in by_insert.items():
         insert(connection, table_rows)
+
+
+def _staged(session: Session) -> list:
+    """The session's staged rows, to add to."""
+    if not session.in_transaction():
+        # Nothing read or written yet: begin the transaction the rows belong
+        # to, so that a rollback before its commit drops them.
+        session.begin()
+    return session.info.setdefault(STAGED, [])
 
 
 def _forget_derived(session: Session) -> None:

@@ -87,3 +87,12 @@ def test_rows_staged_before_the_mark_outlive_a_rollback_of_the_whole_transaction
     staged_rows.stage(insert_events, events("next"))
     db.session.commit()
     assert stored_messages() == ["first", "second", "next"]
+
+
+def test_rows_kept_through_a_rollback_still_go_with_the_next_one(app):
+    staged_rows.stage(insert_events, events("kept, then rolled back"))
+    with staged_rows.kept_through_rollback(staged_rows.mark()):
+        db.session.rollback()
+    db.session.rollback()   # nothing read or written in between
+    db.session.commit()
+    assert stored_messages() == []
