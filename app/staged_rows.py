@@ -1,7 +1,8 @@
-"""Rows written just before the transaction commits, one statement per
-table: for what a stream writes by the thousand (event markers, the notices
-the service sends about new memories and cooldowns), where an INSERT and an
-ORM flush for each would cost more than the rest of the pipeline.
+"""Rows written just before the transaction commits, one statement for
+each kind of row: for what a stream writes by the thousand (event markers,
+the notices the service sends about new memories and cooldowns), where an
+INSERT and an ORM flush for each would cost more than the rest of the
+pipeline.
 
 The rows wait in the database session's ``info``, each with the
 ``BulkInsert`` that writes it. They belong to the transaction they were
@@ -76,8 +77,8 @@ def kept_through_rollback(mark: int) -> Iterator[None]:
 
 
 def write(session: Session) -> None:
-    """The staged rows, now (they are no longer staged): each table's in one
-    statement, in the order they were staged."""
+    """The staged rows, now (they are no longer staged): the rows of each
+    ``BulkInsert`` in one statement, in the order they were staged."""
     rows = session.info.pop(STAGED, None)
     if not rows:
         return

@@ -1,6 +1,7 @@
 """Rows staged for the commit (app/staged_rows.py): written in order when the
-transaction commits, one statement per table; gone with a transaction that
-ends without one; taken back to a mark; kept through a rollback they predate."""
+transaction commits, one statement for each kind of row; gone with a
+transaction that ends without one; taken back to a mark; kept through a
+rollback they predate."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -26,7 +27,7 @@ def stored_messages() -> list[str]:
     return db.session.scalars(select(Event.message).order_by(Event.id)).all()
 
 
-def test_staged_rows_are_written_at_the_commit_in_order_one_statement_per_table(app):
+def test_staged_rows_are_written_at_the_commit_in_order_one_statement_for_each_kind(app):
     statements = []
     event.listen(db.engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
     staged_rows.stage(insert_events, events("one", "two"))
