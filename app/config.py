@@ -47,11 +47,40 @@ def _proxy_count(raw: str) -> int:
     return value
 
 
+# The largest whole-number setting: within a 32-bit INTEGER column, and far
+# beyond any count, size or limit this service keeps (a larger one would only
+# overflow the arithmetic or the database driver where it is used).
+MAX_POSITIVE_INT = 2**31 - 1
+# A day more than a year: a longer login would be a login that never ends.
+MAX_LOGIN_HOURS = 366 * 24
+
+
 def positive_int(raw: str) -> int:
     value = _int(raw)
-    if value <= 0:
-        raise ValueError("must be greater than 0")
+    if not 0 < value <= MAX_POSITIVE_INT:
+        raise ValueError(f"must be from 1 to {MAX_POSITIVE_INT}")
     return value
+
+
+# The schema (for the settings API's OpenAPI document) of what positive_int takes.
+POSITIVE_INT_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_POSITIVE_INT}
+
+
+def _login_hours(raw: str) -> int:
+    value = positive_int(raw)
+    if value > MAX_LOGIN_HOURS:
+        raise ValueError(f"must be at most {MAX_LOGIN_HOURS} (366 days)")
+    return value
+
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def _log_level(raw: str) -> str:
+    level = raw.strip().upper()
+    if level not in LOG_LEVELS:
+        raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
+    return level
 
 
 def _model(raw: str) -> str:
@@ -114,8 +143,9 @@ def _tier(raw: str) -> int:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("CLAUDEOPS_STATE_DIR", "./state",
-            "Directory for the SQLite database, run logs and the generated secret key.",
-            lambda raw: str(Path(raw).expanduser().resolve())),
+            "Directory for the SQLite database, run logs and the generated secret key. Unset, `state` in the "
+            "service's own directory (where this README is); a relative path you set is taken from the working "
+            "directory.", lambda raw: str(Path(raw).expanduser().resolve())),
     Setting("CLAUDEOPS_DATABASE_URL", "",
             "The database: a SQLite or PostgreSQL URL (see PostgreSQL); empty means SQLite at "
             "`$CLAUDEOPS_STATE_DIR/claudeops.db`."),
@@ -168,11 +198,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("CLAUDEOPS_API_TOKEN", "",
             "Bearer token for /api/v1 (`Authorization: Bearer …`); with authentication on and no token, the API is closed.",
             secret=True),
-    Setting("CLAUDEOPS_LOGIN_HOURS", "12", "Hours a dashboard login lasts.", positive_int),
+    Setting("CLAUDEOPS_LOGIN_HOURS", "12", "Hours a dashboard login lasts (at most 366 days).",
+            _login_hours),
     Setting("CLAUDEOPS_TRUSTED_PROXIES", "0",
             "Reverse proxies in front of the service whose X-Forwarded-For/-Proto/-Host headers are believed "
             "(client address, TLS for Secure cookies); 0 believes none.", _proxy_count),
-    Setting("CLAUDEOPS_LOG_LEVEL", "INFO", "Log level of the service (DEBUG, INFO, WARNING, ERROR)."),
+    Setting("CLAUDEOPS_LOG_LEVEL", "INFO", "Log level of the service (DEBUG, INFO, WARNING, ERROR).", _log_level),
     Setting("CLAUDEOPS_REDACT_ENV", REDACT_ENV_DEFAULT,
             "Comma-separated names or glob patterns of environment variables whose values (8 characters or more) "
             "are redacted everywhere; see docs/security.md.", _env_names),

@@ -13,9 +13,9 @@ from typing import Any, Callable, Iterable, Optional
 from flask import Blueprint
 
 # Part of the plugin API: claudeops_settings returns Settings; positive_int
-# and boolean are ready parsers (a whole number greater than 0; true/false,
-# 1/0, yes/no, on/off).
-from app.config import Setting, boolean, positive_int  # noqa: F401
+# and boolean are ready parsers (a whole number from 1 to 2**31 - 1, whose
+# schema is POSITIVE_INT_SCHEMA; true/false, 1/0, yes/no, on/off).
+from app.config import POSITIVE_INT_SCHEMA, Setting, boolean, positive_int  # noqa: F401
 
 
 @dataclass(frozen=True)

@@ -90,7 +90,10 @@ def test_runtime_change_is_in_force_at_once_and_after_a_restart(tmp_path, fake_c
     ({"CLAUDEOPS_MAX_TIER": 4}, "must be 1, 2 or 3"),
     ({"CLAUDEOPS_TIER2_MODEL": "two words"}, "without spaces"),
     ({"CLAUDEOPS_DRY_RUN": "perhaps"}, "must be true or false"),
-    ({"CLAUDEOPS_MEMORY_BUDGET": 0}, "must be greater than 0"),
+    ({"CLAUDEOPS_MEMORY_BUDGET": 0}, "must be from 1 to 2147483647"),
+    # Larger, the context build's LIMIT would overflow the driver.
+    ({"CLAUDEOPS_MEMORY_BUDGET": 10**30}, "CLAUDEOPS_MEMORY_BUDGET='1000000000000000000000000000000': must be from 1 to 2147483647"),
+    ({"CLAUDEOPS_EVENTS_MAX_PER_SESSION": 2**31}, "must be from 1 to 2147483647"),
     ({}, "send the settings to change"),
 ])
 def test_bad_changes_are_refused_and_nothing_is_stored(client, body, message):

@@ -62,6 +62,33 @@ def test_sessions_page_full_and_fragment(client):
     assert SCRIPT not in page and "&lt;script&gt;" in page
 
 
+def test_a_page_number_past_every_row_is_an_empty_page_not_an_error(client):
+    from tests.memory_helpers import add_memory
+    add_session(prompt="newest")
+    add_memory("Takes 60s to start")
+    for path in ("/sessions", "/memories"):
+        for page in ("1", "2", str(2**31), str(10**20), str(2**63), "-5", "abc", "²"):
+            for headers in ({}, {"HX-Request": "true"}):
+                response = client.get(f"{path}?page={page}", headers=headers)
+                assert response.status_code == 200, (path, page, headers)
+        first = client.get(f"{path}?page=abc").get_data(as_text=True)
+        assert ("#1" if path == "/sessions" else "Takes 60s to start") in first   # not a number: the first page
+        far = client.get(f"{path}?page={10**20}").get_data(as_text=True)
+        assert "Takes 60s to start" not in far and "/sessions/1" not in far
+
+
+def test_bulk_takes_only_ascii_digits_as_ids(client):
+    from tests.memory_helpers import add_memory, all_memories
+    memory = add_memory("Takes 60s to start")
+    for ids in (["²"], ["\u0661"], ["9" * 5000], ["1.0"], [" 1"]):   # \u0661: Arabic-Indic one
+        response = client.post("/memories/bulk", data={"ids": ids, "action": "delete"})
+        assert response.status_code == 200, ids
+        assert "Select at least one memory first." in response.get_data(as_text=True), ids
+    assert [m.id for m in all_memories()] == [memory.id]
+    response = client.post("/memories/bulk", data={"ids": [str(memory.id)], "action": "delete"})
+    assert response.status_code == 200 and all_memories() == []
+
+
 def test_session_detail_escapes_everything_the_agent_wrote(client):
     session = add_session(response=SCRIPT, status_reason=SCRIPT, system_prompt=SCRIPT)
     for kind in ("text", "tool_use", "tool_result", "marker", "warning"):

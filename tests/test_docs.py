@@ -52,8 +52,13 @@ def test_readme_command_table_matches_the_cli():
 def test_invalid_setting_names_the_variable():
     with pytest.raises(ConfigError, match="CLAUDEOPS_INTERVAL='soon'"):
         load_settings(environ={"CLAUDEOPS_INTERVAL": "soon"})
-    with pytest.raises(ConfigError, match="CLAUDEOPS_SESSION_TIMEOUT='0': must be greater than 0"):
+    with pytest.raises(ConfigError, match="CLAUDEOPS_SESSION_TIMEOUT='0': must be from 1 to 2147483647"):
         load_settings(environ={"CLAUDEOPS_SESSION_TIMEOUT": "0"})
+    with pytest.raises(ConfigError, match="CLAUDEOPS_LOGIN_HOURS='9000': must be at most 8784"):
+        load_settings(environ={"CLAUDEOPS_LOGIN_HOURS": "9000"})
+    with pytest.raises(ConfigError, match="CLAUDEOPS_LOG_LEVEL='verbose': must be one of DEBUG, INFO, WARNING, ERROR"):
+        load_settings(environ={"CLAUDEOPS_LOG_LEVEL": "verbose"})
+    assert load_settings(environ={"CLAUDEOPS_LOG_LEVEL": " debug "})["CLAUDEOPS_LOG_LEVEL"] == "DEBUG"
     claudeops = Path(sys.executable).with_name("claudeops")
     result = subprocess.run([str(claudeops), "config"], capture_output=True, text=True,
                             env=dict(os.environ, CLAUDEOPS_INTERVAL="soon"))

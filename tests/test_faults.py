@@ -133,6 +133,20 @@ def test_invalid_utf8_is_skipped_or_replaced_and_the_session_goes_on(app, fake_c
     assert b"\xffnever parsed" in Path(session.log_path).read_bytes()
 
 
+def test_a_tool_input_nested_too_deeply_to_show_is_noted_and_the_session_goes_on(app, fake_cli, run_session_now):
+    # 1,000 levels: orjson reads up to 1,024, but writes 255 at most, and json.dumps gives up too.
+    deep = json.dumps(sl.tool_use("x")).replace('{"command": "x", "description": "run it"}',
+                                               '{"args": ' + "[" * 1000 + "]" * 1000 + "}")
+    fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:nas] before")) + [{"raw": deep}]
+             + sl.steps(sl.tool_result("ok"), sl.text("[EVENT:info:nas] after"), sl.result("done")))
+    session = run_session_now()
+    assert session.status == "completed", session.status_reason
+    assert events_of(session.id) == ["before", "after"]
+    body = db.session.scalar(select(SessionActivity.body).where(SessionActivity.session_id == session.id,
+                                                               SessionActivity.kind == "tool_use"))
+    assert body == "(nested too deeply to show here; the run log has it)"
+
+
 def test_fifty_megabyte_line_is_skipped_kept_in_the_run_log_and_never_held_whole(app, fake_cli, run_session_now,
                                                                                  caplog):
     size = 50 * 1024 * 1024

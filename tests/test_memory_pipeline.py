@@ -72,3 +72,33 @@ def test_real_fixture_streams_record_memories_from_text_only(app, fake_cli, run_
     fake_cli([{"raw": line} for line in lines])
     run_session_now()
     assert [(m.category, m.service) for m in all_memories()] == [("timing", "jellyfin"), ("remediation", None)]
+
+
+def test_a_marker_names_its_service_as_the_column_takes_it(app, fake_cli, run_session_now, caplog):
+    """A service longer than a memory's may be (100 characters) is no memory,
+    and no notice a database would refuse with its batch; "general" is a
+    general memory, as the memory section calls them."""
+    long_service = "s" * 150
+    fake_cli(sl.steps(sl.init(),
+                      sl.text(f"[MEMORY:timing:{long_service}] Takes 60s to start\n"
+                              "[MEMORY:timing:general] Backups run at 02:00\n"
+                              "[MEMORY:behavior:General] Alerts go to the on-call channel\n"
+                              "[EVENT:info:nas] checked"),
+                      sl.result("done")))
+    session = run_session_now()
+    assert session.status == "completed", session.status_reason
+    assert sorted((m.service, m.observation) for m in all_memories()) == [
+        (None, "Alerts go to the on-call channel"), (None, "Backups run at 02:00")]
+    assert "ignoring memory marker whose service is over 100 characters" in caplog.text
+
+
+def test_a_notice_naming_a_service_longer_than_the_column_is_cut_to_it(app):
+    from app.plugins import plugin_manager
+    from app.sessions import control
+    from app.sessions.manager import run_info
+    from plugins.events.models import Event
+    session = control.claim(control.enqueue(tier=1, trigger="api").id)
+    plugin_manager().hook.claudeops_notice(level="warning", message="over the limit", service="s" * 150,
+                                           run=run_info(session))
+    db.session.commit()
+    assert db.session.scalars(select(Event.service)).all() == ["s" * 100]

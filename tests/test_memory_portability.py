@@ -158,6 +158,15 @@ def test_a_bad_entry_refuses_the_whole_file(app):
         portability.parse("- [timing] Takes 60s (confidence: 0.7)\n")
     with pytest.raises(portability.ImportRefused, match="not valid JSON"):
         portability.parse("{oops")
+    with pytest.raises(portability.ImportRefused, match="nested too deeply"):
+        portability.parse('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    for field in ("id", "session_id", "contradicts_id"):
+        for bad in (2**31, 10**30, 0, -1):
+            with pytest.raises(portability.ImportRefused, match=f"memory 1: ids must be whole numbers from 1 to {2**31 - 1}"):
+                portability.parse_json({"format": "claudeops-memories", "version": 1, "memories": [good | {field: bad}]})
+    with pytest.raises(portability.ImportRefused, match="ids must be whole numbers from 1"):
+        portability.parse_json({"format": "claudeops-memories", "version": 1, "memories": [
+            good | {"history": [{"action": "created", "actor": "session", "session_id": 10**30}]}]})
     assert all_memories() == []
 
 
@@ -185,6 +194,14 @@ def test_api_export_and_import(app, client, tmp_path):
                                                                "memories": [{"category": "misc"}]})
         assert refused.status_code == 400 and refused.get_json()["error"].startswith("nothing imported: memory 1")
         assert target.post("/api/v1/memories/import", data="{", content_type="application/json").status_code == 400
+        deep = target.post("/api/v1/memories/import", data="[" * 100_000 + "]" * 100_000,
+                           content_type="application/json")
+        assert (deep.status_code, deep.get_json()) == (400, {"error": "nothing imported: not an export, nested too deeply"})
+        beyond = exported.get_json()
+        beyond["memories"][0]["session_id"] = 2**31
+        refused = target.post("/api/v1/memories/import", json=beyond)
+        assert refused.status_code == 400 and "memory 1: ids must be whole numbers from 1 to 2147483647" in \
+            refused.get_json()["error"]
 
 
 # ------------------------------------------------------------------ the CLI
@@ -234,6 +251,11 @@ def test_dashboard_download_and_upload(app, client):
     response = client.post("/memories/import", data={"file": (BytesIO(b"## a\n- [misc] x (confidence: 0.7)\n"), "x.md")},
                            content_type="multipart/form-data", follow_redirects=True)
     assert "Nothing imported from x.md: line 2: category must be one of" in response.get_data(as_text=True)
+    deep = b'{"format": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    response = client.post("/memories/import", data={"file": (BytesIO(deep), "deep.json")},
+                           content_type="multipart/form-data", follow_redirects=True)
+    assert response.status_code == 200
+    assert "Nothing imported from deep.json: not an export: nested too deeply" in response.get_data(as_text=True)
     assert len(all_memories()) == 6
 
 

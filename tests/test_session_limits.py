@@ -188,7 +188,7 @@ def test_a_denial_beyond_the_limit_still_denies_but_is_not_recorded(app, caplog)
                                   "CLAUDEOPS_MEMORY_MAX_OBSERVATION_CHARS", "CLAUDEOPS_COOLDOWN_MAX_PER_SESSION"])
 def test_limits_are_validated_runtime_settings(app, name):
     from app.runtime import SettingError, setting
-    with pytest.raises(SettingError, match=f"{name}='0': must be greater than 0"):
+    with pytest.raises(SettingError, match=f"{name}='0': must be from 1 to 2147483647"):
         change({name: 0})
     change({name: 7})
     assert setting(name) == 7

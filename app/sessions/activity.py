@@ -238,13 +238,16 @@ def _json(value) -> str:
     writes, at a fraction of the cost, but for floats: some are spelt
     otherwise (1e16, not 1e+16), and NaN and infinity are written null, as
     JavaScript writes them (the CLI never sends them). What it refuses (an
-    integer beyond 64 bits, a lone surrogate) the standard library writes."""
+    integer beyond 64 bits, a lone surrogate, nesting deeper than 255) the
+    standard library writes; nesting too deep for that too is not shown."""
     try:
         return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
     except TypeError:
         pass
     try:
         return json.dumps(value, indent=2, ensure_ascii=False)
+    except RecursionError:
+        return "(nested too deeply to show here; the run log has it)"
     except (TypeError, ValueError):
         return repr(value)
 

@@ -10,6 +10,7 @@ from app.extensions import db
 from app.models import Session, SessionActivity
 from app.sessions import control, escalation
 from app.web.htmx import is_htmx, render_page
+from app.web.paging import page_number
 from app.web.row_ids import bounded_row_id
 
 sessions = Blueprint("sessions", __name__)
@@ -19,7 +20,7 @@ PAGE_SIZE = 50
 
 @sessions.get("/sessions")
 def index():
-    page = max(request.args.get("page", 1, type=int) or 1, 1)
+    page = page_number(PAGE_SIZE)
     total = db.session.scalar(select(func.count()).select_from(Session))
     rows = db.session.scalars(select(Session).order_by(Session.id.desc())
                               .limit(PAGE_SIZE).offset((page - 1) * PAGE_SIZE)).all()

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from datetime import timedelta
 
-from app.plugin_types import Setting, positive_int
+from app.plugin_types import POSITIVE_INT_SCHEMA, Setting, positive_int
 from app.runtime import setting
 
 RESTART = "restart"
@@ -97,7 +97,7 @@ def settings() -> list[Setting]:
         Setting(MAX_PER_SESSION, "20",
                 "Most cooldown records one session may add; a marker or a denial beyond it is logged, not stored "
                 "(a restart the hook lets run is always recorded).", positive_int, runtime=True,
-                schema={"type": "integer", "minimum": 1}),
+                schema=POSITIVE_INT_SCHEMA),
     ]
 
 

@@ -10,12 +10,13 @@ from sqlalchemy import func, select
 from app.db_redaction import redacted_values
 from app.extensions import db
 from app.hookspecs import hookimpl
-from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection, Setting, positive_int
+from app.plugin_types import (POSITIVE_INT_SCHEMA, DashboardPage, MarkerRecord, OverviewCard, PromptSection, Setting,
+                              positive_int)
 from app.runtime import setting
 from app.session_warnings import warn_once
 from app.timeutil import utcnow
 from plugins.events import staging
-from plugins.events.markers import MARKER_TAGS, parse_event_markers
+from plugins.events.markers import MARKER_TAGS, MAX_SERVICE_CHARS, parse_event_markers
 from plugins.events.models import Event
 from plugins.events.relevance import services_in_trouble
 
@@ -41,7 +42,7 @@ def claudeops_settings():
     return [Setting(MAX_PER_SESSION, "100",
                     "Most events one session may record; markers beyond it are logged and noted in the "
                     "activity log, not stored.", positive_int, runtime=True,
-                    schema={"type": "integer", "minimum": 1})]
+                    schema=POSITIVE_INT_SCHEMA)]
 
 
 @hookimpl
@@ -81,11 +82,13 @@ def claudeops_markers_flush(run):
 @hookimpl
 def claudeops_notice(level, message, service, run):
     # Staged like a marker's row (written when the transaction commits), so
-    # redacted here as the ORM's flush would have redacted it.
+    # redacted here as the ORM's flush would have redacted it, and cut to the
+    # columns' lengths: PostgreSQL refuses a longer value, and with it the batch.
     staging.stage([redacted_values(Event, {
         "session_id": run.session_id if run else None, "tier": run.tier if run else None,
         "level": level if level in ("info", "warning", "critical") else "info",
-        "service": service, "message": message[:2000], "created_at": utcnow()})])
+        "service": service[:MAX_SERVICE_CHARS] if service else None, "message": message[:2000],
+        "created_at": utcnow()})])
 
 
 @hookimpl

@@ -186,7 +186,10 @@ def import_memories():
         raise ApiError("send an export as application/json or text/markdown", 415)
     try:
         if request.mimetype == "application/json":
-            body = request.get_json(silent=True)
+            try:
+                body = request.get_json(silent=True)
+            except RecursionError:   # silent= only covers ValueError
+                raise ApiError("nothing imported: not an export, nested too deeply") from None
             if body is None:
                 raise ApiError("the body is not valid JSON")
             entries = portability.parse_json(body)

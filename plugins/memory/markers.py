@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from plugins.memory.models import CATEGORIES, OUTCOME_LEVELS
+from plugins.memory.models import CATEGORIES, GENERAL, MAX_SERVICE_CHARS, OUTCOME_LEVELS
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,14 @@ def parse_memory_markers(text: str) -> list[MemoryMarker]:
             if not observation:
                 log.warning("ignoring memory marker with no observation: %r", candidate.group(0))
                 continue
-            markers.append(MemoryMarker(match.group(1), match.group(2), observation))
+            service = match.group(2)
+            if service is not None and len(service) > MAX_SERVICE_CHARS:
+                log.warning("ignoring memory marker whose service is over %d characters: %r",
+                            MAX_SERVICE_CHARS, candidate.group(0)[:120])
+                continue
+            if service is not None and service.lower() == GENERAL:
+                service = None   # the memory section's own name for memories of no one service
+            markers.append(MemoryMarker(match.group(1), service, observation))
     return markers
 
 

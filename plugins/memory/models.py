@@ -11,6 +11,10 @@ from app.extensions import db
 from app.timeutil import UTCDateTime, isoformat, utcnow
 
 CATEGORIES = ("timing", "dependency", "behavior", "remediation", "maintenance")
+# A memory's service: NULL, "general" in markers, forms and exports; a name
+# of at most this many letters, digits, "_" and "-" (store.clean_service).
+GENERAL = "general"
+MAX_SERVICE_CHARS = 100
 # What a session may report of a memory it was given: [OUTCOME:<level>:m<id>].
 OUTCOME_LEVELS = ("worked", "partial", "failed", "unknown")
 # Review states: only an approved memory is given to sessions. With review

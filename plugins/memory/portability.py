@@ -20,6 +20,7 @@ from sqlalchemy.orm import selectinload
 from app.extensions import db
 from app.models import Session
 from app.timeutil import utcnow
+from app.web.apiutil import MAX_ID
 from plugins.memory import store
 from plugins.memory.context import format_confidence
 from plugins.memory.matcher import CONTRADICT, REINFORCE
@@ -127,6 +128,8 @@ def parse(text: str, fmt: str = "auto") -> list[Entry]:
             document = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ImportRefused(f"not valid JSON: {exc}") from None
+        except RecursionError:
+            raise ImportRefused("not an export: nested too deeply") from None
         return parse_json(document)
     if fmt == "markdown":
         return parse_markdown(text)
@@ -201,8 +204,9 @@ def _outcomes(value) -> dict[str, int]:
 def _optional_id(value) -> Optional[int]:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError("ids must be whole numbers")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ID:
+        # No export holds another: ids are INTEGER columns (see app/web/row_ids.py).
+        raise ValueError(f"ids must be whole numbers from 1 to {MAX_ID}")
     return value
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from app.plugin_types import Setting, boolean, positive_int
+from app.plugin_types import POSITIVE_INT_SCHEMA, Setting, boolean, positive_int
 from app.runtime import setting
 
 BUDGET_SETTING = "CLAUDEOPS_MEMORY_BUDGET"
@@ -27,7 +27,6 @@ OUTCOME_DELTAS = {"worked": ("CLAUDEOPS_MEMORY_OUTCOME_WORKED", "0.1"),
 OUTCOME_MEANING = {"worked": "it held and helped", "partial": "it helped, but not all of it held",
                    "failed": "it was wrong or misled", "unknown": "it was used and the result cannot be told"}
 
-WHOLE_NUMBER_FROM_1 = {"type": "integer", "minimum": 1}
 MAX_RELEVANT_HOURS = 24 * 366
 
 
@@ -55,13 +54,13 @@ def settings() -> list[Setting]:
     return [
         Setting(BUDGET_SETTING, "2000",
                 "Most tokens (characters / 4) the memory section of a session's system prompt may take.",
-                positive_int, runtime=True, schema=WHOLE_NUMBER_FROM_1),
+                positive_int, runtime=True, schema=POSITIVE_INT_SCHEMA),
         Setting(MAX_PER_SESSION, "20",
                 "Most new memories one session may record (reinforcing one is not limited); markers beyond it "
-                "are logged and noted in the activity log, not stored.", positive_int, runtime=True, schema=WHOLE_NUMBER_FROM_1),
+                "are logged and noted in the activity log, not stored.", positive_int, runtime=True, schema=POSITIVE_INT_SCHEMA),
         Setting(MAX_OBSERVATION, "2000",
                 "Longest observation in characters: a longer marker is logged and noted in the activity log, "
-                "not stored; an operator's is refused with an error.", positive_int, runtime=True, schema=WHOLE_NUMBER_FROM_1),
+                "not stored; an operator's is refused with an error.", positive_int, runtime=True, schema=POSITIVE_INT_SCHEMA),
         Setting(RELEVANT_HOURS, "24",
                 "Hours a warning or critical event keeps its service's memories first in a session's memory "
                 "section; 0: recent events do not count (a request or escalation naming a service still does).",

@@ -33,7 +33,7 @@ from plugins.memory.candidates import candidates as find_candidates
 from plugins.memory.context import MemoryContext, build_memory_context
 from plugins.memory.matcher import CONTRADICT, REINFORCE, Candidate, Match
 from plugins.memory.models import (ACTIVE_THRESHOLD, APPROVED, CATEGORIES, DECAY_GRACE_PERIOD, DEFAULT_CONFIDENCE,
-                                   PROPOSED, REJECTED, Memory, MemoryHistory)
+                                   GENERAL, MAX_SERVICE_CHARS, PROPOSED, REJECTED, Memory, MemoryHistory)
 from plugins.memory.relevance import relevant_services, scheduled_run
 from plugins.memory.settings import MAX_OBSERVATION, max_observation_chars, review_on
 from plugins.memory.tally import note_created, note_reinforced, tally
@@ -44,9 +44,7 @@ REINFORCE_DELTA = 0.1
 CONTRADICT_DELTA = 0.2
 DECAY_PER_WEEK = 0.1
 GRACE_PERIOD = DECAY_GRACE_PERIOD
-MAX_SERVICE_CHARS = 100
 SERVICE_PATTERN = re.compile(r"^[A-Za-z0-9_-]+$")
-GENERAL = "general"
 
 OPERATOR, SESSION, SYSTEM = "operator", "session", "system"
 

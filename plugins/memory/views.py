@@ -13,8 +13,10 @@ from sqlalchemy import select
 
 from app.extensions import db
 from app.runtime import setting
+from app.web.apiutil import MAX_ID
 from app.models import Session
 from app.web.htmx import is_htmx, render_page
+from app.web.paging import page_number
 from plugins.memory import queries, review, store
 from plugins.memory.context import format_confidence
 from plugins.memory.models import CATEGORIES, Memory, MemoryHistory, MemoryInjection
@@ -45,7 +47,7 @@ def _filters() -> dict:
 
 def _table_context() -> dict:
     filters = _filters()
-    page = max(request.args.get("page", 1, type=int) or 1, 1)
+    page = page_number(PAGE_SIZE)
     query = queries.memory_query(filters["service"] or None, filters["category"] or None, q=filters["q"],
                                  **queries.status_filter(filters["status"]))
     total = queries.count(query)
@@ -157,7 +159,10 @@ def delete(memory_id: int):
 
 @pages.post("/memories/bulk")
 def bulk():
-    ids = [int(raw) for raw in request.form.getlist("ids") if raw.isdigit()]
+    # A checkbox's value: ASCII digits, no more than the largest id has. (str.isdigit()
+    # also takes "²", which int() refuses, and other scripts' digits, which it reads.)
+    ids = [int(raw) for raw in request.form.getlist("ids")
+           if raw.isascii() and raw.isdigit() and len(raw) <= len(str(MAX_ID))]
     if not ids:
         return _error("Select at least one memory first.")
     try:
