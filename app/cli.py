@@ -11,7 +11,7 @@ from flask.cli import FlaskGroup, with_appcontext
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
-from app import create_app, dbfaults
+from app import create_app, dbfaults, runtime
 from app.config import TIERS, ConfigError
 
 
@@ -159,13 +159,27 @@ def mcp_server(list_tools: bool):
 @main.command("config")
 @with_appcontext
 def show_config():
-    """Print every setting with its effective value."""
+    """Print every setting with its effective value: for a runtime setting,
+    the change made on /config or through the API, if any."""
+    try:
+        changed = runtime.overrides()
+    except SQLAlchemyError as exc:   # no database yet (never served), or not reachable
+        click.echo(f"# runtime changes not read ({dbfaults.describe(exc)}): environment values", err=True)
+        changed = {}
     for setting in current_app.extensions["claudeops.settings"]:
         value = current_app.config[setting.name]
+        note = ""
+        if setting.runtime and setting.name in changed:
+            configured = value
+            value = runtime.in_force(setting, changed[setting.name])
+            if value != configured:
+                note = f"  # changed on /config; the environment says {_shown(configured)}"
         if setting.secret:
             value = "(set)" if value else ""
         if setting.name == "CLAUDEOPS_DATABASE_URL":   # a PostgreSQL URL may hold a password
             value = make_url(value).render_as_string(hide_password=True)
-        if isinstance(value, list):
-            value = ",".join(value)
-        click.echo(f"{setting.name}={value}")
+        click.echo(f"{setting.name}={_shown(value)}{note}")
+
+
+def _shown(value) -> str:
+    return ",".join(value) if isinstance(value, list) else str(value)

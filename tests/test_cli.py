@@ -97,3 +97,17 @@ def test_config_never_prints_the_database_password(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "CLAUDEOPS_DATABASE_URL=postgresql+psycopg://ops:***@db.local/claudeops" in result.stdout.splitlines()
     assert "hunter2" not in result.stdout
+
+
+def test_config_prints_a_runtime_change_as_the_value_in_force(app):
+    from app import runtime
+    from app.cli import main
+    runtime.change({"CLAUDEOPS_INTERVAL": "600", "CLAUDEOPS_MEMORY_BUDGET": "500"})
+    lines = app.test_cli_runner().invoke(main, ["config"]).output.splitlines()
+    assert "CLAUDEOPS_INTERVAL=600  # changed on /config; the environment says 3600" in lines
+    assert "CLAUDEOPS_MEMORY_BUDGET=500  # changed on /config; the environment says 2000" in lines
+    assert "CLAUDEOPS_TIER1_MODEL=haiku" in lines   # unchanged: no note
+
+    runtime.change({"CLAUDEOPS_INTERVAL": None})
+    lines = app.test_cli_runner().invoke(main, ["config"]).output.splitlines()
+    assert "CLAUDEOPS_INTERVAL=3600" in lines

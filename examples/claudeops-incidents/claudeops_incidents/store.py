@@ -49,8 +49,8 @@ def open_counts() -> dict[str, int]:
 
 
 def apply_marker(marker: IncidentMarker, run: RunInfo) -> Outcome | None:
-    """Open, update or resolve the service's incident. The caller's hook is
-    committed by the host right after it returns."""
+    """Open, update or resolve the service's incident. The host commits it
+    with the stream's next batch, or takes it back if the hook raises."""
     now = utcnow()
     current = open_incident(marker.service)
     if marker.resolves:
