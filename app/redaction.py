@@ -127,8 +127,9 @@ SHAPES: tuple[Rule, ...] = (
         hints=("PRIVATE KEY",)),
     Rule("URL credentials", re.compile(r"[A-Za-z0-9]://[^\s:/@\"'\\]*:(?P<secret>[^\s/\"'\\]+)@"), "secret",
          hints=("://",)),
+    # Proxy-Authorization too: "-" joins words, so "authorization" alone would not start one there.
     Rule("authorization header", re.compile(
-        r"authorization" + _QUOTE + r"[ \t]*[:=][ \t]*" + _QUOTE
+        r"(?:proxy-)?authorization" + _QUOTE + r"[ \t]*[:=][ \t]*" + _QUOTE
         + r"(?:basic|bearer|token|digest|negotiate|ntlm)[ \t]+(?P<secret>[^\s\"'\\]{4,})"), "secret",
         keep=_placeholder, hints=("authorization",), fold_case=True, word_start=True),
     Rule("bearer token", re.compile(r"bearer[ \t]+(?P<secret>[a-z0-9._~+/=-]{8,})"), "secret",

@@ -29,6 +29,8 @@ JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_X
 CAUGHT = [
     ("Authorization: Bearer abcDEF123456789xyz", f"Authorization: Bearer {R}"),
     ("curl -H 'Authorization: Basic dXNlcjpwYXNzd29yZA==' x", f"curl -H 'Authorization: Basic {R}' x"),
+    ("> Proxy-Authorization: Basic dXNlcjpwYXNzd29yZA==", f"> Proxy-Authorization: Basic {R}"),
+    ("proxy-authorization: negotiate YIIGhgYGKwYBBQUCoIIGejCCBnag", f"proxy-authorization: negotiate {R}"),
     ('headers = {"Authorization": "token 0123456789abcdef"}', f'headers = {{"Authorization": "token {R}"}}'),
     ("got Bearer my-token.v2 back", f"got Bearer {R} back"),
     ("key sk-ant-api03-AbCdEfGhIjKlMnOpQrStUv-123_x end", f"key {R} end"),
