@@ -14,7 +14,10 @@ so that it can never be mistaken for a marker (``[EVENT:…]``, ``[ESCALATE]``).
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+import logging
 import os
 import re
 from bisect import bisect_right
@@ -25,6 +28,8 @@ from typing import Callable, Iterable, Mapping, Optional
 
 import re2
 from flask import Flask, current_app
+
+log = logging.getLogger(__name__)
 
 REPLACEMENT = "[redacted]"
 # A shorter value would be found in ordinary words and numbers all over the text.
@@ -161,10 +166,71 @@ SHAPES: tuple[Rule, ...] = (
 )
 
 
+# The service's own secrets (its password, API token, cookie key) are kept
+# out of the agent's environment, and so out of the hook commands the CLI
+# runs there, one of which writes to the database (the cooldown hook). Those
+# are given, in this variable, each value's length and its SHA-256 under a
+# key drawn for the session: enough to recognise the value, not to hold it.
+WITHHELD_ENV = "CLAUDEOPS_WITHHELD_SECRETS"
+
+
+class WithheldValues:
+    """Finds values known only by their length and keyed digest: every
+    stretch of text of such a length is hashed and compared. That costs a
+    hash per character for each length, so it is for the hook commands'
+    few short texts, never for the stream."""
+
+    name = "withheld secret value"
+    hints: tuple[str, ...] = ()
+
+    def __init__(self, key: bytes, digests: dict[int, set[bytes]]):
+        self.key = key
+        self.digests = digests
+
+    @classmethod
+    def describe(cls, values: Iterable[str]) -> str:
+        """The variable's value for ``values`` (those long enough to be redacted)."""
+        key = os.urandom(16)
+        kept = sorted({v for v in values if isinstance(v, str) and len(v) >= MIN_SECRET_LENGTH})
+        return " ".join([key.hex()] + [f"{len(v)}:{_keyed_digest(key, v).hex()}" for v in kept])
+
+    @classmethod
+    def parse(cls, description: Optional[str]) -> Optional["WithheldValues"]:
+        """From the variable's value; None when there is none or it is unusable."""
+        if not description:
+            return None
+        try:
+            key_hex, *entries = description.split()
+            digests: dict[int, set[bytes]] = {}
+            for entry in entries:
+                length, digest = entry.split(":")
+                digests.setdefault(int(length), set()).add(bytes.fromhex(digest))
+            key = bytes.fromhex(key_hex)
+        except ValueError:
+            log.warning("%s is malformed; the service's withheld secrets are not redacted here", WITHHELD_ENV)
+            return None
+        return cls(key, digests) if digests else None
+
+    def matches(self, text: str, folded: str):
+        for length, digests in self.digests.items():
+            position = 0
+            while position <= len(text) - length:
+                if _keyed_digest(self.key, text[position:position + length]) in digests:
+                    yield position, position + length
+                    position += length
+                else:
+                    position += 1
+
+
+def _keyed_digest(key: bytes, value: str) -> bytes:
+    return hmac.new(key, value.encode("utf-8", "surrogatepass"), hashlib.sha256).digest()
+
+
 class Redactor:
     """Finds secrets in text and replaces them; cheap to call, built once."""
 
-    def __init__(self, secrets: Iterable[str] = (), shapes: tuple[Rule, ...] = SHAPES):
+    def __init__(self, secrets: Iterable[str] = (), shapes: tuple[Rule, ...] = SHAPES,
+                 withheld: Optional[WithheldValues] = None):
         self.secret_count = 0
         values = set()
         for secret in set(secrets):
@@ -178,6 +244,8 @@ class Redactor:
             ordered = sorted(values, key=len, reverse=True)   # the longest first: no secret left half-shown
             rules.insert(0, Rule("secret value", re.compile("|".join(map(re.escape, ordered))),
                                  hints=tuple(ordered)))
+        if withheld is not None:
+            rules.append(withheld)
         self.rules = tuple(rules)
         self.unhinted = tuple(rule for rule in rules if not rule.hints)
         # Nearly every text holds no hint of any rule. One scan by RE2's
@@ -321,12 +389,13 @@ def secret_env_values(patterns: Iterable[str], environ: Mapping[str, str]) -> li
 
 def build(config: Mapping, settings: Iterable, environ: Optional[Mapping[str, str]] = None) -> Redactor:
     """The application's redactor: secret environment values, every setting
-    declared secret, and the key that signs the dashboard's cookies."""
+    declared secret, the key that signs the dashboard's cookies, and in a
+    hook command the service's secrets withheld from it (``WITHHELD_ENV``)."""
     environ = os.environ if environ is None else environ
     values = secret_env_values(config.get(ENV_SETTING, []), environ)
     values += [config.get(s.name) for s in settings if s.secret]
     values.append(config.get("SECRET_KEY"))
-    return Redactor(v for v in values if isinstance(v, str))
+    return Redactor((v for v in values if isinstance(v, str)), withheld=WithheldValues.parse(environ.get(WITHHELD_ENV)))
 
 
 def init_app(app: Flask) -> Redactor:

@@ -331,7 +331,16 @@ def test_the_agent_gets_none_of_the_services_secrets(closed_app, monkeypatch):
     env = child_env(control.enqueue(tier=1, prompt=None, trigger="api"))
     assert "CLAUDEOPS_PASSWORD" not in env and "CLAUDEOPS_API_TOKEN" not in env
     assert "CLAUDEOPS_SECRET_KEY" not in env
+    assert not any(secret in value for value in env.values() for secret in (PASSWORD, TOKEN, "k" * 32))
     assert env["ANTHROPIC_API_KEY"] == "sk-ant-passed-through"  # the CLI needs its own credentials
+    # What a hook command builds from that environment still redacts them.
+    from app.config import load_settings
+    from app.redaction import build
+    settings = closed_app.extensions["claudeops.settings"]
+    hook_config = load_settings(environ=env, settings=settings)
+    assert hook_config["CLAUDEOPS_PASSWORD"] == hook_config["CLAUDEOPS_API_TOKEN"] == ""
+    hook = build(hook_config, settings, environ=env)
+    assert hook.redact(f"echo {PASSWORD} {TOKEN}") == "echo [redacted] [redacted]"
 
 
 def test_config_command_masks_credentials(tmp_path, monkeypatch):

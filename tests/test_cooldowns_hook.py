@@ -67,6 +67,14 @@ def seed(app, service: str, count: int, action: str = "restart") -> None:
         db.session.commit()
 
 
+def test_the_services_own_secrets_are_redacted_in_a_recorded_command_though_the_hook_never_holds_them(state):
+    from app.redaction import WITHHELD_ENV, WithheldValues
+    withheld = WithheldValues.describe(["Operator-Pass-2024"])
+    result = state(pre_tool_use("docker restart jellyfin # Operator-Pass-2024"), **{WITHHELD_ENV: withheld})
+    assert (result.returncode, result.stdout) == (0, "")
+    assert [row[3] for row in rows(state.app)] == ["docker restart jellyfin # [redacted]"]
+
+
 def test_below_the_limit_the_call_is_allowed_silently_and_recorded(state):
     result = state(pre_tool_use("sudo docker restart jellyfin && docker logs --tail 5 jellyfin"))
     assert (result.returncode, result.stdout) == (0, "")

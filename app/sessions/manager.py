@@ -27,7 +27,7 @@ from app.mcp import ALLOW_RULE, session_mcp_config
 from app.models import COMPLETED, FAILED, STOPPED, TIMED_OUT, Session
 from app.plugin_types import RunInfo, SessionResult
 from app.plugins import call_each
-from app.redaction import redactor
+from app.redaction import WITHHELD_ENV, WithheldValues, redactor
 from app.runtime import setting
 from app.sessions import control, escalation
 from app.sessions.activity import StreamHandler
@@ -76,10 +76,13 @@ def child_env(session: Session) -> dict[str, str]:
     plus what a hook command (a ``claudeops`` subcommand the CLI runs) needs
     to find the same database and know the session. The service's own
     secrets (the operator's password, the API token, the cookie key) are
-    left out: the agent has a shell, and no use for them."""
+    left out: the agent has a shell, and no use for them. Only their keyed
+    digests are given, for the hook to redact them (app/redaction.py)."""
     config = current_app.config
     secret_names = {s.name for s in current_app.extensions["claudeops.settings"] if s.secret}
     env = {name: value for name, value in os.environ.items() if name not in secret_names}
+    # So that the cooldown hook, which records commands, still redacts them.
+    env[WITHHELD_ENV] = WithheldValues.describe([config.get(name) for name in secret_names] + [config["SECRET_KEY"]])
     env["CLAUDEOPS_STATE_DIR"] = config["CLAUDEOPS_STATE_DIR"]
     env["CLAUDEOPS_DATABASE_URL"] = config["CLAUDEOPS_DATABASE_URL"]
     env["CLAUDEOPS_SESSION_ID"] = str(session.id)
