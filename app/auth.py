@@ -5,7 +5,9 @@ Two modes, decided by configuration alone:
 - **Open** (neither ``CLAUDEOPS_PASSWORD`` nor ``CLAUDEOPS_API_TOKEN`` set):
   for a service bound to loopback. ``claudeops serve`` refuses any other
   address, and a request that nevertheless arrives from a non-loopback client
-  (gunicorn started by hand on 0.0.0.0, say) is answered 403.
+  (gunicorn started by hand on 0.0.0.0, say) is answered 403; so is one that
+  names the service by another name than a loopback one, or that would
+  change something from another site (``_refuse_other_sites``).
 - **Closed** (either one set): every dashboard page needs a login with the
   password (a signed session cookie), every ``/api/v1`` call needs the bearer
   token. Setting one credential never leaves the other door open: without a
@@ -104,7 +106,7 @@ def guard() -> Optional[Response]:
     if not credentials_configured(config):
         if request.remote_addr and not is_loopback(request.remote_addr):
             return _refuse_remote()
-        return None
+        return _refuse_other_sites()
     if _is_open_endpoint():
         return None
     if _is_api_request():
@@ -115,9 +117,43 @@ def guard() -> Optional[Response]:
 
 
 def _refuse_remote() -> Response:
-    message = ("this service has no credential configured and answers only on loopback; "
-               "set CLAUDEOPS_PASSWORD and CLAUDEOPS_API_TOKEN to serve other machines")
-    log.warning("refused %s %s from %s: no credential configured", request.method, request.path, request.remote_addr)
+    return _refuse_open("this service has no credential configured and answers only on loopback; "
+                        "set CLAUDEOPS_PASSWORD and CLAUDEOPS_API_TOKEN to serve other machines")
+
+
+def _refuse_other_sites() -> Optional[Response]:
+    """Open, the service trusts whatever reaches it on loopback, and a
+    browser on this machine reaches it on behalf of any page it shows. So a
+    request must name the service by a loopback name (a page on a name that
+    an attacker's DNS points at 127.0.0.1, "DNS rebinding", would otherwise
+    be the same origin as the service and read and do anything), and a
+    request that changes something must not come from another origin (the
+    API takes no CSRF token, and a form or fetch from any site would reach
+    it). Browsers always say a request's origin when it changes something."""
+    host = urlsplit("//" + request.host).hostname or ""
+    if not (is_loopback(host) or host.endswith(".localhost")):
+        return _refuse_open(f"this service has no credential configured and answers only to a loopback name "
+                            f"(localhost, 127.0.0.1, [::1]), not {host!r}; set CLAUDEOPS_PASSWORD and "
+                            "CLAUDEOPS_API_TOKEN to serve it under another name")
+    if request.method in ("GET", "HEAD", "OPTIONS"):
+        return None
+    origin = request.headers.get("Origin")
+    cross_site = request.headers.get("Sec-Fetch-Site") == "cross-site"
+    if cross_site or (origin is not None and _origin_host(origin) != request.host.lower()):
+        return _refuse_open(f"a request from another site ({origin or 'cross-site'}) may not change anything here")
+    return None
+
+
+def _origin_host(origin: str) -> Optional[str]:
+    """``Origin: http://127.0.0.1:8080`` as a Host header names the same (``null`` and the like: None)."""
+    parts = urlsplit(origin)
+    return parts.netloc.lower() if parts.scheme in ("http", "https") and parts.netloc else None
+
+
+def _refuse_open(message: str) -> Response:
+    """403, in open mode: no credential would let the request through."""
+    log.warning("refused %s %s from %s (Host %s, Origin %s): %s", request.method, request.path, request.remote_addr,
+                request.host, request.headers.get("Origin"), message)
     if _is_api_request():
         return json_error(message, 403)
     return Response(message + "\n", 403, mimetype="text/plain")

@@ -164,7 +164,8 @@ def show_config():
     try:
         changed = runtime.overrides()
     except SQLAlchemyError as exc:   # no database yet (never served), or not reachable
-        click.echo(f"# runtime changes not read ({dbfaults.describe(exc)}): environment values", err=True)
+        click.echo(f"# runtime changes not read ({dbfaults.describe(exc)}); showing the environment's values",
+                   err=True)
         changed = {}
     for setting in current_app.extensions["claudeops.settings"]:
         value = current_app.config[setting.name]
