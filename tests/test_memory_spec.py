@@ -460,3 +460,8 @@ def test_reactivate_an_inactive_memory(app, client):
     (memory,) = all_memories()
     assert memory.active is True and memory.confidence == 0.5
     assert "Came back" in build_memory_context(2000).text
+    # Deactivated by hand at a confidence above the threshold: the slider set to
+    # where it already stands activates it too.
+    held = add_memory("Held back", confidence=0.9, active=False, service="nginx")
+    client.put(f"/memories/{held.id}/confidence", data={"confidence": "0.9"})
+    assert {m.observation: m.active for m in all_memories()}["Held back"] is True

@@ -386,8 +386,10 @@ def update(memory: Memory, *, observation=None, confidence=None, active=None, pi
         memory.confidence = new_confidence
         _history(memory, "edited", before, actor=OPERATOR, detail="confidence")
         _refresh(memory)
-        if active is None:  # the slider decides: at or above the threshold is active
-            _set_active(memory, new_confidence >= ACTIVE_THRESHOLD)
+    if new_confidence is not None and active is None:
+        # The slider decides: at or above the threshold is active, also at the
+        # value it had (a memory deactivated by hand is set active again so).
+        _set_active(memory, new_confidence >= ACTIVE_THRESHOLD)
     if active is not None:
         _set_active(memory, active)
     if pinned is not None and pinned != memory.pinned:
