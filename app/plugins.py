@@ -67,12 +67,17 @@ def call_each(hook_name: str, commit_each: bool = False, **kwargs: Any) -> list[
     with a clear reason instead of running on while every record is dropped.
     """
     caller = getattr(plugin_manager().hook, hook_name)
+    if commit_each:
+        db.session.commit()   # the caller's own changes are no plugin's to lose
     results = []
     for impl in reversed(caller.get_hookimpls()):
         if impl.hookwrapper or impl.wrapper:
             continue  # wrappers need pluggy's own call loop; these hooks do not offer them
         try:
             result = impl.function(*(kwargs[name] for name in impl.argnames))
+            if commit_each:
+                # In the try: a row the database refuses only now is this plugin's failure too.
+                db.session.commit()
         except Exception as exc:
             if commit_each:
                 db.session.rollback()
@@ -80,8 +85,6 @@ def call_each(hook_name: str, commit_each: bool = False, **kwargs: Any) -> list[
                 raise
             log.exception("plugin %s failed in %s", impl.plugin_name, hook_name)
             continue
-        if commit_each:
-            db.session.commit()
         if result is not None:
             results.append(result)
     return results

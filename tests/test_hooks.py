@@ -190,6 +190,41 @@ def test_hook_claudeops_markers_a_failure_after_a_savepoint_takes_back_only_its_
     assert messages == ["first", "noticed: [EVENT:info:web] first", "disk boom"]
 
 
+def test_hook_claudeops_markers_another_threads_writes_set_off_no_savepoint(tmp_path):
+    """A savepoint marks only this thread's writes: the scheduler's heartbeat
+    writing from its own thread must not make the fan-out begin the batch's
+    transaction with a savepoint (on SQLite a deferred transaction, whose
+    first write fails at once if another connection wrote after its first read)."""
+    import threading
+    from sqlalchemy import insert
+    from app.sessions import control
+    from app.sessions.fanout import MarkerFanOut
+    from app.sessions.manager import run_info
+    app = make_app(tmp_path, plugins=[FailsOn("never")])
+    with app.app_context():
+        session = control.claim(control.enqueue().id)
+        fan_out = MarkerFanOut(run_info(session))
+        db.session.commit()
+        fan_out.committed()
+
+        def heartbeat():
+            with app.app_context(), db.engine.begin() as connection:
+                connection.execute(insert(Event).values(level="info", message="from another thread",
+                                                        created_at=session.created_at))
+        writer = threading.Thread(target=heartbeat)
+        writer.start()
+        writer.join()
+        fan_out("a text block")
+        assert fan_out.savepoint is None   # nothing written by this thread since the commit
+
+        db.session.add(Event(level="info", message="written here", created_at=session.created_at))
+        db.session.flush()
+        fan_out("another text block")
+        assert fan_out.savepoint is not None and fan_out.savepoint.is_active
+        db.session.commit()
+        assert sorted(db.session.scalars(select(Event.message))) == ["from another thread", "written here"]
+
+
 # --- claudeops_markers_flush ---------------------------------------------------
 
 class Deferring:
@@ -494,6 +529,35 @@ def test_hook_claudeops_session_finished_sees_failures(tmp_path):
         from app.sessions.manager import run_session
         run_session(control.claim(control.enqueue().id))
     assert seen[0][0] == "failed" and "could not start" in seen[0][1]
+
+
+def test_a_row_the_database_refuses_at_commit_costs_only_its_plugins_hook(tmp_path, fake_cli, caplog):
+    """A plugin that adds a row the database refuses (no message) in
+    claudeops_prompt_context and claudeops_session_finished: its commit fails,
+    and the session still starts, ends, and escalates as asked."""
+    class BadRow:
+        @hookimpl(tryfirst=True)   # before the others, which must run all the same
+        def claudeops_prompt_context(self, run):
+            db.session.add(Event(level="info", message=None))
+            return "bad-row section"
+
+        @hookimpl(tryfirst=True)
+        def claudeops_session_finished(self, run, result):
+            db.session.add(Event(level="info", message=None))
+
+    app = make_app(tmp_path, plugins=[BadRow()])
+    fake_cli(sl.steps(sl.init(), sl.text("[ESCALATE] the disk needs a closer look"), sl.result("done")))
+    with app.app_context():
+        from app.models import Session
+        from app.sessions import control
+        from app.sessions.manager import run_session
+        session = run_session(control.claim(control.enqueue(tier=1).id))
+        assert session.status == "completed", session.status_reason
+        assert "bad-row section" not in session.system_prompt and "## Escalating" in session.system_prompt
+        children = db.session.scalars(select(Session.tier).where(Session.parent_id == session.id)).all()
+        assert children == [2]
+    assert caplog.text.count("failed in claudeops_prompt_context") == 1
+    assert caplog.text.count("failed in claudeops_session_finished") == 1
 
 
 # --- claudeops_overview_cards ----------------------------------------------

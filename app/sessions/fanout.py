@@ -23,6 +23,7 @@ only for the blocks that contain one: most blocks hold no marker at all.
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any, Optional
 
 from sqlalchemy import event
@@ -42,17 +43,24 @@ HOOK = "claudeops_markers"
 TAGS_HOOK = "claudeops_marker_tags"
 FLUSH_HOOK = "claudeops_markers_flush"
 _NOT_WRITES = ("SELECT", "PRAGMA", "SAVEPOINT", "RELEASE", "ROLLBACK", "BEGIN", "COMMIT")
-_statements_that_write = 0
+# Per thread: a session's fan-out runs in one thread, and only its own writes
+# may move the count. Another thread's (the scheduler's heartbeat) would make
+# it take a savepoint with nothing written, and on SQLite a savepoint that
+# begins a transaction begins a deferred one: its first read pins a snapshot,
+# and its first write fails at once if any other connection wrote since.
+_writes = threading.local()
 
 
 @event.listens_for(Engine, "before_cursor_execute")
 def _count_writes(conn, cursor, statement, parameters, context, executemany) -> None:
-    """Every statement that may change a row, on any connection. Only whether
-    the count moved matters, so another thread's writes merely cost a
-    savepoint that was not needed."""
-    global _statements_that_write
+    """Every statement that may change a row, on any connection of this
+    thread. Only whether the count moved matters."""
     if not statement.lstrip()[:9].upper().startswith(_NOT_WRITES):
-        _statements_that_write += 1
+        _writes.count = getattr(_writes, "count", 0) + 1
+
+
+def _statements_that_write() -> int:
+    return getattr(_writes, "count", 0)
 
 
 class MarkerFanOut:
@@ -73,7 +81,7 @@ class MarkerFanOut:
     def committed(self) -> None:
         """The caller committed: that is the mark now."""
         self.savepoint = None
-        self.marked_at = _statements_that_write
+        self.marked_at = _statements_that_write()
 
     def __call__(self, text: str) -> list[Any]:
         """Every plugin's records for ``text``, flattened, in pluggy's order."""
@@ -130,12 +138,12 @@ class MarkerFanOut:
     def _mark_if_written(self, session: Session) -> None:
         if self.savepoint is not None and not self.savepoint.is_active:
             self.committed()   # a plugin committed on its own: that is the mark
-        if _statements_that_write == self.marked_at:
+        if _statements_that_write() == self.marked_at:
             return
         if self.savepoint is not None:
             self.savepoint.commit()   # RELEASE: one savepoint at a time is enough
         self.savepoint = session.begin_nested()
-        self.marked_at = _statements_that_write
+        self.marked_at = _statements_that_write()
 
     def _undo(self, session: Session, staged: int) -> None:
         """Back to the state before the failed call: the database to the mark,
