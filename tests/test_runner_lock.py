@@ -21,7 +21,7 @@ from tests.conftest import FAKE_CLAUDE, make_app
 from tests.support.database import postgres_only
 from tests.support.service import CLAUDEOPS, Service
 
-pytestmark = postgres_only("advisory locks; SQLite's database is a file in the one state directory")
+pytestmark = postgres_only("advisory locks; a SQLite database is locked by a file beside it (tests/test_scheduler.py)")
 
 HOLDER = f"claudeops runner on {socket.gethostname()}, pid {os.getpid()}"[:63]
 

@@ -14,6 +14,7 @@ from app.sessions import control
 from app.sessions.scheduler import SessionScheduler
 from app.timeutil import utcnow
 from tests import streamlines as sl
+from tests.support.database import sqlite_only
 from tests.support.waiting import wait_for
 
 
@@ -153,3 +154,23 @@ def test_an_interval_changed_at_run_time_takes_effect(app, fake_cli, scheduler):
     count = len(all_sessions())
     time.sleep(2.5)
     assert len(all_sessions()) == count and instance.next_scheduled_run() is None
+
+
+@sqlite_only("a database file named outside the state directory")
+def test_two_state_directories_sharing_one_sqlite_file_run_sessions_in_one_process_only(tmp_path):
+    from app.sessions.runner_lock import RunnerLock, SchedulerAlreadyRunning
+    url = f"sqlite:///{tmp_path / 'shared' / 'claudeops.db'}"
+    (tmp_path / "shared").mkdir()
+    first = RunnerLock(str(tmp_path / "a"), url)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first.acquire()
+    try:
+        with pytest.raises(SchedulerAlreadyRunning, match=f"running sessions on the database {tmp_path}/shared/claudeops.db"):
+            RunnerLock(str(tmp_path / "b"), url).acquire()
+        RunnerLock(str(tmp_path / "b")).acquire()   # its own directory's lock was given back
+    finally:
+        first.release()
+    second = RunnerLock(str(tmp_path / "b"), url)
+    second.acquire()   # free once the first let go
+    second.release()

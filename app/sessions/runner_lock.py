@@ -12,8 +12,9 @@ first. Two locks make that hold however Claude Ops is deployed:
   and ends with it, so a crashed holder releases it just as the kernel
   releases the file lock.
 
-A SQLite database lives in one file on one host; the state directory's lock
-covers it.
+A SQLite database lives in one file on one host, but not necessarily in the
+state directory (``CLAUDEOPS_DATABASE_URL`` may name any file): a file lock
+beside it covers two state directories sharing it.
 """
 from __future__ import annotations
 
@@ -51,18 +52,24 @@ class SchedulerAlreadyRunning(RunnerLockError):
 class RunnerLock:
     def __init__(self, state_dir: str, database_url: str | URL | None = None):
         self.path = Path(state_dir) / "scheduler.lock"
-        self._file = None
         url = make_url(database_url) if database_url else None
+        # What each file lock covers, for the message of a refusal.
+        self._paths = {self.path: str(self.path.parent)}
+        database_file = _sqlite_file(url)
+        if database_file is not None:
+            self._paths.setdefault(database_file.with_name(database_file.name + ".scheduler.lock"),
+                                   f"the database {database_file}")
+        self._files: list = []
         self._database = DatabaseLock(url) if url is not None and url.get_backend_name() == "postgresql" else None
 
     def acquire(self) -> None:
-        self._acquire_file()
-        if self._database is None:
-            return
         try:
-            self._database.acquire()
+            for path, covered in self._paths.items():
+                self._acquire_file(path, covered)
+            if self._database is not None:
+                self._database.acquire()
         except BaseException:
-            self._release_file()
+            self._release_files()
             raise
 
     def verify(self) -> bool:
@@ -73,10 +80,10 @@ class RunnerLock:
     def release(self) -> None:
         if self._database is not None:
             self._database.release()
-        self._release_file()
+        self._release_files()
 
-    def _acquire_file(self) -> None:
-        handle = open(self.path, "a+")
+    def _acquire_file(self, path: Path, covered: str) -> None:
+        handle = open(path, "a+")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -84,17 +91,23 @@ class RunnerLock:
             holder = handle.read().strip() or "unknown"
             handle.close()
             raise SchedulerAlreadyRunning(
-                f"another Claude Ops process (pid {holder}) is running sessions on {self.path.parent}; "
+                f"another Claude Ops process (pid {holder}) is running sessions on {covered}; "
                 "stop it first") from None
         handle.truncate(0)
         handle.write(str(os.getpid()))
         handle.flush()
-        self._file = handle
+        self._files.append(handle)
 
-    def _release_file(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+    def _release_files(self) -> None:
+        while self._files:
+            self._files.pop().close()
+
+
+def _sqlite_file(url: Optional[URL]) -> Optional[Path]:
+    """The file of a SQLite database (None for another backend or one in memory)."""
+    if url is None or url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return None
+    return Path(url.database).expanduser().resolve()
 
 
 class DatabaseLock:
