@@ -20,6 +20,7 @@ from sqlalchemy import event
 from app.extensions import db
 from app.plugin_types import McpTool
 from app.plugins import call_each, flatten
+from app.redaction import redactor
 
 log = logging.getLogger(__name__)
 
@@ -72,11 +73,16 @@ def _refuse_writes(engine) -> None:
 
 
 def _in_app_context(app: Flask, function):
+    """``function`` in an application context, its answer redacted: what a
+    tool reads was redacted when it was written, but a secret configured
+    since (or a shape caught since) must not reach the agent here either,
+    as it does not through the prompt, which is redacted whole."""
     @functools.wraps(function)
     def call(*args, **kwargs):
         with app.app_context():
             try:
-                return function(*args, **kwargs)
+                answer = function(*args, **kwargs)
+                return redactor().redact(answer) if isinstance(answer, str) else answer
             finally:
                 db.session.rollback()
     return call

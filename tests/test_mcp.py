@@ -69,6 +69,10 @@ def test_get_gives_the_full_text_and_names_what_is_missing(memories):
     assert out.count("Needs the NFS mount") == 3  # once, with the observation's own repeats
     assert out.endswith("Not found (deleted or never existed): 9999")
     assert mcp_tools.get_memories([]) == "Give one or more memory ids."
+    # Beyond a 32-bit id (PostgreSQL would refuse it in the query): not found, on every backend.
+    out = mcp_tools.get_memories([2**31, memories[0].id, 2**63, 10**30, 0, -1])
+    assert "Takes 60s to start after restart" in out
+    assert out.endswith(f"Not found (deleted or never existed): {2**31}, {2**63}, {10**30}, 0, -1")
 
 
 def test_results_carry_each_memorys_track_record(memories):
@@ -109,8 +113,10 @@ def test_claudeops_mcp_over_stdio(app, memories, tmp_path):
     """An MCP client (the official SDK's) talks to the real `claudeops mcp`."""
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
+    # A secret configured after a memory holding it was written: redacted in the answer.
+    leaked = add_memory("DB login uses S3cretValue-9f8e7d6c", service="postgres", category="behavior")
     env = {"PATH": os.environ["PATH"], "CLAUDEOPS_STATE_DIR": app.config["CLAUDEOPS_STATE_DIR"],
-           "CLAUDEOPS_DATABASE_URL": app.config["CLAUDEOPS_DATABASE_URL"]}
+           "CLAUDEOPS_DATABASE_URL": app.config["CLAUDEOPS_DATABASE_URL"], "DB_PASSWORD": "S3cretValue-9f8e7d6c"}
 
     async def talk():
         params = StdioServerParameters(command=str(CLAUDEOPS), args=["mcp"], env=env)
@@ -119,9 +125,11 @@ def test_claudeops_mcp_over_stdio(app, memories, tmp_path):
             tools = {t.name: t for t in (await session.list_tools()).tools}
             result = await session.call_tool("get_memories", {"ids": [memories[3].id]})
             bad = await session.call_tool("get_memories", {"ids": "not a list"})
-            return tools, result, bad
+            secret = await session.call_tool("get_memories", {"ids": [leaked.id]})
+            return tools, result, bad, secret
 
-    tools, result, bad = anyio.run(talk)
+    tools, result, bad, secret = anyio.run(talk)
+    assert "DB login uses [redacted]" in secret.content[0].text and "S3cret" not in secret.content[0].text
     assert set(tools) == {"search_memories", "get_memories", "list_service_memories"}
     assert tools["search_memories"].input_schema["required"] == ["query"]
     assert tools["get_memories"].annotations.read_only_hint is True

@@ -38,6 +38,10 @@ from app.timeutil import utcnow
 log = logging.getLogger(__name__)
 
 STOP_POLL_SECONDS = 1.0
+# The most one command-line argument may hold on Linux (MAX_ARG_STRLEN, its
+# NUL included): the system prompt is one (--append-system-prompt). A longer
+# one would fail the CLI's start with nothing but "Argument list too long".
+MAX_ARGUMENT_BYTES = 128 * 1024 - 1
 SHUTDOWN_REASON = "the service shut down during the session"
 OPERATOR_STOP_REASON = "stopped by the operator"
 
@@ -131,6 +135,12 @@ def run_session(session: Session, shutdown: Optional[threading.Event] = None) ->
     # Plugins build it from stored records, redacted already; a plugin's own text is redacted here.
     session.system_prompt = redactor().redact(system_prompt(run, workdir))
     db.session.commit()
+    size = len(session.system_prompt.encode("utf-8", "surrogatepass"))
+    if size > MAX_ARGUMENT_BYTES:
+        return _finish(session, run, FAILED,
+                       f"the system prompt is {size:,} bytes, more than the {MAX_ARGUMENT_BYTES:,} one command-line "
+                       "argument may hold: lower CLAUDEOPS_MEMORY_BUDGET, or a plugin's prompt section is too long "
+                       "(the session's system prompt is kept for you to see which)", None)
 
     cli_settings = merge_settings(call_each("claudeops_cli_settings", run=run))
     mcp_config = session_mcp_config(claudeops_command())

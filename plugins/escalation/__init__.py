@@ -15,11 +15,20 @@ from app.hookspecs import hookimpl
 from app.models import Session, SessionActivity
 from app.plugin_types import MarkerRecord, PromptSection
 from app.runtime import setting
+from app.sessions.escalation import MAX_REASON_CHARS
 
 MARKER_TAG = "[ESCALATE]"
-ESCALATE_MARKER = re.compile(r"\[ESCALATE\][ \t]*(?P<reason>[^\n]+)")
+# On a line of its own, as the prompt asks: a more capable session is not
+# started by "no need to [ESCALATE] anything" in the middle of a sentence.
+# The reason runs to the end of the line or to the next marker on it.
+ESCALATE_MARKER = re.compile(r"^[ \t]*\[ESCALATE\][ \t]*(?P<reason>[^\n]+)", re.MULTILINE)
+NEXT_MARKER = re.compile(r"\s*\[[A-Z]+:")
 MAX_RESPONSE_CHARS = 4000
 MAX_RECORDS_PER_SESSION = 50
+# Each earlier tier's records are told in at most this much: the whole
+# context, for up to three tiers, stays well within the one command-line
+# argument the system prompt is (app/sessions/manager.py).
+MAX_RECORD_CHARS = 300
 
 
 def _requests() -> dict[int, str]:
@@ -36,7 +45,7 @@ def claudeops_marker_tags():
 def claudeops_markers(text, run):
     recorded = []
     for match in ESCALATE_MARKER.finditer(text):
-        reason = match["reason"].strip()
+        reason = NEXT_MARKER.split(match["reason"], maxsplit=1)[0].strip()[:MAX_REASON_CHARS]
         if not reason:
             continue
         _requests().setdefault(run.session_id, reason)   # the first request states the case
@@ -82,7 +91,7 @@ def _escalation_context(run) -> str:
             .order_by(SessionActivity.id).limit(MAX_RECORDS_PER_SESSION)).all()
         if records:
             lines.append("Recorded:")
-            lines += [f"- [{r.title}] {r.body or ''}".rstrip() for r in records]
+            lines += [f"- [{r.title}] {_shortened(r.body or '')}".rstrip() for r in records]
         response = (session.response or "").strip()
         if response:
             if len(response) > MAX_RESPONSE_CHARS:
@@ -93,3 +102,7 @@ def _escalation_context(run) -> str:
             lines.append(response)
         lines.append("")
     return "\n".join(lines).rstrip()
+
+
+def _shortened(text: str) -> str:
+    return text if len(text) <= MAX_RECORD_CHARS else text[:MAX_RECORD_CHARS] + "…"

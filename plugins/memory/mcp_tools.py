@@ -20,6 +20,7 @@ from sqlalchemy.orm import selectinload
 from app.extensions import db
 from app.plugin_types import McpTool
 from app.timeutil import isoformat
+from app.web.apiutil import MAX_ID
 from plugins.memory import queries
 from plugins.memory.context import format_confidence
 from plugins.memory.models import APPROVED, PROPOSED, REJECTED, Memory
@@ -99,8 +100,11 @@ def get_memories(ids: list[int]) -> str:
     wanted = list(dict.fromkeys(ids))[:MAX_IDS]
     if not wanted:
         return "Give one or more memory ids."
-    found = {m.id: m for m in db.session.scalars(select(Memory).where(Memory.id.in_(wanted))
-                                                  .options(selectinload(Memory.track_record)))}
+    # Ids are INTEGER columns: a larger number names no memory, and PostgreSQL
+    # would refuse it in the query (app/web/row_ids.py).
+    possible = [i for i in wanted if 0 < i <= MAX_ID]
+    found = {m.id: m for m in db.session.scalars(select(Memory).where(Memory.id.in_(possible))
+                                                  .options(selectinload(Memory.track_record)))} if possible else {}
     entries = [full_entry(found[i]) for i in wanted if i in found]
     missing = [str(i) for i in wanted if i not in found]
     if missing:
