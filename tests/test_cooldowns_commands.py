@@ -157,6 +157,61 @@ def test_prefixes_chains_and_wrappers(line, expected):
     assert found(line) == expected
 
 
+@pytest.mark.parametrize("line, expected", [
+    # a substitution inside double quotes runs all the same
+    ('out="$(docker restart jellyfin 2>&1)"; echo "$out"', [(R, "jellyfin")]),
+    ('echo "`docker restart jellyfin`"', [(R, "jellyfin")]),
+    ('echo "done: $(sudo systemctl restart nginx)"', [(R, "nginx")]),
+    ('echo "$(echo "$(docker restart jellyfin)")"', [(R, "jellyfin")]),
+    # shell options around -c
+    ("bash -o pipefail -c 'docker restart jellyfin'", [(R, "jellyfin")]),
+    ("bash -e -o pipefail -c 'docker restart jellyfin'", [(R, "jellyfin")]),
+    ("bash -O extglob -c 'docker restart jellyfin'", [(R, "jellyfin")]),
+    ("bash -c -- 'docker restart jellyfin'", [(R, "jellyfin")]),
+    ("bash +o posix --norc -xc 'docker restart jellyfin'", [(R, "jellyfin")]),
+    ("bash -o pipefail ./restart.sh", []),
+    # short options run together
+    ("sudo -iu root docker restart jellyfin", [(R, "jellyfin")]),
+    ("sudo -Eu root docker restart jellyfin", [(R, "jellyfin")]),
+    ("sudo -nu root systemctl restart nginx", [(R, "nginx")]),
+    ("sudo -uroot docker restart jellyfin", [(R, "jellyfin")]),
+    # time's options, flock's forms, ssh's end of options
+    ("time -p docker restart jellyfin", [(R, "jellyfin")]),
+    ("flock /tmp/l -c 'docker restart jellyfin'", [(R, "jellyfin")]),
+    ("flock -w 5 /tmp/l docker restart jellyfin", [(R, "jellyfin")]),
+    ("ssh nas -- docker restart jellyfin", [(R, "jellyfin")]),
+    # a backslash-newline joins what it splits, as in bash
+    ("docker restart jelly\\\nfin", [(R, "jellyfin")]),
+    ("dock\\\ner restart jellyfin", [(R, "jellyfin")]),
+])
+def test_what_bash_would_run_however_it_is_written(line, expected):
+    assert found(line) == expected
+
+
+def test_a_cd_or_an_export_in_a_subshell_ends_with_it():
+    work = "/srv/ops/work"
+    assert found("(cd /opt/other && docker compose restart) ; docker compose restart", work) == [
+        (R, "other"), (R, "work")]
+    assert found('x="$(cd /opt/other && docker compose restart)"; docker compose restart', work) == [
+        (R, "other"), (R, "work")]
+    assert found("export COMPOSE_PROJECT_NAME=media; docker compose up -d", work) == [(R, "media")]
+    assert found("(export COMPOSE_PROJECT_NAME=media); docker compose up -d", work) == [(R, "work")]
+    assert found("COMPOSE_FILE=/opt/media/compose.yml docker compose up -d", work) == [(R, "media")]
+    assert found("export COMPOSE_FILE=/opt/arr/compose.yml:/opt/arr/extra.yml; docker compose restart", work) == [
+        (R, "arr")]
+
+
+def test_a_command_nested_too_deeply_to_read_is_refused_if_it_may_restart():
+    (item,) = recognise("eval " * 7 + "docker restart jellyfin", "/home/ops")
+    assert item.service is None and item.target == "a command nested too deeply to read"
+    assert recognise("eval " * 7 + "uptime", "/home/ops") == []
+
+
+def test_a_command_of_many_words_is_read_in_one_pass():
+    """Each target once spelt out the whole command again: 30,000 words took 100 s."""
+    assert found("docker restart jellyfin " + "sonarr " * 30_000) == [(R, "jellyfin"), (R, "sonarr")]
+
+
 @pytest.mark.parametrize("line, target", [
     ("docker restart $name", "$name"),
     ("docker restart ${SERVICE}", "${SERVICE}"),

@@ -44,7 +44,7 @@ def test_unexpected_input_goes_to_the_full_check(raw):
 def test_the_script_runs_the_full_check_only_when_needed(tmp_path):
     ran = tmp_path / "full-check-ran"
     full_check = tmp_path / "full_check.py"
-    full_check.write_text(f"#!{sys.executable}\nimport sys\nopen({str(ran)!r}, 'w').write(sys.stdin.read())\n"
+    full_check.write_text(f"#!{sys.executable}\nimport sys\nopen({str(ran)!r}, 'wb').write(sys.stdin.buffer.read())\n"
                           "print('decision')\n")
     full_check.chmod(0o755)
 
@@ -56,3 +56,11 @@ def test_the_script_runs_the_full_check_only_when_needed(tmp_path):
     loud = run("docker restart jellyfin")
     assert loud.stdout == "decision\n"
     assert json.loads(ran.read_text())["tool_input"]["command"] == "docker restart jellyfin"   # stdin handed on
+    # More than a pipe holds (64 KiB): handed on whole, not stuck.
+    long = "cat > /etc/app.conf <<'END'\n" + "setting = value\n" * 6_000 + "END\ndocker restart jellyfin"
+    assert run(long).stdout == "decision\n"
+    assert json.loads(ran.read_text())["tool_input"]["command"] == long
+    # Not UTF-8: the full check decides (it refuses such a call), the prefilter does not fail.
+    broken = subprocess.run([sys.executable, "-S", str(PREFILTER), str(full_check)],
+                            input=b'{"tool_input": {"command": "docker restart \xff"}}', capture_output=True, timeout=30)
+    assert (broken.returncode, broken.stdout) == (0, b"decision\n")

@@ -15,7 +15,7 @@ from typing import Callable, Optional
 
 from plugins.cooldowns.limits import REDEPLOYMENT, RESTART
 from plugins.cooldowns.options import Args, parse_args
-from plugins.cooldowns.shell import SimpleCommand, simple_commands
+from plugins.cooldowns.shell import SimpleCommand, TooDeep, simple_commands
 
 SERVICE_NAME = re.compile(r"[a-z0-9][a-z0-9_.@-]{0,99}")
 
@@ -46,7 +46,14 @@ def normalise_service(raw: str) -> Optional[str]:
 def recognise(line: str, cwd: Optional[str] = None) -> list[Recognised]:
     state = _Line()
     found: list[Recognised] = []
-    for command in simple_commands(line, cwd):
+    try:
+        commands = list(simple_commands(line, cwd))
+    except TooDeep:
+        # Unread, so unknown: one that may restart something is refused, not let through uncounted.
+        if any(name in line.lower() for name in HANDLERS):
+            return [Recognised(RESTART, None, "a command nested too deeply to read", line[:200])]
+        return []
+    for command in commands:
         handler = HANDLERS.get(command.name)
         if handler is not None:
             found += handler(command, command.words[1:], state)
@@ -58,7 +65,8 @@ def recognise(line: str, cwd: Optional[str] = None) -> list[Recognised]:
 
 
 def _each(action: str, targets: list[str], command: SimpleCommand) -> list[Recognised]:
-    return [Recognised(action, normalise_service(t), t, command.text()) for t in targets]
+    text = command.text()   # once: a command of thousands of words would cost its square
+    return [Recognised(action, normalise_service(t), t, text) for t in targets]
 
 
 # -- docker / podman ----------------------------------------------------------
@@ -132,7 +140,8 @@ def _compose_project(command: SimpleCommand, top: Args) -> Optional[str]:
     name = top.value("-p", "--project-name") or command.env.get("COMPOSE_PROJECT_NAME")
     if not name:
         directory = top.value("--project-directory")
-        files = top.values("-f", "--file")
+        # -f, else $COMPOSE_FILE (paths separated by ":"): the first one's directory.
+        files = top.values("-f", "--file") or [f for f in command.env.get("COMPOSE_FILE", "").split(":") if f]
         if not directory and files and posixpath.dirname(files[0]):
             directory = posixpath.dirname(files[0])
         if directory and not directory.startswith("/") and command.cwd:

@@ -13,33 +13,38 @@ step with the recogniser.
 import json
 import os
 import sys
+import tempfile
 
 # Every program name plugins.cooldowns.commands.HANDLERS dispatches on
 # contains one of these.
 PROGRAMS = ("docker", "podman", "systemctl", "service", "kubectl", "ansible-playbook", "helm")
 
 
-def may_restart(raw: str) -> bool:
+def may_restart(raw: bytes) -> bool:
     try:
-        call = json.loads(raw)
+        call = json.loads(raw)   # not UTF-8 is a ValueError too
         command = call["tool_input"]["command"]
     except (ValueError, TypeError, KeyError):
         return True   # not what we expect: let the full check decide
     if not isinstance(command, str):
         return True
-    plain = command.lower().replace("\\", "").replace('"', "").replace("'", "")
+    # What bash joins (a backslash-newline) and what quoting hides, taken out.
+    plain = command.lower().replace("\\\n", "").replace("\\", "").replace('"', "").replace("'", "")
     return any(program in plain for program in PROGRAMS)
 
 
 def main() -> int:
-    raw = sys.stdin.read()
+    raw = sys.stdin.buffer.read()
     if not may_restart(raw):
         return 0
     full_check = sys.argv[1:]
-    read_end, write_end = os.pipe()
-    os.write(write_end, raw.encode())   # a hook's input is small; fits the pipe buffer
-    os.close(write_end)
-    os.dup2(read_end, 0)
+    # The call goes on to the full check as its stdin, from a file: a pipe
+    # takes only so much (64 KiB) before a write to it waits for a reader.
+    with tempfile.TemporaryFile() as spool:
+        spool.write(raw)
+        spool.flush()
+        os.lseek(spool.fileno(), 0, os.SEEK_SET)
+        os.dup2(spool.fileno(), 0)
     os.execv(full_check[0], full_check)
 
 

@@ -17,7 +17,7 @@ SEPARATOR_CHARS = set(";|()`\n")
 MAX_DEPTH = 5
 
 # Words that start a compound command or negate one; what follows is a command.
-SHELL_KEYWORDS = {"if", "then", "else", "elif", "do", "while", "until", "!", "{", "}", "time"}
+SHELL_KEYWORDS = {"if", "then", "else", "elif", "do", "while", "until", "!", "{", "}"}
 
 # Commands that run the rest of their words as a command, and the options
 # (of theirs) that take a value.
@@ -30,10 +30,13 @@ PREFIX_COMMANDS = {
     "nohup": set(), "command": set(), "exec": {"-a"}, "builtin": set(),
     "nice": {"-n", "--adjustment"}, "ionice": {"-c", "-n", "-p", "--class", "--classdata"},
     "timeout": {"-s", "--signal", "-k", "--kill-after"}, "stdbuf": {"-i", "-o", "-e"},
-    "chronic": set(), "flock": {"-w", "--timeout", "-E", "--conflict-exit-code"},
+    "chronic": set(), "time": {"-f", "--format", "-o", "--output"},
 }
 # Of these, the first positional word is an argument, not the command.
-PREFIX_WITH_ARGUMENT = {"timeout", "flock"}
+PREFIX_WITH_ARGUMENT = {"timeout"}
+# flock LOCKFILE COMMAND... or flock LOCKFILE -c LINE.
+FLOCK_OPTIONS_WITH_VALUE = {"-w", "--timeout", "-E", "--conflict-exit-code"}
+SHELL_OPTIONS_WITH_VALUE = {"-o", "+o", "-O", "+O", "--rcfile", "--init-file"}
 
 SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash"}
 XARGS_OPTIONS_WITH_VALUE = {"-a", "--arg-file", "-d", "--delimiter", "-E", "-I", "-L", "-n", "--max-args", "-P",
@@ -71,7 +74,7 @@ class Wrapped:
 
 
 def tokens(line: str) -> list[str]:
-    line = strip_comments(line.replace("\\\n", " "))
+    line = strip_comments(line.replace("\\\n", ""))   # bash takes a backslash-newline out, joining what it splits
     try:
         return _lex(line)
     except ValueError:
@@ -115,39 +118,77 @@ def strip_comments(line: str) -> str:
 def split_commands(line: str) -> list[list[str]]:
     """The word lists of the simple commands in ``line``: operators split,
     redirections and their targets dropped."""
-    commands: list[list[str]] = [[]]
+    return [part for part in _parts(line) if isinstance(part, list)]
+
+
+OPENS, CLOSES = "(", ")"
+
+
+def _parts(line: str) -> Iterator[list[str] | str]:
+    """The word lists of ``line``'s simple commands, and between them
+    ``OPENS`` and ``CLOSES`` where a subshell or a substitution begins and
+    ends (what a ``cd`` or ``export`` in it does ends there too)."""
+    current: list[str] = []
     words = iter(tokens(line))
     for token in words:
         if token and all(c in OPERATOR_CHARS for c in token):
             if any(c in SEPARATOR_CHARS for c in token) or set(token) == {"&"}:
-                commands.append([])
+                if current:
+                    yield current
+                current = []
+                yield from (c for c in token if c in (OPENS, CLOSES))
                 continue
             # A redirection (>, 2>&1, &>, <<EOF): drop its target, and the file
             # descriptor number shlex split off in front of it.
-            if commands[-1] and commands[-1][-1].isdigit():
-                commands[-1].pop()
+            if current and current[-1].isdigit():
+                current.pop()
             next(words, None)
             continue
-        commands[-1].append(token)
-    return [c for c in commands if c]
+        current.append(token)
+    if current:
+        yield current
 
 
-def simple_commands(line: str, cwd: Optional[str] = None, depth: int = 0) -> Iterator[SimpleCommand]:
+class TooDeep(ValueError):
+    """Command lines nested in one another deeper than ``MAX_DEPTH``: not read."""
+
+
+def simple_commands(line: str, cwd: Optional[str] = None, depth: int = 0,
+                    exported: Optional[dict[str, str]] = None) -> Iterator[SimpleCommand]:
     """Every simple command ``line`` would run, with prefixes (sudo, env,
     timeout, ...) taken off and wrapped command lines (``bash -c``, ``ssh
-    host cmd``, ``eval``) opened up."""
+    host cmd``, ``eval``) and substitutions (``$( … )``, backquotes, also
+    within double quotes) opened up. Raises ``TooDeep`` rather than leave a
+    command unread."""
     if depth > MAX_DEPTH:
-        return
-    for words in split_commands(line):
+        raise TooDeep(line)
+    exported = dict(exported or {})
+    scopes: list[tuple[Optional[str], dict[str, str]]] = []
+    for words in _parts(line):
+        if words == OPENS:
+            scopes.append((cwd, dict(exported)))
+            continue
+        if words == CLOSES:
+            if scopes:
+                cwd, exported = scopes.pop()
+            continue
+        for word in words:
+            if "$(" in word or "`" in word:   # a substitution the lexer kept in one (quoted) word
+                yield from simple_commands(word, cwd, depth + 1, exported)
         command = _unwrap(words)
         if command is None:
             continue
         if isinstance(command, Wrapped):        # a command line inside a command: look inside
-            yield from simple_commands(command.line, cwd if command.same_directory else None, depth + 1)
+            yield from simple_commands(command.line, cwd if command.same_directory else None, depth + 1,
+                                       exported if command.same_directory else None)
             continue
         command.cwd = cwd
+        command.env = {**exported, **command.env}
         if command.name == "cd":
             cwd = _cd(cwd, command.words[1:])
+            continue
+        if command.name == "export":
+            exported.update(arg.split("=", 1) for arg in command.words[1:] if "=" in arg and not arg.startswith("-"))
             continue
         yield command
 
@@ -174,6 +215,11 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | None:
             words = words[1:]
         elif name in PREFIX_COMMANDS:
             words = _after_options(words[1:], PREFIX_COMMANDS[name], skip_argument=name in PREFIX_WITH_ARGUMENT)
+        elif name == "flock":
+            rest = _after_options(words[1:], FLOCK_OPTIONS_WITH_VALUE)
+            if len(rest) > 2 and rest[1] in ("-c", "--command"):
+                return Wrapped(rest[2], True)
+            words = rest[1:]
         elif name in SHELLS:
             script = _shell_script(words[1:])
             return Wrapped(script, True) if script is not None else None
@@ -187,7 +233,8 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | None:
             return Wrapped(" ".join(words[1:]), True)
         elif name == "ssh":
             rest = _after_options(words[1:], SSH_OPTIONS_WITH_VALUE)
-            return Wrapped(" ".join(rest[1:]), False) if len(rest) > 1 else None
+            remote = rest[2:] if rest[1:2] == ["--"] else rest[1:]
+            return Wrapped(" ".join(remote), False) if remote else None
         else:
             return SimpleCommand(words, env)
     return None
@@ -203,19 +250,44 @@ def _after_options(args: list[str], with_value: set[str], skip_argument: bool = 
             break
         if not arg.startswith("-") or arg == "-":
             break
-        i += 2 if arg in with_value else 1
+        i += 2 if _value_follows(arg, with_value) else 1
     rest = args[i:]
     return rest[1:] if skip_argument and rest else rest
 
 
+def _value_follows(arg: str, with_value: set[str]) -> bool:
+    """Is the next word the value of ``arg``, an option or a cluster of
+    short ones (``sudo -iu root``: ``-u`` takes ``root``; ``-uroot`` holds its own)?"""
+    if arg in with_value:
+        return True
+    if arg.startswith("--") or len(arg) < 3:
+        return False
+    for place, letter in enumerate(arg[1:], 1):
+        if f"-{letter}" in with_value:
+            return place == len(arg) - 1
+    return False
+
+
 def _shell_script(args: list[str]) -> Optional[str]:
-    """The command string of ``bash -c '...'`` (or ``-lc``, ``-ec``, ...)."""
-    for i, arg in enumerate(args):
-        if arg.startswith("-") and not arg.startswith("--") and "c" in arg[1:]:
-            return args[i + 1] if i + 1 < len(args) else None
-        if not arg.startswith("-"):
-            return None      # `bash script.sh`: a script we cannot see
-    return None
+    """The command string of ``bash -c '...'`` (or ``-lc``, ``-ec``, with
+    ``-o pipefail``, ``--norc``, ``--`` ... around it): the first word after
+    the options, when one of them is ``c``."""
+    reads_string = False
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            i += 1
+            break
+        if arg in SHELL_OPTIONS_WITH_VALUE:
+            i += 2
+            continue
+        if len(arg) < 2 or arg[0] not in "-+":
+            break
+        if not arg.startswith("--") and "c" in arg[1:]:
+            reads_string = True
+        i += 1
+    return args[i] if reads_string and i < len(args) else None   # else `bash script.sh`: a script we cannot see
 
 
 def _option_value(args: list[str], names: set[str]) -> Optional[str]:
