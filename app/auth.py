@@ -130,7 +130,7 @@ def _refuse_other_sites() -> Optional[Response]:
     request that changes something must not come from another origin (the
     API takes no CSRF token, and a form or fetch from any site would reach
     it). Browsers always say a request's origin when it changes something."""
-    host = urlsplit("//" + request.host).hostname or ""
+    host = _hostname("//" + request.host) or ""
     if not (is_loopback(host) or host.endswith(".localhost")):
         return _refuse_open(f"this service has no credential configured and answers only to a loopback name "
                             f"(localhost, 127.0.0.1, [::1]), not {host!r}; set CLAUDEOPS_PASSWORD and "
@@ -145,9 +145,20 @@ def _refuse_other_sites() -> Optional[Response]:
 
 
 def _origin_host(origin: str) -> Optional[str]:
-    """``Origin: http://127.0.0.1:8080`` as a Host header names the same (``null`` and the like: None)."""
-    parts = urlsplit(origin)
+    """``Origin: http://127.0.0.1:8080`` as a Host header names the same
+    (``null``, or anything that is not a URL: None, another site)."""
+    try:
+        parts = urlsplit(origin)
+    except ValueError:   # "http://[", say
+        return None
     return parts.netloc.lower() if parts.scheme in ("http", "https") and parts.netloc else None
+
+
+def _hostname(url: str) -> Optional[str]:
+    try:
+        return urlsplit(url).hostname
+    except ValueError:   # "[" with no "]", say: no name at all
+        return None
 
 
 def _refuse_open(message: str) -> Response:

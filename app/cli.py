@@ -173,7 +173,7 @@ def show_config():
         if setting.runtime and setting.name in changed:
             configured = value
             value = runtime.in_force(setting, changed[setting.name])
-            if value != configured:
+            if value != configured and not setting.secret:
                 note = f"  # changed on /config; the environment says {_shown(configured)}"
         if setting.secret:
             value = "(set)" if value else ""

@@ -73,7 +73,7 @@ def _login_hours(raw: str) -> int:
     return value
 
 
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def _log_level(raw: str) -> str:
@@ -203,7 +203,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("CLAUDEOPS_TRUSTED_PROXIES", "0",
             "Reverse proxies in front of the service whose X-Forwarded-For/-Proto/-Host headers are believed "
             "(client address, TLS for Secure cookies); 0 believes none.", _proxy_count),
-    Setting("CLAUDEOPS_LOG_LEVEL", "INFO", "Log level of the service (DEBUG, INFO, WARNING, ERROR).", _log_level),
+    Setting("CLAUDEOPS_LOG_LEVEL", "INFO", "Log level of the service (DEBUG, INFO, WARNING, ERROR, CRITICAL).",
+            _log_level),
     Setting("CLAUDEOPS_REDACT_ENV", REDACT_ENV_DEFAULT,
             "Comma-separated names or glob patterns of environment variables whose values (8 characters or more) "
             "are redacted everywhere; see docs/security.md.", _env_names),

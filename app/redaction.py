@@ -177,8 +177,8 @@ WITHHELD_ENV = "CLAUDEOPS_WITHHELD_SECRETS"
 class WithheldValues:
     """Finds values known only by their length and keyed digest: every
     stretch of text of such a length is hashed and compared. That costs a
-    hash per character for each length, so it is for the hook commands'
-    few short texts, never for the stream."""
+    hash per character for each length, so only the cooldown hook, which
+    writes a few short texts, uses it (``include_withheld``)."""
 
     name = "withheld secret value"
     hints: tuple[str, ...] = ()
@@ -387,21 +387,31 @@ def secret_env_values(patterns: Iterable[str], environ: Mapping[str, str]) -> li
             if any(fnmatchcase(name.upper(), pattern) for pattern in patterns)]
 
 
-def build(config: Mapping, settings: Iterable, environ: Optional[Mapping[str, str]] = None) -> Redactor:
+def build(config: Mapping, settings: Iterable, environ: Optional[Mapping[str, str]] = None,
+          withheld: bool = False) -> Redactor:
     """The application's redactor: secret environment values, every setting
-    declared secret, the key that signs the dashboard's cookies, and in a
-    hook command the service's secrets withheld from it (``WITHHELD_ENV``)."""
+    declared secret, the key that signs the dashboard's cookies; with
+    ``withheld``, also the service's secrets withheld from the agent's
+    environment, known by their digests (``WITHHELD_ENV``)."""
     environ = os.environ if environ is None else environ
     values = secret_env_values(config.get(ENV_SETTING, []), environ)
     values += [config.get(s.name) for s in settings if s.secret]
     values.append(config.get("SECRET_KEY"))
-    return Redactor((v for v in values if isinstance(v, str)), withheld=WithheldValues.parse(environ.get(WITHHELD_ENV)))
+    return Redactor((v for v in values if isinstance(v, str)),
+                    withheld=WithheldValues.parse(environ.get(WITHHELD_ENV)) if withheld else None)
 
 
 def init_app(app: Flask) -> Redactor:
     redactor = build(app.config, app.extensions["claudeops.settings"])
     app.extensions["claudeops.redactor"] = redactor
     return redactor
+
+
+def include_withheld(app: Flask) -> None:
+    """For the cooldown hook, run in the agent's environment: what it writes
+    is redacted of the service's own secrets too, which it knows only by
+    their digests."""
+    app.extensions["claudeops.redactor"] = build(app.config, app.extensions["claudeops.settings"], withheld=True)
 
 
 def redactor() -> Redactor:

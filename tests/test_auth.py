@@ -115,7 +115,7 @@ def test_open_mode_refuses_changes_from_other_sites(app):
         lambda headers: client.delete(f"/api/v1/memories/{memory_id}", headers=headers),
     ]
     for headers in ({"Origin": "https://evil.example"}, {"Origin": "null"}, {"Origin": "http://localhost:3000"},
-                    {"Sec-Fetch-Site": "cross-site"}):
+                    {"Origin": "http://["}, {"Origin": "http://localhost:port"}, {"Sec-Fetch-Site": "cross-site"}):
         for attack in attacks:
             response = attack(headers)
             assert response.status_code == 403, headers
@@ -384,7 +384,7 @@ def test_the_agent_gets_none_of_the_services_secrets(closed_app, monkeypatch):
     settings = closed_app.extensions["claudeops.settings"]
     hook_config = load_settings(environ=env, settings=settings)
     assert hook_config["CLAUDEOPS_PASSWORD"] == hook_config["CLAUDEOPS_API_TOKEN"] == ""
-    hook = build(hook_config, settings, environ=env)
+    hook = build(hook_config, settings, environ=env, withheld=True)
     assert hook.redact(f"echo {PASSWORD} {TOKEN}") == "echo [redacted] [redacted]"
 
 

@@ -56,7 +56,7 @@ def test_invalid_setting_names_the_variable():
         load_settings(environ={"CLAUDEOPS_SESSION_TIMEOUT": "0"})
     with pytest.raises(ConfigError, match="CLAUDEOPS_LOGIN_HOURS='9000': must be at most 8784"):
         load_settings(environ={"CLAUDEOPS_LOGIN_HOURS": "9000"})
-    with pytest.raises(ConfigError, match="CLAUDEOPS_LOG_LEVEL='verbose': must be one of DEBUG, INFO, WARNING, ERROR"):
+    with pytest.raises(ConfigError, match="CLAUDEOPS_LOG_LEVEL='verbose': must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL"):
         load_settings(environ={"CLAUDEOPS_LOG_LEVEL": "verbose"})
     assert load_settings(environ={"CLAUDEOPS_LOG_LEVEL": " debug "})["CLAUDEOPS_LOG_LEVEL"] == "DEBUG"
     claudeops = Path(sys.executable).with_name("claudeops")

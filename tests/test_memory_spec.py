@@ -465,3 +465,7 @@ def test_reactivate_an_inactive_memory(app, client):
     held = add_memory("Held back", confidence=0.9, active=False, service="nginx")
     client.put(f"/memories/{held.id}/confidence", data={"confidence": "0.9"})
     assert {m.observation: m.active for m in all_memories()}["Held back"] is True
+    # An edit that only carries the confidence along (a client sending the whole memory) does not.
+    store.update(held, active=False)
+    store.update(held, observation="Held back for now", confidence=0.9)
+    assert held.active is False

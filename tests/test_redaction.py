@@ -348,7 +348,7 @@ def test_withheld_values_are_found_by_their_digests_alone():
     description = WithheldValues.describe(["Operator-Pass-2024", "ApiTok3n-abcdefgh", "short", None])
     assert "Operator-Pass-2024" not in description and "ApiTok3n" not in description
     assert len(description.split()) == 3   # the key, then one entry for each value long enough
-    hook = build({}, [], environ={WITHHELD_ENV: description})
+    hook = build({}, [], environ={WITHHELD_ENV: description}, withheld=True)
     assert hook.redact("docker restart web # Operator-Pass-2024 ApiTok3n-abcdefgh") == f"docker restart web # {R} {R}"
     assert hook.redact("x=Operator-Pass-2024Operator-Pass-2024;") == f"x={R};"   # the two spans merge
     assert hook.redact("Operator-Pass-2023 and ApiTok3n-abcdefgX") == "Operator-Pass-2023 and ApiTok3n-abcdefgX"
@@ -359,5 +359,5 @@ def test_withheld_values_are_found_by_their_digests_alone():
 def test_a_malformed_withheld_description_is_ignored_with_a_warning(caplog):
     from app.redaction import WITHHELD_ENV, build
     for broken in ("zz 18:00", "00ff 18", "00ff x:00"):
-        assert build({}, [], environ={WITHHELD_ENV: broken}).redact("text Operator-Pass-2024") == "text Operator-Pass-2024"
+        assert build({}, [], environ={WITHHELD_ENV: broken}, withheld=True).redact("text Operator-Pass-2024") == "text Operator-Pass-2024"
     assert "CLAUDEOPS_WITHHELD_SECRETS is malformed" in caplog.text

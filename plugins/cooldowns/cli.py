@@ -6,8 +6,10 @@ import os
 import sys
 
 import click
+from flask import current_app
 
 from app.extensions import db
+from app.redaction import include_withheld
 from app.timeutil import isoformat
 from plugins.cooldowns import gate, store
 from plugins.cooldowns.limits import ACTIONS, current_limits, describe
@@ -66,6 +68,7 @@ def check_tool():
     session manager configures it with --settings). CLAUDEOPS_SESSION_ID and
     CLAUDEOPS_TIER name the session the allowed or denied action is recorded
     for. Always exits 0: a denial is the printed decision."""
+    include_withheld(current_app)   # the commands it records may hold the service's own secrets
     caller = gate.Caller(session_id=_int_env("CLAUDEOPS_SESSION_ID"), tier=_int_env("CLAUDEOPS_TIER"))
     reason = gate.check(sys.stdin.read(), caller)
     if reason:

@@ -381,14 +381,17 @@ def update(memory: Memory, *, observation=None, confidence=None, active=None, pi
                  detail=f"service {memory.service_label} → {new_service or GENERAL}")
         memory.service = new_service
         _refresh(memory)
-    if new_confidence is not None and new_confidence != memory.confidence:
+    moved = new_confidence is not None and new_confidence != memory.confidence
+    if moved:
         before = memory.confidence
         memory.confidence = new_confidence
         _history(memory, "edited", before, actor=OPERATOR, detail="confidence")
         _refresh(memory)
-    if new_confidence is not None and active is None:
-        # The slider decides: at or above the threshold is active, also at the
-        # value it had (a memory deactivated by hand is set active again so).
+    # The slider decides: at or above the threshold is active. Also when only
+    # the confidence is set, at the value it had (so a memory deactivated by
+    # hand comes back), but not when it merely comes along with other fields.
+    only_confidence = all(field is None for field in (observation, active, pinned, category, service))
+    if new_confidence is not None and active is None and (moved or only_confidence):
         _set_active(memory, new_confidence >= ACTIVE_THRESHOLD)
     if active is not None:
         _set_active(memory, active)
