@@ -188,6 +188,34 @@ def test_what_bash_would_run_however_it_is_written(line, expected):
     assert found(line) == expected
 
 
+@pytest.mark.parametrize("line, expected", [
+    # a comment is not continued by a backslash; an escaped backslash continues nothing
+    ("true # note \\\ndocker restart jellyfin", [(R, "jellyfin")]),
+    ("echo done\\\\\ndocker restart jellyfin", [(R, "jellyfin")]),
+    ("echo 'a\\\nb'; docker restart jellyfin", [(R, "jellyfin")]),
+    ("bash -euo pipefail -c 'docker restart jellyfin'", [(R, "jellyfin")]),
+    ("bash +euo posix -c 'docker restart jellyfin'", [(R, "jellyfin")]),
+    # a substitution among a command's words: both run
+    ("docker compose -f $(ls /opt/media/*.yml) up -d --force-recreate", [(D, None)]),
+    ("docker restart $(docker ps -q --filter name=jellyfin) && systemctl restart nginx", [(R, None), (R, "nginx")]),
+    ("echo $(date) && docker restart jellyfin", [(R, "jellyfin")]),
+    ("x=$(echo $(docker restart jellyfin))", [(R, "jellyfin")]),
+])
+def test_what_bash_would_run_however_it_is_written_more(line, expected):
+    assert found(line) == expected
+
+
+def test_sudo_starts_the_command_with_an_environment_of_its_own():
+    work = "/srv/ops/work"
+    assert found("export COMPOSE_PROJECT_NAME=other; sudo docker compose up -d", work) == [(R, "work")]
+    assert found("COMPOSE_PROJECT_NAME=other sudo docker compose up -d", work) == [(R, "work")]
+    assert found("export COMPOSE_PROJECT_NAME=other; sudo -E docker compose up -d", work) == [(R, "other")]
+    assert found("export COMPOSE_PROJECT_NAME=other; sudo --preserve-env=COMPOSE_PROJECT_NAME docker compose up",
+                 work) == [(R, "other")]
+    assert found("sudo COMPOSE_PROJECT_NAME=other docker compose up -d", work) == [(R, "other")]
+    assert found("export COMPOSE_PROJECT_NAME=other; env -i docker compose up -d", work) == [(R, "work")]
+
+
 def test_a_cd_or_an_export_in_a_subshell_ends_with_it():
     work = "/srv/ops/work"
     assert found("(cd /opt/other && docker compose restart) ; docker compose restart", work) == [
@@ -199,12 +227,15 @@ def test_a_cd_or_an_export_in_a_subshell_ends_with_it():
     assert found("COMPOSE_FILE=/opt/media/compose.yml docker compose up -d", work) == [(R, "media")]
     assert found("export COMPOSE_FILE=/opt/arr/compose.yml:/opt/arr/extra.yml; docker compose restart", work) == [
         (R, "arr")]
+    assert found("x=`cd /opt/other`; docker compose up -d", work) == [(R, "work")]
 
 
 def test_a_command_nested_too_deeply_to_read_is_refused_if_it_may_restart():
     (item,) = recognise("eval " * 7 + "docker restart jellyfin", "/home/ops")
     assert item.service is None and item.target == "a command nested too deeply to read"
     assert recognise("eval " * 7 + "uptime", "/home/ops") == []
+    (item,) = recognise("eval " * 7 + "d'o'ck\\er restart jellyfin", "/home/ops")
+    assert item.service is None
 
 
 def test_a_command_of_many_words_is_read_in_one_pass():
@@ -216,7 +247,7 @@ def test_a_command_of_many_words_is_read_in_one_pass():
     ("docker restart $name", "$name"),
     ("docker restart ${SERVICE}", "${SERVICE}"),
     ("for s in jellyfin sonarr; do docker restart $s; done", "$s"),
-    ("docker restart $(docker ps -q)", "$"),
+    ("docker restart $(docker ps -q)", "$(…)"),
     ("docker ps -q | xargs docker restart", "<input of xargs>"),
     ("echo jellyfin | xargs -n1 sudo systemctl restart", "<input of xargs>"),
     ("echo jellyfin | xargs -I {} sh -c 'docker restart {}'", "{}"),

@@ -50,7 +50,8 @@ def recognise(line: str, cwd: Optional[str] = None) -> list[Recognised]:
         commands = list(simple_commands(line, cwd))
     except TooDeep:
         # Unread, so unknown: one that may restart something is refused, not let through uncounted.
-        if any(name in line.lower() for name in HANDLERS):
+        plain = line.lower().replace("\\\n", "").replace("\\", "").replace('"', "").replace("'", "")
+        if any(name in plain for name in HANDLERS):
             return [Recognised(RESTART, None, "a command nested too deeply to read", line[:200])]
         return []
     for command in commands:
@@ -142,6 +143,8 @@ def _compose_project(command: SimpleCommand, top: Args) -> Optional[str]:
         directory = top.value("--project-directory")
         # -f, else $COMPOSE_FILE (paths separated by ":"): the first one's directory.
         files = top.values("-f", "--file") or [f for f in command.env.get("COMPOSE_FILE", "").split(":") if f]
+        if not directory and files and ("$" in files[0] or files[0].startswith("~")):
+            return None   # a file named by a variable or a substitution: its directory is unknown
         if not directory and files and posixpath.dirname(files[0]):
             directory = posixpath.dirname(files[0])
         if directory and not directory.startswith("/") and command.cwd:

@@ -36,7 +36,7 @@ PREFIX_COMMANDS = {
 PREFIX_WITH_ARGUMENT = {"timeout"}
 # flock LOCKFILE COMMAND... or flock LOCKFILE -c LINE.
 FLOCK_OPTIONS_WITH_VALUE = {"-w", "--timeout", "-E", "--conflict-exit-code"}
-SHELL_OPTIONS_WITH_VALUE = {"-o", "+o", "-O", "+O", "--rcfile", "--init-file"}
+SHELL_OPTIONS_WITH_VALUE = {"-o", "-O", "--rcfile", "--init-file"}   # "+o" and "+O" too
 
 SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash"}
 XARGS_OPTIONS_WITH_VALUE = {"-a", "--arg-file", "-d", "--delimiter", "-E", "-I", "-L", "-n", "--max-args", "-P",
@@ -55,6 +55,7 @@ class SimpleCommand:
     words: list[str]
     env: dict[str, str] = field(default_factory=dict)
     cwd: Optional[str] = None
+    inherits_env: bool = True     # False after sudo (without -E), doas or env -i
 
     @property
     def name(self) -> str:
@@ -74,7 +75,7 @@ class Wrapped:
 
 
 def tokens(line: str) -> list[str]:
-    line = strip_comments(line.replace("\\\n", ""))   # bash takes a backslash-newline out, joining what it splits
+    line = strip_comments(line)
     try:
         return _lex(line)
     except ValueError:
@@ -93,8 +94,10 @@ def _lex(line: str) -> list[str]:
 
 
 def strip_comments(line: str) -> str:
-    """``line`` without its comments: a ``#`` that starts a word, outside
-    quotes, up to (not including) the end of its line."""
+    """``line`` without its comments (a ``#`` that starts a word, outside
+    quotes, up to but not including the end of its line) and with its line
+    continuations joined, as bash reads it: a backslash-newline outside single
+    quotes and comments is taken out, joining what it splits."""
     out: list[str] = []
     quote = None
     i = 0
@@ -105,7 +108,8 @@ def strip_comments(line: str) -> str:
             i = len(line) if end < 0 else end
             continue
         if char == "\\" and quote != "'":
-            out.append(line[i:i + 2])
+            if line[i + 1:i + 2] != "\n":
+                out.append(line[i:i + 2])
             i += 2
             continue
         if char in "'\"" and quote in (None, char):
@@ -128,25 +132,79 @@ def _parts(line: str) -> Iterator[list[str] | str]:
     """The word lists of ``line``'s simple commands, and between them
     ``OPENS`` and ``CLOSES`` where a subshell or a substitution begins and
     ends (what a ``cd`` or ``export`` in it does ends there too)."""
+    yield from _parts_of(tokens(line))
+
+
+# A command's word that a $( … ) stood for: no one can read it from the text.
+SUBSTITUTED = "$(…)"
+
+
+def _parts_of(items: list[str]) -> Iterator[list[str] | str]:
     current: list[str] = []
-    words = iter(tokens(line))
-    for token in words:
-        if token and all(c in OPERATOR_CHARS for c in token):
-            if any(c in SEPARATOR_CHARS for c in token) or set(token) == {"&"}:
-                if current:
-                    yield current
-                current = []
-                yield from (c for c in token if c in (OPENS, CLOSES))
-                continue
-            # A redirection (>, 2>&1, &>, <<EOF): drop its target, and the file
-            # descriptor number shlex split off in front of it.
-            if current and current[-1].isdigit():
-                current.pop()
-            next(words, None)
+    backquoted = False
+    i = 0
+    while i < len(items):
+        token = items[i]
+        i += 1
+        if not (token and all(c in OPERATOR_CHARS for c in token)):
+            current.append(token)
             continue
-        current.append(token)
+        if token[0] == OPENS and current and current[-1].endswith("$"):
+            # $( … ) among a command's words: its commands run first, in a scope
+            # of their own, and the command keeps a word in its place.
+            inner, i = _substitution(items, i, token[1:])
+            yield OPENS
+            yield from _parts_of(inner)
+            yield CLOSES
+            current[-1] = current[-1][:-1] + SUBSTITUTED
+            continue
+        if any(c in SEPARATOR_CHARS for c in token) or set(token) == {"&"}:
+            if current:
+                yield current
+            current = []
+            for char in token:
+                if char == "`":
+                    yield CLOSES if backquoted else OPENS
+                    backquoted = not backquoted
+                elif char in (OPENS, CLOSES):
+                    yield char
+            continue
+        # A redirection (>, 2>&1, &>, <<EOF): drop its target, and the file
+        # descriptor number shlex split off in front of it.
+        if current and current[-1].isdigit():
+            current.pop()
+        i += 1
     if current:
         yield current
+
+
+def _substitution(items: list[str], i: int, rest: str) -> tuple[list[str], int]:
+    """The tokens of a ``$( … )`` whose ``(`` was just read (``rest``: what
+    came after it in the same operator token), and where to read on after its
+    ``)``. What follows the ``)`` in its operator token is put back to be read
+    on its own. Never closed, it runs to the end."""
+    inner: list[str] = []
+    depth = 1
+    queue = [rest] if rest else []
+    while queue or i < len(items):
+        if queue:
+            token = queue.pop()
+        else:
+            token = items[i]
+            i += 1
+        if not (token and all(c in OPERATOR_CHARS for c in token)):
+            inner.append(token)
+            continue
+        for place, char in enumerate(token):
+            depth += (char == OPENS) - (char == CLOSES)
+            if depth == 0:
+                if token[:place]:
+                    inner.append(token[:place])
+                if token[place + 1:]:
+                    items.insert(i, token[place + 1:])
+                return inner, i
+        inner.append(token)
+    return inner, i
 
 
 class TooDeep(ValueError):
@@ -172,10 +230,12 @@ def simple_commands(line: str, cwd: Optional[str] = None, depth: int = 0,
             if scopes:
                 cwd, exported = scopes.pop()
             continue
-        for word in words:
-            if "$(" in word or "`" in word:   # a substitution the lexer kept in one (quoted) word
-                yield from simple_commands(word, cwd, depth + 1, exported)
         command = _unwrap(words)
+        if not isinstance(command, Wrapped):   # (a wrapped line is read whole, below)
+            for word in words:
+                if "$(" in word.replace(SUBSTITUTED, "") or "`" in word:
+                    # a substitution inside double quotes, which the lexer kept in one word
+                    yield from simple_commands(word, cwd, depth + 1, exported)
         if command is None:
             continue
         if isinstance(command, Wrapped):        # a command line inside a command: look inside
@@ -183,7 +243,8 @@ def simple_commands(line: str, cwd: Optional[str] = None, depth: int = 0,
                                        exported if command.same_directory else None)
             continue
         command.cwd = cwd
-        command.env = {**exported, **command.env}
+        if command.inherits_env:
+            command.env = {**exported, **command.env}
         if command.name == "cd":
             cwd = _cd(cwd, command.words[1:])
             continue
@@ -205,6 +266,7 @@ def _cd(cwd: Optional[str], args: list[str]) -> Optional[str]:
 
 def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | None:
     env: dict[str, str] = {}
+    inherits_env = True
     while words:
         head, name = words[0], posixpath.basename(words[0])
         if "=" in head and not head.startswith("=") and head.split("=", 1)[0].isidentifier():
@@ -214,6 +276,8 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | None:
         elif head in SHELL_KEYWORDS:
             words = words[1:]
         elif name in PREFIX_COMMANDS:
+            if _resets_env(name, _options(words[1:], PREFIX_COMMANDS[name])):
+                env, inherits_env = {}, False   # what was set or exported before does not reach the command
             words = _after_options(words[1:], PREFIX_COMMANDS[name], skip_argument=name in PREFIX_WITH_ARGUMENT)
         elif name == "flock":
             rest = _after_options(words[1:], FLOCK_OPTIONS_WITH_VALUE)
@@ -236,8 +300,28 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | None:
             remote = rest[2:] if rest[1:2] == ["--"] else rest[1:]
             return Wrapped(" ".join(remote), False) if remote else None
         else:
-            return SimpleCommand(words, env)
+            return SimpleCommand(words, env, inherits_env=inherits_env)
     return None
+
+
+def _options(args: list[str], with_value: set[str]) -> list[str]:
+    """The options a prefix command was given (without their values)."""
+    found = []
+    i = 0
+    while i < len(args) and args[i].startswith("-") and args[i] not in ("-", "--"):
+        found.append(args[i])
+        i += 2 if _value_follows(args[i], with_value) else 1
+    return found
+
+
+def _resets_env(name: str, options: list[str]) -> bool:
+    """sudo (unless told -E or --preserve-env) and doas start the command
+    with an environment of their own; so does env -i."""
+    if name == "sudo":
+        return not any(o.startswith("--preserve-env") or (not o.startswith("--") and "E" in o) for o in options)
+    if name == "env":
+        return any(o in ("-i", "--ignore-environment") or (not o.startswith("--") and "i" in o) for o in options)
+    return name == "doas"
 
 
 def _after_options(args: list[str], with_value: set[str], skip_argument: bool = False) -> list[str]:
@@ -279,14 +363,12 @@ def _shell_script(args: list[str]) -> Optional[str]:
         if arg == "--":
             i += 1
             break
-        if arg in SHELL_OPTIONS_WITH_VALUE:
-            i += 2
-            continue
         if len(arg) < 2 or arg[0] not in "-+":
             break
         if not arg.startswith("--") and "c" in arg[1:]:
             reads_string = True
-        i += 1
+        # -o pipefail, -euo pipefail, +O extglob: the option's value is the next word.
+        i += 2 if _value_follows("-" + arg[1:], SHELL_OPTIONS_WITH_VALUE) else 1
     return args[i] if reads_string and i < len(args) else None   # else `bash script.sh`: a script we cannot see
 
 
