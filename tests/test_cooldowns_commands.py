@@ -205,6 +205,38 @@ def test_what_bash_would_run_however_it_is_written_more(line, expected):
     assert found(line) == expected
 
 
+@pytest.mark.parametrize("line, expected", [
+    # a quoted substitution among a wrapper's own words runs here
+    ("bash -c 'echo \"$1\"' _ \"$(docker restart jellyfin)\"", [(R, "jellyfin")]),
+    ('OUT="$(docker restart jellyfin)" bash -c "echo done"', [(R, "jellyfin")]),
+    ('ssh -o "X=$(docker restart jellyfin)" host uptime', [(R, "jellyfin")]),
+    # a continued line whose next line starts with # is no comment
+    ("echo a\\\n#b; docker restart jellyfin", [(R, "jellyfin")]),
+    # text right after a substitution is the same word
+    ("docker compose -f $(pwd)/compose.yml up -d", [(R, None)]),
+    ("docker compose --file=$(pwd)/compose.yml up -d", [(R, None)]),
+    ("docker restart `echo jellyfin` && echo ok", [(R, None)]),
+    ("docker restart x`echo y` && systemctl restart nginx", [(R, None), (R, "nginx")]),
+    ("`which docker` ps; docker restart jellyfin", [(R, "jellyfin")]),
+    # env's and sudo's other directory; env's lone -
+    ("env -C /srv/jellyfin docker compose up -d", [(R, "jellyfin")]),
+    ("sudo --chdir=/srv/jellyfin docker compose up -d", [(R, "jellyfin")]),
+    ("env - docker restart jellyfin", [(R, "jellyfin")]),
+    # a case pattern's ")" ends no subshell
+    ("(cd /srv/jellyfin && case $y in a) docker compose up -d;; esac)", [(R, "jellyfin")]),
+])
+def test_what_bash_would_run_however_it_is_written_still_more(line, expected):
+    assert found(line, "/srv/ops/work") == expected
+
+
+def test_substitutions_nested_too_deeply_are_refused_not_raised():
+    """Each $( was once a level of recursion: a thousand of them raised
+    RecursionError, and the hook let the restart before them through."""
+    for line in ("systemctl force-reload jellyfin; : " + "$(" * 1000, "docker restart jellyfin; " + "`$(" * 500):
+        (item,) = recognise(line, "/home/ops")
+        assert item.service is None and item.target == "a command nested too deeply to read"
+
+
 def test_sudo_starts_the_command_with_an_environment_of_its_own():
     work = "/srv/ops/work"
     assert found("export COMPOSE_PROJECT_NAME=other; sudo docker compose up -d", work) == [(R, "work")]

@@ -42,7 +42,7 @@ from plugins.cooldowns.models import DENIED, PENDING
 log = logging.getLogger(__name__)
 
 # If recognising itself fails, these words make a command suspect enough to deny.
-SUSPECT = re.compile(r"restart|\bstart\b|\bup\b|upgrade|install|rollback|rollout|ansible-playbook")
+SUSPECT = re.compile(r"restart|\bstart\b|\bup\b|force-reload|upgrade|install|rollback|rollout|ansible-playbook")
 
 MAX_COMMAND_CHARS = 2000
 

@@ -8,6 +8,7 @@ missing one that is. Everything here is pure and unit tested.
 from __future__ import annotations
 
 import posixpath
+import re
 import shlex
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
@@ -56,6 +57,7 @@ class SimpleCommand:
     env: dict[str, str] = field(default_factory=dict)
     cwd: Optional[str] = None
     inherits_env: bool = True     # False after sudo (without -E), doas or env -i
+    chdir: Optional[str] = None   # env -C DIR, sudo -D DIR: where the command runs
 
     @property
     def name(self) -> str:
@@ -100,10 +102,12 @@ def strip_comments(line: str) -> str:
     quotes and comments is taken out, joining what it splits."""
     out: list[str] = []
     quote = None
+    opened: list[str] = []   # the unquoted "(" and "$(" not closed yet
+    backquoted = False
     i = 0
     while i < len(line):
         char = line[i]
-        if quote is None and char == "#" and (i == 0 or line[i - 1] in " \t\n;&|()"):
+        if quote is None and char == "#" and (not out or out[-1][-1] in " \t\n;&|()"):
             end = line.find("\n", i)
             i = len(line) if end < 0 else end
             continue
@@ -116,6 +120,20 @@ def strip_comments(line: str) -> str:
             quote = None if quote else char
         out.append(char)
         i += 1
+        if quote is not None:
+            continue
+        ends_substitution = False
+        if char == "(":
+            opened.append("$(" if line[i - 2:i] == "$(" else "(")
+        elif char == ")" and opened:
+            ends_substitution = opened.pop() == "$("
+        elif char == "`":
+            backquoted = not backquoted
+            ends_substitution = not backquoted
+            if backquoted and len(out) > 1 and out[-2][-1] not in " \t\r\n" + OPERATOR_CHARS:
+                out.insert(len(out) - 1, GLUED)   # the word before goes on into it: `x`echo y``
+        if ends_substitution and i < len(line) and line[i] not in " \t\r\n" + OPERATOR_CHARS:
+            out.append(GLUED)   # what follows is the same word: `-f $(pwd)/compose.yml`
     return "".join(out)
 
 
@@ -131,43 +149,65 @@ OPENS, CLOSES = "(", ")"
 def _parts(line: str) -> Iterator[list[str] | str]:
     """The word lists of ``line``'s simple commands, and between them
     ``OPENS`` and ``CLOSES`` where a subshell or a substitution begins and
-    ends (what a ``cd`` or ``export`` in it does ends there too)."""
+    ends (what a ``cd`` or ``export`` in it does ends there too). Raises
+    ``TooDeep`` for substitutions nested more than ``MAX_DEPTH`` deep."""
     yield from _parts_of(tokens(line))
 
 
-# A command's word that a $( … ) stood for: no one can read it from the text.
+# A command's word that a substitution stood for: no one can read it from the text.
 SUBSTITUTED = "$(…)"
+# Marks text that follows a substitution with no space between (strip_comments):
+# the same word. A control character no command line holds.
+GLUED = "\x01"
 
 
-def _parts_of(items: list[str]) -> Iterator[list[str] | str]:
+def _is_operator(token: str) -> bool:
+    return bool(token) and all(c in OPERATOR_CHARS for c in token)
+
+
+def _parts_of(items: list[str], depth: int = 0) -> Iterator[list[str] | str]:
+    if depth > MAX_DEPTH:
+        raise TooDeep(" ".join(items))
     current: list[str] = []
-    backquoted = False
+    case_patterns = 0   # inside case … esac, a pattern's ")" ends no subshell
     i = 0
     while i < len(items):
         token = items[i]
         i += 1
-        if not (token and all(c in OPERATOR_CHARS for c in token)):
-            current.append(token)
+        if not _is_operator(token):
+            if not current and token in ("case", "esac"):
+                case_patterns += 1 if token == "case" else -1 if case_patterns else 0
+            current.append(token if token.endswith(GLUED) else token.lstrip(GLUED))
             continue
-        if token[0] == OPENS and current and current[-1].endswith("$"):
-            # $( … ) among a command's words: its commands run first, in a scope
-            # of their own, and the command keeps a word in its place.
-            inner, i = _substitution(items, i, token[1:])
+        if "`" in token and token != "`":   # a backquote with other operators: each on its own
+            items[i - 1:i] = [piece for piece in re.split("(`)", token) if piece]
+            i -= 1
+            continue
+        substituted = token == "`" or (token[0] == OPENS and current and current[-1].endswith("$"))
+        if substituted:
+            # A substitution ($( … ) or backquotes) among a command's words or
+            # before them: its commands run first, in a scope of their own, and
+            # the command keeps a word in its place.
+            inner, i = _substitution(items, i, token[1:], "`" if token == "`" else CLOSES)
             yield OPENS
-            yield from _parts_of(inner)
+            yield from _parts_of(inner, depth + 1)
             yield CLOSES
-            current[-1] = current[-1][:-1] + SUBSTITUTED
+            if token != "`" or (current and current[-1].endswith(GLUED)):
+                current[-1] = current[-1][:-1] + SUBSTITUTED   # in place of the "$" or the mark
+            elif current and current[-1].endswith("="):
+                current[-1] += SUBSTITUTED
+            else:
+                current.append(SUBSTITUTED)
+            if i < len(items) and items[i].startswith(GLUED):
+                current[-1] += items[i][1:]
+                i += 1
             continue
         if any(c in SEPARATOR_CHARS for c in token) or set(token) == {"&"}:
             if current:
                 yield current
             current = []
-            for char in token:
-                if char == "`":
-                    yield CLOSES if backquoted else OPENS
-                    backquoted = not backquoted
-                elif char in (OPENS, CLOSES):
-                    yield char
+            if not case_patterns:
+                yield from (c for c in token if c in (OPENS, CLOSES))
             continue
         # A redirection (>, 2>&1, &>, <<EOF): drop its target, and the file
         # descriptor number shlex split off in front of it.
@@ -178,11 +218,12 @@ def _parts_of(items: list[str]) -> Iterator[list[str] | str]:
         yield current
 
 
-def _substitution(items: list[str], i: int, rest: str) -> tuple[list[str], int]:
+def _substitution(items: list[str], i: int, rest: str, closing: str) -> tuple[list[str], int]:
     """The tokens of a ``$( … )`` whose ``(`` was just read (``rest``: what
-    came after it in the same operator token), and where to read on after its
-    ``)``. What follows the ``)`` in its operator token is put back to be read
-    on its own. Never closed, it runs to the end."""
+    came after it in the same operator token), or of backquotes (``closing``
+    the backquote), and where to read on after it ends. What follows the end
+    in its operator token is put back to be read on its own. Never closed,
+    it runs to the end."""
     inner: list[str] = []
     depth = 1
     queue = [rest] if rest else []
@@ -192,11 +233,14 @@ def _substitution(items: list[str], i: int, rest: str) -> tuple[list[str], int]:
         else:
             token = items[i]
             i += 1
-        if not (token and all(c in OPERATOR_CHARS for c in token)):
+        if not _is_operator(token):
             inner.append(token)
             continue
         for place, char in enumerate(token):
-            depth += (char == OPENS) - (char == CLOSES)
+            if closing == "`":
+                depth -= char == "`"
+            else:
+                depth += (char == OPENS) - (char == CLOSES)
             if depth == 0:
                 if token[:place]:
                     inner.append(token[:place])
@@ -231,18 +275,19 @@ def simple_commands(line: str, cwd: Optional[str] = None, depth: int = 0,
                 cwd, exported = scopes.pop()
             continue
         command = _unwrap(words)
-        if not isinstance(command, Wrapped):   # (a wrapped line is read whole, below)
-            for word in words:
-                if "$(" in word.replace(SUBSTITUTED, "") or "`" in word:
-                    # a substitution inside double quotes, which the lexer kept in one word
-                    yield from simple_commands(word, cwd, depth + 1, exported)
+        for word in words:
+            if isinstance(command, Wrapped) and word in command.line:
+                continue   # read with the wrapped line, below
+            if "$(" in word.replace(SUBSTITUTED, "") or "`" in word:
+                # a substitution inside double quotes, which the lexer kept in one word
+                yield from simple_commands(word, cwd, depth + 1, exported)
         if command is None:
             continue
         if isinstance(command, Wrapped):        # a command line inside a command: look inside
             yield from simple_commands(command.line, cwd if command.same_directory else None, depth + 1,
                                        exported if command.same_directory else None)
             continue
-        command.cwd = cwd
+        command.cwd = _cd(cwd, [command.chdir]) if command.chdir else cwd
         if command.inherits_env:
             command.env = {**exported, **command.env}
         if command.name == "cd":
@@ -267,6 +312,7 @@ def _cd(cwd: Optional[str], args: list[str]) -> Optional[str]:
 def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | None:
     env: dict[str, str] = {}
     inherits_env = True
+    chdir: Optional[str] = None
     while words:
         head, name = words[0], posixpath.basename(words[0])
         if "=" in head and not head.startswith("=") and head.split("=", 1)[0].isidentifier():
@@ -276,9 +322,13 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | None:
         elif head in SHELL_KEYWORDS:
             words = words[1:]
         elif name in PREFIX_COMMANDS:
-            if _resets_env(name, _options(words[1:], PREFIX_COMMANDS[name])):
+            options = _options(words[1:], PREFIX_COMMANDS[name])
+            if _resets_env(name, options):
                 env, inherits_env = {}, False   # what was set or exported before does not reach the command
+            chdir = _chdir(name, options) or chdir
             words = _after_options(words[1:], PREFIX_COMMANDS[name], skip_argument=name in PREFIX_WITH_ARGUMENT)
+            if name == "env" and words[:1] == ["-"]:
+                words = words[1:]
         elif name == "flock":
             rest = _after_options(words[1:], FLOCK_OPTIONS_WITH_VALUE)
             if len(rest) > 2 and rest[1] in ("-c", "--command"):
@@ -300,28 +350,46 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | None:
             remote = rest[2:] if rest[1:2] == ["--"] else rest[1:]
             return Wrapped(" ".join(remote), False) if remote else None
         else:
-            return SimpleCommand(words, env, inherits_env=inherits_env)
+            return SimpleCommand(words, env, inherits_env=inherits_env, chdir=chdir)
     return None
 
 
-def _options(args: list[str], with_value: set[str]) -> list[str]:
-    """The options a prefix command was given (without their values)."""
+def _options(args: list[str], with_value: set[str]) -> list[tuple[str, Optional[str]]]:
+    """The options a prefix command was given, each with its value (if it
+    takes one as the next word or after "="); ``env -`` is ``-i``."""
     found = []
     i = 0
-    while i < len(args) and args[i].startswith("-") and args[i] not in ("-", "--"):
-        found.append(args[i])
-        i += 2 if _value_follows(args[i], with_value) else 1
+    while i < len(args) and args[i].startswith("-") and args[i] != "--":
+        arg = args[i]
+        if arg == "-":
+            found.append(("-i", None))
+            i += 1
+        elif _value_follows(arg, with_value):
+            found.append((arg, args[i + 1] if i + 1 < len(args) else None))
+            i += 2
+        else:
+            found.append(tuple(arg.split("=", 1)) if arg.startswith("--") and "=" in arg else (arg, None))
+            i += 1
     return found
 
 
-def _resets_env(name: str, options: list[str]) -> bool:
+def _resets_env(name: str, options: list[tuple[str, Optional[str]]]) -> bool:
     """sudo (unless told -E or --preserve-env) and doas start the command
     with an environment of their own; so does env -i."""
+    flags = [option for option, _ in options]
     if name == "sudo":
-        return not any(o.startswith("--preserve-env") or (not o.startswith("--") and "E" in o) for o in options)
+        return not any(o.startswith("--preserve-env") or (not o.startswith("--") and "E" in o) for o in flags)
     if name == "env":
-        return any(o in ("-i", "--ignore-environment") or (not o.startswith("--") and "i" in o) for o in options)
+        return any(o in ("-i", "--ignore-environment") or (not o.startswith("--") and "i" in o) for o in flags)
     return name == "doas"
+
+
+# The options of a prefix command that run the command in another directory.
+CHDIR_OPTIONS = {"env": ("-C", "--chdir"), "sudo": ("-D", "--chdir")}
+
+
+def _chdir(name: str, options: list[tuple[str, Optional[str]]]) -> Optional[str]:
+    return next((value for option, value in options if option in CHDIR_OPTIONS.get(name, ()) and value), None)
 
 
 def _after_options(args: list[str], with_value: set[str], skip_argument: bool = False) -> list[str]:
