@@ -77,7 +77,7 @@ class Wrapped:
 
 
 def tokens(line: str) -> list[str]:
-    line = strip_comments(line)
+    line = _as_bash_reads(line)
     try:
         return _lex(line)
     except ValueError:
@@ -91,15 +91,17 @@ def _lex(line: str) -> list[str]:
     lexer = shlex.shlex(line, posix=True, punctuation_chars=OPERATOR_CHARS)
     lexer.whitespace = " \t\r"          # newlines separate commands, as in a script
     lexer.whitespace_split = True
-    lexer.commenters = ""               # shlex's comments swallow the newline: strip_comments does it
+    lexer.commenters = ""               # shlex's comments swallow the newline: _as_bash_reads takes them out
     return list(lexer)
 
 
-def strip_comments(line: str) -> str:
-    """``line`` without its comments (a ``#`` that starts a word, outside
-    quotes, up to but not including the end of its line) and with its line
-    continuations joined, as bash reads it: a backslash-newline outside single
-    quotes and comments is taken out, joining what it splits."""
+def _as_bash_reads(line: str) -> str:
+    """``line`` for the lexer, read with bash's quoting: without its comments
+    (a ``#`` that starts a word, outside quotes, up to but not including the
+    end of its line); with its line continuations joined (a backslash-newline
+    outside single quotes and comments is taken out); and with ``GLUED`` where
+    a word runs on into a substitution or on from one, which the lexer would
+    split there (``x`echo y``, ``$(pwd)/compose.yml``)."""
     out: list[str] = []
     quote = None
     opened: list[str] = []   # the unquoted "(" and "$(" not closed yet
@@ -156,8 +158,8 @@ def _parts(line: str) -> Iterator[list[str] | str]:
 
 # A command's word that a substitution stood for: no one can read it from the text.
 SUBSTITUTED = "$(…)"
-# Marks text that follows a substitution with no space between (strip_comments):
-# the same word. A control character no command line holds.
+# Marks text that runs on into or from a substitution with no space between
+# (_as_bash_reads): the same word. A control character no command line holds.
 GLUED = "\x01"
 
 
