@@ -80,6 +80,27 @@ def test_pagination_errors(client, query, message):
         assert response.status_code == 400 and message in response.get_json()["error"]
 
 
+def test_a_stop_that_comes_after_the_session_ended_is_a_conflict(client, monkeypatch):
+    """The session ends between the stop's read and its update: 409, as for
+    any session that has ended, not a 202 with the session completed."""
+    from sqlalchemy import update
+    running = Session(tier=1, trigger="api", status="running", created_at=utcnow(), started_at=utcnow())
+    db.session.add(running)
+    db.session.commit()
+    read = db.session.get
+
+    def read_then_the_runner_finishes(*args, **kwargs):
+        found = read(*args, **kwargs)
+        monkeypatch.undo()
+        with db.engine.begin() as runner:
+            runner.execute(update(Session).where(Session.id == running.id).values(status="completed"))
+        return found
+    monkeypatch.setattr(db.session, "get", read_then_the_runner_finishes)
+    response = client.post(f"/api/v1/sessions/{running.id}/stop")
+    assert response.status_code == 409 and "already ended (completed)" in response.get_json()["error"]
+    assert db.session.get(Session, running.id, populate_existing=True).stop_requested is False
+
+
 def test_stop_queued_running_and_finished(client):
     queued = client.post("/api/v1/sessions/trigger", json={}).get_json()["id"]
     response = client.post(f"/api/v1/sessions/{queued}/stop")

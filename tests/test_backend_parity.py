@@ -112,6 +112,9 @@ def test_ids_beyond_32_bits_are_not_found_on_every_backend(app, fake_cli, run_se
     live = client.get(f"/sessions/{session.id}/live?after={BEYOND_32_BITS}")
     assert live.status_code == 200 and 'beforeend:#activity' not in live.get_data(as_text=True)  # nothing after it
     assert 'beforeend:#activity' in client.get(f"/sessions/{session.id}/live?after=0").get_data(as_text=True)
+    for below in (-1, -(2**31) - 1, -(2**63) - 1):   # before the first row: every row, on every backend
+        live = client.get(f"/sessions/{session.id}/live?after={below}")
+        assert live.status_code == 200 and 'beforeend:#activity' in live.get_data(as_text=True), below
 
 
 def test_the_memory_cli_says_not_found_for_an_id_beyond_32_bits(app):

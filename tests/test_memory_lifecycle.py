@@ -231,6 +231,12 @@ def test_pinned_memories_never_decay(app):
     db.session.commit()
     memory = all_memories()[0]
     assert memory.confidence == 0.6 and memory.active is True
+    # Unpinned, its 30 days start again: the weeks it was pinned are not taken at once.
+    store.update(memory, pinned=False)
+    store.decay()
+    db.session.commit()
+    memory = all_memories()[0]
+    assert memory.confidence == 0.6 and memory.active is True and memory.pinned is False
 
 
 def test_operator_edit_restarts_the_grace_period(app):

@@ -330,6 +330,18 @@ def test_notices_stay_within_the_memory_limit_and_count_as_the_sessions_events(a
         "2 event marker(s) not stored: the session reached CLAUDEOPS_EVENTS_MAX_PER_SESSION=3"]
 
 
+def test_confirmations_send_no_more_notices_than_the_memory_limit(app, fake_cli, review_on):
+    """A session confirming many proposals sends as many notices as it may
+    create memories, no more: the agent's own event markers keep their room."""
+    said = "\n".join(f"[MEMORY:timing:{service}] Takes long to start after a restart" for service in "abc")
+    run(fake_cli, said)
+    change({"CLAUDEOPS_MEMORY_MAX_PER_SESSION": 1, "CLAUDEOPS_EVENTS_MAX_PER_SESSION": 3})
+    second, _ = run(fake_cli, said, "[EVENT:info:a] one\n[EVENT:info:b] two")
+    assert [m.status for m in all_memories()] == ["approved", "approved", "approved"]
+    mine = [message for _, _, session_id, message in feed() if session_id == second.id]
+    assert [m.split(":")[0] for m in mine] == ["one", "two", "Memory #1 [timing"]   # one notice, not three
+
+
 def test_notices_are_sent_when_their_batch_is_written(app, fake_cli):
     """Markers of one batch: the memory notices are sent when the batch is
     written, after its event markers were counted, and are stored all the same."""

@@ -81,10 +81,13 @@ def request_stop(session_id: int) -> Session:
         .values(status=STOPPED, status_reason="stopped by the operator before it started",
                 stop_requested=True, ended_at=utcnow())).rowcount
     if not changed:
-        db.session.execute(update(Session).where(Session.id == session_id, Session.status == RUNNING)
-                           .values(stop_requested=True))
+        changed = db.session.execute(update(Session).where(Session.id == session_id, Session.status == RUNNING)
+                                     .values(stop_requested=True)).rowcount
     db.session.commit()
-    return db.session.get(Session, session_id, populate_existing=True)
+    session = db.session.get(Session, session_id, populate_existing=True)
+    if not changed:   # it ended between the read above and the updates: too late to stop
+        raise ControlError(f"session {session_id} has already ended ({session.status})", 409)
+    return session
 
 
 def stop_requested(session_id: int) -> bool:

@@ -25,5 +25,6 @@ class RowIdConverter(IntegerConverter):
 
 def bounded_row_id(value: int) -> int:
     """An id to compare rows with (``id > after``): no row lies beyond the
-    largest, so the comparison means the same there."""
-    return min(value, MAX_ROW_ID)
+    largest or before the first (ids start at 1), so the comparison means the
+    same there, on every backend."""
+    return max(0, min(value, MAX_ROW_ID))

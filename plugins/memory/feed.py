@@ -7,10 +7,11 @@ a second session confirmed it (info).
 Only markers that store something new send one: a reinforcement, a repeat, a
 marker over a limit or one saying again what the operator rejected sends
 none. So a session sends at most CLAUDEOPS_MEMORY_MAX_PER_SESSION notices for
-the memories it creates, plus one for each earlier proposal it confirms. Like
+the memories it creates, and as many for the earlier proposals it confirms
+(the approvals past that are in the memories' history, not the feed). Like
 every notice of the service, they are always stored and count towards the
 session's CLAUDEOPS_EVENTS_MAX_PER_SESSION, leaving the agent's own event
-markers that much less room (80 of the default 100 at the default 20). They
+markers that much less room (60 of the default 100 at the default 20). They
 are sent when their markers are written, with the stream's batch
 (plugins/memory/batch.py): event markers of the same batch were counted
 before them.
@@ -24,6 +25,7 @@ from app.plugins import plugin_manager
 from plugins.memory import store
 from plugins.memory.context import format_confidence
 from plugins.memory.models import PROPOSED, Memory
+from plugins.memory.settings import max_new_per_session
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +42,10 @@ def tell(recorded: store.Recorded, run: RunInfo) -> None:
     elif recorded.relation == store.CONTRADICTED:
         _send("warning", _contradiction(memory, recorded.target), memory, run)
     elif recorded.approved:
+        if recorded.confirmation > max_new_per_session():
+            log.info("session %s: memory %s approved; no notice, past %s confirmations", run.session_id,
+                     memory.id, max_new_per_session())
+            return
         _send("info", f"Memory #{memory.id} {_tag(memory)} approved: confirmed by a second session: "
                       f"{_preview(memory.observation)}", memory, run)
 

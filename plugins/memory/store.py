@@ -36,7 +36,7 @@ from plugins.memory.models import (ACTIVE_THRESHOLD, APPROVED, CATEGORIES, DECAY
                                    GENERAL, MAX_SERVICE_CHARS, PROPOSED, REJECTED, Memory, MemoryHistory)
 from plugins.memory.relevance import relevant_services, scheduled_run
 from plugins.memory.settings import MAX_OBSERVATION, max_observation_chars, review_on
-from plugins.memory.tally import note_created, note_reinforced, tally
+from plugins.memory.tally import note_confirmed, note_created, note_reinforced, tally
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +66,7 @@ class Recorded:
     memory: Optional[Memory]  # None when refused
     target: Optional[Memory] = None   # the memory a contradiction was aimed at
     approved: bool = False            # the marker confirmed a proposed memory, which is now approved
+    confirmation: int = 0             # then: the how-manyth proposal the session confirmed
 
 
 def clamp(confidence: float) -> float:
@@ -194,7 +195,9 @@ def decide(category: str, service: Optional[str], observation: str, run: RunInfo
             return Recorded(REPEATED, target)
         reinforce(target, observation, run=run)
         note_reinforced(run.session_id, target.id)
-        return Recorded(REINFORCED, target, approved=_confirm_proposal(target, run))
+        if _confirm_proposal(target, run):
+            return Recorded(REINFORCED, target, approved=True, confirmation=tally(run.session_id).confirmed)
+        return Recorded(REINFORCED, target)
     repeated = _repeats_rejected(category, service, observation, rejected, run) if rejected else None
     if repeated is not None:
         return Recorded(ALREADY_REJECTED, repeated)
@@ -291,6 +294,7 @@ def _confirm_proposal(memory: Memory, run: RunInfo) -> bool:
     by = f"session #{proposer}" if proposer is not None else "an earlier session"
     mark_approved(memory, SYSTEM, run=run,
                   detail=f"confirmed by session #{run.session_id}, a second session after {by} proposed it")
+    note_confirmed(run.session_id)
     return True
 
 
@@ -397,6 +401,8 @@ def update(memory: Memory, *, observation=None, confidence=None, active=None, pi
         _set_active(memory, active)
     if pinned is not None and pinned != memory.pinned:
         memory.pinned = pinned
+        if not pinned:
+            _refresh(memory)   # its weeks pinned are not decay due at once: its 30 days start again
         _history(memory, "pinned" if pinned else "unpinned", memory.confidence, actor=OPERATOR)
     return memory
 

@@ -1,5 +1,5 @@
 """What one session has done to the memories so far: how many it created,
-and which it created or reinforced. Both are checked for every memory marker
+which it created or reinforced, and how many proposals it confirmed. Both are checked for every memory marker
 of a stream; they are read from the tables once per session and then kept up
 to date as the session writes, in the database session's ``info``.
 
@@ -25,6 +25,7 @@ VOUCHED = ("created", "proposed", "reinforced")
 class Tally:
     created: int                                   # new memories, contradicting ones included
     vouched: set[int] = field(default_factory=set)  # memories it created or reinforced
+    confirmed: int = 0                             # proposals it confirmed (each approved by it)
 
 
 def tally(session_id: int) -> Tally:
@@ -32,7 +33,9 @@ def tally(session_id: int) -> Tally:
     if session_id not in tallies:
         created = db.session.scalar(select(func.count()).select_from(Memory).where(Memory.session_id == session_id))
         vouched = set(db.session.scalars(vouched_query(session_id)))
-        tallies[session_id] = Tally(created, vouched)
+        confirmed = db.session.scalar(select(func.count()).select_from(MemoryHistory).where(
+            MemoryHistory.session_id == session_id, MemoryHistory.action == "approved"))
+        tallies[session_id] = Tally(created, vouched, confirmed)
     return tallies[session_id]
 
 
@@ -47,6 +50,12 @@ def note_created(session_id: int, memory_id: int) -> None:
     if known is not None:
         known.created += 1
         known.vouched.add(memory_id)
+
+
+def note_confirmed(session_id: int) -> None:
+    known = db.session.info.get(TALLIES, {}).get(session_id)
+    if known is not None:
+        known.confirmed += 1
 
 
 def note_reinforced(session_id: int, memory_id: int) -> None:
