@@ -324,13 +324,13 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | None:
         elif head in SHELL_KEYWORDS:
             words = words[1:]
         elif name in PREFIX_COMMANDS:
-            options = _options(words[1:], PREFIX_COMMANDS[name])
+            options, rest = _read_options(words[1:], PREFIX_COMMANDS[name])
+            if name == "env" and rest[:1] == ["-"]:   # `env -` is `env -i`
+                options, rest = options + [("-i", None)], rest[1:]
             if _resets_env(name, options):
                 env, inherits_env = {}, False   # what was set or exported before does not reach the command
             chdir = _chdir(name, options) or chdir
-            words = _after_options(words[1:], PREFIX_COMMANDS[name], skip_argument=name in PREFIX_WITH_ARGUMENT)
-            if name == "env" and words[:1] == ["-"]:
-                words = words[1:]
+            words = rest[1:] if name in PREFIX_WITH_ARGUMENT else rest
         elif name == "flock":
             rest = _after_options(words[1:], FLOCK_OPTIONS_WITH_VALUE)
             if len(rest) > 2 and rest[1] in ("-c", "--command"):
@@ -356,23 +356,25 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | None:
     return None
 
 
-def _options(args: list[str], with_value: set[str]) -> list[tuple[str, Optional[str]]]:
-    """The options a prefix command was given, each with its value (if it
-    takes one as the next word or after "="); ``env -`` is ``-i``."""
-    found = []
+def _read_options(args: list[str], with_value: set[str]) -> tuple[list[tuple[str, Optional[str]]], list[str]]:
+    """The options a command was given, each with its value (if it takes one,
+    as the next word or after "="), and the words after them (``--`` ends them)."""
+    found: list[tuple[str, Optional[str]]] = []
     i = 0
-    while i < len(args) and args[i].startswith("-") and args[i] != "--":
+    while i < len(args):
         arg = args[i]
-        if arg == "-":
-            found.append(("-i", None))
+        if arg == "--":
             i += 1
-        elif _value_follows(arg, with_value):
+            break
+        if not arg.startswith("-") or arg == "-":
+            break
+        if _value_follows(arg, with_value):
             found.append((arg, args[i + 1] if i + 1 < len(args) else None))
             i += 2
         else:
             found.append(tuple(arg.split("=", 1)) if arg.startswith("--") and "=" in arg else (arg, None))
             i += 1
-    return found
+    return found, args[i:]
 
 
 def _resets_env(name: str, options: list[tuple[str, Optional[str]]]) -> bool:
@@ -394,19 +396,9 @@ def _chdir(name: str, options: list[tuple[str, Optional[str]]]) -> Optional[str]
     return next((value for option, value in options if option in CHDIR_OPTIONS.get(name, ()) and value), None)
 
 
-def _after_options(args: list[str], with_value: set[str], skip_argument: bool = False) -> list[str]:
-    """``args`` from the first word that is not an option of the prefix."""
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg == "--":
-            i += 1
-            break
-        if not arg.startswith("-") or arg == "-":
-            break
-        i += 2 if _value_follows(arg, with_value) else 1
-    rest = args[i:]
-    return rest[1:] if skip_argument and rest else rest
+def _after_options(args: list[str], with_value: set[str]) -> list[str]:
+    """``args`` from the first word that is not an option."""
+    return _read_options(args, with_value)[1]
 
 
 def _value_follows(arg: str, with_value: set[str]) -> bool:
