@@ -124,6 +124,65 @@ def test_upgrading_a_database_with_data_keeps_every_row_and_link(app):
             assert connection.execute(text("PRAGMA foreign_keys")).scalar() == 1
 
 
+def _new_memory_id() -> int:
+    from plugins.memory import store
+    memory = store.create("timing", "jellyfin", "Takes 60s to start after an upgrade")
+    db.session.commit()
+    return memory.id
+
+
+MEMORY_ROW = ("INSERT INTO memories (service, category, observation, confidence, active, created_at, updated_at, tier) "
+              "VALUES ('web', 'timing', :text, 0.7, TRUE, '2026-11-01 10:00:00', '2026-11-01 10:00:00', 1)")
+
+
+def test_an_upgrade_never_hands_out_a_deleted_memorys_id_again(app):
+    """0006 rebuilds `memories` on SQLite, whose copy restarts the id counter at
+    the highest surviving id; the deleted memory's history still names its id."""
+    flask_migrate.downgrade(revision="0005_cooldowns")
+    for text_ in ("kept", "deleted"):
+        db.session.execute(text(MEMORY_ROW), {"text": text_})
+    db.session.execute(text("DELETE FROM memories WHERE observation = 'deleted'"))
+    db.session.commit()
+    flask_migrate.upgrade(revision="heads")
+    assert _new_memory_id() == 3
+
+
+@sqlite_only("the id counter of a table SQLite rebuilt")
+def test_the_upgrade_raises_a_counter_an_earlier_rebuild_lowered(app):
+    """A database that went through 0006 before it kept the counter: 0012 puts
+    it past every id the history names."""
+    flask_migrate.downgrade(revision="0011_memory_rejected_index")
+    db.session.execute(text(
+        "INSERT INTO memories (service, category, observation, confidence, active, created_at, updated_at, tier, "
+        "decay_due_at, status) VALUES ('web', 'timing', 'kept', 0.7, TRUE, '2026-11-01 10:00:00', "
+        "'2026-11-01 10:00:00', 1, '2026-12-08 10:00:00', 'approved')"))
+    db.session.execute(text(
+        "INSERT INTO memory_history (memory_id, action, actor, related_memory_id, created_at) "
+        "VALUES (5, 'deleted', 'operator', 7, '2026-11-01 10:00:00')"))
+    db.session.execute(text("UPDATE sqlite_sequence SET seq = 1 WHERE name = 'memories'"))
+    db.session.commit()
+    flask_migrate.upgrade(revision="heads")
+    assert _new_memory_id() == 8
+
+
+# Rows the service never deletes: a foreign key to them is never followed by a delete.
+NEVER_DELETED = {"sessions"}
+
+
+def test_every_foreign_key_a_delete_follows_is_indexed(app):
+    """Deleting a row sets or deletes the rows that point at it; without an
+    index on the pointing column each delete reads that whole table."""
+    inspector = inspect(db.engine)
+    unindexed = []
+    for table in inspector.get_table_names():
+        leading = {tuple(index["column_names"][:1]) for index in inspector.get_indexes(table)}
+        leading |= {tuple(inspector.get_pk_constraint(table)["constrained_columns"][:1])}
+        for key in inspector.get_foreign_keys(table):
+            if key["referred_table"] not in NEVER_DELETED and tuple(key["constrained_columns"][:1]) not in leading:
+                unindexed.append(f"{table}.{key['constrained_columns'][0]}")
+    assert unindexed == []
+
+
 def test_a_postgresql_url_without_a_driver_means_psycopg():
     from app.database_url import sqlalchemy_url
     assert sqlalchemy_url("postgresql://ops:pw@db.local/claudeops") == "postgresql+psycopg://ops:pw@db.local/claudeops"

@@ -144,6 +144,15 @@ def test_a_bad_entry_refuses_the_whole_file(app):
          "memory 1: active with confidence 0.1"),
         ({"format": "claudeops-memories", "version": 1, "memories": [good | {"created_at": "yesterday"}]},
          "memory 1: 'yesterday' is not an ISO 8601 timestamp"),
+        # Beyond these, decay's next date overflows, or its weeks pass what an export may hold.
+        ({"format": "claudeops-memories", "version": 1, "memories": [good | {"updated_at": "9999-12-01T00:00:00Z"}]},
+         "memory 1: '9999-12-01T00:00:00Z' is out of range"),
+        ({"format": "claudeops-memories", "version": 1, "memories": [good | {"created_at": "1800-01-01T00:00:00Z"}]},
+         "memory 1: '1800-01-01T00:00:00Z' is out of range"),
+        ({"format": "claudeops-memories", "version": 1,
+          "memories": [good | {"history": [{"action": "created", "actor": "session",
+                                            "created_at": "3000-01-01T00:00:00Z"}]}]},
+         "memory 1: '3000-01-01T00:00:00Z' is out of range"),
         ({"format": "claudeops-memories", "version": 1, "memories": [good | {"history": [{"action": "x"}]}]},
          "memory 1: history actor must be one of"),
         ({"format": "claudeops-memories", "version": 2, "memories": []}, "export version 2 is not supported"),
@@ -201,6 +210,11 @@ def test_api_export_and_import(app, client, tmp_path):
         beyond["memories"][0]["session_id"] = 2**31
         refused = target.post("/api/v1/memories/import", json=beyond)
         assert refused.status_code == 400 and "memory 1: ids must be whole numbers from 1 to 2147483647" in \
+            refused.get_json()["error"]
+        future = exported.get_json()
+        future["memories"][0]["updated_at"] = "9999-12-01T00:00:00Z"
+        refused = target.post("/api/v1/memories/import", json=future)
+        assert refused.status_code == 400 and "memory 1: '9999-12-01T00:00:00Z' is out of range" in \
             refused.get_json()["error"]
 
 

@@ -21,7 +21,8 @@ depends_on = None
 # As plugins/memory/models.py has it; a revision keeps its own copy.
 GRACE_PERIOD = timedelta(days=30)
 BACKFILL_BATCH = 5000
-# A table SQLite rebuilds keeps its AUTOINCREMENT (ids of deleted memories are never reused).
+# A table SQLite rebuilds keeps its AUTOINCREMENT (ids of deleted memories
+# are never reused), and its counter is carried over (_keep_memory_ids).
 MEMORIES_TABLE = {'sqlite_autoincrement': True}
 
 # Beside SPEC-0015's three (service, active), (confidence, active), (category).
@@ -59,7 +60,30 @@ def _backfill_decay_due_at():
         last_id = rows[-1].id
 
 
+def _memory_id_counter():
+    """The memories' AUTOINCREMENT counter on SQLite: None elsewhere, or before any memory."""
+    connection = op.get_bind()
+    if connection.dialect.name != 'sqlite':
+        return None
+    return connection.execute(sa.text("SELECT seq FROM sqlite_sequence WHERE name = 'memories'")).scalar()
+
+
+def _keep_memory_ids(counter):
+    """SQLite starts a rebuilt table's counter at its highest surviving id,
+    which would hand the ids of deleted memories out again while their
+    history still names them: the counter from before the rebuild is put back."""
+    if counter is None:
+        return
+    connection = op.get_bind()
+    raised = connection.execute(sa.text("UPDATE sqlite_sequence SET seq = max(seq, :seq) WHERE name = 'memories'"),
+                                {'seq': counter})
+    if raised.rowcount == 0:   # every memory was deleted: the copy wrote no counter
+        connection.execute(sa.text("INSERT INTO sqlite_sequence (name, seq) VALUES ('memories', :seq)"),
+                           {'seq': counter})
+
+
 def upgrade():
+    counter = _memory_id_counter()
     with op.batch_alter_table('memories', schema=None) as batch_op:
         batch_op.add_column(sa.Column('decay_due_at', sa.DateTime(), nullable=True))
     _backfill_decay_due_at()
@@ -67,6 +91,7 @@ def upgrade():
         batch_op.alter_column('decay_due_at', existing_type=sa.DateTime(), nullable=False)
         for name, columns in NEW_MEMORY_INDEXES:
             batch_op.create_index(name, columns, unique=False)
+    _keep_memory_ids(counter)
 
     with op.batch_alter_table('events', schema=None) as batch_op:
         batch_op.create_index('ix_events_created_at', ['created_at'], unique=False)
@@ -76,7 +101,9 @@ def downgrade():
     with op.batch_alter_table('events', schema=None) as batch_op:
         batch_op.drop_index('ix_events_created_at')
 
+    counter = _memory_id_counter()
     with op.batch_alter_table('memories', schema=None, table_kwargs=MEMORIES_TABLE) as batch_op:
         for name, _ in NEW_MEMORY_INDEXES:
             batch_op.drop_index(name)
         batch_op.drop_column('decay_due_at')
+    _keep_memory_ids(counter)

@@ -78,7 +78,7 @@ class Memory(db.Model):
     # that a session start finds the few memories to decay without reading the rest.
     decay_due_at = mapped_column(UTCDateTime, nullable=False)
     # The older memory this one contradicted.
-    contradicts_id: Mapped[int | None] = mapped_column(ForeignKey("memories.id", ondelete="SET NULL"))
+    contradicts_id: Mapped[int | None] = mapped_column(ForeignKey("memories.id", ondelete="SET NULL"), index=True)
     # Loaded when asked for: lists that show it load it for the whole page at once (selectinload).
     track_record = relationship("TrackRecord", uselist=False, cascade="all, delete-orphan", passive_deletes=True)
     # approved, proposed or rejected (REVIEW_STATES); independent of active,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any, Optional
 
 from sqlalchemy import select
@@ -29,6 +29,11 @@ from plugins.memory.models import ACTIVE_THRESHOLD, APPROVED, OUTCOME_LEVELS, RE
 FORMAT_NAME = "claudeops-memories"
 FORMAT_VERSION = 1
 MAX_IMPORT = 100_000
+# Timestamps an export can hold: none before the epoch, none later than a
+# day ahead of this clock (another host's may be a little ahead). Beyond
+# them, decay's dates would overflow or its weeks pass what export allows.
+EARLIEST_TIME = datetime(1970, 1, 1, tzinfo=timezone.utc)
+CLOCK_SKEW = timedelta(days=1)
 HISTORY_FIELDS = ("action", "confidence_before", "confidence_after", "actor", "detail", "created_at")
 ACTORS = (store.OPERATOR, store.SESSION, store.SYSTEM)
 MARKDOWN_LINE = re.compile(r"^- \[(?P<category>[a-z]+)\] (?P<observation>.+) "
@@ -219,11 +224,14 @@ def _time(value) -> Optional[datetime]:
         parsed = datetime.fromisoformat(value)
         if parsed.tzinfo is None:
             raise ValueError(f"{value!r} has no time zone")
-        return parsed.astimezone(timezone.utc)
+        parsed = parsed.astimezone(timezone.utc)
     except ValueError as exc:
         raise ValueError(str(exc) if "time zone" in str(exc) else f"{value!r} is not an ISO 8601 timestamp") from None
     except OverflowError:   # a time zone that pushes the instant past year 9999
         raise ValueError(f"{value!r} is out of range") from None
+    if not EARLIEST_TIME <= parsed <= utcnow() + CLOCK_SKEW:
+        raise ValueError(f"{value!r} is out of range: timestamps run from 1970 to a day from now")
+    return parsed
 
 
 def _history_rows(rows) -> list[dict]:
