@@ -36,6 +36,16 @@ def test_words_are_stemmed_and_prefixes_match(memories):
     assert found("RECONNECTING dns") == ["DNS checks fail during WireGuard reconnects"]
 
 
+def test_any_beginning_of_a_word_finds_it_even_where_it_stems_otherwise(app):
+    """"jelly" stems to "jelli" and "play" to "plai"; the words they begin do not."""
+    add_memory("Takes 60s to restart after an update", service="jellyfin")
+    add_memory("The playbook reboots one host at a time", service="ansible", category="behavior")
+    assert found("jelly") == ["Takes 60s to restart after an update"]
+    assert found("restarts jelly") == ["Takes 60s to restart after an update"]
+    assert found("play") == ["The playbook reboots one host at a time"]
+    assert found("jelly play") == []
+
+
 def test_every_word_must_match_and_service_and_category_count(memories):
     assert found("nfs restart") == []
     assert found("postgres sundays") == ["Vacuum runs Sundays at 03:00"]
@@ -92,8 +102,9 @@ def test_memories_from_before_the_index_are_searchable(app):
 def test_without_fts5_words_still_match(app, memories):
     if db.engine.dialect.name != "sqlite":
         pytest.skip("the fallback is for an SQLite built without FTS5")
-    for statement in ("DROP TRIGGER memories_fts_insert", "DROP TRIGGER memories_fts_update",
-                      "DROP TRIGGER memories_fts_delete", "DROP TABLE memories_fts"):
+    for statement in [f"DROP TRIGGER {table}_{change}" for table in ("memories_fts", "memories_words_fts")
+                      for change in ("insert", "update", "delete")] + \
+            ["DROP TABLE memories_fts", "DROP TABLE memories_words_fts"]:
         db.session.execute(text(statement))
     db.session.commit()
     search._fts5_index.clear()

@@ -1,10 +1,15 @@
 """Ranked full-text search over memories (service, category, observation).
 
-SQLite uses the FTS5 index ``memories_fts`` (porter stemming, BM25 rank);
-PostgreSQL its own text search (`english` configuration, ``ts_rank``) over
-the expression the GIN index was built on. Both match every word of the
-query, each as a prefix and stemmed, so "restarts jelly" finds "Jellyfin
-takes 60s to restart" on either. An SQLite built without FTS5 falls back to
+Each word of the query must match, as the beginning of a word, in one of
+two indexes: a stemmed one ("restarts" finds "restart") or one of the words
+as written ("jelly" finds "Jellyfin", which stemming alone misses: the
+beginning typed stems to "jelli"). So "restarts jelly" finds "Jellyfin
+takes 60s to restart". Matches rank by the stemmed index.
+
+SQLite uses FTS5: ``memories_fts`` (porter stemming, BM25 rank) and
+``memories_words_fts`` (no stemming); PostgreSQL its own text search, the
+`english` and `simple` configurations (``ts_rank``), over the expressions
+the GIN indexes were built on. An SQLite built without FTS5 falls back to
 case-insensitive word matching (LIKE), unranked.
 """
 from __future__ import annotations
@@ -18,8 +23,11 @@ from plugins.memory.models import Memory
 
 MAX_WORDS = 10
 WORD = re.compile(r"\w+", re.UNICODE)
-# The indexed text on PostgreSQL; must stay the expression of ix_memories_fts.
-PG_DOCUMENT = "to_tsvector('english', coalesce(memories.service, '') || ' ' || memories.category || ' ' || memories.observation)"
+# The indexed text on PostgreSQL; each must stay the expression of its index
+# (ix_memories_fts, ix_memories_words_fts).
+PG_TEXT = "coalesce(memories.service, '') || ' ' || memories.category || ' ' || memories.observation"
+PG_STEMMED = f"to_tsvector('english', {PG_TEXT})"
+PG_WORDS = f"to_tsvector('simple', {PG_TEXT})"
 
 
 def words(q: str) -> list[str]:
@@ -36,17 +44,39 @@ def apply(query, q: str):
         return query.where(false())
     dialect = db.engine.dialect.name
     if dialect == "sqlite" and _has_fts5_index():
-        match = " ".join('"' + term.replace('"', '""') + '"*' for term in terms)
-        ranked = (select(column("rowid", Integer).label("id"), literal_column("bm25(memories_fts)", Float).label("rank"))
-                  .select_from(text("memories_fts")).where(text("memories_fts MATCH :match"))
-                  .subquery("search"))
-        return (query.join(ranked, ranked.c.id == Memory.id).params(match=match)
-                .order_by(ranked.c.rank))            # bm25: lower is better
+        return _sqlite(query, terms)
     if dialect == "postgresql":
-        tsquery = func.to_tsquery("english", " & ".join(f"{term}:*" for term in terms))
-        document = literal_column(PG_DOCUMENT)
-        return query.where(document.op("@@")(tsquery)).order_by(func.ts_rank(document, tsquery).desc())
+        return _postgresql(query, terms)
     return _like(query, terms)
+
+
+def _sqlite(query, terms: list[str]):
+    prefixes = ['"' + term.replace('"', '""') + '"*' for term in terms]
+    params = {}
+    for n, prefix in enumerate(prefixes):
+        params[f"term{n}"] = prefix
+        query = query.where(Memory.id.in_(text(
+            f"SELECT rowid FROM memories_fts WHERE memories_fts MATCH :term{n} "
+            f"UNION ALL SELECT rowid FROM memories_words_fts WHERE memories_words_fts MATCH :term{n}")
+            .columns(column("rowid", Integer))))
+    # Ranked by the stemmed index, over whichever words it matches there;
+    # a memory it matches only as written comes after those it matches.
+    ranked = (select(column("rowid", Integer).label("id"), literal_column("bm25(memories_fts)", Float).label("rank"))
+              .select_from(text("memories_fts")).where(text("memories_fts MATCH :any_term"))
+              .subquery("search"))
+    params["any_term"] = " OR ".join(prefixes)
+    return (query.outerjoin(ranked, ranked.c.id == Memory.id).params(**params)
+            .order_by(ranked.c.rank.is_(None), ranked.c.rank))   # bm25: lower is better
+
+
+def _postgresql(query, terms: list[str]):
+    stemmed, words = literal_column(PG_STEMMED), literal_column(PG_WORDS)
+    for term in terms:
+        prefix = f"{term}:*"
+        query = query.where(or_(stemmed.op("@@")(func.to_tsquery("english", prefix)),
+                                words.op("@@")(func.to_tsquery("simple", prefix))))
+    any_term = func.to_tsquery("english", " | ".join(f"{term}:*" for term in terms))
+    return query.order_by(func.ts_rank(stemmed, any_term).desc())
 
 
 def _like(query, terms: list[str]):
@@ -62,9 +92,10 @@ _fts5_index: dict[str, bool] = {}
 
 
 def _has_fts5_index() -> bool:
-    """Whether the migration created the FTS5 table (per database, cached)."""
+    """Whether the migrations created both FTS5 tables (per database, cached)."""
     url = str(db.engine.url)
     if url not in _fts5_index:
         _fts5_index[url] = db.session.scalar(text(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memories_fts'")) is not None
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
+            "AND name IN ('memories_fts', 'memories_words_fts')")) == 2
     return _fts5_index[url]
