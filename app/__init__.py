@@ -61,10 +61,12 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
     db.init_app(app)
     app.extensions["claudeops.migration_dirs"] = [str(d) for d in flatten(pm.hook.claudeops_migration_dirs())]
     migrate.init_app(app, db, directory=str(MIGRATIONS_DIR))
+    from app.auth import init_auth
+    # The login check before the CSRF check: a form posted after the login
+    # expired goes to the login page, not to an error about its token.
+    init_auth(app)
     csrf.init_app(app)
     limiter.init_app(app)
-    from app.auth import init_auth
-    init_auth(app)
     for command in flatten(pm.hook.claudeops_cli_commands()):
         app.cli.add_command(command)
 

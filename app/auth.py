@@ -188,15 +188,23 @@ def _check_bearer(expected: str) -> Optional[Response]:
 
 def _to_login() -> Response:
     """GETs go to the login page and come back afterwards; HTMX swaps cannot
-    follow a redirect into a fragment, so they are told to load the page."""
+    follow a redirect into a fragment, so they are told to load the page. A
+    form posted after the login expired goes to the login page too, and back
+    to the page it was on: what it asked is not done, a page is better than
+    an error."""
     if request.headers.get("HX-Request"):
-        back = urlsplit(request.headers.get("HX-Current-URL", "")).path or "/"
         response = Response("login required", 401, mimetype="text/plain")
-        response.headers["HX-Redirect"] = url_for("auth.login", next=back)
+        response.headers["HX-Redirect"] = url_for("auth.login", next=page_of(request.headers.get("HX-Current-URL")))
         return response
     if request.method in ("GET", "HEAD"):
         return redirect(url_for("auth.login", next=request.full_path.rstrip("?")))
-    return Response("login required\n", 401, mimetype="text/plain")
+    return redirect(url_for("auth.login", next=page_of(request.referrer)), 303)
+
+
+def page_of(url: Optional[str]) -> str:
+    """The path and query of ``url`` (a page of this site the browser names), or "/"."""
+    parts = urlsplit(url or "")
+    return safe_next(parts.path + (f"?{parts.query}" if parts.query else "")) if parts.path else "/"
 
 
 def safe_next(target: Optional[str]) -> str:

@@ -366,3 +366,20 @@ def test_back_after_filtering_restores_the_whole_events_page(page, service):
     expect(page).to_have_url(re.compile(r"level=warning"))
     expect(page.locator("nav.sidebar")).to_be_visible(timeout=3_000)
     expect(page.locator("#event-filters select[name=level]")).to_have_value("warning", timeout=1_000)
+
+
+def test_back_and_forward_show_the_filters_of_the_page_they_return_to(page, service):
+    """A snapshot of the page would hold the filters' first values: the form
+    would say "all" over warning rows, and the next poll would send "all"."""
+    page.goto("/events")
+    level = page.locator("#event-filters select[name=level]")
+    page.select_option("#event-filters select[name=level]", "warning")
+    expect(page).to_have_url(re.compile(r"level=warning"))
+    page.select_option("#event-filters select[name=level]", "critical")
+    expect(page).to_have_url(re.compile(r"level=critical"))
+    page.go_back()
+    expect(page).to_have_url(re.compile(r"level=warning"))
+    expect(level).to_have_value("warning")
+    page.go_forward()
+    expect(page).to_have_url(re.compile(r"level=critical"))
+    expect(level).to_have_value("critical")

@@ -275,6 +275,21 @@ def test_inline_edit_saves_and_cancel_restores(page, service):
     assert_not_reloaded(page, loaded)
 
 
+def test_an_error_goes_once_a_later_change_works(page, service):
+    tok = token()
+    memory = api_create(service, f"Restart takes 30s {tok}", service=f"svc-{tok}")
+    page.goto("/memories")
+    the_row = row(page, memory["id"])
+    the_row.get_by_role("button", name="Edit").click()
+    the_row.locator("textarea[name=observation]").fill("   ")
+    the_row.get_by_role("button", name="Save").click()
+    expect(page.locator("#memory-errors")).to_contain_text("Not saved: observation must not be empty")
+    the_row.locator("textarea[name=observation]").fill(f"Restart takes 45s {tok}")
+    the_row.get_by_role("button", name="Save").click()
+    expect(the_row.locator(".observation-text")).to_have_text(f"Restart takes 45s {tok}")
+    expect(page.locator("#memory-errors")).to_be_empty()
+
+
 def test_polling_never_destroys_an_edit_in_progress(page, service):
     tok = token()
     edited = api_create(service, f"Backups run at 02:00 {tok}", service=f"svc-{tok}")

@@ -164,3 +164,20 @@ def test_polls_keep_an_edit_and_a_typed_reason(page, service):
     rejected = memories[f"Restarts cleanly under load {tok}"]["id"]
     history = service.get(f"/api/v1/memories/{rejected}/history")[1]["history"]
     assert (history[-1]["action"], history[-1]["detail"]) == ("rejected", "seen once only")
+
+
+def test_approve_in_the_table_keeps_the_memory_as_it_is_under_any_filter(page, service):
+    """The table includes the page's filters in its polls; its rows' buttons
+    must not send them too, or Approve takes them as edits."""
+    tok = uuid.uuid4().hex[:6]
+    import_proposal(service, f"Answers 302 when healthy {tok}")
+    page.goto(f"/memories?category=behavior&q={tok}")
+    table_row = page.locator("#memory-table tr.memory-row", has_text=tok)
+    table_row.get_by_role("button", name="Approve").click()
+    expect(table_row.locator(".badge.review-proposed")).to_have_count(0)
+    expect(page.locator("#memory-errors")).to_be_empty()
+    (memory,) = service.get(f"/api/v1/memories?q={tok}")[1]["memories"]
+    assert (memory["status"], memory["service"], memory["category"]) == ("approved", "web", "behavior")
+    history = service.get(f"/api/v1/memories/{memory['id']}/history")[1]["history"]
+    actions = [entry["action"] for entry in history]
+    assert actions[-1] == "approved" and "edited" not in actions, actions

@@ -174,8 +174,9 @@ def test_events_page_filters_and_fragment(client):
 def test_forms_need_a_csrf_token(tmp_path):
     app = make_app(tmp_path, WTF_CSRF_ENABLED=True)
     client = app.test_client()
-    assert client.post("/sessions/run", data={"tier": "1"}).status_code == 400
+    assert client.post("/sessions/run", data={"tier": "1"}).status_code == 303   # back, with a message
     page = client.get("/sessions").get_data(as_text=True)
+    assert "This page is out of date" in page
     token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
     assert client.post("/sessions/run", data={"tier": "1", "csrf_token": token}).status_code == 302
     # HTMX requests carry the token in a header, from the layout's hx-headers.

@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 
 import pluggy
-from flask import Flask, request
+from flask import Flask, Response, flash, redirect, request
+from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException
 
 from app.extensions import csrf
@@ -14,6 +15,7 @@ from app.plugins import flatten
 from app.timeutil import isoformat
 from app.web.apiutil import ApiError, json_error, reject_nul_in_query
 from app.web.headers import register_security_headers
+from app.web.htmx import is_htmx
 from app.web.row_ids import RowIdConverter
 
 log = logging.getLogger(__name__)
@@ -57,7 +59,23 @@ def _wants_json() -> bool:
     return request.path == API_PREFIX or request.path.startswith(API_PREFIX + "/")
 
 
+STALE_PAGE = ("This page is out of date (you logged in again, or the service's key changed): "
+              "nothing was changed. Reload the page, then try again.")
+
+
 def _register_error_handlers(app: Flask) -> None:
+    from app.auth import page_of   # app.auth imports this package
+
+    @app.errorhandler(CSRFError)
+    def stale_page(exc: CSRFError):
+        """A form or button from a page whose CSRF token no longer holds: say
+        what to do, instead of a bare 400 (the API takes no token)."""
+        log.info("refused %s %s: %s", request.method, request.path, exc.description)
+        if is_htmx():
+            return Response(STALE_PAGE, 400, mimetype="text/plain")
+        flash(STALE_PAGE, "error")
+        return redirect(page_of(request.referrer), 303)
+
     @app.errorhandler(ApiError)
     def api_error(exc: ApiError):
         return json_error(exc.message, exc.status)

@@ -89,6 +89,14 @@ def _row(memory: Memory):
     return render_template("memory/_row.html", memory=memory)
 
 
+def _saved(memory: Memory):
+    """A row redrawn after a change that worked: an error shown for an
+    earlier attempt is out of date (memory-saved clears it)."""
+    response = make_response(_row(memory))
+    response.headers["HX-Trigger"] = "memory-saved"
+    return response
+
+
 @pages.get("/memories")
 def index():
     extra = {} if is_htmx() else _inbox_context()   # a table poll needs no inbox
@@ -101,7 +109,7 @@ def index():
 def create():
     try:
         store.create(request.form.get("category"), request.form.get("service"),
-                     request.form.get("observation", ""), request.form.get("confidence", "0.7"))
+                     request.form.get("observation", ""), _typed_confidence(request.form.get("confidence", "0.7")))
     except store.MemoryInputError as exc:
         return _error(f"Memory not added: {exc}")
     db.session.commit()
@@ -126,18 +134,18 @@ def update(memory_id: int):
     except store.MemoryInputError as exc:
         return _error(f"Not saved: {exc}")
     db.session.commit()
-    return _row(memory)
+    return _saved(memory)
 
 
 @pages.put("/memories/<int:memory_id>/confidence")
 def set_confidence(memory_id: int):
     memory = _get(memory_id)
     try:
-        store.update(memory, confidence=request.form.get("confidence"))
+        store.update(memory, confidence=_typed_confidence(request.form.get("confidence")))
     except store.MemoryInputError as exc:
         return _error(f"Not saved: {exc}")
     db.session.commit()
-    return _row(memory)
+    return _saved(memory)
 
 
 @pages.post("/memories/<int:memory_id>/pin")
@@ -145,7 +153,7 @@ def toggle_pin(memory_id: int):
     memory = _get(memory_id)
     store.update(memory, pinned=not memory.pinned)
     db.session.commit()
-    return _row(memory)
+    return _saved(memory)
 
 
 @pages.delete("/memories/<int:memory_id>")
@@ -153,7 +161,7 @@ def delete(memory_id: int):
     store.delete(_get(memory_id))
     db.session.commit()
     response = make_response("")
-    response.headers["HX-Trigger"] = "memories-changed"   # the count, and the next page's first row
+    response.headers["HX-Trigger"] = "memories-changed, memory-saved"   # the count, and the next page's first row
     return response
 
 
@@ -171,7 +179,7 @@ def bulk():
             for memory in memories:
                 store.delete(memory)
         elif request.form.get("action") == "confidence":
-            confidence = store.parse_confidence(request.form.get("bulk_confidence", ""))
+            confidence = _typed_confidence(request.form.get("bulk_confidence", ""))
             for memory in memories:
                 store.update(memory, confidence=confidence)
         else:
@@ -202,9 +210,25 @@ def inbox_row(memory_id: int):
 
 @pages.post("/memories/<int:memory_id>/approve")
 def approve(memory_id: int):
-    """Approve, with the edit form's fields when it sent them."""
-    edits = {name: request.form[name] for name in review.EDIT_FIELDS if name in request.form}
-    return _decide(memory_id, "approved", lambda memory: review.approve(memory, **edits))
+    """Approve, with the edit form's fields when it sent them (a table row's
+    Approve edits nothing, whatever else its request carries)."""
+    edits = {} if request.form.get("view") == "table" else \
+        {name: request.form[name] for name in review.EDIT_FIELDS if name in request.form}
+
+    def decision(memory: Memory):
+        if "confidence" in edits:
+            _typed_confidence(edits["confidence"])
+        review.approve(memory, **edits)
+    return _decide(memory_id, "approved", decision)
+
+
+def _typed_confidence(raw) -> float:
+    """A confidence the operator typed on the page, whose fields say 0 to 1:
+    one outside is refused with a message, not clamped as the API does."""
+    confidence = store.parse_confidence(raw)   # a finite number, or refused
+    if confidence != float(raw):
+        raise store.MemoryInputError(f"confidence must be from 0 to 1, not {raw}")
+    return confidence
 
 
 @pages.post("/memories/<int:memory_id>/reject")

@@ -65,24 +65,30 @@ document.addEventListener("htmx:beforeSwap", function (evt) {
   }
 });
 
-// A memory was approved or rejected: an error shown for an earlier attempt
-// is out of date.
-document.addEventListener("memory-reviewed", function () {
+// A memory was approved, rejected, saved, pinned or deleted: an error shown
+// for an earlier attempt is out of date.
+function clearMemoryErrors() {
   var errors = document.getElementById("memory-errors");
   if (errors) errors.innerHTML = "";
-});
+}
+document.addEventListener("memory-reviewed", clearMemoryErrors);
+document.addEventListener("memory-saved", clearMemoryErrors);
 
 // A row action on a memory that is gone (deleted in another tab, by the API
-// or the CLI) answers 404: say so, and refresh the table.
+// or the CLI) answers 404: say so, and refresh the table. A refusal the
+// service explains in plain text (a page out of date) is shown as it says.
 document.addEventListener("htmx:responseError", function (evt) {
   var errors = document.getElementById("memory-errors");
   if (!errors || !document.getElementById("memory-table")) return;
-  var status = evt.detail.xhr.status;
+  var xhr = evt.detail.xhr;
+  var status = xhr.status;
+  var explained = status === 400 && (xhr.getResponseHeader("Content-Type") || "").indexOf("text/plain") === 0;
   errors.innerHTML = "";
   var message = document.createElement("p");
   message.className = "flash flash-error";
   message.textContent = status === 404
     ? "That memory no longer exists; the table has been refreshed."
+    : explained ? xhr.responseText
     : "The request failed (HTTP " + status + "); see the service log.";
   errors.appendChild(message);
   htmx.trigger(document.body, "memories-changed");
