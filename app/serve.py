@@ -77,6 +77,8 @@ def gunicorn_command(host: str, port: int, workers: int) -> list[str]:
 
 def serve(app: Flask, host: str, port: int, workers: int) -> int:
     check_writable_dirs(app)
+    scheduler = SessionScheduler(app)
+    scheduler.hold_runner_lock()  # first: refuses to run beside another scheduler, or to migrate beside it
     apply_migrations(app)
     # Workers must use the same state directory and database as this process
     # (they read the same generated secret key from the state directory).
@@ -86,8 +88,7 @@ def serve(app: Flask, host: str, port: int, workers: int) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, _frame: stop.set())
 
-    scheduler = SessionScheduler(app)
-    scheduler.start()  # first: refuses to run beside another scheduler
+    scheduler.start()
     web = subprocess.Popen(gunicorn_command(host, port, workers), env=env)
     log.info("dashboard on http://%s:%d with %d worker(s); one scheduler in pid %d",
              host, port, workers, os.getpid())
@@ -116,11 +117,12 @@ def serve(app: Flask, host: str, port: int, workers: int) -> int:
 def run_scheduler(app: Flask) -> int:
     """The scheduler alone, for deployments that serve the dashboard elsewhere."""
     check_writable_dirs(app)
+    scheduler = SessionScheduler(app)
+    scheduler.hold_runner_lock()
     apply_migrations(app)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, _frame: stop.set())
-    scheduler = SessionScheduler(app)
     scheduler.start()
     exit_code = 0
     while not stop.wait(1.0):

@@ -286,7 +286,12 @@ def test_serve_killed_mid_session_leaves_no_web_server_behind_and_starts_again_o
 
 
 @pytest.mark.slow
-def test_sigterm_during_a_session_records_it_stopped_and_ends_the_cli_group(app, scheduler_process):
+@pytest.mark.parametrize("cli_signalled_too", [False, True], ids=["service", "service-and-cli-group"])
+def test_sigterm_during_a_session_records_it_stopped_and_ends_the_cli_group(app, scheduler_process,
+                                                                             cli_signalled_too):
+    """An init system may signal only the service, or every process it
+    started (systemd's KillMode=control-group): then the CLI dies of the
+    signal a moment before the service has said it is stopping."""
     scheduler_process.script(sl.steps(sl.init(), sl.text("[EVENT:info:web] before SIGTERM"))
                              + [{"orphan": 120}, {"sleep": 120}])
     process = scheduler_process()
@@ -295,6 +300,8 @@ def test_sigterm_during_a_session_records_it_stopped_and_ends_the_cli_group(app,
     read_pid(scheduler_process.orphan_pid_file)
     wait_for(lambda: events_of(session_id), what="the marker recorded")
     started = time.monotonic()
+    if cli_signalled_too:
+        os.killpg(pgid, signal.SIGTERM)
     assert process.terminate() == 0
     assert time.monotonic() - started < 15
     assert_group_ends(pgid, within=1)

@@ -3,13 +3,16 @@ a clean stop on SIGTERM."""
 from __future__ import annotations
 
 import json
-import time
+import os
+import subprocess
 
 import pytest
 
 from tests import streamlines as sl
 from tests.conftest import FAKE_CLAUDE
-from tests.support.service import Service
+from tests.support.faults import assert_group_ends, read_pid_and_group
+from tests.support.database import database_url
+from tests.support.service import CLAUDEOPS, Service
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow
@@ -24,9 +27,11 @@ def service(tmp_path, fake_cli):
         fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:web] up")) + [{"sleep": session_seconds}]
                  + sl.steps(sl.result("up")))
         svc = Service(tmp_path / "state", {"CLAUDEOPS_INTERVAL": "0", "CLAUDEOPS_CLAUDE_BIN": str(FAKE_CLAUDE),
-                                           "FAKE_CLAUDE_RUNS": str(runs)}, workers=workers)
+                                           "FAKE_CLAUDE_RUNS": str(runs),
+                                           "FAKE_CLAUDE_PID": str(tmp_path / "cli.pid")}, workers=workers)
         started.append(svc)
         svc.runs_path = runs
+        svc.cli_pid_file = tmp_path / "cli.pid"
         return svc.start()
     yield start
     for svc in started:
@@ -65,10 +70,11 @@ def test_sigterm_during_a_session_records_it_as_stopped_and_exits_cleanly(servic
     svc = service(session_seconds=60, workers=2)
     status, body = svc.post("/api/v1/sessions/trigger", {})
     session_id = body["id"]
-    wait_for(lambda: svc.get(f"/api/v1/sessions/{session_id}")[1]["status"] == "running", timeout=15)
-    time.sleep(0.5)
+    wait_for(lambda: svc.get("/api/v1/events")[1]["total"] == 1, timeout=15)   # the marker, under way
+    _, cli_group = read_pid_and_group(svc.cli_pid_file)   # the CLI leads a process group of its own
     assert svc.terminate() == 0
-    assert not svc.group_alive(), "gunicorn workers or the CLI outlived the service"
+    assert not svc.group_alive(), "gunicorn workers outlived the service"
+    assert_group_ends(cli_group, within=1)
 
     # Start again on the same state: the session was ended and recorded, not left running.
     svc2 = Service(tmp_path / "state", {"CLAUDEOPS_INTERVAL": "0"}, workers=1).start()
@@ -76,6 +82,8 @@ def test_sigterm_during_a_session_records_it_as_stopped_and_exits_cleanly(servic
         session = svc2.get(f"/api/v1/sessions/{session_id}")[1]
         assert session["status"] == "stopped"
         assert "service shut down" in session["status_reason"]
+        events = svc2.get("/api/v1/events")[1]["events"]
+        assert [(e["message"], e["session_id"]) for e in events] == [("up", session_id)]   # kept
     finally:
         assert svc2.terminate() == 0
 
@@ -87,3 +95,26 @@ def test_the_dashboard_is_served_by_gunicorn(service):
         assert response.status == 200
         assert "Run now" in response.read().decode()
     assert "gunicorn" in svc.log().lower() or "Booting worker" in svc.log()
+
+
+def test_two_schedulers_started_at_once_on_a_new_database_one_is_refused_by_the_lock(tmp_path):
+    """The runner lock is taken before the migrations: the second is refused
+    as a second scheduler, not by the first one's half-made tables."""
+    state = tmp_path / "state"
+    env = dict(os.environ, CLAUDEOPS_STATE_DIR=str(state), CLAUDEOPS_DATABASE_URL=database_url(state),
+               CLAUDEOPS_INTERVAL="0", CLAUDEOPS_CLAUDE_BIN=str(FAKE_CLAUDE))
+    schedulers = [subprocess.Popen([str(CLAUDEOPS), "scheduler"], env=env, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    try:
+        wait_for(lambda: any(p.poll() is not None for p in schedulers), timeout=60)
+        (refused,) = [p for p in schedulers if p.poll() is not None]
+        (running,) = [p for p in schedulers if p.poll() is None]
+        assert refused.returncode == 1
+        assert "is running sessions on" in refused.stderr.read()
+        running.terminate()
+        assert running.wait(30) == 0, running.stderr.read()
+    finally:
+        for process in schedulers:
+            if process.poll() is None:
+                process.kill()
+                process.wait()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -43,6 +44,12 @@ STOP_POLL_SECONDS = 1.0
 # one would fail the CLI's start with nothing but "Argument list too long".
 MAX_ARGUMENT_BYTES = 128 * 1024 - 1
 SHUTDOWN_REASON = "the service shut down during the session"
+# A stop of the whole service often signals the CLI's process group too
+# (systemd's KillMode=control-group): the CLI may die of it a moment before
+# the service's own handler has said so. How long a CLI ended by such a
+# signal waits for that word before it counts as killed.
+TERMINATION_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+SHUTDOWN_GRACE_SECONDS = 2.0
 OPERATOR_STOP_REASON = "stopped by the operator"
 
 
@@ -154,6 +161,8 @@ def run_session(session: Session, shutdown: Optional[threading.Event] = None) ->
         outcome = run_process(command, handler.handle_line,
                               _committing(handler, _stop_poller(session.id, shutdown)), handler.handle_oversized)
         handler.close()   # the rows of the last batch
+        if _ended_with_the_service(outcome, shutdown):
+            outcome.ended_by = SHUTDOWN_REASON
     except SQLAlchemyError as exc:
         # The runner has ended the CLI's group; what was committed stays, and
         # the run log holds every byte the CLI wrote up to here.
@@ -165,6 +174,16 @@ def run_session(session: Session, shutdown: Optional[threading.Event] = None) ->
     session.exit_code = outcome.exit_code
     status, reason = decide_status(outcome, handler, config["CLAUDEOPS_CLAUDE_BIN"])
     return _finish(session, run, status, reason, handler)
+
+
+def _ended_with_the_service(outcome: ProcessOutcome, shutdown: Optional[threading.Event]) -> bool:
+    """Whether a CLI that died of a termination signal, with nothing asking
+    it to stop yet, was stopped with the service (the signal reached both)."""
+    if outcome.ended_by or shutdown is None or outcome.exit_code is None:
+        return False
+    if -outcome.exit_code not in TERMINATION_SIGNALS:
+        return False
+    return shutdown.wait(SHUTDOWN_GRACE_SECONDS)
 
 
 def _after_refused_write(session: Session) -> Session:

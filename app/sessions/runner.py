@@ -81,7 +81,7 @@ class LineSplitter:
             piece = data[start:end]
             if self.skipping:
                 self.skipping += len(piece)
-            elif len(self.buffer) + len(piece) > self.max:
+            elif self._size_with(piece) > self.max:
                 self.skipping = len(self.buffer) + len(piece)
                 self.buffer.clear()
             else:
@@ -90,6 +90,13 @@ class LineSplitter:
                 return
             self._end_line()
             start = newline + 1
+
+    def _size_with(self, piece: bytes) -> int:
+        """The line's size with ``piece`` added, not counting a carriage
+        return at its end: a CRLF line of the limit's size is within it."""
+        size = len(self.buffer) + len(piece)
+        last = piece[-1:] or self.buffer[-1:]
+        return size - 1 if last == b"\r" else size
 
     def close(self) -> None:
         """Flush a last line that had no newline."""

@@ -55,6 +55,7 @@ class SessionScheduler:
         self._aps = BackgroundScheduler(timezone="UTC")
         self._worker = threading.Thread(target=self._work, name="session-worker", daemon=True)
         self._lock = RunnerLock(app.config["CLAUDEOPS_STATE_DIR"], app.config["SQLALCHEMY_DATABASE_URI"])
+        self._lock_held = False
         self._lock_lost = False
         self._started_at = utcnow()
         self._armed_interval: int | None = None
@@ -67,8 +68,16 @@ class SessionScheduler:
         # as soon as the database takes it.
         self._unfinished: dict[int, str] = {}
 
+    def hold_runner_lock(self) -> None:
+        """Take the runner lock now (``start`` takes it if this was not
+        called): before the migrations, so that a second scheduler started at
+        the same moment is refused as one, not by the first one's migrations."""
+        if not self._lock_held:
+            self._lock.acquire()
+            self._lock_held = True
+
     def start(self) -> None:
-        self._lock.acquire()
+        self.hold_runner_lock()
         with self.app.app_context():
             interrupted = control.mark_interrupted()
             interval = self._interval()
