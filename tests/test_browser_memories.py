@@ -609,6 +609,29 @@ def test_filters_show_only_matching_rows_and_update_the_url(page, service):
     wait_for_rows(page, {alpha, bravo})
 
 
+def test_the_page_of_the_table_is_in_the_url_with_the_filters(page, service):
+    """Older pages are pushed into the history: a reload or Back comes back
+    to the page that was shown, under the same filters."""
+    tok = token()
+    entries = [{"service": f"svc-{tok}", "category": "timing", "observation": f"Entry {n:03d} {tok}"}
+               for n in range(101)]
+    status, body = service.request("POST", "/api/v1/memories/import",
+                                   {"format": "claudeops-memories", "version": 1, "memories": entries})
+    assert status == 201, body
+    page.goto(f"/memories?service=svc-{tok}")
+    expect(page.locator(ROWS)).to_have_count(100)
+    page.get_by_role("button", name="older →").click()
+    expect(page).to_have_url(re.compile(rf"page=2.*service=svc-{tok}|service=svc-{tok}.*page=2"))
+    expect(page.locator(ROWS)).to_have_count(1)
+    oldest = page.locator(f"{ROWS} .observation-text").inner_text()
+    page.reload()
+    expect(page.locator(ROWS)).to_have_count(1)
+    expect(page.locator(f"{ROWS} .observation-text")).to_have_text(oldest)
+    expect(page.locator("#memory-filters select[name=service]")).to_have_value(f"svc-{tok}")
+    page.go_back()
+    expect(page.locator(ROWS)).to_have_count(100)
+
+
 def test_a_memory_from_a_running_session_appears_live(page, service):
     settle(service)
     page.goto("/memories")
