@@ -114,8 +114,13 @@ def test_config_page_form_changes_and_resets(client):
                                             "CLAUDEOPS_TIER1_MODEL": "haiku"}, follow_redirects=True)
     assert "Saved: CLAUDEOPS_INTERVAL." in response.get_data(as_text=True)
     assert config_of(client)["CLAUDEOPS_INTERVAL"]["value"] == "900"
-    response = client.post("/config", data={"CLAUDEOPS_INTERVAL": "abc"}, follow_redirects=True)
-    assert "Nothing saved: CLAUDEOPS_INTERVAL=&#39;abc&#39;: must be a whole number" in response.get_data(as_text=True)
+    response = client.post("/config", data={"CLAUDEOPS_INTERVAL": "abc", "CLAUDEOPS_TIER1_MODEL": "sonnet"})
+    assert response.status_code == 400
+    page = response.get_data(as_text=True)
+    assert "Nothing saved: CLAUDEOPS_INTERVAL=&#39;abc&#39;: must be a whole number" in page
+    # The form keeps what was typed, the valid change too, to correct and save again.
+    assert '<input name="CLAUDEOPS_INTERVAL" value="abc"' in page and '<input name="CLAUDEOPS_TIER1_MODEL" value="sonnet"' in page
+    assert config_of(client)["CLAUDEOPS_TIER1_MODEL"]["value"] == "haiku"
     client.post("/config", data={"reset": "CLAUDEOPS_INTERVAL", "CLAUDEOPS_INTERVAL": "900"})
     assert config_of(client)["CLAUDEOPS_INTERVAL"]["source"] == "default"
     # A model name reaches the CLI's argv, which cannot hold a NUL.

@@ -64,8 +64,11 @@ def update():
         change(values)
     except SettingError as exc:
         flash(f"Nothing saved: {exc}", "error")
-    else:
-        flash("Saved: " + ", ".join(sorted(values)) + ". In force now, and after a restart.", "info")
+        # The form again with what was typed in it: correct the one value, save them all.
+        typed = [dict(row, value=wanted.get(row["name"], row["value"])) if row["runtime"] else row
+                 for row in describe()]
+        return render_template("config.html", settings=typed), 400
+    flash("Saved: " + ", ".join(sorted(values)) + ". In force now, and after a restart.", "info")
     return redirect(url_for("config.index"))
 
 
