@@ -78,11 +78,11 @@ class PageGuard:
         dialog.dismiss()
 
     def _on_console(self, message) -> None:
-        if message.type == "error" and not _is_favicon(message.location.get("url", "")):
+        if message.type == "error":
             self.console_errors.append(message.text)
 
     def _on_response(self, response) -> None:
-        if response.status >= 400 and not _is_favicon(response.url):
+        if response.status >= 400:
             self.http_errors.append(f"{response.status} {response.request.method} {response.url}")
 
     def foreign_requests(self) -> list[str]:
@@ -97,11 +97,6 @@ class PageGuard:
         found += [f"console error: {text}" for text in self.console_errors]
         found += [f"HTTP error: {text}" for text in self.http_errors]
         return found
-
-
-def _is_favicon(url: str) -> bool:
-    # Chromium asks every site for /favicon.ico; the dashboard has none.
-    return urlsplit(url).path == "/favicon.ico"
 
 
 @contextmanager
