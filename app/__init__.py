@@ -42,7 +42,8 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
     logging.basicConfig(level=app.config["CLAUDEOPS_LOG_LEVEL"],
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for key in ("CLAUDEOPS_STATE_DIR", "CLAUDEOPS_RESULTS_DIR"):
-        Path(app.config[key]).mkdir(parents=True, exist_ok=True)
+        # The service's user only: they hold the database, the run logs and the cookie key.
+        Path(app.config[key]).mkdir(mode=0o700, parents=True, exist_ok=True)
     app.config["SQLALCHEMY_DATABASE_URI"] = sqlalchemy_url(app.config["CLAUDEOPS_DATABASE_URL"])
     app.config["SQLALCHEMY_ENGINE_OPTIONS"] = {**engine_options(app.config["SQLALCHEMY_DATABASE_URI"]),
                                                **app.config.get("SQLALCHEMY_ENGINE_OPTIONS", {})}

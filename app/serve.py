@@ -51,6 +51,10 @@ def check_writable_dirs(app: Flask) -> None:
         except OSError as exc:
             raise StateDirError(f"the {label} {path} cannot be written: {exc.strerror or exc} "
                                 f"(make it writable or set {key})") from None
+        mode = Path(path).stat().st_mode & 0o777
+        if mode & 0o077:
+            log.warning("the %s %s can be read by other users (mode %o); it holds the database, the run logs "
+                        "and the cookie key: chmod 700 it", label, path, mode)
 
 
 def apply_migrations(app: Flask) -> None:
@@ -70,9 +74,26 @@ def apply_migrations(app: Flask) -> None:
 
 
 def gunicorn_command(host: str, port: int, workers: int) -> list[str]:
+    # No control socket: gunicorn would put one for every instance at the same
+    # path in $HOME, and this process is what controls its gunicorn.
     return [sys.executable, "-m", "gunicorn", "--workers", str(workers), "--bind", f"{host}:{port}",
             "--chdir", str(PROJECT_ROOT), "--access-logfile", "-", "--graceful-timeout", "20",
-            "--config", str(GUNICORN_CONF), "wsgi:app"]
+            "--no-control-socket", "--config", str(GUNICORN_CONF), "wsgi:app"]
+
+
+def worker_environment(app: Flask) -> dict[str, str]:
+    """Workers must use the same state directory and database as this process
+    (they read the same generated secret key from the state directory). A
+    path the operator set may be relative, and gunicorn works from the
+    checkout: theirs are passed as this process resolved them. One left
+    unset is left unset, so the Config page still says it is the default."""
+    env = dict(os.environ)
+    for name in ("CLAUDEOPS_STATE_DIR", "CLAUDEOPS_RESULTS_DIR"):
+        if os.environ.get(name):
+            env[name] = str(Path(app.config[name]).resolve())
+    if os.environ.get("CLAUDEOPS_DATABASE_URL"):
+        env["CLAUDEOPS_DATABASE_URL"] = app.config["CLAUDEOPS_DATABASE_URL"]
+    return env
 
 
 def serve(app: Flask, host: str, port: int, workers: int) -> int:
@@ -80,10 +101,7 @@ def serve(app: Flask, host: str, port: int, workers: int) -> int:
     scheduler = SessionScheduler(app)
     scheduler.hold_runner_lock()  # first: refuses to run beside another scheduler, or to migrate beside it
     apply_migrations(app)
-    # Workers must use the same state directory and database as this process
-    # (they read the same generated secret key from the state directory).
-    env = dict(os.environ, CLAUDEOPS_STATE_DIR=app.config["CLAUDEOPS_STATE_DIR"],
-               CLAUDEOPS_DATABASE_URL=app.config["CLAUDEOPS_DATABASE_URL"])
+    env = worker_environment(app)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, _frame: stop.set())

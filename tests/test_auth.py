@@ -369,6 +369,25 @@ def test_state_changing_forms_need_the_csrf_token(tmp_path):
     assert sessions() == 1
 
 
+def test_a_proxy_that_hides_the_browsers_host_is_named_on_the_login_page(tmp_path):
+    """Over TLS, Flask-WTF wants the Referer on the host the service sees; a
+    proxy that does not pass the host fails every form. The page says why."""
+    app = make_app(tmp_path, CLAUDEOPS_PASSWORD=PASSWORD, WTF_CSRF_ENABLED=True, CLAUDEOPS_TRUSTED_PROXIES=1)
+    client = app.test_client()
+    behind = {"X-Forwarded-Proto": "https", "Host": "127.0.0.1:8097"}
+    page = client.get("/login", headers=behind).get_data(as_text=True)
+    token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+    refused = client.post("/login", headers={**behind, "Referer": "https://ops.example.com/login"},
+                          data={"password": PASSWORD, "csrf_token": token})
+    assert (refused.status_code, refused.headers["Location"]) == (303, "/login")
+    page = client.get("/login", headers=behind).get_data(as_text=True)
+    assert "this page was opened at ops.example.com, but the service sees itself as 127.0.0.1:8097" in page
+    passed = client.post("/login", headers={**behind, "X-Forwarded-Host": "ops.example.com",
+                                            "Referer": "https://ops.example.com/login"},
+                         data={"password": PASSWORD, "csrf_token": token})
+    assert passed.status_code == 302 and passed.headers["Location"] == "/"
+
+
 def test_pages_forbid_inline_script_and_framing(app):
     response = app.test_client().get("/")
     policy = response.headers["Content-Security-Policy"]

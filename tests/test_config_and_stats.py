@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from datetime import timedelta
@@ -199,3 +200,32 @@ def test_a_stored_change_is_read_and_parsed_once_per_cache_period_and_the_config
     assert setting(name) == 100
     app.config[name] = 5
     assert setting(name) == 5
+
+
+def test_workers_get_the_paths_the_operator_set_resolved_and_no_others(app, monkeypatch, tmp_path):
+    """gunicorn works from the checkout: a relative path the operator set is
+    passed as `serve` resolved it; one left unset stays unset for the workers,
+    so their Config page says it is the default."""
+    from app.serve import gunicorn_command, worker_environment
+    for name in ("CLAUDEOPS_STATE_DIR", "CLAUDEOPS_RESULTS_DIR", "CLAUDEOPS_DATABASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    env = worker_environment(app)
+    assert not {"CLAUDEOPS_STATE_DIR", "CLAUDEOPS_RESULTS_DIR", "CLAUDEOPS_DATABASE_URL"} & set(env)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CLAUDEOPS_RESULTS_DIR", "runs")
+    app.config["CLAUDEOPS_RESULTS_DIR"] = "runs"
+    assert worker_environment(app)["CLAUDEOPS_RESULTS_DIR"] == str(tmp_path / "runs")
+    assert "--no-control-socket" in gunicorn_command("127.0.0.1", 8080, 2)   # none in $HOME, shared by all
+
+
+def test_the_state_directory_is_made_for_the_services_user_only(tmp_path, caplog):
+    from app.serve import check_writable_dirs
+    app = make_app(tmp_path / "fresh")
+    for key in ("CLAUDEOPS_STATE_DIR", "CLAUDEOPS_RESULTS_DIR"):
+        assert os.stat(app.config[key]).st_mode & 0o777 == 0o700, key
+    check_writable_dirs(app)
+    assert "can be read by other users" not in caplog.text
+    os.chmod(app.config["CLAUDEOPS_STATE_DIR"], 0o755)   # one an older version, or the operator, made
+    check_writable_dirs(app)
+    assert f"the state directory {app.config['CLAUDEOPS_STATE_DIR']} can be read by other users (mode 755)" \
+        in caplog.text

@@ -3,6 +3,7 @@ error handling and template helpers."""
 from __future__ import annotations
 
 import logging
+from urllib.parse import urlsplit
 
 import pluggy
 from flask import Flask, Response, flash, redirect, request
@@ -61,6 +62,9 @@ def _wants_json() -> bool:
 
 STALE_PAGE = ("This page is out of date (you logged in again, or the service's key changed): "
               "nothing was changed. Reload the page, then try again.")
+OTHER_ADDRESS = ("Nothing was changed: this page was opened at {origin}, but the service sees itself as "
+                 "{host}. Behind a reverse proxy, have it pass the Host header the browser sent, with "
+                 "CLAUDEOPS_TRUSTED_PROXIES set (see Security in the README).")
 
 
 def _register_error_handlers(app: Flask) -> None:
@@ -70,10 +74,19 @@ def _register_error_handlers(app: Flask) -> None:
     def stale_page(exc: CSRFError):
         """A form or button from a page whose CSRF token no longer holds: say
         what to do, instead of a bare 400 (the API takes no token)."""
-        log.info("refused %s %s: %s", request.method, request.path, exc.description)
+        if "referrer" in (exc.description or ""):
+            # Over TLS Flask-WTF wants the Referer on this host: a proxy that hides
+            # the host the browser used fails every form, which is a setup to fix.
+            origin = urlsplit(request.referrer or "").netloc or "no address"
+            message = OTHER_ADDRESS.format(origin=origin, host=request.host)
+            log.warning("refused %s %s: %s (Referer %s, Host %s)", request.method, request.path,
+                        exc.description, request.referrer, request.host)
+        else:
+            message = STALE_PAGE
+            log.info("refused %s %s: %s", request.method, request.path, exc.description)
         if is_htmx():
-            return Response(STALE_PAGE, 400, mimetype="text/plain")
-        flash(STALE_PAGE, "error")
+            return Response(message, 400, mimetype="text/plain")
+        flash(message, "error")
         return redirect(page_of(request.referrer), 303)
 
     @app.errorhandler(ApiError)
