@@ -41,6 +41,9 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
     derive_paths(app.config)
     logging.basicConfig(level=app.config["CLAUDEOPS_LOG_LEVEL"],
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # APScheduler tells of every run of the scheduler's heartbeat at INFO.
+    logging.getLogger("apscheduler").setLevel(
+        logging.NOTSET if app.config["CLAUDEOPS_LOG_LEVEL"] == "DEBUG" else logging.WARNING)
     for key in ("CLAUDEOPS_STATE_DIR", "CLAUDEOPS_RESULTS_DIR"):
         # The service's user only: they hold the database, the run logs and the cookie key.
         Path(app.config[key]).mkdir(mode=0o700, parents=True, exist_ok=True)

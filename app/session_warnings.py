@@ -1,9 +1,9 @@
 """Warnings a session may repeat thousands of times: a marker over a
 per-session limit is refused again in every later text block of a runaway
-agent. The service log gets the first of each kind per session, saying that
-the rest are noted in the session's activity log only (each refusal still is,
-as a ``warning`` entry), so one session cannot flood the operator's log.
-Later ones go to the debug level.
+agent, and a malformed marker may be written as often. The service log gets
+the first of each kind per session, saying where the rest are (a refusal is
+noted in the session's activity log, as a ``warning`` entry, every time), so
+one session cannot flood the operator's log. Later ones go to the debug level.
 
 What was warned of is kept in the database session's ``info``, which lives
 as long as the application context that runs the session."""
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
+from typing import Callable
 
 from app.extensions import db
 
@@ -19,8 +20,13 @@ WARNED = "claudeops.session_warnings"
 REMEMBERED_SESSIONS = 64
 
 
-def warn_once(log: logging.Logger, session_id: int, kind: str, message: str) -> None:
-    """``message`` as a warning the first time ``kind`` comes up in the session, as debug after."""
+IN_ACTIVITY_LOG = "further ones in this session are noted in its activity log only"
+AT_DEBUG_LEVEL = "further ones in this session are logged at debug level"
+
+
+def warn_once(log: logging.Logger, session_id: int, kind: str, message: str, later: str = IN_ACTIVITY_LOG) -> None:
+    """``message`` as a warning the first time ``kind`` comes up in the session, as
+    debug after; ``later`` says where the operator finds the later ones."""
     warned: OrderedDict[int, set[str]] = db.session.info.setdefault(WARNED, OrderedDict())
     kinds = warned.setdefault(session_id, set())
     warned.move_to_end(session_id)
@@ -30,5 +36,18 @@ def warn_once(log: logging.Logger, session_id: int, kind: str, message: str) -> 
         log.debug("session %s: %s", session_id, message)
         return
     kinds.add(kind)
-    log.warning("session %s: %s (further ones in this session are noted in its activity log only)",
-                session_id, message)
+    log.warning("session %s: %s (%s)", session_id, message, later)
+
+
+# What a marker parser calls with a kind and a message for a marker it skips.
+Warn = Callable[[str, str], None]
+
+
+def log_warning(log: logging.Logger) -> Warn:
+    """A ``Warn`` that logs every one: for a parser called outside a session."""
+    return lambda kind, message: log.warning("%s", message)
+
+
+def session_warner(log: logging.Logger, session_id: int) -> Warn:
+    """A ``Warn`` that logs the first of each kind in the session, as ``warn_once``."""
+    return lambda kind, message: warn_once(log, session_id, kind, message, AT_DEBUG_LEVEL)

@@ -229,3 +229,11 @@ def test_the_state_directory_is_made_for_the_services_user_only(tmp_path, caplog
     check_writable_dirs(app)
     assert f"the state directory {app.config['CLAUDEOPS_STATE_DIR']} can be read by other users (mode 755)" \
         in caplog.text
+
+
+def test_the_schedulers_heartbeat_stays_out_of_the_log_below_debug(tmp_path):
+    import logging
+    make_app(tmp_path / "info")
+    assert logging.getLogger("apscheduler").getEffectiveLevel() == logging.WARNING
+    make_app(tmp_path / "debug", CLAUDEOPS_LOG_LEVEL="DEBUG")
+    assert logging.getLogger("apscheduler").level == logging.NOTSET   # as the service's own level says

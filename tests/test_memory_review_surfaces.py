@@ -121,24 +121,12 @@ def test_approve_edit_and_approve_and_reject_from_the_inbox(guarded):
     assert (third.service, third.category, third.status) == ("postgres", "maintenance", "approved")
 
 
-def test_a_confidence_typed_outside_0_to_1_is_refused_on_the_page(guarded):
-    """The page's fields say 0 to 1; the API clamps, the page says what is wrong."""
+def test_a_change_that_works_clears_an_earlier_error(guarded):
     app, client = guarded
-    (proposal,) = proposals(JELLYFIN)
     kept = add_memory("Trusted one", service="web", confidence=0.6)
-    headers = csrf_headers(client)
-    for path, data in ((f"/memories/{proposal.id}/approve", {"confidence": "1.5"}),
-                       (f"/memories/{kept.id}/confidence", {"confidence": "-0.1"}),
-                       ("/memories/bulk", {"action": "confidence", "bulk_confidence": "2", "ids": str(kept.id)}),
-                       ("/memories", {"category": "timing", "observation": "New one", "confidence": "7"})):
-        method = client.put if path.endswith("/confidence") else client.post
-        refused = method(path, headers=headers, data=data)
-        assert refused.headers["HX-Retarget"] == "#memory-errors", path
-        assert "confidence must be from 0 to 1" in refused.get_data(as_text=True), path
-    db.session.expire_all()
-    assert (proposal.status, kept.confidence, len(all_memories())) == ("proposed", 0.6, 2)
-    saved = client.put(f"/memories/{kept.id}/confidence", headers=headers, data={"confidence": "1"})
-    assert saved.headers["HX-Trigger"] == "memory-saved"   # clears the error shown above
+    saved = client.put(f"/memories/{kept.id}/confidence", headers=csrf_headers(client), data={"confidence": "1"})
+    assert saved.headers["HX-Trigger"] == "memory-saved"   # memories.js empties the error area
+
 
 
 def test_status_filter_on_the_page(guarded):

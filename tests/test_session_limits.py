@@ -83,6 +83,19 @@ def test_each_session_and_each_limit_is_warned_of_once_in_the_service_log(app, f
         assert (noted.count("event:not stored") + stored_events, noted.count("memory:not stored") + created) == (30, 30)
 
 
+def test_malformed_markers_are_warned_of_once_a_session_and_kind(app, fake_cli, caplog):
+    """An agent repeating a marker it writes wrong cannot flood the operator's log."""
+    caplog.set_level(logging.DEBUG)
+    flood = [f"[MEMORY:misc:web] note {n}\n[EVENT:loud:web] shout {n}\n[COOLDOWN:reboot:web] success — {n}"
+             for n in range(100)]
+    sessions = [run(fake_cli, *flood), run(fake_cli, *flood)]
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "ignoring" in r.getMessage()]
+    assert [m.split(": ignoring ")[0] for m in warned] == [f"session {s.id}" for s in sessions for _ in range(3)]
+    assert all(m.endswith("(further ones in this session are logged at debug level)") for m in warned)
+    repeated = [r for r in caplog.records if r.levelno == logging.DEBUG and "ignoring" in r.getMessage()]
+    assert len(repeated) == 2 * (3 * 100 - 3)
+
+
 def test_an_event_limit_counts_per_session(app, fake_cli):
     change({"CLAUDEOPS_EVENTS_MAX_PER_SESSION": 1})
     first = run(fake_cli, "[EVENT:info:a] one\n[EVENT:info:a] two")

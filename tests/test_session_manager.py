@@ -79,13 +79,16 @@ def test_argv_environment_and_prompts(app, fake_cli, run_session_now, monkeypatc
     assert recorded["env"]["CLAUDEOPS_SESSION_ID"] == str(session.id)
 
 
-def test_non_zero_exit_fails_with_stderr_in_reason(app, fake_cli, run_session_now):
+def test_non_zero_exit_fails_with_stderr_in_reason(app, fake_cli, run_session_now, caplog):
     fake_cli(sl.steps(sl.init(), sl.text("partial")) + [{"stderr": "Error: invalid API key"}, {"exit": 3}])
     session = run_session_now()
     assert session.status == "failed"
     assert "exited with status 3" in session.status_reason
     assert "invalid API key" in session.status_reason
     assert session.response == "partial"
+    # Seen by an operator who keeps the service log at WARNING.
+    assert [r.levelname for r in caplog.records if r.getMessage().startswith(f"session {session.id} failed")] == \
+        ["WARNING"]
 
 
 def test_api_error_result_fails(app, fake_cli, run_session_now):

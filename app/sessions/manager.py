@@ -270,7 +270,9 @@ def _finish(session: Session, run: RunInfo, status: str, reason: Optional[str],
         session.duration_ms = result.duration_ms
         session.is_error = result.is_error
     db.session.commit()
-    log.info("session %s %s%s", session.id, status, f": {reason}" if reason else "")
+    # A session that failed or timed out is what an operator watching at WARNING wants to see.
+    log.log(logging.WARNING if status in (FAILED, TIMED_OUT) else logging.INFO,
+            "session %s %s%s", session.id, status, f": {reason}" if reason else "")
     result = SessionResult(
         status=status, reason=reason, response=session.response or "", cost_usd=session.cost_usd,
         num_turns=session.num_turns, duration_ms=session.duration_ms, is_error=session.is_error,

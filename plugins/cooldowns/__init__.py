@@ -22,7 +22,7 @@ from app.hookspecs import hookimpl
 from app.marker_queue import MarkerQueue
 from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection
 from app.plugins import plugin_manager
-from app.session_warnings import warn_once
+from app.session_warnings import session_warner, warn_once
 from app.timeutil import utcnow
 from plugins.cooldowns import limits, store
 from plugins.cooldowns.markers import MARKER_TAGS, parse_cooldown_markers
@@ -60,7 +60,7 @@ def claudeops_marker_tags():
 
 @hookimpl
 def claudeops_markers(text, run):
-    markers = parse_cooldown_markers(text)
+    markers = parse_cooldown_markers(text, session_warner(log, run.session_id))
     if not markers:
         return None
     # Recorded with the rest of the stream's batch, in claudeops_markers_flush.

@@ -10,7 +10,9 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
+from typing import Optional
 
+from app.session_warnings import Warn, log_warning
 from plugins.cooldowns.commands import normalise_service
 from plugins.cooldowns.limits import ACTIONS, normalise_action
 from plugins.cooldowns.models import FAILURE, SUCCESS
@@ -42,29 +44,30 @@ class CooldownMarker:
     message: str
 
 
-def parse_cooldown_markers(text: str) -> list[CooldownMarker]:
+def parse_cooldown_markers(text: str, warn: Optional[Warn] = None) -> list[CooldownMarker]:
     """Every well-formed cooldown marker in ``text``, in order; the others are
-    logged as warnings and skipped."""
+    skipped and told to ``warn`` (the log by default)."""
+    warn = warn or log_warning(log)
     markers = []
     for candidate in ANY_COOLDOWN_MARKER.finditer(text):
         match = COOLDOWN_MARKER.match(text, candidate.start())
         if match is None:
-            log.warning("ignoring malformed cooldown marker %r (the format is "
-                        "[COOLDOWN:restart|redeployment:<service>] success|failure — <message>)",
-                        candidate.group(0)[:120])
+            warn("malformed cooldown marker", f"ignoring malformed cooldown marker {candidate.group(0)[:120]!r} "
+                 "(the format is [COOLDOWN:restart|redeployment:<service>] success|failure — <message>)")
             continue
         action = normalise_action(match["action"])
         if action is None:
-            log.warning("ignoring cooldown marker with unknown action %r (use one of %s)",
-                        match["action"], ", ".join(ACTIONS))
+            warn("cooldown marker action", f"ignoring cooldown marker with unknown action {match['action']!r} "
+                                           f"(use one of {', '.join(ACTIONS)})")
             continue
         outcome = OUTCOME_ALIASES.get((match["outcome"] or "").lower())
         if outcome is None:
-            log.warning("ignoring cooldown marker %r without success or failure", candidate.group(0)[:120])
+            warn("cooldown marker outcome",
+                 f"ignoring cooldown marker {candidate.group(0)[:120]!r} without success or failure")
             continue
         service = normalise_service(match["service"])
         if service is None:
-            log.warning("ignoring cooldown marker with an invalid service %r", match["service"])
+            warn("cooldown marker service", f"ignoring cooldown marker with an invalid service {match['service']!r}")
             continue
         markers.append(CooldownMarker(action, service, outcome, match["message"].strip()[:MAX_MESSAGE_CHARS]))
     return markers

@@ -13,7 +13,7 @@ from app.hookspecs import hookimpl
 from app.plugin_types import (POSITIVE_INT_SCHEMA, DashboardPage, MarkerRecord, OverviewCard, PromptSection, Setting,
                               positive_int)
 from app.runtime import setting
-from app.session_warnings import warn_once
+from app.session_warnings import session_warner, warn_once
 from app.timeutil import utcnow
 from plugins.events import staging
 from plugins.events.markers import MARKER_TAGS, MAX_SERVICE_CHARS, parse_event_markers
@@ -52,7 +52,7 @@ def claudeops_marker_tags():
 
 @hookimpl
 def claudeops_markers(text, run):
-    markers = parse_event_markers(text)
+    markers = parse_event_markers(text, session_warner(log, run.session_id))
     if not markers:
         return None
     limit = setting(MAX_PER_SESSION)

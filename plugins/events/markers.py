@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
+from app.session_warnings import Warn, log_warning
+
 log = logging.getLogger(__name__)
 
 LEVELS = ("info", "warning", "critical")
@@ -44,19 +46,20 @@ def normalise_level(raw: str) -> Optional[str]:
     return LEVEL_ALIASES.get(raw.lower())
 
 
-def parse_event_markers(text: str) -> list[EventMarker]:
+def parse_event_markers(text: str, warn: Optional[Warn] = None) -> list[EventMarker]:
     """Every well-formed event marker in ``text``, in order. A marker with an
-    unknown level or no message is logged and skipped."""
+    unknown level or no message is skipped and told to ``warn`` (the log by default)."""
+    warn = warn or log_warning(log)
     markers = []
     for match in EVENT_MARKER.finditer(text):
         level = normalise_level(match["level"])
         message = match["message"].strip()
         if level is None:
-            log.warning("ignoring event marker with unknown level %r (use one of %s)",
-                        match["level"], ", ".join(LEVELS))
+            warn("event marker level", f"ignoring event marker with unknown level {match['level']!r} "
+                                       f"(use one of {', '.join(LEVELS)})")
             continue
         if not message:
-            log.warning("ignoring event marker with no message: %r", match.group(0)[:80])
+            warn("event marker message", f"ignoring event marker with no message: {match.group(0)[:80]!r}")
             continue
         service = match["service"][:MAX_SERVICE_CHARS] if match["service"] else None
         markers.append(EventMarker(level, service, message[:MAX_MESSAGE_CHARS]))

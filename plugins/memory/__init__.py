@@ -15,7 +15,7 @@ from app.extensions import db
 from app.hookspecs import hookimpl
 from app.runtime import setting
 from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection
-from app.session_warnings import warn_once
+from app.session_warnings import session_warner, warn_once
 from plugins.memory import batch, feed, hookspecs, matcher, outcomes, review, settings, store
 from plugins.memory.context import build_memory_context
 from plugins.memory.markers import MARKER_TAGS, parse_memory_markers
@@ -49,7 +49,7 @@ def claudeops_marker_tags():
 @hookimpl
 def claudeops_markers(text, run):
     scored = outcomes.record_markers(text, run)
-    markers = parse_memory_markers(text)
+    markers = parse_memory_markers(text, session_warner(log, run.session_id))
     if not markers:
         return scored or None
     longest = settings.max_observation_chars()

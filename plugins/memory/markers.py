@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
+from app.session_warnings import Warn, log_warning
 from plugins.memory.models import CATEGORIES, GENERAL, MAX_SERVICE_CHARS, OUTCOME_LEVELS
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,10 @@ class MemoryMarker:
     observation: str
 
 
-def parse_memory_markers(text: str) -> list[MemoryMarker]:
+def parse_memory_markers(text: str, warn: Optional[Warn] = None) -> list[MemoryMarker]:
+    """Every well-formed memory marker in ``text``, in order; the others are
+    skipped and told to ``warn`` (the log by default)."""
+    warn = warn or log_warning(log)
     markers = []
     for line in text.splitlines():
         for candidate in ANY_MEMORY_MARKER.finditer(line):
@@ -42,20 +46,21 @@ def parse_memory_markers(text: str) -> list[MemoryMarker]:
             if match is None:
                 category = candidate.group(1).split(":")[0]
                 if category not in CATEGORIES:
-                    log.warning("ignoring memory marker with invalid category %r (valid: %s)",
-                                category, ", ".join(CATEGORIES))
+                    warn("memory marker category", f"ignoring memory marker with invalid category {category!r} "
+                                                   f"(valid: {', '.join(CATEGORIES)})")
                 else:
-                    log.warning("ignoring malformed memory marker %r (a service is letters, digits, _ and -)",
-                                candidate.group(0)[:120])
+                    warn("malformed memory marker", f"ignoring malformed memory marker {candidate.group(0)[:120]!r} "
+                                                    "(a service is letters, digits, _ and -)")
                 continue
             observation = NEXT_MARKER.split(match.group(3), maxsplit=1)[0].strip()
             if not observation:
-                log.warning("ignoring memory marker with no observation: %r", candidate.group(0))
+                warn("memory marker observation",
+                     f"ignoring memory marker with no observation: {candidate.group(0)[:120]!r}")
                 continue
             service = match.group(2)
             if service is not None and len(service) > MAX_SERVICE_CHARS:
-                log.warning("ignoring memory marker whose service is over %d characters: %r",
-                            MAX_SERVICE_CHARS, candidate.group(0)[:120])
+                warn("memory marker service", f"ignoring memory marker whose service is over {MAX_SERVICE_CHARS} "
+                                              f"characters: {candidate.group(0)[:120]!r}")
                 continue
             if service is not None and service.lower() == GENERAL:
                 service = None   # the memory section's own name for memories of no one service
@@ -83,9 +88,11 @@ class MalformedOutcome:
     why: str
 
 
-def parse_outcome_markers(text: str) -> list[OutcomeMarker | MalformedOutcome]:
+def parse_outcome_markers(text: str, warn: Optional[Warn] = None) -> list[OutcomeMarker | MalformedOutcome]:
     """Every outcome marker in ``text``, in order; one that cannot be read is
-    returned as ``MalformedOutcome`` so that the session's activity log says so."""
+    returned as ``MalformedOutcome`` so that the session's activity log says
+    so, and told to ``warn`` (the log by default)."""
+    warn = warn or log_warning(log)
     found: list[OutcomeMarker | MalformedOutcome] = []
     for candidate in ANY_OUTCOME_MARKER.finditer(text):
         match = OUTCOME_MARKER.match(text, candidate.start())
@@ -93,7 +100,7 @@ def parse_outcome_markers(text: str) -> list[OutcomeMarker | MalformedOutcome]:
             level = candidate.group(1).split(":")[0]
             why = (f"unknown outcome {level[:40]!r} (use {', '.join(OUTCOME_LEVELS)})" if level not in OUTCOME_LEVELS
                    else "no memory id (write it as the memory section shows it, e.g. m12)")
-            log.warning("ignoring outcome marker %r: %s", candidate.group(0)[:120], why)
+            warn("malformed outcome marker", f"ignoring outcome marker {candidate.group(0)[:120]!r}: {why}")
             found.append(MalformedOutcome(candidate.group(0)[:120], why))
             continue
         note = NEXT_MARKER.split(match.group(3), maxsplit=1)[0].strip()

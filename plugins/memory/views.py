@@ -109,7 +109,7 @@ def index():
 def create():
     try:
         store.create(request.form.get("category"), request.form.get("service"),
-                     request.form.get("observation", ""), _typed_confidence(request.form.get("confidence", "0.7")))
+                     request.form.get("observation", ""), request.form.get("confidence", "0.7"))
     except store.MemoryInputError as exc:
         return _error(f"Memory not added: {exc}")
     db.session.commit()
@@ -141,7 +141,7 @@ def update(memory_id: int):
 def set_confidence(memory_id: int):
     memory = _get(memory_id)
     try:
-        store.update(memory, confidence=_typed_confidence(request.form.get("confidence")))
+        store.update(memory, confidence=request.form.get("confidence"))
     except store.MemoryInputError as exc:
         return _error(f"Not saved: {exc}")
     db.session.commit()
@@ -179,7 +179,7 @@ def bulk():
             for memory in memories:
                 store.delete(memory)
         elif request.form.get("action") == "confidence":
-            confidence = _typed_confidence(request.form.get("bulk_confidence", ""))
+            confidence = store.parse_confidence(request.form.get("bulk_confidence", ""))
             for memory in memories:
                 store.update(memory, confidence=confidence)
         else:
@@ -214,21 +214,7 @@ def approve(memory_id: int):
     Approve edits nothing, whatever else its request carries)."""
     edits = {} if request.form.get("view") == "table" else \
         {name: request.form[name] for name in review.EDIT_FIELDS if name in request.form}
-
-    def decision(memory: Memory):
-        if "confidence" in edits:
-            _typed_confidence(edits["confidence"])
-        review.approve(memory, **edits)
-    return _decide(memory_id, "approved", decision)
-
-
-def _typed_confidence(raw) -> float:
-    """A confidence the operator typed on the page, whose fields say 0 to 1:
-    one outside is refused with a message, not clamped as the API does."""
-    confidence = store.parse_confidence(raw)   # a finite number, or refused
-    if confidence != float(raw):
-        raise store.MemoryInputError(f"confidence must be from 0 to 1, not {raw}")
-    return confidence
+    return _decide(memory_id, "approved", lambda memory: review.approve(memory, **edits))
 
 
 @pages.post("/memories/<int:memory_id>/reject")
