@@ -14,8 +14,14 @@ from the shapes in tests/fixtures/) and follows a script named by
     {"stderr": "text"}
     {"exit": code}
 
-It records its argv (JSON) to ``FAKE_CLAUDE_ARGV`` when that is set, its pid
-and process group ("<pid> <pgid>") to ``FAKE_CLAUDE_PID`` when that is set, and appends one line per run (session
+It reads its arguments as the real CLI does (a commander program): an
+option it does not know, a prompt that begins with "-" among them, is
+refused with the real CLI's message and status 1; "--" ends the options,
+and the tool lists take every value up to the next option.
+
+It records its argv and the prompt it read (JSON) to ``FAKE_CLAUDE_ARGV``
+when that is set, its pid and process group ("<pid> <pgid>") to
+``FAKE_CLAUDE_PID`` when that is set, and appends one line per run (session
 id, parent pid, grandparent pid, start and end time) to ``FAKE_CLAUDE_RUNS``
 when that is set.
 """
@@ -25,15 +31,56 @@ import subprocess
 import sys
 import time
 
+FLAGS = {"-p", "--print", "--verbose"}
+ONE_VALUE = {"--output-format", "--model", "--append-system-prompt", "--settings", "--mcp-config"}
+MANY_VALUES = {"--allowedTools", "--disallowedTools"}
+
+
+class UnknownOption(Exception):
+    pass
+
+
+def read_prompt(args: list[str]) -> str | None:
+    """The positional prompt, found as the real CLI finds it."""
+    positional = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg == "--":
+            positional += args[i:]
+            break
+        if arg in ONE_VALUE:
+            i += 1   # its value, whatever it begins with
+        elif arg in MANY_VALUES:
+            while i < len(args) and not is_option(args[i]):
+                i += 1
+        elif is_option(arg):
+            if arg not in FLAGS:
+                raise UnknownOption(arg)
+        else:
+            positional.append(arg)
+    return positional[0] if positional else None
+
+
+def is_option(arg: str) -> bool:
+    return len(arg) > 1 and arg.startswith("-")
+
 
 def main() -> int:
+    try:
+        prompt = read_prompt(sys.argv[1:])
+    except UnknownOption as exc:
+        sys.stderr.write(f"error: unknown option '{exc}'\n")
+        return 1
     if os.environ.get("FAKE_CLAUDE_PID"):
         with open(os.environ["FAKE_CLAUDE_PID"], "w") as handle:
             handle.write(f"{os.getpid()} {os.getpgrp()}")
     if os.environ.get("FAKE_CLAUDE_ARGV"):
         with open(os.environ["FAKE_CLAUDE_ARGV"], "w") as handle:
-            json.dump({"argv": sys.argv[1:], "env": {k: v for k, v in os.environ.items()
-                                                     if k.startswith(("CLAUDEOPS_", "ANTHROPIC_"))}}, handle)
+            json.dump({"argv": sys.argv[1:], "prompt": prompt,
+                       "env": {k: v for k, v in os.environ.items() if k.startswith(("CLAUDEOPS_", "ANTHROPIC_"))}},
+                      handle)
     started = time.time()
     with open(os.environ["FAKE_CLAUDE_SCRIPT"]) as handle:
         steps = json.load(handle)

@@ -185,10 +185,10 @@ def test_outcomes_flow_through_a_session(app, fake_cli, run_session_now, caplog)
     with caplog.at_level(logging.WARNING):
         session = run_session_now()
     assert session.status == "completed"
-    argv = json.loads(argv_file.read_text())["argv"]
-    system = argv[argv.index("--append-system-prompt") + 1]
+    recorded = json.loads(argv_file.read_text())
+    system = recorded["argv"][recorded["argv"].index("--append-system-prompt") + 1]
     assert f"(confidence: 0.7) [m{jellyfin.id}]" in system and f"[m{caddy.id}]" in system
-    assert "Reporting outcomes" in argv[argv.index("-p") + 1]
+    assert "Reporting outcomes" in recorded["prompt"]
 
     db.session.expire_all()
     jellyfin, caddy, retired = (db.session.get(Memory, m.id) for m in (jellyfin, caddy, retired))

@@ -33,10 +33,11 @@ def claude_bin():
     return path
 
 
-def run_claudeops(tmp_path: Path, claude_bin: str, base_url: str, *args: str) -> subprocess.CompletedProcess:
+def run_claudeops(tmp_path: Path, claude_bin: str, base_url: str, *args: str,
+                  env: dict | None = None) -> subprocess.CompletedProcess:
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
-    env = dict(os.environ, HOME=str(home), CLAUDEOPS_STATE_DIR=str(tmp_path / "state"),
+    env = dict(os.environ, **(env or {}), HOME=str(home), CLAUDEOPS_STATE_DIR=str(tmp_path / "state"),
                **database_env(tmp_path / "state"),
                CLAUDEOPS_CLAUDE_BIN=claude_bin, CLAUDEOPS_TIER1_ALLOWED_TOOLS="Bash",
                ANTHROPIC_BASE_URL=base_url, ANTHROPIC_API_KEY="test-key",
@@ -85,6 +86,21 @@ def test_session_end_to_end_with_the_real_cli(tmp_path, claude_bin):
     assert all(p.endswith(session.system_prompt) for p in prompts)
     first_user_message = mock.requests[0]["messages"][0]
     assert "Check jellyfin" in str(first_user_message["content"]) and "Tier 1: Observe" in str(first_user_message["content"])
+
+
+def test_a_prompt_beginning_with_dashes_reaches_the_real_cli_as_its_prompt(tmp_path, claude_bin):
+    """A prompts file with YAML front matter begins with "---", which the
+    CLI would read as an option if the prompt came before "--"."""
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    (prompts / "tier1-observe.md").write_text("---\ntitle: Observe\n---\n# Look around\n")
+    mock = MockMessagesAPI(marker=MAIN_REQUEST_MARKER, script=[[text("Looked around.")]])
+    with mock:
+        result = run_claudeops(tmp_path, claude_bin, mock.start(), env={"CLAUDEOPS_PROMPTS_DIR": str(prompts)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("session #1: completed")
+    blocks = mock.requests[0]["messages"][0]["content"]
+    assert "---\ntitle: Observe\n---\n# Look around" in [block.get("text") for block in blocks]
 
 
 def test_api_error_with_the_real_cli(tmp_path, claude_bin):

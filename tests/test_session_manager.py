@@ -68,7 +68,8 @@ def test_argv_environment_and_prompts(app, fake_cli, run_session_now, monkeypatc
     assert argv[argv.index("--model") + 1] == "sonnet"
     assert argv[argv.index("--allowedTools") + 1] == "Bash,Read,Grep,Glob,WebFetch,mcp__claudeops"  # + the memory tools
     assert argv[argv.index("--disallowedTools") + 1] == "Edit,Write"
-    prompt = argv[1]
+    prompt = recorded["prompt"]
+    assert argv[-2:] == ["--", prompt]   # after every option: a prompt may begin with "-"
     assert prompt.startswith("# Tier 2: Investigate")
     assert prompt.index("Tier 2: Investigate") < prompt.index("## Operator's request") < prompt.index("Look at the NAS too")
     system = argv[argv.index("--append-system-prompt") + 1]
@@ -77,6 +78,17 @@ def test_argv_environment_and_prompts(app, fake_cli, run_session_now, monkeypatc
     assert "## Reporting events" in system
     assert recorded["env"]["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9/"
     assert recorded["env"]["CLAUDEOPS_SESSION_ID"] == str(session.id)
+
+
+def test_a_prompt_file_with_front_matter_reaches_the_cli_as_its_prompt(app, fake_cli, run_session_now, tmp_path):
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    (prompts / "tier1-observe.md").write_text("---\ntitle: Observe\n---\n# Tier 1\nLook around.\n")
+    app.config["CLAUDEOPS_PROMPTS_DIR"] = str(prompts)
+    argv_file = fake_cli(sl.steps(sl.init(), sl.result()))
+    session = run_session_now()
+    assert session.status == "completed", session.status_reason
+    assert json.loads(argv_file.read_text())["prompt"].startswith("---\ntitle: Observe\n---\n# Tier 1")
 
 
 def test_non_zero_exit_fails_with_stderr_in_reason(app, fake_cli, run_session_now, caplog):

@@ -63,7 +63,7 @@ def run_info(session: Session) -> RunInfo:
 
 def build_argv(config: dict, tier: int, model: str, prompt: str, appended_system_prompt: str,
                cli_settings: Optional[dict] = None, mcp_config: Optional[dict] = None) -> list[str]:
-    argv = [config["CLAUDEOPS_CLAUDE_BIN"], "-p", prompt,
+    argv = [config["CLAUDEOPS_CLAUDE_BIN"], "-p",
             "--output-format", "stream-json", "--verbose",
             "--model", model,
             "--append-system-prompt", appended_system_prompt]
@@ -71,7 +71,7 @@ def build_argv(config: dict, tier: int, model: str, prompt: str, appended_system
         argv += ["--settings", json.dumps(cli_settings, separators=(",", ":"))]
     if mcp_config:
         argv += ["--mcp-config", json.dumps(mcp_config, separators=(",", ":"))]
-    # Tool lists go last: the CLI's tool options take several values each.
+    # Tool lists go last: the CLI's tool options take every value up to the next option.
     allowed = list(config[f"CLAUDEOPS_TIER{tier}_ALLOWED_TOOLS"])
     if mcp_config:
         allowed.append(ALLOW_RULE)  # read-only tools: no tier needs to be asked
@@ -79,7 +79,9 @@ def build_argv(config: dict, tier: int, model: str, prompt: str, appended_system
                         ("--disallowedTools", config[f"CLAUDEOPS_TIER{tier}_DISALLOWED_TOOLS"])):
         if tools:
             argv += [flag, ",".join(tools)]
-    return argv
+    # The prompt goes after "--": one that begins with "-" (a prompt file's
+    # front matter, "---") would otherwise be read as an unknown option.
+    return argv + ["--", prompt]
 
 
 def child_env(session: Session) -> dict[str, str]:

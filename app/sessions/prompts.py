@@ -1,5 +1,5 @@
-"""What the CLI is told: the tier prompt (``-p``) and the system prompt
-(``--append-system-prompt``).
+"""What the CLI is told: the tier prompt (its one argument, after the
+options) and the system prompt (``--append-system-prompt``).
 
 The system prompt is the environment section first, then every plugin's
 ``claudeops_prompt_context`` section in ascending ``position``, then ``name``
@@ -27,7 +27,7 @@ class PromptError(RuntimeError):
 
 
 def tier_prompt(prompts_dir: str | Path, tier: int, operator_prompt: str | None) -> str:
-    """The ``-p`` prompt: the tier's instructions, with an operator's ad-hoc
+    """The prompt: the tier's instructions, with an operator's ad-hoc
     request added after them, never in their place."""
     path = Path(prompts_dir) / TIER_PROMPT_FILES[tier]
     try:
