@@ -152,6 +152,19 @@ def test_every_session_is_given_the_server(app, fake_cli, run_session_now):
     assert ALLOW_RULE in allowed and "Bash" in allowed
 
 
+def test_an_empty_tool_list_allows_only_the_servers_tools_as_the_readme_says(app, fake_cli, run_session_now):
+    from app.config import PROJECT_ROOT
+    from tests import streamlines as sl
+    app.config["CLAUDEOPS_TIER1_ALLOWED_TOOLS"] = []
+    argv_path = fake_cli(sl.steps(sl.init(), sl.result("ok")))
+    run_session_now()
+    argv = json.loads(argv_path.read_text())["argv"]
+    assert argv[argv.index("--allowedTools") + 1] == ALLOW_RULE
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if line.startswith("| `CLAUDEOPS_TIER1_ALLOWED_TOOLS` |"))
+    assert f"also allowed `{ALLOW_RULE}`" in row and "empty allows only those" in row
+
+
 @pytest.mark.real_cli
 def test_the_real_cli_searches_memories_mid_session(tmp_path, claude_bin):  # noqa: F811
     """The real Claude Code CLI starts `claudeops mcp` from --mcp-config and
