@@ -3,36 +3,58 @@
 SQLite needs nothing beyond Python; PostgreSQL needs the driver that the
 ``postgres`` extra installs (psycopg 3). A URL that names PostgreSQL without
 a driver (``postgresql://…``, or Heroku-style ``postgres://…``) means that
-one, whatever SQLAlchemy's own default driver is. A URL that cannot work is
-refused at start with a message that names the setting and shows no password.
+one, whatever SQLAlchemy's own default driver is. A URL that cannot work (not
+a URL, another database, a driver that is not installed) is refused at start
+with a message that names the setting and shows no password.
 """
 from __future__ import annotations
 
-import importlib.util
-
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from app.config import ConfigError
 
+SUPPORTED_BACKENDS = ("sqlite", "postgresql")
 POSTGRES_DRIVER = "psycopg"
 POSTGRES_EXAMPLE = "postgresql+psycopg://claudeops:password@db.example/claudeops"
+EXAMPLES = f"use sqlite:////path/to/claudeops.db or {POSTGRES_EXAMPLE}"
 
 
 def sqlalchemy_url(raw: str) -> str:
     try:
         given = url = make_url(raw)
     except ArgumentError:
-        raise ConfigError("CLAUDEOPS_DATABASE_URL is not a database URL; use sqlite:////path/to/claudeops.db "
-                          f"or {POSTGRES_EXAMPLE}") from None
+        raise ConfigError(f"CLAUDEOPS_DATABASE_URL is not a database URL; {EXAMPLES}") from None
     if url.drivername in ("postgresql", "postgres"):
         url = url.set(drivername=f"postgresql+{POSTGRES_DRIVER}")
-    if url.drivername == f"postgresql+{POSTGRES_DRIVER}" and importlib.util.find_spec(POSTGRES_DRIVER) is None:
-        raise ConfigError(f"CLAUDEOPS_DATABASE_URL={url.render_as_string(hide_password=True)} needs the PostgreSQL "
-                          "driver: install Claude Ops with its postgres extra (pip install 'claudeops[postgres]')")
+    _check_driver(url)
     if url.drivername == given.drivername:
         return raw   # as the operator wrote it
     return url.render_as_string(hide_password=False)
+
+
+def _check_driver(url: URL) -> None:
+    """Refuse, at start, a database the service was not built for or a
+    driver that is not installed: either would otherwise end the start in a
+    traceback from deep inside SQLAlchemy."""
+    named = f"CLAUDEOPS_DATABASE_URL={url.render_as_string(hide_password=True)}"
+    if url.get_backend_name() not in SUPPORTED_BACKENDS:
+        raise ConfigError(f"{named}: Claude Ops works with SQLite and PostgreSQL only; {EXAMPLES}")
+    try:
+        dialect = url.get_dialect()
+    except NoSuchModuleError:
+        raise ConfigError(f"{named}: SQLAlchemy knows no driver {url.get_driver_name()!r} for "
+                          f"{url.get_backend_name()}; {EXAMPLES}") from None
+    if dialect.is_async:
+        raise ConfigError(f"{named}: {url.get_driver_name()} is an asyncio driver, which Claude Ops cannot use; "
+                          f"{EXAMPLES}")
+    try:
+        dialect.import_dbapi()
+    except ImportError as exc:
+        if url.get_driver_name() == POSTGRES_DRIVER:
+            raise ConfigError(f"{named} needs the PostgreSQL driver: install Claude Ops with its postgres extra "
+                              "(pip install 'claudeops[postgres]')") from None
+        raise ConfigError(f"{named} needs the Python module {exc.name}, which is not installed; {EXAMPLES}") from None
 
 
 def engine_options(uri: str) -> dict:

@@ -3,7 +3,11 @@ tuned for one writer and many readers; one timestamp format. Everything but
 the SQLite tuning holds on PostgreSQL too."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import flask_migrate
 import pytest
@@ -192,18 +196,40 @@ def test_a_postgresql_url_without_a_driver_means_psycopg():
 
 
 def test_a_database_url_that_cannot_work_stops_the_start_without_showing_the_password(tmp_path, monkeypatch):
-    import importlib.util
-
     from app import create_app
     from app.config import ConfigError
     with pytest.raises(ConfigError, match="CLAUDEOPS_DATABASE_URL is not a database URL"):
         create_app({"CLAUDEOPS_STATE_DIR": str(tmp_path), "CLAUDEOPS_DATABASE_URL": "ops:hunter2@db.local"})
-    real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "psycopg" else real_find_spec(name, *a))
+    monkeypatch.setitem(sys.modules, "psycopg", None)   # as if it were not installed
     with pytest.raises(ConfigError) as missing:
         create_app({"CLAUDEOPS_STATE_DIR": str(tmp_path), "CLAUDEOPS_DATABASE_URL": "postgresql://ops:hunter2@db.local/x"})
     assert "needs the PostgreSQL driver" in str(missing.value) and "claudeops[postgres]" in str(missing.value)
     assert "hunter2" not in str(missing.value) and "ops:***@db.local" in str(missing.value)
+
+
+@pytest.mark.parametrize("url, message", [
+    ("bogus://ops:hunter2@db.local/x", "=bogus://ops:***@db.local/x: Claude Ops works with SQLite and PostgreSQL only"),
+    ("mysql://ops:hunter2@db.local/x", "=mysql://ops:***@db.local/x: Claude Ops works with SQLite and PostgreSQL only"),
+    ("postgresql+nodriver://ops:hunter2@db.local/x", "SQLAlchemy knows no driver 'nodriver' for postgresql"),
+    ("postgresql+pg8000://ops:hunter2@db.local/x", "needs the Python module pg8000, which is not installed"),
+    ("sqlite+aiosqlite:////srv/ops.db", "aiosqlite is an asyncio driver, which Claude Ops cannot use"),
+])
+def test_a_database_the_service_cannot_use_is_refused_by_name(tmp_path, monkeypatch, url, message):
+    from app import create_app
+    from app.config import ConfigError
+    monkeypatch.setitem(sys.modules, "pg8000", None)   # as if it were not installed
+    with pytest.raises(ConfigError) as refused:
+        create_app({"CLAUDEOPS_STATE_DIR": str(tmp_path), "CLAUDEOPS_DATABASE_URL": url})
+    assert str(refused.value).startswith("CLAUDEOPS_DATABASE_URL=") and message in str(refused.value)
+    assert "sqlite:////path/to/claudeops.db" in str(refused.value) and "hunter2" not in str(refused.value)
+
+
+def test_the_command_names_a_database_it_cannot_use_without_a_traceback(tmp_path):
+    result = subprocess.run([str(Path(sys.executable).with_name("claudeops")), "config"], capture_output=True,
+                            text=True, timeout=60, env=dict(os.environ, CLAUDEOPS_STATE_DIR=str(tmp_path),
+                                                            CLAUDEOPS_DATABASE_URL="mysql://ops:hunter2@db.local/x"))
+    assert result.returncode == 1 and "Traceback" not in result.stderr and "hunter2" not in result.stderr
+    assert result.stderr.startswith("Error: invalid configuration: CLAUDEOPS_DATABASE_URL=mysql://ops:***@db.local/x")
 
 
 @postgres_only("a database server that ends the pool's connections (a restart)")
