@@ -139,6 +139,22 @@ def test_run_now_queues_a_session_with_tier_and_request(client):
     assert response.headers["Location"].endswith(f"/sessions/{session.id}")
 
 
+def test_run_now_says_when_the_session_waits_for_others(client):
+    def run_now() -> str:
+        html = client.post("/sessions/run", data={"tier": "1"}, follow_redirects=True).get_data(as_text=True)
+        return re.search(r"Session #\d+ queued[^<]*", html).group(0)
+
+    assert run_now() == "Session #1 queued; it starts within a few seconds."
+    db.session.get(Session, 1).status = "running"
+    db.session.commit()
+    assert run_now() == "Session #2 queued behind the running session #1; it starts when that one has ended."
+    assert run_now() == ("Session #3 queued behind the running session #1 and 1 queued session; "
+                         "it starts when they have ended.")
+    add_session(status="queued", trigger="escalation")   # #4, ahead of every other queued one
+    assert run_now() == ("Session #5 queued behind the running session #1 and 3 queued sessions; "
+                         "it starts when they have ended.")
+
+
 def test_run_now_rejects_a_bad_tier_with_a_message(client):
     response = client.post("/sessions/run", data={"tier": "9"}, follow_redirects=True)
     assert "Not queued: tier must be one of" in response.get_data(as_text=True)

@@ -6,7 +6,7 @@ atomically, and "Stop" sets a flag that the running session polls.
 """
 from __future__ import annotations
 
-from sqlalchemy import select, update
+from sqlalchemy import func, or_, select, update
 
 from app.config import TIERS
 from app.extensions import db
@@ -55,6 +55,17 @@ def claim_next() -> Session | None:
         session = claim(candidate)
         if session is not None:
             return session
+
+
+def ahead_of(session: Session) -> tuple[int | None, int]:
+    """What runs before this queued session, in ``claim_next``'s order: the
+    running session's id (or ``None``) and how many queued sessions come
+    first (escalations, then older ones)."""
+    running = db.session.scalar(select(Session.id).where(Session.status == RUNNING).limit(1))
+    queued = db.session.scalar(select(func.count()).select_from(Session).where(
+        Session.status == QUEUED, Session.id != session.id,
+        or_(Session.trigger == "escalation", Session.id < session.id)))
+    return running, queued
 
 
 def claim(session_id: int) -> Session | None:

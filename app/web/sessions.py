@@ -57,8 +57,22 @@ def run_now():
     except (ValueError, control.ControlError) as exc:
         flash(f"Not queued: {exc}", "error")
         return redirect(url_for("sessions.index"))
-    flash(f"Session #{session.id} queued; it starts within a few seconds.", "info")
+    flash(_queued_message(session), "info")
     return redirect(url_for("sessions.detail", session_id=session.id))
+
+
+def _queued_message(session: Session) -> str:
+    """One session runs at a time: a new one waits for those ahead of it."""
+    running, queued = control.ahead_of(session)
+    ahead = []
+    if running:
+        ahead.append(f"the running session #{running}")
+    if queued:
+        ahead.append(f"{queued} queued session{'s' if queued > 1 else ''}")
+    if not ahead:
+        return f"Session #{session.id} queued; it starts within a few seconds."
+    those = "that one has" if bool(running) + queued == 1 else "they have"
+    return f"Session #{session.id} queued behind {' and '.join(ahead)}; it starts when {those} ended."
 
 
 @sessions.post("/sessions/<int:session_id>/stop")
