@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from datetime import timedelta
 
 import pytest
 from sqlalchemy import select
@@ -63,6 +64,45 @@ def test_interval_is_measured_from_the_end_of_the_previous_run(app, fake_cli, sc
     # Stored timestamps have whole seconds of precision in SQLite's default
     # rendering only at display; allow for scheduling jitter below the interval.
     assert gap >= 0.8, f"the next run started {gap:.2f}s after the last ended; interval is 1 s"
+
+
+def add_scheduled_session(status: str, ago: float, ran_for: float = 1) -> Session:
+    """A scheduled session of an earlier run of the service, queued ``ago`` seconds ago."""
+    queued = utcnow() - timedelta(seconds=ago)
+    ended = queued + timedelta(seconds=ran_for) if status != "running" else None
+    session = Session(tier=1, trigger="schedule", status=status, created_at=queued, started_at=queued,
+                      ended_at=ended)
+    db.session.add(session)
+    db.session.commit()
+    return session
+
+
+def assert_due_at(instance, expected):
+    assert abs((instance.next_scheduled_run() - expected).total_seconds()) < 1, instance.next_scheduled_run()
+
+
+def test_a_restart_within_the_interval_waits_for_the_rest_of_it(app, fake_cli, scheduler):
+    fake_cli(session_script(0))
+    last = add_scheduled_session("completed", ago=600, ran_for=60)
+    instance = scheduler(interval=3600)
+    assert_due_at(instance, last.ended_at + timedelta(seconds=3600))
+    time.sleep(1.5)
+    assert [s.id for s in all_sessions()] == [last.id]
+
+
+def test_a_service_down_longer_than_the_interval_runs_at_once(app, fake_cli, scheduler):
+    fake_cli(session_script(0))
+    add_scheduled_session("failed", ago=7300, ran_for=60)
+    scheduler(interval=3600)
+    wait_for(lambda: [s for s in all_sessions() if s.id == 2 and s.finished], timeout=10)
+
+
+def test_a_scheduled_session_the_service_stopped_under_counts_from_when_it_was_queued(app, fake_cli, scheduler):
+    """It is marked interrupted at the restart, which is no end of its own."""
+    fake_cli(session_script(0))
+    crashed = add_scheduled_session("running", ago=600)
+    instance = scheduler(interval=3600)
+    assert_due_at(instance, crashed.created_at + timedelta(seconds=3600))
 
 
 def test_a_run_longer_than_the_interval_does_not_pile_up(app, fake_cli, scheduler):

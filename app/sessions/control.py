@@ -6,7 +6,9 @@ atomically, and "Stop" sets a flag that the running session polls.
 """
 from __future__ import annotations
 
-from sqlalchemy import func, or_, select, update
+from datetime import datetime
+
+from sqlalchemy import and_, case, func, or_, select, update
 
 from app.config import TIERS
 from app.extensions import db
@@ -123,6 +125,17 @@ def fail_running(session_id: int, reason: str) -> bool:
         .values(status=FAILED, status_reason=reason, ended_at=utcnow())).rowcount
     db.session.commit()
     return bool(changed)
+
+
+def last_queued_and_ended(trigger: str) -> tuple[datetime | None, datetime | None]:
+    """When a session of this trigger was last queued, and when the last of
+    them that ran ended. One the service stopped under (``interrupted``)
+    counts as queued only: its real end went unrecorded, and the time it
+    was marked is that of the restart, not of the session."""
+    ran = and_(Session.started_at.is_not(None), Session.status != INTERRUPTED)
+    return tuple(db.session.execute(
+        select(func.max(Session.created_at), func.max(case((ran, Session.ended_at))))
+        .where(Session.trigger == trigger)).one())
 
 
 def has_pending(trigger: str) -> bool:

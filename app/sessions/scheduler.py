@@ -3,11 +3,13 @@ one at a time.
 
 APScheduler owns *when*: a one-shot job enqueues the next scheduled tier-1
 session, and is re-armed ``CLAUDEOPS_INTERVAL`` seconds after that session
-ends, so scheduled runs never overlap or pile up however long one takes. A
-single worker thread owns *what runs*: it claims queued sessions (scheduled,
-"Run now", API) oldest first and runs them to the end, so two sessions never
-run at once. Only ``claudeops serve`` (or ``claudeops scheduler``) starts this,
-never the web workers.
+ends, so scheduled runs never overlap or pile up however long one takes.
+That end is read from the database at start: after a restart within the
+interval the next run waits for the rest of it; after a longer pause it runs
+at once. A single worker thread owns *what runs*: it claims queued sessions
+(scheduled, "Run now", API) oldest first and runs them to the end, so two
+sessions never run at once. Only ``claudeops serve`` (or ``claudeops
+scheduler``) starts this, never the web workers.
 
 It runs sessions only while it holds the runner lock (runner_lock.py): one
 scheduler per state directory and, on PostgreSQL, per database. The
@@ -61,6 +63,7 @@ class SessionScheduler:
         self._armed_interval: int | None = None
         # The schedule's clock: the next scheduled run is due `interval` after
         # the later of the last time it fired and the end of its last session.
+        # Read from the database at start, so that a restart keeps the interval.
         self._last_fired = None
         self._last_ended = None
         # Sessions whose run raised before their end was recorded (the
@@ -80,6 +83,7 @@ class SessionScheduler:
         self.hold_runner_lock()
         with self.app.app_context():
             interrupted = control.mark_interrupted()
+            self._last_fired, self._last_ended = control.last_queued_and_ended(SCHEDULE_TRIGGER)
             interval = self._interval()
             if db.session.get(SchedulerState, 1) is None:   # before any thread can race to create it
                 db.session.add(SchedulerState(id=1))
