@@ -44,6 +44,7 @@ def test_trigger_defaults_to_tier_one_without_a_prompt(client):
     ({"start_tier": True}, "start_tier must be an integer"),
     ({"prompt": 5}, "prompt must be a string"),
     ({"prompt": "x" * 20001}, "the limit is 20000"),
+    ({"prompt": "half a pair \udcff"}, "prompt must be text"),
     ({"promt": "typo"}, "unknown field(s): promt"),
     ([1, 2], "must be a JSON object"),
 ])

@@ -241,6 +241,14 @@ def test_cli_export_and_import(app, tmp_path):
     assert result.exit_code == 1 and "line 2: category must be one of" in result.output
 
 
+def test_cli_import_of_a_file_that_is_not_utf8_says_so(app, tmp_path):
+    path = tmp_path / "memories.json"
+    path.write_bytes(b'{"format": "claudeops-memories", "memories": ["\xff"]}')
+    result = app.test_cli_runner().invoke(main, ["memories", "import", str(path)])
+    assert result.exit_code == 1 and result.exception.__class__ is SystemExit
+    assert f"Error: {path} is not UTF-8 text (byte 47 is not), so not an export" in result.output
+
+
 # ------------------------------------------------------------ the dashboard
 
 def test_dashboard_download_and_upload(app, client):

@@ -32,13 +32,7 @@ def enqueue(tier: int = 1, prompt: str | None = None, trigger: str = "api", pare
         raise ControlError(f"tier must be one of {sorted(TIERS)}, not {tier!r}")
     if trigger not in TRIGGERS:
         raise ControlError(f"unknown trigger {trigger!r}")
-    if prompt is not None:
-        if "\x00" in prompt:   # a process argument cannot hold one
-            raise ControlError("prompt must not contain NUL characters")
-        prompt = prompt.strip() or None
-    if prompt and len(prompt) > MAX_PROMPT_CHARS:
-        raise ControlError(f"prompt is {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}")
-    session = Session(tier=tier, prompt=prompt, trigger=trigger, status=QUEUED, created_at=utcnow(),
+    session = Session(tier=tier, prompt=checked_prompt(prompt), trigger=trigger, status=QUEUED, created_at=utcnow(),
                       parent_id=parent_id, escalation_reason=escalation_reason)
     db.session.add(session)
     db.session.commit()
@@ -57,6 +51,31 @@ def claim_next() -> Session | None:
         session = claim(candidate)
         if session is not None:
             return session
+
+
+def checked_prompt(prompt: str | None) -> str | None:
+    """An operator's request as it is stored (``None`` if blank); a
+    ``ControlError`` says why one cannot be."""
+    if prompt is None:
+        return None
+    if "\x00" in prompt:   # a process argument cannot hold one
+        raise ControlError("prompt must not contain NUL characters")
+    if not _is_unicode(prompt):   # the database would refuse it
+        raise ControlError("prompt must be text: it holds bytes that are not UTF-8, or half of a surrogate pair")
+    prompt = prompt.strip() or None
+    if prompt and len(prompt) > MAX_PROMPT_CHARS:
+        raise ControlError(f"prompt is {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}")
+    return prompt
+
+
+def _is_unicode(text: str) -> bool:
+    """False for a lone surrogate: from a JSON escape ("\\udcff"), or from a
+    command-line argument that was not UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def ahead_of(session: Session) -> tuple[int | None, int]:

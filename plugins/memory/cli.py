@@ -182,9 +182,14 @@ def import_(source, fmt):
     matcher: a memory already known is reinforced, not stored twice. One bad
     entry refuses the whole file."""
     from plugins.memory import portability
+    name = click.format_filename(source.name)
     try:
-        entries = portability.parse(source.read(), fmt)
-        report = portability.import_entries(entries, source=click.format_filename(source.name))
+        text = source.read()
+    except UnicodeDecodeError as exc:
+        raise click.ClickException(f"{name} is not UTF-8 text (byte {exc.start} is not), so not an export") from None
+    try:
+        entries = portability.parse(text, fmt)
+        report = portability.import_entries(entries, source=name)
     except portability.ImportRefused as exc:
         _fail(exc)
     db.session.commit()
