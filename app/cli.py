@@ -1,6 +1,7 @@
 """The ``claudeops`` command."""
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 import threading
@@ -96,15 +97,21 @@ def scheduler():
 @click.option("--prompt", default=None, help="An ad-hoc request, added to the tier's instructions.")
 @with_appcontext
 def run_once(tier: int, prompt: str | None):
-    """Run one session now, in the foreground, and print how it ended.
+    """Run a session now, in the foreground, then one after another the
+    escalations its chain asks for (the next tier, up to CLAUDEOPS_MAX_TIER),
+    printing how each ended.
 
-    Exits 0 if the session completed, 1 otherwise. Meant for trying a setup
-    out; it refuses while `claudeops serve` runs on the same state directory
-    (use Run now there instead), so two sessions never run at once."""
+    Exits 0 if the last session of the chain completed, 1 otherwise. Meant
+    for trying a setup out; it refuses while `claudeops serve` runs on the
+    same state directory (use Run now there instead), so two sessions never
+    run at once."""
     from app.serve import MigrationError, StateDirError, apply_migrations, check_writable_dirs
     from app.sessions import control
-    from app.sessions.manager import run_session
     from app.sessions.runner_lock import RunnerLock, RunnerLockError, SchedulerAlreadyRunning
+    try:
+        prompt = control.checked_prompt(prompt)
+    except control.ControlError as exc:   # said before anything is started
+        raise click.ClickException(str(exc)) from None
     app = current_app._get_current_object()
     lock = RunnerLock(app.config["CLAUDEOPS_STATE_DIR"], app.config["SQLALCHEMY_DATABASE_URI"])
     try:
@@ -127,18 +134,47 @@ def run_once(tier: int, prompt: str | None):
         except MigrationError as exc:
             raise click.ClickException(str(exc)) from None
         try:
-            session = run_session(control.claim(control.enqueue(tier=tier, prompt=prompt, trigger="cli").id),
-                                  shutdown)
+            session = _run_chain(tier, prompt, shutdown)
         except SQLAlchemyError as exc:
             raise click.ClickException(
                 f"the session could not be recorded: {dbfaults.describe(exc)}; if it shows as running, the "
                 "scheduler marks it interrupted when it next starts") from None
     finally:
         lock.release()
-    click.echo(f"session #{session.id}: {session.status}" + (f" ({session.status_reason})" if session.status_reason else ""))
+    sys.exit(0 if session.status == "completed" else 1)
+
+
+def _run_chain(tier: int, prompt: str | None, shutdown: threading.Event):
+    """Run a session, then its escalations one after another, here rather
+    than leaving them queued for a scheduler that may start much later (and
+    then run a stale tier 2 or 3 first); the last session of the chain."""
+    from app.extensions import db
+    from app.sessions import control, escalation
+    from app.sessions.manager import run_session
+    session = control.claim(control.enqueue(tier=tier, prompt=prompt, trigger="cli").id)
+    while True:
+        session = run_session(session, shutdown)
+        _echo_outcome(session)
+        child = escalation.queued_child(session)
+        if child is None:
+            return session
+        click.echo(f"session #{session.id} escalated to tier {child.tier} ({TIERS[child.tier]}) as session "
+                   f"#{child.id}: {child.escalation_reason}")
+        if shutdown.is_set():   # asked to stop as the session ended: the child must not stay queued
+            with contextlib.suppress(control.ControlError):   # stopped on the dashboard already
+                control.request_stop(child.id)
+        session = control.claim(child.id)
+        if session is None:   # stopped before it started
+            db.session.refresh(child)
+            _echo_outcome(child)
+            return child
+
+
+def _echo_outcome(session) -> None:
+    reason = f" ({session.status_reason})" if session.status_reason else ""
+    click.echo(f"session #{session.id}: {session.status}{reason}")
     if session.response:
         click.echo(session.response)
-    sys.exit(0 if session.status == "completed" else 1)
 
 
 @main.command("mcp")

@@ -1,4 +1,4 @@
-"""`claudeops run`: one session in the foreground."""
+"""`claudeops run`: a session and its escalations in the foreground."""
 from __future__ import annotations
 
 import os
@@ -7,6 +7,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from app.sessions.scheduler import RunnerLock
 from tests import streamlines as sl
@@ -21,12 +23,81 @@ def claudeops_env(tmp_path: Path) -> dict:
                 **database_env(tmp_path / "state"))
 
 
+def stored_sessions(tmp_path: Path) -> list[tuple]:
+    from sqlalchemy import create_engine, text
+    engine = create_engine(explicit_database_url(tmp_path / "state"))
+    with engine.connect() as connection:
+        rows = connection.execute(text("SELECT id, trigger, status FROM sessions ORDER BY id")).all()
+    engine.dispose()
+    return [tuple(row) for row in rows]
+
+
 def test_run_prints_the_outcome_and_exits_zero(tmp_path, fake_cli):
     fake_cli(sl.steps(sl.init(), sl.text("All healthy. [EVENT:info:web] up"), sl.result("All healthy.")))
     result = subprocess.run([str(CLAUDEOPS), "run", "--tier", "2"], env=claudeops_env(tmp_path),
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[:2] == ["session #1: completed", "All healthy. [EVENT:info:web] up"]
+
+
+def test_run_runs_the_escalations_of_its_session_in_the_foreground(tmp_path, fake_cli):
+    fake_cli(sl.steps(sl.init(), sl.text("[ESCALATE] the disk is full"), sl.result("Escalating.")))
+    result = subprocess.run([str(CLAUDEOPS), "run"], env=claudeops_env(tmp_path), capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert [line for line in result.stdout.splitlines() if line.startswith("session #")] == [
+        "session #1: completed",
+        "session #1 escalated to tier 2 (investigate) as session #2: the disk is full",
+        "session #2: completed",
+        "session #2 escalated to tier 3 (remediate) as session #3: the disk is full",
+        "session #3: completed",   # the highest tier: its request is refused
+    ]
+    assert stored_sessions(tmp_path) == [(1, "cli", "completed"), (2, "escalation", "completed"),
+                                         (3, "escalation", "completed")]   # none left queued for a scheduler
+
+
+def test_run_exits_one_when_the_last_session_of_the_chain_fails(tmp_path, fake_cli):
+    fake_cli(sl.steps(sl.init(), sl.text("[ESCALATE] the disk is full"), sl.result("Escalating.")))
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    (prompts / "tier1-observe.md").write_text("# Observe\n")   # and no tier 2 prompt
+    env = dict(claudeops_env(tmp_path), CLAUDEOPS_PROMPTS_DIR=str(prompts))
+    result = subprocess.run([str(CLAUDEOPS), "run"], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert result.stdout.splitlines()[-1].startswith("session #2: failed (cannot read tier 2 prompt")
+    assert stored_sessions(tmp_path) == [(1, "cli", "completed"), (2, "escalation", "failed")]
+
+
+def test_a_stop_as_the_session_ends_leaves_no_escalation_queued(tmp_path, fake_cli, capsys):
+    """SIGTERM or Ctrl-C arriving as a session ends, after its escalation was queued."""
+    import threading
+
+    from app.cli import _run_chain
+    from app.hookspecs import hookimpl
+    from tests.conftest import make_app
+    shutdown = threading.Event()
+
+    class StopAsItEnds:
+        @hookimpl
+        def claudeops_session_finished(self, run, result):
+            shutdown.set()
+
+    fake_cli(sl.steps(sl.init(), sl.text("[ESCALATE] the disk is full"), sl.result("Escalating.")))
+    with make_app(tmp_path, plugins=[StopAsItEnds()]).app_context():
+        last = _run_chain(1, None, shutdown)
+    assert (last.id, last.status, last.status_reason) == (2, "stopped", "stopped by the operator before it started")
+    assert capsys.readouterr().out.splitlines()[-1] == "session #2: stopped (stopped by the operator before it started)"
+
+
+@pytest.mark.parametrize("prompt, message", [
+    ("x" * 20001, b"Error: prompt is 20001 characters; the limit is 20000"),
+    (b"not UTF-8: \xff", b"Error: prompt must be text: it holds bytes that are not UTF-8"),
+])
+def test_run_refuses_a_prompt_it_cannot_queue_with_a_message(tmp_path, prompt, message):
+    result = subprocess.run([str(CLAUDEOPS), "run", "--prompt", prompt], env=claudeops_env(tmp_path),
+                            capture_output=True, timeout=60)
+    assert result.returncode == 1 and b"Traceback" not in result.stderr
+    assert result.stderr.startswith(message), result.stderr   # before the migrations' log: nothing was started
 
 
 def test_run_exits_one_with_the_reason_when_the_session_fails(tmp_path, fake_cli):

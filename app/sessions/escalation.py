@@ -2,7 +2,8 @@
 
 The request comes from a plugin (``claudeops_escalation``); the host checks
 it and queues the next tier as a child session (trigger ``escalation``,
-``parent_id`` set), which the scheduler runs before anything else queued.
+``parent_id`` set), which the scheduler runs before anything else queued
+(``claudeops run`` runs it at once, in the foreground).
 Tiers only go up and stop at ``CLAUDEOPS_MAX_TIER``, and a session has at
 most one child, so a chain can never loop. In dry run nothing is escalated,
 and an event says what would have been.
@@ -16,7 +17,7 @@ from sqlalchemy import select
 
 from app.config import TIERS
 from app.extensions import db
-from app.models import COMPLETED, Session
+from app.models import COMPLETED, QUEUED, Session
 from app.plugin_types import RunInfo, SessionResult
 from app.plugins import plugin_manager
 from app.runtime import setting
@@ -72,6 +73,12 @@ def notice(level: str, message: str, run: Optional[RunInfo]) -> None:
     except Exception:
         log.exception("could not record notice: %s", message)
         db.session.rollback()
+
+
+def queued_child(session: Session) -> Optional[Session]:
+    """The session's escalation, if one was queued and has not started."""
+    return db.session.scalar(select(Session).where(Session.parent_id == session.id, Session.status == QUEUED)
+                             .limit(1))
 
 
 def chain(session: Session) -> list[Session]:
