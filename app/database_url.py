@@ -53,7 +53,7 @@ def _check_driver(url: URL) -> None:
     except ImportError as exc:
         if url.get_driver_name() == POSTGRES_DRIVER:
             raise ConfigError(f"{named} needs the PostgreSQL driver: install Claude Ops with its postgres extra "
-                              "(pip install 'claudeops[postgres]')") from None
+                              "(.venv/bin/pip install -e '.[postgres]' in the checkout; bin/serve does it)") from None
         raise ConfigError(f"{named} needs the Python module {exc.name}, which is not installed; {EXAMPLES}") from None
 
 

@@ -154,8 +154,9 @@ def test_an_unreachable_database_is_a_clear_error_without_its_password(tmp_path)
     from tests.support.service import free_port
     url = f"postgresql+psycopg://ops:hunter2@127.0.0.1:{free_port()}/claudeops"   # nothing listens there
     env = dict(claudeops_env(tmp_path), CLAUDEOPS_DATABASE_URL=url)
+    # Both take the scheduler's lock first, before the migrations.
     for command, message in ((["run"], "cannot take the scheduler's lock in the database"),
-                             (["scheduler"], "cannot use the database")):
+                             (["scheduler"], "cannot take the scheduler's lock in the database")):
         result = subprocess.run([str(CLAUDEOPS), *command], env=env, capture_output=True, text=True, timeout=60)
         assert result.returncode == 1
         assert f"{message} postgresql+psycopg://ops:***@127.0.0.1:" in result.stderr and "Connection refused" in result.stderr

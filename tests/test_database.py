@@ -203,7 +203,7 @@ def test_a_database_url_that_cannot_work_stops_the_start_without_showing_the_pas
     monkeypatch.setitem(sys.modules, "psycopg", None)   # as if it were not installed
     with pytest.raises(ConfigError) as missing:
         create_app({"CLAUDEOPS_STATE_DIR": str(tmp_path), "CLAUDEOPS_DATABASE_URL": "postgresql://ops:hunter2@db.local/x"})
-    assert "needs the PostgreSQL driver" in str(missing.value) and "claudeops[postgres]" in str(missing.value)
+    assert "needs the PostgreSQL driver" in str(missing.value) and "pip install -e '.[postgres]'" in str(missing.value)
     assert "hunter2" not in str(missing.value) and "ops:***@db.local" in str(missing.value)
 
 
