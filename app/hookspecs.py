@@ -74,7 +74,7 @@ def claudeops_markers(text, run):
     :returns: a list of :class:`~app.plugin_types.MarkerRecord` for what was
         recorded (shown as badges in the activity log; one with
         ``stored=False`` reports a marker not stored, shown as a warning), or
-        ``None``.
+        ``None``. Anything else in the list is logged and left out.
 
     All implementations are called (results collected). Each is called on its
     own: one that raises is logged, its own database rows are rolled back (a
@@ -229,7 +229,8 @@ def claudeops_overview_cards():
         ascending ``position``.
 
     All implementations are called (results collected). One that raises is
-    logged and its cards are left out; the page still renders.
+    logged and its cards are left out; the page still renders. A card whose
+    ``link_endpoint`` has no URL is logged and shown without its link.
     """
 
 
@@ -255,9 +256,10 @@ def claudeops_cli_settings(run):
 def claudeops_notice(level, message, service, run):
     """Something the service itself wants the operator to see in the feed.
 
-    Called by the host (and by plugins, through ``pm.hook.claudeops_notice``)
-    when something happens that is not the agent's own report: an escalation
-    suppressed by dry run, a new memory, and so on.
+    Called by the host (and by plugins, through
+    ``app.plugins.call_each("claudeops_notice", level=..., message=...,
+    service=..., run=...)``) when something happens that is not the agent's
+    own report: an escalation suppressed by dry run, a new memory, and so on.
 
     :param str level: ``info``, ``warning`` or ``critical``.
     :param str message: what happened.
@@ -265,7 +267,8 @@ def claudeops_notice(level, message, service, run):
     :param run: the session it happened in (a ``RunInfo``), or ``None``.
     :returns: ``None``. (The events plugin records it as an event.)
 
-    All implementations are called.
+    All implementations are called, each on its own: one that raises is
+    logged, and the others still get the notice.
     """
 
 
@@ -299,7 +302,8 @@ def claudeops_escalation(run, result):
         in dry run, not for a session that failed to run) and queues the next
         tier as a child session.
 
-    First result wins.
+    First result wins. Each implementation is asked on its own, in pluggy's
+    order: one that raises is logged and the next one is asked.
     """
 
 
@@ -312,8 +316,8 @@ def claudeops_stats():
     :returns: a dict of figure names to JSON values, or ``None``; merged with
         the host's own (runs, escalations, success rate, cost, next run).
 
-    All implementations are called (results collected). One that raises is
-    logged and left out.
+    All implementations are called (results collected). One that raises, or
+    returns something other than a dict, is logged and left out.
     """
 
 

@@ -17,6 +17,24 @@ from flask import Blueprint
 # schema is POSITIVE_INT_SCHEMA; true/false, 1/0, yes/no, on/off).
 from app.config import POSITIVE_INT_SCHEMA, Setting, boolean, positive_int  # noqa: F401
 
+OVERVIEW_TONES = ("neutral", "good", "warn", "bad")
+
+
+def _require_types(instance: Any, /, **expected: Any) -> None:
+    """Raise ``TypeError`` for the first field of ``instance`` not of its
+    expected type (a type, or a tuple of them; ``True`` is not an ``int``
+    here). The types a plugin returns check themselves as they are made, so
+    a wrong one fails inside the plugin's own hook, where the host logs it
+    with the plugin's name, and never later in the host's code, where it
+    would cost every plugin the session or the page."""
+    for name, kinds in expected.items():
+        kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+        value = getattr(instance, name)
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            wanted = " or ".join("None" if kind is type(None) else kind.__name__ for kind in kinds)
+            raise TypeError(f"{type(instance).__name__}.{name} must be {wanted}, "
+                            f"not {type(value).__name__}: {value!r:.80}")
+
 
 @dataclass(frozen=True)
 class RunInfo:
@@ -26,7 +44,7 @@ class RunInfo:
     tier: int
     tier_name: str            # "observe", "investigate" or "remediate"
     model: str
-    trigger: str              # "schedule", "dashboard", "api" or "cli"
+    trigger: str              # "schedule", "dashboard", "api", "cli" or "escalation"
     operator_prompt: Optional[str]
     started_at: Optional[datetime]
     parent_session_id: Optional[int] = None   # set for an escalation: the session that asked for it
@@ -61,6 +79,13 @@ class MarkerRecord:
     summary: str = ""
     stored: bool = True
 
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ``TypeError`` for a field of the wrong type."""
+        _require_types(self, kind=str, label=str, summary=str, stored=bool)
+
 
 class PendingRecords:
     """Records a plugin will know only once it has written its batch: return
@@ -88,6 +113,13 @@ class PromptSection:
     text: str
     position: int = 500
 
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ``TypeError`` for a field of the wrong type."""
+        _require_types(self, name=str, text=str, position=int)
+
 
 @dataclass(frozen=True)
 class DashboardPage:
@@ -99,6 +131,13 @@ class DashboardPage:
     blueprint: Optional[Blueprint] = None
     position: int = 500
 
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ``TypeError`` for a field of the wrong type."""
+        _require_types(self, label=str, endpoint=str, blueprint=(Blueprint, type(None)), position=int)
+
 
 @dataclass(frozen=True)
 class OverviewCard:
@@ -109,8 +148,18 @@ class OverviewCard:
     detail: str = ""
     link_endpoint: Optional[str] = None
     position: int = 500
-    tone: str = "neutral"      # neutral, good, warn, bad
+    tone: str = "neutral"      # one of OVERVIEW_TONES
     extra: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ``TypeError`` for a field of the wrong type, ``ValueError`` for an unknown tone."""
+        _require_types(self, title=str, value=str, detail=str, link_endpoint=(str, type(None)), position=int,
+                       tone=str, extra=dict)
+        if self.tone not in OVERVIEW_TONES:
+            raise ValueError(f"OverviewCard.tone must be one of {', '.join(OVERVIEW_TONES)}, not {self.tone!r}")
 
 
 @dataclass(frozen=True)

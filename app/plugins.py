@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 import logging
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import pluggy
 from flask import current_app
@@ -66,13 +66,37 @@ def call_each(hook_name: str, commit_each: bool = False, **kwargs: Any) -> list[
     the plugin's fault: that error is raised to the caller, so a session ends
     with a clear reason instead of running on while every record is dropped.
     """
+    return [result for _, result in results_by_plugin(hook_name, commit_each, **kwargs)]
+
+
+def results_by_plugin(hook_name: str, commit_each: bool = False, **kwargs: Any) -> list[tuple[str, Any]]:
+    """``call_each``, each result with the name of the plugin that gave it."""
+    return list(_each_result(hook_name, commit_each, kwargs))
+
+
+def call_first(hook_name: str, **kwargs: Any) -> Any:
+    """The first answer that is not ``None``, asking each implementation on
+    its own in pluggy's order, for a ``firstresult`` hook: one that raises is
+    logged and the next one is asked, where ``pm.hook.X(...)`` would give up
+    on them all. ``None`` when nobody answers."""
+    return next((result for _, result in _each_result(hook_name, False, kwargs)), None)
+
+
+def collect(hook_name: str, expected: type | tuple[type, ...], **kwargs: Any) -> list[Any]:
+    """Every implementation's items (one returned, or a list of them) as one
+    list, in pluggy's order, as ``call_each`` calls them; an item not of the
+    ``expected`` type is logged, naming its plugin, and left out."""
+    return [item for plugin, result in results_by_plugin(hook_name, **kwargs)
+            for item in of_type(plugin, hook_name, result, expected)]
+
+
+def _each_result(hook_name: str, commit_each: bool, kwargs: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """(plugin name, result) of each implementation as it is called: a
+    caller that stops reading calls no more of them."""
     caller = getattr(plugin_manager().hook, hook_name)
     if commit_each:
         db.session.commit()   # the caller's own changes are no plugin's to lose
-    results = []
-    for impl in reversed(caller.get_hookimpls()):
-        if impl.hookwrapper or impl.wrapper:
-            continue  # wrappers need pluggy's own call loop; these hooks do not offer them
+    for impl in _callable_impls(caller):
         try:
             result = impl.function(*(kwargs[name] for name in impl.argnames))
             if commit_each:
@@ -86,8 +110,32 @@ def call_each(hook_name: str, commit_each: bool = False, **kwargs: Any) -> list[
             log.exception("plugin %s failed in %s", impl.plugin_name, hook_name)
             continue
         if result is not None:
-            results.append(result)
-    return results
+            yield impl.plugin_name, result
+
+
+def _callable_impls(caller: Any) -> list[Any]:
+    """The hook's implementations in pluggy's calling order (the last
+    registered first), wrappers left out: they need pluggy's own call loop,
+    and none of these hooks offers them."""
+    return [impl for impl in reversed(caller.get_hookimpls()) if not (impl.hookwrapper or impl.wrapper)]
+
+
+def of_type(plugin: str, hook_name: str, result: Any, expected: type | tuple[type, ...]) -> list[Any]:
+    """``result`` (``None``, one item or a list of items) as a list of the
+    items of the ``expected`` type; any other is logged as a warning that
+    names the plugin, instead of vanishing without a word."""
+    kept = []
+    for item in flatten([] if result is None else [result]):
+        if isinstance(item, expected):
+            kept.append(item)
+        else:
+            log.warning("plugin %s returned %s from %s, not %s; ignored", plugin, type(item).__name__,
+                        hook_name, _type_names(expected))
+    return kept
+
+
+def _type_names(expected: type | tuple[type, ...]) -> str:
+    return " or ".join(kind.__name__ for kind in (expected if isinstance(expected, tuple) else (expected,)))
 
 
 def flatten(results: Iterable[Any]) -> list[Any]:

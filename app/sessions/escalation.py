@@ -19,7 +19,7 @@ from app.config import TIERS
 from app.extensions import db
 from app.models import COMPLETED, QUEUED, Session
 from app.plugin_types import RunInfo, SessionResult
-from app.plugins import plugin_manager
+from app.plugins import call_each, call_first
 from app.runtime import setting
 from app.sessions import control
 
@@ -29,11 +29,8 @@ MAX_REASON_CHARS = 2000
 
 
 def consider(session: Session, run: RunInfo, result: SessionResult) -> Optional[Session]:
-    try:
-        reason = plugin_manager().hook.claudeops_escalation(run=run, result=result)
-    except Exception:
-        log.exception("escalation hook failed for session %s", session.id)
-        return None
+    # Each plugin asked on its own: one that raises must not silence the others' requests.
+    reason = call_first("claudeops_escalation", run=run, result=result)
     if not reason or not str(reason).strip():
         return None
     reason = " ".join(str(reason).split())[:MAX_REASON_CHARS]
@@ -68,7 +65,7 @@ def _refusal(session: Session, result: SessionResult, next_tier: int) -> Optiona
 def notice(level: str, message: str, run: Optional[RunInfo]) -> None:
     """Tell the operator through whatever records notices (the events plugin)."""
     try:
-        plugin_manager().hook.claudeops_notice(level=level, message=message, service=None, run=run)
+        call_each("claudeops_notice", level=level, message=message, service=None, run=run)
         db.session.commit()
     except Exception:
         log.exception("could not record notice: %s", message)

@@ -34,14 +34,15 @@ from sqlalchemy.orm import Session, SessionTransaction
 from app import staged_rows
 from app.dbfaults import storage_fault
 from app.extensions import db
-from app.plugin_types import RunInfo
-from app.plugins import flatten, plugin_manager
+from app.plugin_types import MarkerRecord, PendingRecords, RunInfo
+from app.plugins import of_type, plugin_manager
 
 log = logging.getLogger(__name__)
 
 HOOK = "claudeops_markers"
 TAGS_HOOK = "claudeops_marker_tags"
 FLUSH_HOOK = "claudeops_markers_flush"
+RECORD_TYPES = (MarkerRecord, PendingRecords)
 _NOT_WRITES = ("SELECT", "PRAGMA", "SAVEPOINT", "RELEASE", "ROLLBACK", "BEGIN", "COMMIT")
 # Per thread: a session's fan-out runs in one thread, and only its own writes
 # may move the count. Another thread's (the scheduler's heartbeat) would make
@@ -84,7 +85,8 @@ class MarkerFanOut:
         self.marked_at = _statements_that_write()
 
     def __call__(self, text: str) -> list[Any]:
-        """Every plugin's records for ``text``, flattened, in pluggy's order."""
+        """Every plugin's records for ``text``, flattened, in pluggy's order;
+        anything else a plugin returned is logged and left out."""
         holds = text.__contains__
         due = [impl for impl, tags in self.impls if tags is None or any(map(holds, tags))]
         if not due:
@@ -108,8 +110,8 @@ class MarkerFanOut:
                 self._undo(session, staged)
                 continue
             if result is not None:
-                results.append(result)
-        return flatten(results)
+                results.extend(of_type(impl.plugin_name, HOOK, result, RECORD_TYPES))
+        return results
 
     def flush(self) -> None:
         """Before the batch is committed: every plugin writes what its

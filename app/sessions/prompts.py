@@ -13,7 +13,7 @@ from pathlib import Path
 
 from app.config import TIERS
 from app.plugin_types import PromptSection, RunInfo
-from app.plugins import call_each
+from app.plugins import results_by_plugin
 from app.timeutil import isoformat, utcnow
 
 log = logging.getLogger(__name__)
@@ -60,15 +60,24 @@ def environment_section(run: RunInfo, workdir: str) -> str:
 
 
 def system_prompt(run: RunInfo, workdir: str) -> str:
-    sections = [_as_section(result) for result in call_each("claudeops_prompt_context", run=run, commit_each=True)]
+    sections = [_as_section(plugin, result)
+                for plugin, result in results_by_plugin("claudeops_prompt_context", run=run, commit_each=True)]
     ordered = sorted((s for s in sections if s and s.text.strip()), key=lambda s: (s.position, s.name))
     return "\n\n".join([environment_section(run, workdir)] + [s.text.strip() for s in ordered])
 
 
-def _as_section(result) -> PromptSection | None:
-    if isinstance(result, PromptSection):
-        return result
+def _as_section(plugin: str, result) -> PromptSection | None:
     if isinstance(result, str):
         return PromptSection(name="", text=result, position=DEFAULT_SECTION_POSITION)
-    log.warning("ignoring prompt context of type %s; return a PromptSection or a str", type(result).__name__)
-    return None
+    if not isinstance(result, PromptSection):
+        log.warning("plugin %s returned prompt context of type %s; return a PromptSection or a str",
+                    plugin, type(result).__name__)
+        return None
+    try:
+        # Checked when it was made; checked again in case it was changed since
+        # (frozen is no guarantee): one bad section must not fail the session.
+        result.validate()
+    except (TypeError, ValueError) as exc:
+        log.warning("plugin %s returned a prompt section that is left out: %s", plugin, exc)
+        return None
+    return result

@@ -8,7 +8,7 @@ from sqlalchemy import func, select, text
 
 from app.extensions import db
 from app.models import COMPLETED, FINISHED_STATUSES, SchedulerState, Session
-from app.plugins import call_each
+from app.plugins import collect
 from app.timeutil import isoformat, utcnow
 from app.sessions import control
 from app.web.apiutil import ApiError, json_body, page, pagination
@@ -54,9 +54,8 @@ def stats():
         "scheduler": {"running": alive, "pid": state.pid if alive else None,
                       "heartbeat_at": isoformat(state.heartbeat_at) if state else None},
     }
-    for contribution in call_each("claudeops_stats"):
-        if isinstance(contribution, dict):
-            figures.update(contribution)
+    for contribution in collect("claudeops_stats", dict):
+        figures.update(contribution)
     return figures
 
 

@@ -1,16 +1,36 @@
 """The Overview page: cards from every plugin."""
 from __future__ import annotations
 
-from flask import Blueprint, render_template
+import dataclasses
+import logging
+
+from flask import Blueprint, render_template, url_for
+from werkzeug.routing import BuildError
 
 from app.plugin_types import OverviewCard
-from app.plugins import call_each, flatten
+from app.plugins import collect
+
+log = logging.getLogger(__name__)
 
 overview = Blueprint("overview", __name__)
 
 
 @overview.get("/")
 def index():
-    cards = [c for c in flatten(call_each("claudeops_overview_cards")) if isinstance(c, OverviewCard)]
+    cards = [_with_working_link(card) for card in collect("claudeops_overview_cards", OverviewCard)]
     cards.sort(key=lambda c: c.position)
     return render_template("overview.html", cards=cards)
+
+
+def _with_working_link(card: OverviewCard) -> OverviewCard:
+    """The card, without its link if the link has no URL: one card's typo
+    must not cost the operator the whole page."""
+    if card.link_endpoint is None:
+        return card
+    try:
+        url_for(card.link_endpoint)
+    except BuildError:
+        log.warning("overview card %r links to endpoint %r, which has no URL (no such view, or it needs "
+                    "arguments); shown without the link", card.title, card.link_endpoint)
+        return dataclasses.replace(card, link_endpoint=None)
+    return card

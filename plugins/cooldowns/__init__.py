@@ -21,7 +21,7 @@ from app.executable import claudeops_command
 from app.hookspecs import hookimpl
 from app.marker_queue import MarkerQueue
 from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection
-from app.plugins import plugin_manager
+from app.plugins import call_each
 from app.session_warnings import session_warner, warn_once
 from app.timeutil import utcnow
 from plugins.cooldowns import limits, store
@@ -122,7 +122,7 @@ def claudeops_session_finished(run, result):
 
 def _notice(run, service: str, message: str) -> None:
     try:
-        plugin_manager().hook.claudeops_notice(level="warning", message=message, service=service, run=run)
+        call_each("claudeops_notice", level="warning", message=message, service=service, run=run)
     except Exception:   # the feed is a courtesy; the record above is what counts
         log.exception("cooldowns: could not send a notice")
 

@@ -31,7 +31,7 @@ from app.config import TIERS
 from app.extensions import db
 from app.models import Session
 from app.plugin_types import RunInfo
-from app.plugins import plugin_manager
+from app.plugins import call_each
 from app.redaction import redactor
 from app.timeutil import utcnow
 from plugins.cooldowns import store
@@ -158,9 +158,8 @@ def _notify(blocked: list[store.Usage], session_id: Optional[int]) -> None:
                       started_at=session.started_at, parent_session_id=session.parent_id)
     for u in blocked:
         try:
-            plugin_manager().hook.claudeops_notice(
-                level="warning", service=u.service, run=run,
-                message=f"Cooldown: a {u.action} of {u.service} was denied ({store.explain([u])}).")
+            call_each("claudeops_notice", level="warning", service=u.service, run=run,
+                      message=f"Cooldown: a {u.action} of {u.service} was denied ({store.explain([u])}).")
         except Exception:
             log.exception("cooldowns: could not send the denial notice")
 

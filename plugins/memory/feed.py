@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 
 from app.plugin_types import RunInfo
-from app.plugins import plugin_manager
+from app.plugins import call_each
 from plugins.memory import store
 from plugins.memory.context import format_confidence
 from plugins.memory.models import PROPOSED, Memory
@@ -76,7 +76,7 @@ def _preview(text: str) -> str:
 
 def _send(level: str, message: str, memory: Memory, run: RunInfo) -> None:
     try:
-        plugin_manager().hook.claudeops_notice(level=level, message=message, service=memory.service, run=run)
+        call_each("claudeops_notice", level=level, message=message, service=memory.service, run=run)
     except Exception:   # the feed is a courtesy; the memory and its history are what count
         log.exception("memory: could not send a notice for memory %s", memory.id)
 

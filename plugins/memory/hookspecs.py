@@ -27,8 +27,10 @@ def claudeops_memory_match(category, service, observation, candidates):
         the candidates, or ``"distinct"``; or ``None`` to let the next
         implementation decide.
 
-    First result wins. The memory plugin's own deterministic matcher is
-    registered ``trylast``, as the fallback.
+    First result wins. Each implementation is asked on its own, in pluggy's
+    order: one that raises is logged and the next one is asked. The memory
+    plugin's own deterministic matcher is registered ``trylast``, as the
+    fallback.
     """
 
 

@@ -26,7 +26,7 @@ from sqlalchemy import select
 from app.extensions import db
 from app.models import Session
 from app.plugin_types import RunInfo
-from app.plugins import plugin_manager
+from app.plugins import call_first
 from app.timeutil import utcnow
 from app.web.apiutil import MAX_ID
 from plugins.memory.candidates import candidates as find_candidates
@@ -152,8 +152,8 @@ def _match(category: str, service: Optional[str], observation: str,
 
 
 def ask_matcher(category: str, service: Optional[str], observation: str, candidates: list[Candidate]) -> Match:
-    return plugin_manager().hook.claudeops_memory_match(
-        category=category, service=service, observation=observation, candidates=candidates) or Match("distinct")
+    return call_first("claudeops_memory_match", category=category, service=service, observation=observation,
+                      candidates=candidates) or Match("distinct")
 
 
 def record_observation(category: str, service: Optional[str], observation: str, run: RunInfo,

@@ -1,0 +1,145 @@
+"""A faulty plugin costs only itself while the service runs: a value of the
+wrong type, a hook that raises, a link to no view."""
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import select
+
+from app.extensions import db
+from app.hookspecs import hookimpl
+from app.models import Session
+from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection
+from app.sessions import control
+from app.sessions.manager import run_session
+from plugins.events.models import Event
+from plugins.memory.models import Memory
+from tests import streamlines as sl
+from tests.conftest import make_app
+
+
+def plugin(name: str, **hooks):
+    """A plugin registered under ``name`` whose hooks are the functions
+    given (marked ``hookimpl`` here unless they are already)."""
+    marked = {hook: fn if hasattr(fn, "claudeops_impl") else hookimpl(fn) for hook, fn in hooks.items()}
+    return type(name, (), {"__name__": name, **{hook: staticmethod(fn) for hook, fn in marked.items()}})()
+
+
+def raises(*_args, **_kwargs):
+    raise RuntimeError("plugin bug")
+
+
+def run_one() -> Session:
+    """A session run now, in the current application context."""
+    return run_session(control.claim(control.enqueue().id))
+
+
+# --- the types a plugin returns check themselves ------------------------------
+
+@pytest.mark.parametrize("make, field", [
+    (lambda: PromptSection("x", None), "PromptSection.text must be str"),
+    (lambda: PromptSection("x", "text", position="400"), "PromptSection.position must be int"),
+    (lambda: PromptSection("x", "text", position=True), "PromptSection.position must be int"),
+    (lambda: DashboardPage("Widgets", None), "DashboardPage.endpoint must be str"),
+    (lambda: DashboardPage("Widgets", "widgets.index", blueprint="widgets"), "DashboardPage.blueprint must be"),
+    (lambda: OverviewCard("Widgets", 3), "OverviewCard.value must be str"),
+    (lambda: OverviewCard("Widgets", "3", link_endpoint=1), "OverviewCard.link_endpoint must be str or None"),
+    (lambda: MarkerRecord("widget", "made", None), "MarkerRecord.summary must be str"),
+    (lambda: MarkerRecord("widget", "made", stored="no"), "MarkerRecord.stored must be bool"),
+])
+def test_a_value_of_the_wrong_type_fails_where_the_plugin_makes_it(make, field):
+    with pytest.raises(TypeError, match=field):
+        make()
+
+
+def test_an_unknown_card_tone_fails_where_the_plugin_makes_it():
+    with pytest.raises(ValueError, match="tone must be one of neutral, good, warn, bad"):
+        OverviewCard("Widgets", "3", tone="red")
+    assert OverviewCard("Widgets", "3", tone="bad").tone == "bad"
+
+
+def test_a_bad_prompt_section_costs_only_its_plugin(tmp_path, fake_cli, caplog):
+    def slipped_through(run):
+        section = PromptSection("changed", "## Changed after it was made")
+        object.__setattr__(section, "position", "400")
+        return section
+
+    app = make_app(tmp_path, plugins=[
+        plugin("no_text", claudeops_prompt_context=lambda run: PromptSection("bad", None)),
+        plugin("text_position", claudeops_prompt_context=lambda run: PromptSection("bad", "## Bad", position="400")),
+        plugin("slipped", claudeops_prompt_context=slipped_through),
+        plugin("fine", claudeops_prompt_context=lambda run: PromptSection("fine", "## Fine", position=900))])
+    fake_cli(sl.steps(sl.init(), sl.result("done")))
+    with app.app_context():
+        session = run_one()
+        assert session.status == "completed", session.status_reason
+        headings = [line for line in session.system_prompt.splitlines() if line.startswith("## ")]
+    assert headings[0] == "## Environment" and headings[-1] == "## Fine" and "## Reporting events" in headings
+    assert "## Bad" not in headings and "## Changed after it was made" not in headings
+    assert "plugin no_text failed in claudeops_prompt_context" in caplog.text
+    assert "plugin text_position failed in claudeops_prompt_context" in caplog.text
+    assert "plugin slipped returned a prompt section that is left out: PromptSection.position must be int" \
+        in caplog.text
+
+
+# --- run-time hooks: one implementation that raises costs the others nothing ----------
+
+def test_a_failing_notice_plugin_costs_the_others_nothing(tmp_path, fake_cli, caplog):
+    # Registered last, so pluggy would call it first and give up on the events plugin.
+    app = make_app(tmp_path, plugins=[plugin("deaf_feed", claudeops_notice=raises)])
+    fake_cli(sl.steps(sl.init(), sl.text("[MEMORY:timing:web] Starts in 40 s\n[ESCALATE] web is slow"),
+                      sl.result("done")))
+    with app.app_context():
+        session_id = run_one().id
+        messages = db.session.scalars(select(Event.message).order_by(Event.id)).all()
+    assert any("memory #1 [timing:web]" in message for message in messages), messages
+    assert any(message.startswith(f"Session #{session_id} escalated to tier 2") for message in messages), messages
+    assert caplog.text.count("plugin deaf_feed failed in claudeops_notice") == 2
+
+
+def test_a_failing_escalation_plugin_does_not_cancel_the_marker(tmp_path, fake_cli, caplog):
+    app = make_app(tmp_path, plugins=[plugin("broken_judge", claudeops_escalation=raises)])
+    fake_cli(sl.steps(sl.init(), sl.text("[ESCALATE] the disk needs a closer look"), sl.result("done")))
+    with app.app_context():
+        session = run_one()
+        child = db.session.scalars(select(Session).where(Session.parent_id == session.id)).one()
+        assert (child.tier, child.escalation_reason) == (2, "the disk needs a closer look")
+    assert "plugin broken_judge failed in claudeops_escalation" in caplog.text
+
+
+def test_a_failing_memory_matcher_leaves_the_marker_to_the_next(tmp_path, fake_cli, caplog):
+    app = make_app(tmp_path, plugins=[plugin("broken_matcher", claudeops_memory_match=raises)])
+    fake_cli(sl.steps(sl.init(), sl.text("[MEMORY:timing:web] Starts in 40 s"), sl.result("done")))
+    with app.app_context():
+        assert run_one().status == "completed"
+        assert db.session.scalars(select(Memory.observation)).all() == ["Starts in 40 s"]
+    assert "plugin broken_matcher failed in claudeops_memory_match" in caplog.text
+
+
+# --- results of the wrong type are logged, naming the plugin -----------------------------
+
+def test_results_of_the_wrong_type_are_logged_naming_the_plugin(tmp_path, fake_cli, caplog):
+    app = make_app(tmp_path, plugins=[plugin(
+        "sloppy",
+        claudeops_markers=lambda text, run: [{"kind": "widget"}] if "[WIDGET]" in text else None,
+        claudeops_overview_cards=lambda: [{"title": "Widgets"}],
+        claudeops_stats=lambda: [("widgets", 3)])])
+    client = app.test_client()
+    assert client.get("/").status_code == 200
+    assert client.get("/api/v1/stats").status_code == 200
+    fake_cli(sl.steps(sl.init(), sl.text("[WIDGET] made one"), sl.result("done")))
+    with app.app_context():
+        assert run_one().status == "completed"
+    for hook, expected in (("claudeops_markers", "MarkerRecord or PendingRecords"),
+                           ("claudeops_overview_cards", "OverviewCard"), ("claudeops_stats", "dict")):
+        assert f"from {hook}, not {expected}; ignored" in caplog.text, hook
+    assert "plugin sloppy returned dict from claudeops_markers" in caplog.text
+
+
+def test_an_overview_card_linking_to_no_view_is_shown_without_its_link(tmp_path, caplog):
+    cards = plugin("typo_cards", claudeops_overview_cards=lambda: [
+        OverviewCard("Typo card", "1", link_endpoint="events.indx", position=99)])
+    response = make_app(tmp_path, plugins=[cards]).test_client().get("/")
+    assert response.status_code == 200
+    html = response.get_data(as_text=True)
+    assert "<h2>Typo card</h2>" in html and 'href="/events"' in html   # the events card keeps its link
+    assert "overview card 'Typo card' links to endpoint 'events.indx'" in caplog.text
