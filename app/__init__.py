@@ -8,6 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
+import click
 from flask import Flask, current_app, request
 from flask.sessions import SecureCookieSessionInterface
 from werkzeug.middleware.proxy_fix import ProxyFix
@@ -16,7 +17,7 @@ from app import db_redaction, redaction
 from app.config import PROJECT_ROOT, SETTINGS, Setting, derive_paths, load_settings
 from app.database_url import engine_options, sqlalchemy_url
 from app.extensions import csrf, db, limiter, migrate
-from app.plugins import flatten, make_plugin_manager
+from app.plugins import call_at_startup, make_plugin_manager
 
 MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
 
@@ -33,7 +34,7 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
     pm = make_plugin_manager(extra_plugins=plugins,
                              load_entry_points=test_config.get("CLAUDEOPS_LOAD_ENTRY_POINTS", True))
     app.extensions["claudeops.plugins"] = pm
-    settings = SETTINGS + tuple(s for s in flatten(pm.hook.claudeops_settings()) if isinstance(s, Setting))
+    settings = SETTINGS + tuple(setting for _, setting in call_at_startup(pm, "claudeops_settings", Setting))
     app.extensions["claudeops.settings"] = settings
     app.config.update(load_settings(settings=settings))
     if test_config:
@@ -63,7 +64,8 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
     db_redaction.install()
 
     db.init_app(app)
-    app.extensions["claudeops.migration_dirs"] = [str(d) for d in flatten(pm.hook.claudeops_migration_dirs())]
+    app.extensions["claudeops.migration_dirs"] = [
+        str(directory) for _, directory in call_at_startup(pm, "claudeops_migration_dirs", (str, os.PathLike))]
     migrate.init_app(app, db, directory=str(MIGRATIONS_DIR))
     from app.auth import init_auth
     # The login check before the CSRF check: a form posted after the login
@@ -71,7 +73,7 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
     init_auth(app)
     csrf.init_app(app)
     limiter.init_app(app)
-    for command in flatten(pm.hook.claudeops_cli_commands()):
+    for _, command in call_at_startup(pm, "claudeops_cli_commands", click.Command):
         app.cli.add_command(command)
 
     from app import models  # noqa: F401  (the host's tables join the metadata)

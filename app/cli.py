@@ -8,21 +8,38 @@ import threading
 
 import click
 from flask import current_app
-from flask.cli import FlaskGroup, with_appcontext
+from flask.cli import FlaskGroup, NoAppException, with_appcontext
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from app import create_app, dbfaults, runtime
 from app.config import TIERS, ConfigError
+from app.plugins import PluginError
+
+
+class StartupError(NoAppException):
+    """The application cannot be made (a bad setting, a broken plugin).
+
+    A ``NoAppException`` because that is the one error Flask's command group
+    reports in a line while it lists the commands (``claudeops --help``);
+    any other comes out as a traceback. Shown as a plain ``ClickException``
+    (``Error: ...``, status 1), not as the usage error Flask's is."""
+
+    exit_code = 1
+
+    def show(self, file=None) -> None:
+        click.ClickException.show(self, file)
 
 
 def _create_app():
     try:
         return create_app()
     except ConfigError as exc:
-        raise click.ClickException(f"invalid configuration: {exc}") from None
+        raise StartupError(f"invalid configuration: {exc}") from None
+    except PluginError as exc:
+        raise StartupError(str(exc)) from None
     except OSError as exc:   # the state directory cannot be made, or its secret key not written
-        raise click.ClickException(f"cannot prepare {exc.filename}: {exc.strerror or exc}") from None
+        raise StartupError(f"cannot prepare {exc.filename}: {exc.strerror or exc}") from None
 
 
 class ClaudeOpsGroup(FlaskGroup):

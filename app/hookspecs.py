@@ -42,7 +42,9 @@ def claudeops_settings():
         service with a message naming the variable) and lists it in
         ``claudeops config``.
 
-    All implementations are called (results collected).
+    All implementations are called (results collected). One that raises
+    stops the service from starting, with a message naming the plugin and
+    the hook.
     """
 
 
@@ -55,7 +57,9 @@ def claudeops_cli_commands():
     :returns: a list of ``click`` commands or groups; each runs inside an
         application context.
 
-    All implementations are called (results collected).
+    All implementations are called (results collected). One that raises
+    stops the service from starting, with a message naming the plugin and
+    the hook.
     """
 
 
@@ -151,7 +155,11 @@ def claudeops_dashboard_pages():
         by ascending ``position`` (Overview 0, Sessions 10, Events 20,
         Memories 30, Cooldowns 40).
 
-    All implementations are called (results collected).
+    All implementations are called (results collected). One that raises
+    stops the service from starting, with a message naming the plugin and
+    the hook. So does a page whose ``endpoint`` has no URL (no such view,
+    or one that needs arguments), and a blueprint named like one the host
+    or another plugin registers.
     """
 
 
@@ -165,7 +173,10 @@ def claudeops_api_blueprints():
         ``/api/v1``, exempts it from CSRF (API clients send JSON, not forms)
         and renders its errors as JSON ``{"error": "..."}``.
 
-    All implementations are called (results collected).
+    All implementations are called (results collected). One that raises
+    stops the service from starting, with a message naming the plugin and
+    the hook. So does a blueprint named like one the host or another plugin
+    registers.
     """
 
 
@@ -284,7 +295,9 @@ def claudeops_migration_dirs():
         the first revision a ``branch_labels`` of its own and
         ``depends_on`` the host revision whose tables it references.
 
-    All implementations are called (results collected).
+    All implementations are called (results collected). One that raises
+    stops the service from starting, with a message naming the plugin and
+    the hook.
     """
 
 

@@ -6,6 +6,7 @@ test can register a plugin for one app without it leaking into the next.
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import logging
 from typing import Any, Iterable, Iterator
 
@@ -30,6 +31,12 @@ HOST_PLUGINS = ("app.web.host_pages",)
 BUILTIN_PLUGINS = ("plugins.events", "plugins.memory", "plugins.escalation", "plugins.cooldowns")
 
 
+class PluginError(RuntimeError):
+    """A plugin is broken in a way the service cannot start with: a start-up
+    hook raised, or what it declared cannot be wired (a sidebar link to no
+    view, a blueprint name already taken). The message names the plugin."""
+
+
 def make_plugin_manager(extra_plugins: Iterable[Any] = (), load_entry_points: bool = True) -> pluggy.PluginManager:
     pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
     pm.add_hookspecs(hookspecs)
@@ -38,11 +45,23 @@ def make_plugin_manager(extra_plugins: Iterable[Any] = (), load_entry_points: bo
     for name in HOST_PLUGINS + BUILTIN_PLUGINS:
         pm.register(importlib.import_module(name), name=name)
     if load_entry_points:
-        pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
+        for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+            _load_entry_point(pm, entry_point.name)
     for plugin in extra_plugins:
         pm.register(plugin)
-    pm.check_pending()
+    try:
+        pm.check_pending()
+    except pluggy.PluginValidationError as exc:   # its message names the plugin and the hook
+        raise PluginError(str(exc)) from exc
     return pm
+
+
+def _load_entry_point(pm: pluggy.PluginManager, name: str) -> None:
+    """Import and register one installed plugin, or stop the start saying which."""
+    try:
+        pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP, name=name)
+    except Exception as exc:
+        raise PluginError(f"plugin {name} could not be loaded: {type(exc).__name__}: {exc}") from exc
 
 
 def plugin_manager() -> pluggy.PluginManager:
@@ -111,6 +130,29 @@ def _each_result(hook_name: str, commit_each: bool, kwargs: dict[str, Any]) -> I
             continue
         if result is not None:
             yield impl.plugin_name, result
+
+
+def call_at_startup(pm: pluggy.PluginManager, hook_name: str,
+                    expected: type | tuple[type, ...]) -> list[tuple[str, Any]]:
+    """Every item a start-up hook's implementations return, each with its
+    plugin's name, in pluggy's order; an item not of the ``expected`` type
+    is logged and left out, as at run time.
+
+    An implementation that raises stops the start with a ``PluginError``
+    naming the plugin and the hook: a service missing a plugin's settings,
+    pages or tables would fail later, and less clearly, and an operator sees
+    a broken plugin at once. (Hooks called while the service runs are
+    isolated instead: see ``call_each``.)
+    """
+    items = []
+    for impl in _callable_impls(getattr(pm.hook, hook_name)):
+        try:
+            result = impl.function()
+        except Exception as exc:
+            raise PluginError(f"plugin {impl.plugin_name} failed in {hook_name}: "
+                              f"{type(exc).__name__}: {exc}") from exc
+        items.extend((impl.plugin_name, item) for item in of_type(impl.plugin_name, hook_name, result, expected))
+    return items
 
 
 def _callable_impls(caller: Any) -> list[Any]:

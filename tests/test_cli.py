@@ -12,7 +12,7 @@ import pytest
 
 from app.sessions.scheduler import RunnerLock
 from tests import streamlines as sl
-from tests.conftest import FAKE_CLAUDE
+from tests.conftest import FAKE_CLAUDE, make_app
 from tests.support.database import database_env, explicit_database_url
 
 CLAUDEOPS = Path(sys.executable).with_name("claudeops")
@@ -161,6 +161,36 @@ def test_an_unreachable_database_is_a_clear_error_without_its_password(tmp_path)
         assert result.returncode == 1
         assert f"{message} postgresql+psycopg://ops:***@127.0.0.1:" in result.stderr and "Connection refused" in result.stderr
         assert "hunter2" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_help_with_an_invalid_setting_says_so_in_a_line_and_still_helps(tmp_path):
+    env = dict(claudeops_env(tmp_path), CLAUDEOPS_INTERVAL="abc")
+    result = subprocess.run([str(CLAUDEOPS), "--help"], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip() == "Error: invalid configuration: CLAUDEOPS_INTERVAL='abc': must be a whole number"
+    assert "Commands:" in result.stdout and "  run " in result.stdout
+
+
+def test_a_plugin_that_breaks_at_start_up_stops_a_command_with_a_line_naming_it(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from app import cli
+    from app.hookspecs import hookimpl
+
+    class Broken:
+        __name__ = "broken"
+
+        @hookimpl
+        def claudeops_settings(self):
+            raise RuntimeError("plugin bug")
+
+    monkeypatch.setattr(cli, "create_app", lambda: make_app(tmp_path, plugins=[Broken()]))
+    result = CliRunner().invoke(cli.main, ["config"])
+    assert result.exit_code == 1
+    assert result.output.strip() == "Error: plugin broken failed in claudeops_settings: RuntimeError: plugin bug"
+    listed = CliRunner().invoke(cli.main, ["--help"])
+    assert listed.exit_code == 0 and "Traceback" not in listed.output
+    assert "Error: plugin broken failed in claudeops_settings" in listed.output and "Commands:" in listed.output
 
 
 def test_config_never_prints_the_database_password(tmp_path):

@@ -1,14 +1,17 @@
 """A faulty plugin costs only itself while the service runs: a value of the
-wrong type, a hook that raises, a link to no view."""
+wrong type, a hook that raises, a link to no view. At start-up it stops the
+service with a message naming the plugin and the hook instead."""
 from __future__ import annotations
 
 import pytest
+from flask import Blueprint
 from sqlalchemy import select
 
 from app.extensions import db
 from app.hookspecs import hookimpl
 from app.models import Session
 from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection
+from app.plugins import ENTRY_POINT_GROUP, PluginError
 from app.sessions import control
 from app.sessions.manager import run_session
 from plugins.events.models import Event
@@ -122,7 +125,9 @@ def test_results_of_the_wrong_type_are_logged_naming_the_plugin(tmp_path, fake_c
         "sloppy",
         claudeops_markers=lambda text, run: [{"kind": "widget"}] if "[WIDGET]" in text else None,
         claudeops_overview_cards=lambda: [{"title": "Widgets"}],
-        claudeops_stats=lambda: [("widgets", 3)])])
+        claudeops_stats=lambda: [("widgets", 3)],
+        claudeops_dashboard_pages=lambda: ["Widgets"],
+        claudeops_settings=lambda: [{"name": "CLAUDEOPS_WIDGETS"}])])
     client = app.test_client()
     assert client.get("/").status_code == 200
     assert client.get("/api/v1/stats").status_code == 200
@@ -130,9 +135,56 @@ def test_results_of_the_wrong_type_are_logged_naming_the_plugin(tmp_path, fake_c
     with app.app_context():
         assert run_one().status == "completed"
     for hook, expected in (("claudeops_markers", "MarkerRecord or PendingRecords"),
-                           ("claudeops_overview_cards", "OverviewCard"), ("claudeops_stats", "dict")):
+                           ("claudeops_overview_cards", "OverviewCard"), ("claudeops_stats", "dict"),
+                           ("claudeops_dashboard_pages", "DashboardPage"), ("claudeops_settings", "Setting")):
         assert f"from {hook}, not {expected}; ignored" in caplog.text, hook
     assert "plugin sloppy returned dict from claudeops_markers" in caplog.text
+
+
+# --- start-up hooks: a failure stops the service, naming the plugin and the hook ----------
+
+def test_an_installed_plugin_that_cannot_be_imported_stops_the_start(tmp_path, monkeypatch):
+    (tmp_path / "claudeops_test_broken_ep.py").write_text("raise ImportError('needs widgets 2')\n")
+    dist_info = tmp_path / "claudeops_test_broken_ep-0.1.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: claudeops-test-broken-ep\nVersion: 0.1\n")
+    (dist_info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nbroken-ep = claudeops_test_broken_ep\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(PluginError, match="^plugin broken-ep could not be loaded: ImportError: needs widgets 2$"):
+        make_app(tmp_path)
+
+
+@pytest.mark.parametrize("hook", ["claudeops_settings", "claudeops_dashboard_pages", "claudeops_cli_commands",
+                                  "claudeops_api_blueprints", "claudeops_migration_dirs"])
+def test_a_start_up_hook_that_raises_stops_the_start_naming_the_plugin(tmp_path, hook):
+    with pytest.raises(PluginError, match=f"^plugin broken failed in {hook}: RuntimeError: plugin bug$"):
+        make_app(tmp_path, plugins=[plugin("broken", **{hook: raises})])
+
+
+def test_a_sidebar_link_to_no_view_stops_the_start(tmp_path):
+    typo = Blueprint("typo", __name__)
+
+    @typo.get("/typo")
+    def index():
+        return "typo"
+
+    pages = plugin("typo_pages", claudeops_dashboard_pages=lambda: [DashboardPage("Typo", "typo.indx", typo)])
+    with pytest.raises(PluginError, match="plugin typo_pages: the dashboard page 'Typo' links to endpoint 'typo.indx'"):
+        make_app(tmp_path, plugins=[pages])
+
+
+@pytest.mark.parametrize("hook, name, owner", [("claudeops_dashboard_pages", "events", "plugin plugins.events"),
+                                               ("claudeops_api_blueprints", "api", "the host")])
+def test_a_blueprint_name_already_taken_stops_the_start(tmp_path, hook, name, owner):
+    clash = Blueprint(name, __name__)
+
+    @clash.get("/clash")
+    def index():
+        return "clash"
+
+    returns = [DashboardPage("Clash", f"{name}.index", clash)] if hook == "claudeops_dashboard_pages" else [clash]
+    with pytest.raises(PluginError, match=f"{owner} and plugin clash both have a blueprint named '{name}'"):
+        make_app(tmp_path, plugins=[plugin("clash", **{hook: lambda: returns})])
 
 
 def test_an_overview_card_linking_to_no_view_is_shown_without_its_link(tmp_path, caplog):

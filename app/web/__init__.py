@@ -6,13 +6,14 @@ import logging
 from urllib.parse import urlsplit
 
 import pluggy
-from flask import Flask, Response, flash, redirect, request
+from flask import Blueprint, Flask, Response, flash, redirect, request
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException
+from werkzeug.routing import BuildError
 
 from app.extensions import csrf
 from app.plugin_types import DashboardPage
-from app.plugins import flatten
+from app.plugins import PluginError, call_at_startup
 from app.timeutil import isoformat
 from app.web.apiutil import ApiError, json_error, reject_nul_in_query
 from app.web.headers import register_security_headers
@@ -32,19 +33,21 @@ def register_web(app: Flask, pm: pluggy.PluginManager) -> None:
     # Before any rule is added: rules bind their converters when registered.
     app.url_map.converters["int"] = RowIdConverter
 
-    pages = sorted((p for p in flatten(pm.hook.claudeops_dashboard_pages()) if isinstance(p, DashboardPage)),
-                   key=lambda p: (p.position, p.label))
-    for page in pages:
-        if page.blueprint is not None and page.blueprint.name not in app.blueprints:
-            app.register_blueprint(page.blueprint)
-    app.extensions["claudeops.nav"] = pages
+    pages = sorted(call_at_startup(pm, "claudeops_dashboard_pages", DashboardPage),
+                   key=lambda owned: (owned[1].position, owned[1].label))
+    api_blueprints = call_at_startup(pm, "claudeops_api_blueprints", Blueprint)
+    _refuse_taken_blueprint_names(app, [config_page, api, openapi_api], _page_blueprints(pages) + api_blueprints)
+    for _, blueprint in _page_blueprints(pages):
+        app.register_blueprint(blueprint)
+    app.extensions["claudeops.nav"] = [page for _, page in pages]
     # Config is the service's own, linked apart at the foot of the sidebar:
     # the pages list stays the agent's work, ending with Cooldowns.
     app.register_blueprint(config_page)
 
-    for blueprint in (api, openapi_api, *flatten(pm.hook.claudeops_api_blueprints())):
+    for blueprint in (api, openapi_api, *(blueprint for _, blueprint in api_blueprints)):
         csrf.exempt(blueprint)
         app.register_blueprint(blueprint, url_prefix=API_PREFIX)
+    _refuse_dead_links(app, pages)
 
     @app.before_request
     def refuse_nul_in_api_queries():
@@ -54,6 +57,42 @@ def register_web(app: Flask, pm: pluggy.PluginManager) -> None:
     register_security_headers(app)
     _register_error_handlers(app)
     _register_template_helpers(app)
+
+
+def _page_blueprints(pages: list[tuple[str, DashboardPage]]) -> list[tuple[str, Blueprint]]:
+    """Each page's blueprint once, with its plugin's name: pages may share one."""
+    seen: dict[int, tuple[str, Blueprint]] = {}
+    for plugin, page in pages:
+        if page.blueprint is not None:
+            seen.setdefault(id(page.blueprint), (plugin, page.blueprint))
+    return list(seen.values())
+
+
+def _refuse_taken_blueprint_names(app: Flask, host_blueprints: list[Blueprint],
+                                  plugin_blueprints: list[tuple[str, Blueprint]]) -> None:
+    """Stop the start when two blueprints share a name: Flask registers one
+    blueprint per name, so a plugin's pages would be missing, or the start
+    would fail with no word of whose blueprint it was."""
+    owners = {name: "the host" for name in app.blueprints}
+    owned = [("the host", blueprint) for blueprint in host_blueprints]
+    owned += [(f"plugin {plugin}", blueprint) for plugin, blueprint in plugin_blueprints]
+    for owner, blueprint in owned:
+        if blueprint.name in owners:
+            raise PluginError(f"{owners[blueprint.name]} and {owner} both have a blueprint named "
+                              f"{blueprint.name!r}; each needs a name of its own")
+        owners[blueprint.name] = owner
+
+
+def _refuse_dead_links(app: Flask, pages: list[tuple[str, DashboardPage]]) -> None:
+    """Stop the start when a sidebar link points at no view: every page
+    draws the sidebar, and a link that cannot be built would fail them all."""
+    urls = app.url_map.bind("localhost")
+    for plugin, page in pages:
+        try:
+            urls.build(page.endpoint)
+        except BuildError:
+            raise PluginError(f"plugin {plugin}: the dashboard page {page.label!r} links to endpoint "
+                              f"{page.endpoint!r}, which has no URL (no such view, or it needs arguments)") from None
 
 
 def _wants_json() -> bool:
