@@ -5,8 +5,9 @@ holds a place for.
 
 Kept with the application, not the database session: a rollback of the
 transaction (another plugin failed before writing anything) must not drop
-markers that were never written. What a session leaves (it failed before its
-last commit) is dropped when it finishes.
+markers that were never written. What a session leaves in any queue (it
+failed before its last commit) is dropped by the host when the session ends,
+after ``claudeops_session_finished``: a plugin need not clear it.
 """
 from __future__ import annotations
 
@@ -16,13 +17,16 @@ from flask import current_app
 
 from app.plugin_types import PendingRecords, RunInfo
 
+# Every queue of the application, by name, so that the host can empty them all.
+QUEUES = "claudeops.marker_queues"
+
 
 class MarkerQueue:
     def __init__(self, name: str):
-        self.key = f"claudeops.marker_queue.{name}"
+        self.name = name
 
     def _sessions(self) -> dict[int, list[tuple[list[Any], PendingRecords]]]:
-        return current_app.extensions.setdefault(self.key, {})
+        return current_app.extensions.setdefault(QUEUES, {}).setdefault(self.name, {})
 
     def add(self, run: RunInfo, markers: list[Any]) -> PendingRecords:
         """Queue one text block's markers; return this from ``claudeops_markers``."""
@@ -33,3 +37,10 @@ class MarkerQueue:
     def take(self, run: RunInfo) -> list[tuple[list[Any], PendingRecords]]:
         """Every block queued for the session since the last flush, in stream order."""
         return self._sessions().pop(run.session_id, [])
+
+
+def drop_session(session_id: int) -> None:
+    """Forget what every queue holds for the session: it has ended, and
+    nothing will write it now."""
+    for sessions in current_app.extensions.get(QUEUES, {}).values():
+        sessions.pop(session_id, None)

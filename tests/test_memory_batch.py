@@ -120,15 +120,15 @@ def test_a_batch_records_what_one_by_one_records(tmp_path, review, limit):
 
 def test_what_a_failed_session_left_queued_is_dropped_when_it_finishes(app):
     """Markers queued after the stream's last commit (the database refused it)
-    are never written: the session's end drops them, for memory and cooldowns."""
+    are never written: the host drops them as the session ends, for memory and cooldowns."""
     import plugins.cooldowns as cooldowns
     import plugins.memory as memory
+    from app.marker_queue import drop_session
     with app.app_context():
         run = new_run()
         assert memory.claudeops_markers("[MEMORY:timing:web] Starts in 40s", run)
         assert cooldowns.claudeops_markers("[COOLDOWN:restart:web] success", run)
-        memory.claudeops_session_finished(run, None)
-        cooldowns.claudeops_session_finished(run, None)
+        drop_session(run.session_id)
         assert batch.QUEUE.take(run) == [] and cooldowns.QUEUE.take(run) == []
         memory.claudeops_markers_flush(run)
         cooldowns.claudeops_markers_flush(run)

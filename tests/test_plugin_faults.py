@@ -3,17 +3,21 @@ wrong type, a hook that raises, a link to no view. At start-up it stops the
 service with a message naming the plugin and the hook instead."""
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 from flask import Blueprint
 from sqlalchemy import select
+from sqlalchemy.exc import OperationalError
 
 from app.extensions import db
 from app.hookspecs import hookimpl
+from app.marker_queue import MarkerQueue
 from app.models import Session
 from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection
 from app.plugins import ENTRY_POINT_GROUP, PluginError
 from app.sessions import control
-from app.sessions.manager import run_session
+from app.sessions.manager import run_info, run_session
 from plugins.events.models import Event
 from plugins.memory.models import Memory
 from tests import streamlines as sl
@@ -139,6 +143,32 @@ def test_results_of_the_wrong_type_are_logged_naming_the_plugin(tmp_path, fake_c
                            ("claudeops_dashboard_pages", "DashboardPage"), ("claudeops_settings", "Setting")):
         assert f"from {hook}, not {expected}; ignored" in caplog.text, hook
     assert "plugin sloppy returned dict from claudeops_markers" in caplog.text
+
+
+# --- what a plugin queued is dropped by the host when the session ends ------------------
+
+def test_what_a_session_left_in_a_plugins_queue_is_dropped_when_it_ends(tmp_path, fake_cli):
+    """A plugin that keeps to the guide (add in claudeops_markers, take in
+    claudeops_markers_flush) and never clears its queue: the database refuses
+    the batch before its flush, and the session's end drops what it queued."""
+    queue = MarkerQueue("widgets")
+
+    def flush(run):
+        for markers, pending in queue.take(run):
+            pending.fill([MarkerRecord("widget", "made", markers[0])])
+
+    def locked(run):
+        raise OperationalError("INSERT INTO widgets", {}, sqlite3.OperationalError("database is locked"))
+
+    app = make_app(tmp_path, plugins=[
+        plugin("widgets", claudeops_markers=lambda text, run: [queue.add(run, [text])] if "[WIDGET]" in text else None,
+               claudeops_markers_flush=flush),
+        plugin("locked", claudeops_markers_flush=hookimpl(tryfirst=True)(locked))])
+    fake_cli(sl.steps(sl.init(), sl.text("[WIDGET] one"), sl.result("done")))
+    with app.app_context():
+        session = run_one()
+        assert session.status == "failed" and "database is locked" in session.status_reason
+        assert queue.take(run_info(session)) == []
 
 
 # --- start-up hooks: a failure stops the service, naming the plugin and the hook ----------

@@ -20,7 +20,7 @@ from flask import current_app
 from sqlalchemy import inspect
 from sqlalchemy.exc import SQLAlchemyError
 
-from app import dbfaults
+from app import dbfaults, marker_queue
 from app.config import TIERS
 from app.executable import claudeops_command
 from app.extensions import db
@@ -127,6 +127,17 @@ def merge_settings(fragments: list) -> dict:
 
 def run_session(session: Session, shutdown: Optional[threading.Event] = None) -> Session:
     """Run a session already marked running (see ``control.claim_next``)."""
+    session_id = session.id
+    try:
+        return _run_session(session, shutdown)
+    finally:
+        # What plugins queued and the session's last commit did not write
+        # (the database refused it, or the session ended on an error) never
+        # will be: no plugin has to remember to clear it.
+        marker_queue.drop_session(session_id)
+
+
+def _run_session(session: Session, shutdown: Optional[threading.Event]) -> Session:
     config = current_app.config
     session.model = setting(f"CLAUDEOPS_TIER{session.tier}_MODEL")
     session.log_path = str(Path(config["CLAUDEOPS_RESULTS_DIR"])

@@ -115,11 +115,6 @@ def _record(markers, run, now, current, pending, counted) -> list[MarkerRecord]:
     return recorded
 
 
-@hookimpl
-def claudeops_session_finished(run, result):
-    QUEUE.take(run)   # written at the stream's last commit, unless the session failed before it
-
-
 def _notice(run, service: str, message: str) -> None:
     try:
         call_each("claudeops_notice", level="warning", message=message, service=service, run=run)

@@ -101,13 +101,6 @@ def _label(marker) -> str:
 
 
 @hookimpl
-def claudeops_session_finished(run, result):
-    # Written at the stream's last commit; what is left, a session that
-    # failed (its database refused the batch) will never write.
-    batch.QUEUE.take(run)
-
-
-@hookimpl
 def claudeops_session_starting(run):
     store.decay(run=run)
 
