@@ -27,6 +27,7 @@ from sqlalchemy import Column, String, create_engine, inspect, text
 
 from app.config import PROJECT_ROOT
 from app.extensions import db
+from app.models import SessionActivity
 from app.plugins import ENTRY_POINT_GROUP
 from tests import streamlines as sl
 from tests.conftest import FAKE_CLAUDE, make_app
@@ -41,7 +42,7 @@ PACKAGE = "claudeops_incidents"
 BRANCH_HEAD = "incidents_0001"
 
 # All the plugin may import from the host: the public plugin API.
-PUBLIC_API = {"app.hookspecs", "app.plugin_types", "app.marker_queue", "app.extensions", "app.timeutil",
+PUBLIC_API = {"app.hookspecs", "app.plugin_types", "app.marker_queue", "app.extensions", "app.runtime", "app.timeutil",
               "app.web.apiutil", "app.web.apidoc",
               "app.web.htmx"}
 
@@ -300,6 +301,34 @@ def test_markers_open_update_and_resolve_incidents_from_a_session(app, fake_cli,
     rows = db.session.scalars(db.select(Incident).where(Incident.service == "postgres").order_by(Incident.id)).all()
     assert [(r.status, r.severity) for r in rows] == [("resolved", "critical"), ("open", "minor")]
     assert rows[0].resolved_session_id == later.id and rows[1].opened_session_id == later.id
+
+
+def test_a_session_opens_at_most_its_limit_of_incidents(app, fake_cli, run_session_now, caplog):
+    """Beyond CLAUDEOPS_INCIDENTS_MAX_PER_SESSION (a runtime setting) an
+    opening marker is refused, noted in the activity log and logged; updating
+    and resolving still work, and the next session has its own allowance."""
+    from app.runtime import change
+    assert "CLAUDEOPS_INCIDENTS_MAX_PER_SESSION" in [s.name for s in app.extensions["claudeops.settings"]]
+    change({"CLAUDEOPS_INCIDENTS_MAX_PER_SESSION": 2})
+    fake_cli(sl.steps(
+        sl.init(),
+        sl.text("[INCIDENT:minor:a] one\n[INCIDENT:minor:b] two\n[INCIDENT:minor:c] three"),
+        sl.text("[INCIDENT:major:a] worse\n[INCIDENT:resolved:b] fine\n[INCIDENT:minor:d] four"),
+        sl.result()))
+    session = run_session_now()
+    assert session.status == "completed"
+    found = incidents()
+    assert {service: (i.status, i.severity) for service, i in found.items()} == {
+        "a": ("open", "major"), "b": ("resolved", "minor")}
+    warnings = db.session.scalars(db.select(SessionActivity.body).where(
+        SessionActivity.session_id == session.id, SessionActivity.kind == "warning",
+        SessionActivity.title == "incident:not stored")).all()
+    assert warnings == ["1 incident marker(s) not stored: the session reached CLAUDEOPS_INCIDENTS_MAX_PER_SESSION=2"] * 2
+    assert "CLAUDEOPS_INCIDENTS_MAX_PER_SESSION=2" in caplog.text
+
+    fake_cli(sl.steps(sl.init(), sl.text("[INCIDENT:minor:c] three, again"), sl.result()))
+    run_session_now()
+    assert set(incidents()) == {"a", "b", "c"}
 
 
 def test_incident_marker_parsing():

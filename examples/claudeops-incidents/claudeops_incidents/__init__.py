@@ -7,15 +7,19 @@ told which incidents are open.
 An example of a third-party Claude Ops plugin: installed with pip, found through
 the ``claudeops.plugins`` entry point, and built only on the host's public API
 (``app.hookspecs``, ``app.plugin_types``, ``app.extensions.db``,
-``app.timeutil``, ``app.web.apiutil``, ``app.web.apidoc``, ``app.web.htmx``).
+``app.runtime``, ``app.timeutil``, ``app.web.apiutil``, ``app.web.apidoc``,
+``app.web.htmx``).
 This module holds only the hook implementations.
 """
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from app.hookspecs import hookimpl
-from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection
+from app.plugin_types import (POSITIVE_INT_SCHEMA, DashboardPage, MarkerRecord, OverviewCard, PromptSection, Setting,
+                              positive_int)
+from app.runtime import setting
 
 # Imported here so the table joins the host's metadata as soon as the plugin
 # is loaded: the drift check then covers it.
@@ -23,7 +27,10 @@ from claudeops_incidents import store
 from claudeops_incidents.markers import MARKER_TAG, parse_incident_markers
 from claudeops_incidents.models import Incident  # noqa: F401
 
+log = logging.getLogger(__name__)
+
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+MAX_PER_SESSION = "CLAUDEOPS_INCIDENTS_MAX_PER_SESSION"
 
 # Sidebar: after the built-ins (Events 20, Memories 30, Cooldowns 40).
 PAGE_POSITION = 45
@@ -37,20 +44,36 @@ def claudeops_migration_dirs():
 
 
 @hookimpl
+def claudeops_settings():
+    return [Setting(MAX_PER_SESSION, "20",
+                    "Most incidents one session may open; an opening marker beyond it is logged and noted in the "
+                    "activity log, not stored (updating or resolving an open incident always counts).",
+                    positive_int, runtime=True, schema=POSITIVE_INT_SCHEMA)]
+
+
+@hookimpl
 def claudeops_marker_tags():
     return [MARKER_TAG]
 
 
 @hookimpl
 def claudeops_markers(text, run):
-    recorded = []
+    recorded, refused = [], 0
+    limit = setting(MAX_PER_SESSION)   # a runtime setting: the operator may change it on /config
     for marker in parse_incident_markers(text):
-        outcome = store.apply_marker(marker, run)
+        outcome = store.apply_marker(marker, run, max_opened=limit)
         if outcome is None:
+            continue
+        if outcome.action == store.REFUSED:
+            refused += 1
             continue
         incident = outcome.incident
         label = f"{outcome.action}:{incident.severity}:{incident.service}"
         recorded.append(MarkerRecord("incident", label, f"#{incident.id} {marker.summary}".rstrip()))
+    if refused:
+        why = f"{refused} incident marker(s) not stored: the session reached {MAX_PER_SESSION}={limit}"
+        log.warning("session %s: %s", run.session_id, why)
+        recorded.append(MarkerRecord("incident", "not stored", why, stored=False))
     return recorded or None
 
 

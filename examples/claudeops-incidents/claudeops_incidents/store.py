@@ -2,7 +2,9 @@
 
 At most one incident per service is open at a time: a second opening marker
 for the same service updates the open incident (its severity and summary are
-the latest word) instead of opening a duplicate.
+the latest word) instead of opening a duplicate. A session opens at most so
+many incidents: an agent that repeats itself, over service after service,
+must not fill the table.
 """
 from __future__ import annotations
 
@@ -26,10 +28,14 @@ MAX_PROMPT_INCIDENTS = 20
 MAX_PROMPT_SUMMARY_CHARS = 300
 
 
+# What an opening marker beyond the session's limit comes to.
+REFUSED = "refused"
+
+
 @dataclass(frozen=True)
 class Outcome:
-    incident: Incident
-    action: str        # "opened", "updated" or "resolved"
+    incident: Incident | None   # None when refused
+    action: str        # "opened", "updated", "resolved" or REFUSED
 
 
 def open_incident(service: str) -> Incident | None:
@@ -48,9 +54,16 @@ def open_counts() -> dict[str, int]:
                                    .group_by(Incident.severity)).all())
 
 
-def apply_marker(marker: IncidentMarker, run: RunInfo) -> Outcome | None:
+def opened_in_session(session_id: int) -> int:
+    return db.session.scalar(select(func.count()).select_from(Incident)
+                             .where(Incident.opened_session_id == session_id))
+
+
+def apply_marker(marker: IncidentMarker, run: RunInfo, max_opened: int) -> Outcome | None:
     """Open, update or resolve the service's incident. The host commits it
-    with the stream's next batch, or takes it back if the hook raises."""
+    with the stream's next batch, or takes it back if the hook raises. A
+    marker that would open one more than ``max_opened`` in the session is
+    ``REFUSED``; updating and resolving are never refused."""
     now = utcnow()
     current = open_incident(marker.service)
     if marker.resolves:
@@ -65,6 +78,8 @@ def apply_marker(marker: IncidentMarker, run: RunInfo) -> Outcome | None:
         current.severity, current.summary, current.updated_at = marker.action, marker.summary, now
         current.updates += 1
         return Outcome(current, "updated")
+    if opened_in_session(run.session_id) >= max_opened:
+        return Outcome(None, REFUSED)
     incident = Incident(service=marker.service, severity=marker.action, status=OPEN, summary=marker.summary,
                         updates=0, tier=run.tier, opened_at=now, updated_at=now, opened_session_id=run.session_id)
     db.session.add(incident)
