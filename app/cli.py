@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 import threading
@@ -9,7 +10,6 @@ import threading
 import click
 from flask import current_app
 from flask.cli import FlaskGroup, NoAppException, with_appcontext
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from app import create_app, dbfaults, runtime
@@ -220,6 +220,7 @@ def show_config():
         click.echo(f"# runtime changes not read ({dbfaults.describe(exc)}); showing the environment's values",
                    err=True)
         changed = {}
+    from app.web.config_page import shown   # as the Config page shows them: secrets masked, true/false
     for setting in current_app.extensions["claudeops.settings"]:
         value = current_app.config[setting.name]
         note = ""
@@ -227,13 +228,6 @@ def show_config():
             configured = value
             value = runtime.in_force(setting, changed[setting.name])
             if value != configured and not setting.secret:
-                note = f"  # changed on /config; the environment says {_shown(configured)}"
-        if setting.secret:
-            value = "(set)" if value else ""
-        if setting.name == "CLAUDEOPS_DATABASE_URL":   # a PostgreSQL URL may hold a password
-            value = make_url(value).render_as_string(hide_password=True)
-        click.echo(f"{setting.name}={_shown(value)}{note}")
-
-
-def _shown(value) -> str:
-    return ",".join(value) if isinstance(value, list) else str(value)
+                source = "the environment says" if setting.name in os.environ else "the default is"
+                note = f"  # changed on /config; {source} {shown(setting, configured)}"
+        click.echo(f"{setting.name}={shown(setting, value)}{note}")

@@ -55,5 +55,14 @@ def api_error_text(status: int = 500) -> dict:
     return line
 
 
+def api_retry(attempt: int, max_retries: int = 10, error_status: int | None = None,
+              error: str = "unknown") -> dict:
+    """The CLI's notice that it will ask the Messages API again (as in
+    claude-code-2.1.197-c_error_retry_recovered.ndjson)."""
+    return {"type": "system", "subtype": "api_retry", "attempt": attempt, "max_retries": max_retries,
+            "retry_delay_ms": 600.0, "error_status": error_status, "error": error,
+            "session_id": CLI_SESSION_ID, "uuid": str(uuid.uuid4())}
+
+
 def steps(*lines: dict) -> list[dict]:
     return [{"line": line} for line in lines]

@@ -39,9 +39,9 @@ def test_trigger_defaults_to_tier_one_without_a_prompt(client):
 
 
 @pytest.mark.parametrize("body, message", [
-    ({"start_tier": 4}, "tier must be one of [1, 2, 3]"),
-    ({"start_tier": "2"}, "start_tier must be an integer"),
-    ({"start_tier": True}, "start_tier must be an integer"),
+    ({"start_tier": 4}, "start_tier must be 1, 2 or 3, not 4"),   # the field the client sent
+    ({"start_tier": "2"}, "start_tier must be 1, 2 or 3, not '2'"),
+    ({"start_tier": True}, "start_tier must be 1, 2 or 3, not True"),
     ({"prompt": 5}, "prompt must be a string"),
     ({"prompt": "x" * 20001}, "the limit is 20000"),
     ({"prompt": "half a pair \udcff"}, "prompt must be text"),

@@ -439,7 +439,7 @@ def test_config_command_masks_credentials(tmp_path, monkeypatch):
     monkeypatch.setenv("CLAUDEOPS_PASSWORD", PASSWORD)
     monkeypatch.setenv("CLAUDEOPS_API_TOKEN", TOKEN)
     output = CliRunner().invoke(main, ["config"]).output
-    assert "CLAUDEOPS_PASSWORD=(set)" in output and "CLAUDEOPS_API_TOKEN=(set)" in output
+    assert "CLAUDEOPS_PASSWORD=(set, hidden)" in output and "CLAUDEOPS_API_TOKEN=(set, hidden)" in output
     assert PASSWORD not in output and TOKEN not in output
 
 

@@ -201,15 +201,19 @@ def test_config_never_prints_the_database_password(tmp_path):
     assert "hunter2" not in result.stdout
 
 
-def test_config_prints_a_runtime_change_as_the_value_in_force(app):
+def test_config_prints_a_runtime_change_as_the_value_in_force(app, monkeypatch):
     from app import runtime
     from app.cli import main
     runtime.change({"CLAUDEOPS_INTERVAL": "600", "CLAUDEOPS_MEMORY_BUDGET": "500"})
     lines = app.test_cli_runner().invoke(main, ["config"]).output.splitlines()
-    assert "CLAUDEOPS_INTERVAL=600  # changed on /config; the environment says 3600" in lines
-    assert "CLAUDEOPS_MEMORY_BUDGET=500  # changed on /config; the environment says 2000" in lines
+    assert "CLAUDEOPS_INTERVAL=600  # changed on /config; the default is 3600" in lines
+    assert "CLAUDEOPS_MEMORY_BUDGET=500  # changed on /config; the default is 2000" in lines
     assert "CLAUDEOPS_TIER1_MODEL=haiku" in lines   # unchanged: no note
+    assert "CLAUDEOPS_DRY_RUN=false" in lines   # as the README and the Config page write it
 
     runtime.change({"CLAUDEOPS_INTERVAL": None})
     lines = app.test_cli_runner().invoke(main, ["config"]).output.splitlines()
     assert "CLAUDEOPS_INTERVAL=3600" in lines
+    monkeypatch.setenv("CLAUDEOPS_MEMORY_BUDGET", "2000")
+    lines = app.test_cli_runner().invoke(main, ["config"]).output.splitlines()
+    assert "CLAUDEOPS_MEMORY_BUDGET=500  # changed on /config; the environment says 2000" in lines

@@ -191,6 +191,18 @@ def test_cooldowns_list_shows_usage_and_recent_actions(state):
     assert result.stderr.strip().endswith("3 of 3 actions")
 
 
+def test_cooldowns_list_takes_the_actions_other_names_as_the_api_does(app):
+    from app.cli import main
+    seed(app, "jellyfin", 1)
+    runner = app.test_cli_runner()
+    for name in ("redeploy", "Redeployment", "deploy"):
+        result = runner.invoke(main, ["cooldowns", "list", "--action", name])
+        assert result.exit_code == 0, result.output
+        assert "0 of 0 actions" in result.output   # only redeployments, and the seeded one is a restart
+    refused = runner.invoke(main, ["cooldowns", "list", "--action", "reboot"])
+    assert refused.exit_code == 2 and "'reboot' is not one of restart, redeployment" in refused.output
+
+
 @pytest.mark.parametrize("command, denied", [("docker restart jellyfin", True), ("uptime", False)])
 def test_if_recognising_fails_only_restart_like_commands_are_denied(app, monkeypatch, command, denied):
     from plugins.cooldowns import gate

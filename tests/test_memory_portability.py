@@ -284,3 +284,11 @@ def test_dashboard_download_and_upload(app, client):
 def test_a_markdown_file_without_memories_is_refused(app):
     with pytest.raises(portability.ImportRefused, match="no memories found"):
         portability.parse("# Notes\n\nNothing to see here.\n", "markdown")
+
+
+def test_an_export_of_no_memories_imports_as_nothing(app):
+    """An export made before anything was learned is an export, not the wrong file."""
+    empty = portability.export_markdown()
+    assert portability.parse(empty, "markdown") == []
+    report = portability.import_entries(portability.parse(empty, "markdown"), source="empty.md")
+    assert (report.created, report.reinforced, report.contradicted, report.unchanged) == (0, 0, 0, 0)

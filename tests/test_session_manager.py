@@ -167,6 +167,19 @@ def test_timeout_ends_the_whole_process_group(app, fake_cli, run_session_now, or
     assert db.session.scalar(select(Event.message)) == "before the hang"
 
 
+def test_a_timeout_while_the_cli_retries_the_api_says_so(app, fake_cli, run_session_now):
+    app.config["CLAUDEOPS_SESSION_TIMEOUT"] = 1
+    fake_cli(sl.steps(sl.init(), sl.text("answered"), sl.api_retry(1), sl.api_retry(2, error="connection refused"))
+             + [{"sleep": 60}])
+    session = run_session_now()
+    assert session.status == "timed_out"
+    assert session.status_reason == ("exceeded the session timeout of 1 s; the CLI was retrying the API "
+                                     "(API retry 2/10 after connection refused)")
+    # Retries the API answered after are no reason.
+    fake_cli(sl.steps(sl.init(), sl.api_retry(1), sl.text("answered")) + [{"sleep": 60}])
+    assert run_session_now().status_reason == "exceeded the session timeout of 1 s"
+
+
 def test_stop_request_ends_the_session_and_its_group(app, fake_cli, orphan_pid_file):
     from app.sessions import control
     from app.sessions.manager import run_session

@@ -70,6 +70,9 @@ class StreamHandler:
         self.response_tail = ResponseTail(MAX_RESPONSE_CHARS)
         self.markers = MarkerFanOut(run)
         self.result: Optional[stream.Result] = None
+        # The CLI's last "API retry" notice while no answer came after it:
+        # what a session that times out was waiting for.
+        self.retrying_api: Optional[str] = None
         self.line_number = 0
         self.skipped = 0
         self._rows: list[dict] = []          # activity not yet written
@@ -139,13 +142,17 @@ class StreamHandler:
             self.response_tail.append(text)
             self._add("text", "API error" if item.is_api_error else None, text, redacted=True)
             if not item.is_api_error:  # the CLI's own error notice is not the agent speaking
+                self.retrying_api = None
                 self._fan_out(text)
         elif isinstance(item, stream.ToolUse):
+            self.retrying_api = None
             self._add("tool_use", item.name, _json(item.input))
         elif isinstance(item, stream.ToolResult):
             self._add("tool_result", "error" if item.is_error else None, item.content)
         elif isinstance(item, stream.SystemNotice):
             self._add("system", item.subtype, item.summary)
+            if item.subtype == "api_retry":
+                self.retrying_api = item.summary
         elif isinstance(item, stream.Init):
             if item.cli_session_id:
                 self.session.cli_session_id = fit(_CLI_SESSION_ID, item.cli_session_id)

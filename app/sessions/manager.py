@@ -220,6 +220,8 @@ def decide_status(outcome: ProcessOutcome, handler: StreamHandler, claude_bin: s
     if outcome.spawn_error:
         return FAILED, f"could not start the Claude CLI ({outcome.spawn_error}); check CLAUDEOPS_CLAUDE_BIN={claude_bin!r}"
     if outcome.timed_out:
+        if handler.retrying_api:   # the whole wait may have been the CLI's retries of an unreachable API
+            return TIMED_OUT, f"{outcome.ended_by}; the CLI was retrying the API ({handler.retrying_api})"
         return TIMED_OUT, outcome.ended_by
     if outcome.ended_by:
         return STOPPED, outcome.ended_by

@@ -6,6 +6,7 @@ from datetime import timedelta
 from flask import Blueprint, current_app
 from sqlalchemy import func, select, text
 
+from app.config import TIERS
 from app.extensions import db
 from app.models import COMPLETED, FINISHED_STATUSES, SchedulerState, Session
 from app.plugins import collect
@@ -85,8 +86,8 @@ def trigger():
     if prompt is not None and not isinstance(prompt, str):
         raise ApiError("prompt must be a string")
     tier = body.get("start_tier", 1)
-    if isinstance(tier, bool) or not isinstance(tier, int):
-        raise ApiError("start_tier must be an integer (1, 2 or 3)")
+    if isinstance(tier, bool) or not isinstance(tier, int) or tier not in TIERS:
+        raise ApiError(f"start_tier must be 1, 2 or 3, not {tier!r}")
     try:
         session = control.enqueue(tier=tier, prompt=prompt, trigger="api")
     except control.ControlError as exc:

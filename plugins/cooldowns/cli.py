@@ -12,7 +12,7 @@ from app.extensions import db
 from app.redaction import include_withheld
 from app.timeutil import isoformat
 from plugins.cooldowns import gate, store
-from plugins.cooldowns.limits import ACTIONS, current_limits, describe
+from plugins.cooldowns.limits import ACTIONS, current_limits, describe, normalise_action
 from plugins.cooldowns.models import OUTCOMES
 
 
@@ -28,9 +28,20 @@ def cooldowns():
     """Restart and redeployment limits per service."""
 
 
+def _action(ctx, param, value):
+    """An action by any of the names the API and the markers take (redeploy, deploy, …)."""
+    if value is None:
+        return None
+    action = normalise_action(value)
+    if action is None:
+        raise click.BadParameter(f"{value!r} is not one of {', '.join(ACTIONS)} (or redeploy, deploy)")
+    return action
+
+
 @cooldowns.command("list")
 @click.option("--service", help="Only this service.")
-@click.option("--action", type=click.Choice(ACTIONS))
+@click.option("--action", callback=_action, metavar="[restart|redeployment]",
+              help="Only this action (redeploy and deploy mean redeployment).")
 @click.option("--outcome", type=click.Choice(OUTCOMES))
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 10000),
               help="How many recent actions to show.")

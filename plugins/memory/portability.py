@@ -27,6 +27,7 @@ from plugins.memory.matcher import CONTRADICT, REINFORCE
 from plugins.memory.models import ACTIVE_THRESHOLD, APPROVED, OUTCOME_LEVELS, REVIEW_STATES, Memory, MemoryHistory, TrackRecord
 
 FORMAT_NAME = "claudeops-memories"
+MARKDOWN_TITLE = "# Claude Ops memories"   # an export of no memories is still one
 FORMAT_VERSION = 1
 MAX_IMPORT = 100_000
 # Timestamps an export can hold: none before the epoch, none later than a
@@ -87,7 +88,7 @@ def export_markdown() -> str:
         by_service.setdefault(memory.service_label, []).append(memory)
     services = sorted(s for s in by_service if s != store.GENERAL) + (
         [store.GENERAL] if store.GENERAL in by_service else [])
-    lines = ["# Claude Ops memories", "",
+    lines = [MARKDOWN_TITLE, "",
              f"Exported {_timestamp(utcnow())}: {len(memories)} memories. "
              "Import with `claudeops memories import FILE`.", ""]
     for service in services:
@@ -286,7 +287,7 @@ def parse_markdown(text: str) -> list[Entry]:
         if entry.active and entry.confidence < ACTIVE_THRESHOLD:
             raise ImportRefused(f"line {number}: active with confidence {entry.confidence}, below {ACTIVE_THRESHOLD}")
         entries.append(entry)
-    if not entries:   # most likely the wrong file: say so rather than import nothing
+    if not entries and not text.startswith(MARKDOWN_TITLE):   # not an export of ours: say so
         raise ImportRefused("no memories found: expected lines '- [category] observation (confidence: N)' "
                             "under '## service' headings")
     _check_size(entries)
