@@ -203,7 +203,10 @@ def _to_login() -> Response:
 
 def page_of(url: Optional[str]) -> str:
     """The path and query of ``url`` (a page of this site the browser names), or "/"."""
-    parts = urlsplit(url or "")
+    try:
+        parts = urlsplit(url or "")
+    except ValueError:   # "http://[": a header no browser sends
+        return "/"
     return safe_next(parts.path + (f"?{parts.query}" if parts.query else "")) if parts.path else "/"
 
 

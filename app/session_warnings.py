@@ -48,6 +48,6 @@ def log_warning(log: logging.Logger) -> Warn:
     return lambda kind, message: log.warning("%s", message)
 
 
-def session_warner(log: logging.Logger, session_id: int) -> Warn:
+def session_warner(log: logging.Logger, session_id: int, later: str = AT_DEBUG_LEVEL) -> Warn:
     """A ``Warn`` that logs the first of each kind in the session, as ``warn_once``."""
-    return lambda kind, message: warn_once(log, session_id, kind, message, AT_DEBUG_LEVEL)
+    return lambda kind, message: warn_once(log, session_id, kind, message, later)

@@ -13,6 +13,8 @@ from the shapes in tests/fixtures/) and follows a script named by
                              (its pid goes to ``FAKE_CLAUDE_ORPHAN_PID`` when set)
     {"stderr": "text"}
     {"exit": code}
+    {"trap_signals": true}   from here on end on SIGTERM, SIGINT and SIGHUP as
+                             the real CLI does: exit 143, 0 and 129
 
 It reads its arguments as the real CLI does (a commander program): an
 option it does not know, a prompt that begins with "-" among them, is
@@ -27,10 +29,13 @@ when that is set.
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
 
+# What the real CLI (2.1.197) exits with when its process group is sent each signal.
+REAL_CLI_SIGNAL_EXITS = {signal.SIGTERM: 143, signal.SIGINT: 0, signal.SIGHUP: 129}
 FLAGS = {"-p", "--print", "--verbose"}
 ONE_VALUE = {"--output-format", "--model", "--append-system-prompt", "--settings", "--mcp-config"}
 MANY_VALUES = {"--allowedTools", "--disallowedTools"}
@@ -129,6 +134,9 @@ def play(steps: list) -> int:
         elif "exit" in step:
             out.flush()
             return step["exit"]
+        elif "trap_signals" in step:
+            for signum, code in REAL_CLI_SIGNAL_EXITS.items():
+                signal.signal(signum, lambda _signum, _frame, code=code: os._exit(code))
         out.flush()
     return 0
 

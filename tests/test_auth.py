@@ -208,6 +208,8 @@ def test_a_form_posted_after_the_login_expired_goes_to_the_login_page_and_back(c
     assert session_count() == 0
     assert client.post("/config", headers={"Referer": "https://evil.example//x"}).headers["Location"] == \
         "/login?next=/"   # "//x" would leave the site
+    assert client.post("/config", headers={"Referer": "http://["}).headers["Location"] == "/login?next=/"
+    assert client.get("/events", headers={"HX-Request": "true", "HX-Current-URL": "http://["}).status_code == 401
 
 
 # ------------------------------------------------------------ the login

@@ -193,6 +193,16 @@ def test_a_plugin_that_breaks_at_start_up_stops_a_command_with_a_line_naming_it(
     assert "Error: plugin broken failed in claudeops_settings" in listed.output and "Commands:" in listed.output
 
 
+def test_a_database_in_a_directory_that_is_not_there_is_a_clear_error(tmp_path):
+    missing = tmp_path / "not-there" / "ops.db"
+    env = dict(claudeops_env(tmp_path), CLAUDEOPS_DATABASE_URL=f"sqlite:///{missing}")
+    for command in (["scheduler"], ["run"]):
+        result = subprocess.run([str(CLAUDEOPS), *command], env=env, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 1
+        assert f"cannot make the scheduler's lock file {missing}.scheduler.lock" in result.stderr
+        assert "Traceback" not in result.stderr
+
+
 def test_config_never_prints_the_database_password(tmp_path):
     env = dict(claudeops_env(tmp_path), CLAUDEOPS_DATABASE_URL="postgresql+psycopg://ops:hunter2@db.local/claudeops")
     result = subprocess.run([str(CLAUDEOPS), "config"], env=env, capture_output=True, text=True, timeout=60)

@@ -122,6 +122,9 @@ def test_config_page_form_changes_and_resets(client):
     # The form keeps what was typed, the valid change too, to correct and save again.
     assert '<input name="CLAUDEOPS_INTERVAL" value="abc"' in page and '<input name="CLAUDEOPS_TIER1_MODEL" value="sonnet"' in page
     assert config_of(client)["CLAUDEOPS_TIER1_MODEL"]["value"] == "haiku"
+    # A number typed as "false" stays a text field to correct, not a true/false choice.
+    page = client.post("/config", data={"CLAUDEOPS_INTERVAL": "false"}).get_data(as_text=True)
+    assert '<input name="CLAUDEOPS_INTERVAL" value="false"' in page and '<select name="CLAUDEOPS_DRY_RUN"' in page
     client.post("/config", data={"reset": "CLAUDEOPS_INTERVAL", "CLAUDEOPS_INTERVAL": "900"})
     assert config_of(client)["CLAUDEOPS_INTERVAL"]["source"] == "default"
     # A model name reaches the CLI's argv, which cannot hold a NUL.
@@ -215,6 +218,11 @@ def test_workers_get_the_paths_the_operator_set_resolved_and_no_others(app, monk
     monkeypatch.setenv("CLAUDEOPS_RESULTS_DIR", "runs")
     app.config["CLAUDEOPS_RESULTS_DIR"] = "runs"
     assert worker_environment(app)["CLAUDEOPS_RESULTS_DIR"] == str(tmp_path / "runs")
+    monkeypatch.setenv("CLAUDEOPS_DATABASE_URL", "sqlite:///ops.db")   # a file in the working directory
+    app.config["CLAUDEOPS_DATABASE_URL"] = "sqlite:///ops.db"
+    assert worker_environment(app)["CLAUDEOPS_DATABASE_URL"] == f"sqlite:///{tmp_path}/ops.db"
+    app.config["CLAUDEOPS_DATABASE_URL"] = "postgresql+psycopg://ops:pw@db/claudeops"
+    assert worker_environment(app)["CLAUDEOPS_DATABASE_URL"] == "postgresql+psycopg://ops:pw@db/claudeops"
     assert "--no-control-socket" in gunicorn_command("127.0.0.1", 8080, 2)   # none in $HOME, shared by all
 
 

@@ -286,13 +286,16 @@ def test_serve_killed_mid_session_leaves_no_web_server_behind_and_starts_again_o
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("cli_signalled_too", [False, True], ids=["service", "service-and-cli-group"])
+@pytest.mark.parametrize("cli_signalled_too, cli_traps", [(False, False), (True, False), (True, True)],
+                         ids=["service", "service-and-cli-group", "service-and-cli-group-exiting-143"])
 def test_sigterm_during_a_session_records_it_stopped_and_ends_the_cli_group(app, scheduler_process,
-                                                                             cli_signalled_too):
+                                                                             cli_signalled_too, cli_traps):
     """An init system may signal only the service, or every process it
-    started (systemd's KillMode=control-group): then the CLI dies of the
-    signal a moment before the service has said it is stopping."""
-    scheduler_process.script(sl.steps(sl.init(), sl.text("[EVENT:info:web] before SIGTERM"))
+    started (systemd's KillMode=control-group): then the CLI ends of the
+    signal (dies of it, or exits 143 as the real one does) a moment before
+    the service has said it is stopping."""
+    scheduler_process.script(([{"trap_signals": True}] if cli_traps else [])
+                             + sl.steps(sl.init(), sl.text("[EVENT:info:web] before SIGTERM"))
                              + [{"orphan": 120}, {"sleep": 120}])
     process = scheduler_process()
     session_id = control.enqueue(trigger="api").id

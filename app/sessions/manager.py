@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import signal
 import threading
 import time
 from pathlib import Path
@@ -45,10 +44,10 @@ STOP_POLL_SECONDS = 1.0
 MAX_ARGUMENT_BYTES = 128 * 1024 - 1
 SHUTDOWN_REASON = "the service shut down during the session"
 # A stop of the whole service often signals the CLI's process group too
-# (systemd's KillMode=control-group): the CLI may die of it a moment before
-# the service's own handler has said so. How long a CLI ended by such a
-# signal waits for that word before it counts as killed.
-TERMINATION_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+# (systemd's KillMode=control-group): the CLI may end of it (dying of the
+# signal, or exiting 143 as the real one does) a moment before the service's
+# own handler has said so. How long a CLI that ended without its result line
+# waits for that word before it counts as failed.
 SHUTDOWN_GRACE_SECONDS = 2.0
 OPERATOR_STOP_REASON = "stopped by the operator"
 
@@ -174,7 +173,7 @@ def _run_session(session: Session, shutdown: Optional[threading.Event]) -> Sessi
         outcome = run_process(command, handler.handle_line,
                               _committing(handler, _stop_poller(session.id, shutdown)), handler.handle_oversized)
         handler.close()   # the rows of the last batch
-        if _ended_with_the_service(outcome, shutdown):
+        if _ended_with_the_service(outcome, handler, shutdown):
             outcome.ended_by = SHUTDOWN_REASON
     except SQLAlchemyError as exc:
         # The runner has ended the CLI's group; what was committed stays, and
@@ -189,12 +188,11 @@ def _run_session(session: Session, shutdown: Optional[threading.Event]) -> Sessi
     return _finish(session, run, status, reason, handler)
 
 
-def _ended_with_the_service(outcome: ProcessOutcome, shutdown: Optional[threading.Event]) -> bool:
-    """Whether a CLI that died of a termination signal, with nothing asking
+def _ended_with_the_service(outcome: ProcessOutcome, handler: StreamHandler,
+                            shutdown: Optional[threading.Event]) -> bool:
+    """Whether a CLI that ended before its result line, with nothing asking
     it to stop yet, was stopped with the service (the signal reached both)."""
-    if outcome.ended_by or shutdown is None or outcome.exit_code is None:
-        return False
-    if -outcome.exit_code not in TERMINATION_SIGNALS:
+    if outcome.ended_by or shutdown is None or handler.result is not None:
         return False
     return shutdown.wait(SHUTDOWN_GRACE_SECONDS)
 

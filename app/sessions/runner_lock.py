@@ -83,7 +83,10 @@ class RunnerLock:
         self._release_files()
 
     def _acquire_file(self, path: Path, covered: str) -> None:
-        handle = open(path, "a+")
+        try:
+            handle = open(path, "a+")
+        except OSError as exc:   # a database named in a directory that is not there, or not ours
+            raise RunnerLockError(f"cannot make the scheduler's lock file {path}: {exc.strerror or exc}") from None
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -45,9 +45,15 @@ def describe() -> list[dict]:
     return rows
 
 
+def _form(settings: list[dict], status: int = 200):
+    """The page; a setting of a boolean schema gets a true/false choice, whatever its value."""
+    booleans = {s.name for s in declared() if (s.schema or {}).get("type") == "boolean"}
+    return render_template("config.html", settings=settings, booleans=booleans), status
+
+
 @config_page.get("/config")
 def index():
-    return render_template("config.html", settings=describe())
+    return _form(describe())
 
 
 @config_page.post("/config")
@@ -67,7 +73,7 @@ def update():
         # The form again with what was typed in it: correct the one value, save them all.
         typed = [dict(row, value=wanted.get(row["name"], row["value"])) if row["runtime"] else row
                  for row in describe()]
-        return render_template("config.html", settings=typed), 400
+        return _form(typed, 400)
     flash("Saved: " + ", ".join(sorted(values)) + ". In force now, and after a restart.", "info")
     return redirect(url_for("config.index"))
 

@@ -25,7 +25,7 @@ from sqlalchemy import select
 
 from app.extensions import db
 from app.plugin_types import MarkerRecord, RunInfo
-from app.session_warnings import session_warner, warn_once
+from app.session_warnings import IN_ACTIVITY_LOG, session_warner, warn_once
 from app.web.apiutil import MAX_ID
 from plugins.memory import store
 from plugins.memory.context import memory_ref
@@ -51,7 +51,8 @@ def record_markers(text: str, run: RunInfo) -> list[MarkerRecord]:
     if "[OUTCOME:" not in text:
         return []
     recorded = []
-    for marker in parse_outcome_markers(text, session_warner(log, run.session_id)):
+    # Each one that cannot be read is noted in the activity log too (below).
+    for marker in parse_outcome_markers(text, session_warner(log, run.session_id, IN_ACTIVITY_LOG)):
         if isinstance(marker, MalformedOutcome):
             recorded.append(MarkerRecord("memory", "outcome not stored", f"{marker.text}: {marker.why}",
                                          stored=False))

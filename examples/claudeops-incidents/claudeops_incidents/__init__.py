@@ -18,7 +18,7 @@ from pathlib import Path
 
 from app.hookspecs import hookimpl
 from app.plugin_types import (POSITIVE_INT_SCHEMA, DashboardPage, MarkerRecord, OverviewCard, PromptSection, Setting,
-                              positive_int)
+                              positive_int, warn_once)
 from app.runtime import setting
 
 # Imported here so the table joins the host's metadata as soon as the plugin
@@ -72,7 +72,7 @@ def claudeops_markers(text, run):
         recorded.append(MarkerRecord("incident", label, f"#{incident.id} {marker.summary}".rstrip()))
     if refused:
         why = f"{refused} incident marker(s) not stored: the session reached {MAX_PER_SESSION}={limit}"
-        log.warning("session %s: %s", run.session_id, why)
+        warn_once(log, run.session_id, "incidents over the limit", why)   # once a session, then at debug
         recorded.append(MarkerRecord("incident", "not stored", why, stored=False))
     return recorded or None
 
