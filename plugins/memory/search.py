@@ -4,7 +4,8 @@ Each word of the query must match, as the beginning of a word, in one of
 two indexes: a stemmed one ("restarts" finds "restart") or one of the words
 as written ("jelly" finds "Jellyfin", which stemming alone misses: the
 beginning typed stems to "jelli"). So "restarts jelly" finds "Jellyfin
-takes 60s to restart". Matches rank by the stemmed index.
+takes 60s to restart". Matches rank by the stemmed index: those it matches
+in every word first, best first.
 
 SQLite uses FTS5: ``memories_fts`` (porter stemming, BM25 rank) and
 ``memories_words_fts`` (no stemming); PostgreSQL its own text search, the
@@ -59,12 +60,13 @@ def _sqlite(query, terms: list[str]):
             f"SELECT rowid FROM memories_fts WHERE memories_fts MATCH :term{n} "
             f"UNION ALL SELECT rowid FROM memories_words_fts WHERE memories_words_fts MATCH :term{n}")
             .columns(column("rowid", Integer))))
-    # Ranked by the stemmed index, over whichever words it matches there;
-    # a memory it matches only as written comes after those it matches.
+    # Ranked by the stemmed index where it matches every word (a query as
+    # selective as the search itself); a memory that needs a word as written
+    # comes after those, in the caller's order.
     ranked = (select(column("rowid", Integer).label("id"), literal_column("bm25(memories_fts)", Float).label("rank"))
-              .select_from(text("memories_fts")).where(text("memories_fts MATCH :any_term"))
+              .select_from(text("memories_fts")).where(text("memories_fts MATCH :every_term"))
               .subquery("search"))
-    params["any_term"] = " OR ".join(prefixes)
+    params["every_term"] = " ".join(prefixes)
     return (query.outerjoin(ranked, ranked.c.id == Memory.id).params(**params)
             .order_by(ranked.c.rank.is_(None), ranked.c.rank))   # bm25: lower is better
 
@@ -75,8 +77,8 @@ def _postgresql(query, terms: list[str]):
         prefix = f"{term}:*"
         query = query.where(or_(stemmed.op("@@")(func.to_tsquery("english", prefix)),
                                 words.op("@@")(func.to_tsquery("simple", prefix))))
-    any_term = func.to_tsquery("english", " | ".join(f"{term}:*" for term in terms))
-    return query.order_by(func.ts_rank(stemmed, any_term).desc())
+    every_term = func.to_tsquery("english", " & ".join(f"{term}:*" for term in terms))
+    return query.order_by(func.ts_rank(stemmed, every_term).desc())
 
 
 def _like(query, terms: list[str]):
