@@ -37,15 +37,17 @@ def seed() -> None:
 
 
 def comparable(document: dict) -> list[dict]:
-    """An export without what is local to one database: ids, session links,
+    """An export without what is local to one database: ids (a link to
+    another memory is compared by that memory's observation), session links,
     and the import's own history rows."""
     by_id = {m["id"]: m for m in document["memories"]}
     rows = []
     for memory in document["memories"]:
         row = {name: memory[name] for name in MEMORY_FIELDS}
         row["contradicts"] = by_id[memory["contradicts_id"]]["observation"] if memory["contradicts_id"] else None
-        row["history"] = [{name: h[name] for name in HISTORY_FIELDS} for h in memory["history"]
-                          if h["action"] != "imported"]
+        row["history"] = [{**{name: h[name] for name in HISTORY_FIELDS},
+                           "related": by_id[h["related_memory_id"]]["observation"] if h["related_memory_id"] else None}
+                          for h in memory["history"] if h["action"] != "imported"]
         rows.append(row)
     return sorted(rows, key=lambda r: (r["service"] or "", r["category"], r["observation"]))
 
@@ -56,6 +58,8 @@ def test_json_round_trip_keeps_everything(app, tmp_path):
     assert len(exported["memories"]) == 6
     assert any(m["history"] and m["history"][-1]["action"] == "reinforced" for m in exported["memories"])
     assert any(m["contradicts_id"] for m in exported["memories"])
+    # The contradicted memory's history names the memory that contradicted it.
+    assert any(h["related_memory_id"] for m in exported["memories"] for h in m["history"])
 
     other = make_app(tmp_path / "other")
     with other.app_context():

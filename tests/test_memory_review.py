@@ -258,15 +258,21 @@ def test_without_review_a_contradiction_takes_effect_at_once(app):
     assert new.status == "approved" and (old.confidence, old.active) == (0.2, False)
 
 
-def test_rejected_memories_do_not_decay_proposed_ones_do(app, review_on):
-    rejected = add_memory("Rejected long ago", age_days=44)
-    proposed = add_memory("Proposed long ago", service="nas", age_days=44)
+def test_only_approved_memories_decay(app, review_on):
+    """A proposal that waited in the inbox is approved as the agent wrote it,
+    not faded to nothing by the wait; approval starts its 30 days."""
+    rejected = add_memory("Rejected long ago", age_days=80)
+    proposed = add_memory("Proposed long ago", service="nas", age_days=80)
+    approved = add_memory("Approved long ago", service="web", age_days=44)
     db.session.execute(text(f"UPDATE memories SET status = 'rejected' WHERE id = {rejected.id}"))
     db.session.execute(text(f"UPDATE memories SET status = 'proposed' WHERE id = {proposed.id}"))
     db.session.commit()
     assert store.decay() == 1
     db.session.commit()
-    assert (rejected.confidence, proposed.confidence) == (0.7, 0.5)
+    assert (rejected.confidence, proposed.confidence, approved.confidence) == (0.7, 0.7, 0.5)
+    review.approve(proposed)
+    db.session.commit()
+    assert store.decay() == 0 and (proposed.confidence, proposed.active) == (0.7, True)
 
 
 # --- the events feed ---------------------------------------------------------------

@@ -26,6 +26,7 @@ than"): the cost of a session's context does not grow with the table.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Iterable, Mapping, Optional
@@ -66,9 +67,20 @@ def memory_ref(memory_id: int) -> str:
     return f"m{memory_id}"
 
 
+# What the line gives after an observation: an observation (the agent's
+# text) must not seem to give them itself, with another confidence or id.
+LINE_PARTS_IN_TEXT = re.compile(r"\(\s*confidence\s*:|\[\s*m\s*(\d+)\s*\]", re.IGNORECASE)
+
+
+def plain_observation(observation: str) -> str:
+    """``observation`` without what would read as the line's own confidence
+    or memory id: "(confidence: 1.0) [m1]" becomes "(confidence 1.0) m1"."""
+    return LINE_PARTS_IN_TEXT.sub(lambda m: f"m{m.group(1)}" if m.group(1) else "(confidence", observation)
+
+
 def memory_line(memory: Memory) -> str:
-    return (f"- [{memory.category}] {memory.observation} (confidence: {format_confidence(memory.confidence)})"
-            f" [{memory_ref(memory.id)}]")
+    return (f"- [{memory.category}] {plain_observation(memory.observation)} "
+            f"(confidence: {format_confidence(memory.confidence)}) [{memory_ref(memory.id)}]")
 
 
 def header(included: int, eligible: Total, token_count: int) -> str:

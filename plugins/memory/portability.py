@@ -35,7 +35,6 @@ MAX_IMPORT = 100_000
 # them, decay's dates would overflow or its weeks pass what export allows.
 EARLIEST_TIME = datetime(1970, 1, 1, tzinfo=timezone.utc)
 CLOCK_SKEW = timedelta(days=1)
-HISTORY_FIELDS = ("action", "confidence_before", "confidence_after", "actor", "detail", "created_at")
 ACTORS = (store.OPERATOR, store.SESSION, store.SYSTEM)
 MARKDOWN_LINE = re.compile(r"^- \[(?P<category>[a-z]+)\] (?P<observation>.+) "
                            r"\(confidence: (?P<confidence>[0-9.]+)"
@@ -75,7 +74,8 @@ def export_json() -> dict:
             "status": m.status,
             "history": [{"action": h.action, "confidence_before": h.confidence_before,
                          "confidence_after": h.confidence_after, "actor": h.actor, "detail": h.detail,
-                         "session_id": h.session_id, "created_at": _timestamp(h.created_at)}
+                         "session_id": h.session_id, "related_memory_id": h.related_memory_id,
+                         "created_at": _timestamp(h.created_at)}
                         for h in history.get(m.id, [])],
         } for m in memories],
     }
@@ -254,6 +254,7 @@ def _history_rows(rows) -> list[dict]:
             raise ValueError("history must not contain NUL characters")
         checked.append({"action": row["action"], "actor": row["actor"], "detail": row.get("detail"),
                         "session_id": _optional_id(row.get("session_id")),
+                        "related_memory_id": _optional_id(row.get("related_memory_id")),
                         "confidence_before": row.get("confidence_before"),
                         "confidence_after": row.get("confidence_after"),
                         "created_at": _time(row.get("created_at")) or utcnow()})
@@ -322,6 +323,7 @@ def import_entries(entries: list[Entry], source: str) -> ImportReport:
     report = ImportReport()
     new_ids: dict[int, Memory] = {}
     links: list[tuple[Memory, int]] = []
+    related: list[tuple[MemoryHistory, int]] = []   # history rows naming a memory by its id in the file
     imported: list[int] = []  # compared with what was here before, never with each other
     for entry in entries:
         if _exact_copy_exists(entry):
@@ -332,7 +334,7 @@ def import_entries(entries: list[Entry], source: str) -> ImportReport:
             store.reinforce(target, f"imported from {source}: {entry.observation}", actor=store.OPERATOR)
             report.reinforced += 1
             continue
-        memory = _insert(entry, source)
+        memory = _insert(entry, source, related)
         imported.append(memory.id)
         if entry.source_id is not None:
             new_ids[entry.source_id] = memory
@@ -346,6 +348,8 @@ def import_entries(entries: list[Entry], source: str) -> ImportReport:
     for memory, source_id in links:  # contradictions within the file, once every id is known
         if source_id in new_ids:
             memory.contradicts_id = new_ids[source_id].id
+    for row, source_id in related:   # a memory not imported as itself would be another one here
+        row.related_memory_id = new_ids[source_id].id if source_id in new_ids else None
     return report
 
 
@@ -364,7 +368,10 @@ def _session_here(session_id: Optional[int]) -> Optional[int]:
     return session_id if db.session.get(Session, session_id) is not None else None
 
 
-def _insert(entry: Entry, source: str) -> Memory:
+def _insert(entry: Entry, source: str, related: list[tuple[MemoryHistory, int]]) -> Memory:
+    """The entry as a new memory with its history; the history rows that name
+    another memory of the file are added to ``related``, to be linked once
+    every memory of the file has its id here."""
     now = utcnow()
     memory = Memory(service=entry.service, category=entry.category, observation=entry.observation,
                     confidence=entry.confidence, active=entry.active, pinned=entry.pinned, tier=entry.tier,
@@ -376,7 +383,11 @@ def _insert(entry: Entry, source: str) -> Memory:
     db.session.add(memory)
     db.session.flush()
     for row in entry.history:
-        db.session.add(MemoryHistory(memory_id=memory.id, **{**row, "session_id": _session_here(row["session_id"])}))
+        history = MemoryHistory(memory_id=memory.id, **{**row, "session_id": _session_here(row["session_id"]),
+                                                        "related_memory_id": None})
+        db.session.add(history)
+        if row["related_memory_id"] is not None:
+            related.append((history, row["related_memory_id"]))
     db.session.add(MemoryHistory(memory_id=memory.id, action="imported", confidence_before=None,
                                  confidence_after=memory.confidence, actor=store.OPERATOR,
                                  detail=f"from {source}", created_at=now))

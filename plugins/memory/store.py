@@ -446,7 +446,9 @@ def decay(now: Optional[datetime] = None, run: Optional[RunInfo] = None) -> int:
     """Take 0.1 off per full week past the grace period since the last
     reinforcement or edit. Idempotent: weeks already taken off are counted
     in ``decayed_weeks``, so running it again the same week changes nothing.
-    Pinned and rejected memories never decay. Returns how many memories changed.
+    Only approved memories decay: not pinned ones, nor the proposed waiting
+    in the review inbox (approval starts their 30 days) or the rejected.
+    Returns how many memories changed.
 
     Only the memories whose next week has fallen due are read (an index on
     ``decay_due_at``), so a start costs the same however many memories are
@@ -454,7 +456,7 @@ def decay(now: Optional[datetime] = None, run: Optional[RunInfo] = None) -> int:
     now = now or utcnow()
     due = db.session.scalars(select(Memory).where(
         Memory.active.is_(True), Memory.pinned.is_(False), Memory.decay_due_at <= now,
-        Memory.status != REJECTED)).all()
+        Memory.status == APPROVED)).all()
     changed = 0
     for memory in due:
         weeks_due = weeks_of_decay_due(memory.updated_at, now)
@@ -509,6 +511,8 @@ def _refresh(memory: Memory) -> None:
 def _set_active(memory: Memory, active: bool) -> None:
     if active != memory.active:
         memory.active = active
+        if active:   # its weeks inactive (which never decay) are not due at once: its 30 days start again
+            _refresh(memory)
         _history(memory, "reactivated" if active else "deactivated", memory.confidence, actor=OPERATOR)
 
 
