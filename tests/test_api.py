@@ -74,6 +74,9 @@ def test_pagination(client):
 @pytest.mark.parametrize("query, message", [
     ("limit=0", "limit must be at least 1"), ("limit=501", "limit must be at most 500"),
     ("limit=ten", "limit must be a whole number"), ("offset=-1", "offset must be at least 0"),
+    # Python's int() reads these; the API document says ASCII digits.
+    ("limit=1_0", "limit must be a whole number"), ("limit=%2B5", "limit must be a whole number"),
+    ("limit=%D9%A3", "limit must be a whole number"), ("limit=%205", "limit must be a whole number"),
 ])
 def test_pagination_errors(client, query, message):
     for path in ("/api/v1/sessions", "/api/v1/events"):

@@ -45,6 +45,12 @@ def test_api_lists_limits_usage_and_actions(client, seeded):
     assert body["services"][0]["service"] == "jellyfin"   # most constrained first
     assert body["total"] == 4 and [a["outcome"] for a in body["actions"]] == ["denied", "failure", "pending",
                                                                              "success"]
+    assert body["total_exact"] is True   # counted up to 10,000, as every list is
+    # A service named as the docs say it may be, as the records spell it.
+    for spelling in ("jellyfin.service", "Jellyfin", " jellyfin "):
+        named = client.get("/api/v1/cooldowns", query_string={"service": spelling}).get_json()
+        assert [s["service"] for s in named["services"]] == ["jellyfin"], spelling
+        assert named["total"] > 0 and {a["service"] for a in named["actions"]} == {"jellyfin"}, spelling
     denied = body["actions"][0]
     assert denied["counted"] is False and denied["session_id"] == seeded.id and denied["tier"] == 2
     assert body["actions"][3]["source"] == "marker" and body["actions"][3]["tier"] == 3

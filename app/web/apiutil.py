@@ -1,6 +1,7 @@
 """Helpers for JSON API endpoints, the host's and plugins' alike."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from flask import jsonify, request
@@ -33,16 +34,19 @@ def json_error(message: str, status: int):
     return response
 
 
+WHOLE_NUMBER = re.compile(r"-?[0-9]+")
+
+
 def int_arg(name: str, default: int | None = None, minimum: int | None = None,
             maximum: int | None = None) -> int | None:
     """A whole-number query argument, or a 400 that says what is wrong."""
     raw = request.args.get(name)
     if raw is None or raw == "":
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ApiError(f"{name} must be a whole number, not {raw!r}") from None
+    # ASCII digits, as the OpenAPI document says: int() also reads "1_0", "+5" and other scripts' digits.
+    if not WHOLE_NUMBER.fullmatch(raw):
+        raise ApiError(f"{name} must be a whole number, not {raw!r}")
+    value = int(raw)
     if minimum is not None and value < minimum:
         raise ApiError(f"{name} must be at least {minimum}")
     if maximum is not None and value > maximum:

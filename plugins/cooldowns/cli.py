@@ -12,6 +12,7 @@ from app.extensions import db
 from app.redaction import include_withheld
 from app.timeutil import isoformat
 from plugins.cooldowns import gate, store
+from plugins.cooldowns.commands import normalise_service
 from plugins.cooldowns.limits import ACTIONS, current_limits, describe, normalise_action
 from plugins.cooldowns.models import OUTCOMES
 
@@ -49,7 +50,8 @@ def list_cooldowns(service, action, outcome, limit):
     """Each service's use of its limits, then the most recent actions."""
     limits = current_limits()
     click.echo("limits: " + ", ".join(describe(a, limits[a]) for a in ACTIONS))
-    service = service.lower() if service else None
+    if service:   # one spelling per service, as the records have it
+        service = normalise_service(service) or service.strip().lower()
     for row in store.status(service=service):
         parts = []
         for u in row.values():

@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 from app.plugin_types import OpenApiPaths
-from app.web.apidoc import PAGINATION, TIMESTAMP, array, choice, error, integer, nullable, obj, query, ref, \
-    response, text
-from app.web.apiutil import MAX_LIMIT, MAX_OFFSET
+from app.web.apidoc import PAGINATION, TIMESTAMP, array, choice, error, integer, nullable, obj, page_of, query, \
+    ref, response, text
 from plugins.cooldowns.limits import ACTION_ALIASES, ACTIONS
 from plugins.cooldowns.models import HOOK, MARKER, OUTCOMES
 
@@ -29,11 +28,11 @@ SCHEMAS = {
     }),
 }
 
+# A page of actions (as every list pages), with the limits and each service's use of them.
 COOLDOWNS = obj({
     "limits": obj({action: ref("CooldownLimit") for action in ACTIONS}),
     "services": array(obj({"service": {"type": "string"}, **{action: USAGE for action in ACTIONS}})),
-    "actions": array(ref("CooldownAction")),
-    "total": integer(0), "limit": integer(1, MAX_LIMIT), "offset": integer(0, MAX_OFFSET),
+    **page_of("actions", ref("CooldownAction"))["properties"],
 })
 
 

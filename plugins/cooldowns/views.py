@@ -7,10 +7,12 @@ from pathlib import Path
 from flask import Blueprint, request
 
 from app.extensions import db
+from app.listing import count_up_to
 from app.timeutil import utcnow
-from app.web.apiutil import ApiError, pagination
+from app.web.apiutil import ApiError, page, pagination
 from app.web.htmx import render_page
 from plugins.cooldowns import store
+from plugins.cooldowns.commands import normalise_service
 from plugins.cooldowns.limits import ACTIONS, current_limits, describe, format_window, normalise_action
 from plugins.cooldowns.models import OUTCOMES
 
@@ -23,7 +25,9 @@ PAGE_SIZE = 100
 def _filters(strict: bool) -> tuple[str | None, str | None, str | None]:
     """service, action and outcome from the query string. The page ignores a
     value it does not know (a stale link); the API says what is wrong."""
-    service = (request.args.get("service") or "").strip().lower() or None
+    raw_service = (request.args.get("service") or "").strip()
+    # One spelling per service, as the records have it: "Jellyfin", "jellyfin.service".
+    service = (normalise_service(raw_service) or raw_service.lower()) if raw_service else None
     raw_action = (request.args.get("action") or "").strip()
     action = normalise_action(raw_action) if raw_action else None
     outcome = (request.args.get("outcome") or "").strip().lower() or None
@@ -44,7 +48,7 @@ def index():
     query = store.recent(service, action, outcome)
     return render_page("cooldowns/index.html", "cooldowns/_state.html",
                        status=store.status(now, service), actions=db.session.scalars(query.limit(PAGE_SIZE)).all(),
-                       total=store.count(query), rules=[describe(a, limits[a]) for a in ACTIONS],
+                       total=count_up_to(query), rules=[describe(a, limits[a]) for a in ACTIONS],
                        action_names=ACTIONS, outcomes=OUTCOMES, services=store.services(), service=service,
                        action=action, outcome=outcome, format_window=format_window)
 
@@ -61,6 +65,5 @@ def list_cooldowns():
         "services": [{"service": next(iter(row.values())).service,
                       **{name: u.to_dict() for name, u in row.items()}}
                      for row in store.status(now, service)],
-        "actions": [r.to_dict() for r in rows],
-        "total": store.count(query), "limit": limit, "offset": offset,
+        **page([r.to_dict() for r in rows], count_up_to(query), limit, offset, key="actions"),
     }
