@@ -9,6 +9,8 @@ with a message that names the setting and shows no password.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
@@ -55,6 +57,16 @@ def _check_driver(url: URL) -> None:
             raise ConfigError(f"{named} needs the PostgreSQL driver: install Claude Ops with its postgres extra "
                               "(.venv/bin/pip install -e '.[postgres]' in the checkout; bin/serve does it)") from None
         raise ConfigError(f"{named} needs the Python module {exc.name}, which is not installed; {EXAMPLES}") from None
+
+
+def absolute_sqlite_url(raw: str) -> str:
+    """``sqlite:///claudeops.db`` names a file in the working directory: the
+    same file, for a process that works from elsewhere. Other URLs as given."""
+    url = make_url(raw)
+    database = url.database
+    if url.get_backend_name() != "sqlite" or not database or database == ":memory:" or Path(database).is_absolute():
+        return raw
+    return url.set(database=str(Path(database).resolve())).render_as_string(hide_password=False)
 
 
 def engine_options(uri: str) -> dict:

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import flask_migrate
 from flask import Flask
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
 from app.config import PROJECT_ROOT
+from app.database_url import absolute_sqlite_url
 from app.extensions import db
 from app.sessions.scheduler import SessionScheduler
 
@@ -93,18 +93,8 @@ def worker_environment(app: Flask) -> dict[str, str]:
         if os.environ.get(name):
             env[name] = str(Path(app.config[name]).resolve())
     if os.environ.get("CLAUDEOPS_DATABASE_URL"):
-        env["CLAUDEOPS_DATABASE_URL"] = _with_absolute_sqlite_path(app.config["CLAUDEOPS_DATABASE_URL"])
+        env["CLAUDEOPS_DATABASE_URL"] = absolute_sqlite_url(app.config["CLAUDEOPS_DATABASE_URL"])
     return env
-
-
-def _with_absolute_sqlite_path(raw: str) -> str:
-    """``sqlite:///claudeops.db`` names a file in the working directory: the
-    same file, for a process that works from elsewhere."""
-    url = make_url(raw)
-    database = url.database
-    if url.get_backend_name() != "sqlite" or not database or database == ":memory:" or Path(database).is_absolute():
-        return raw
-    return url.set(database=str(Path(database).resolve())).render_as_string(hide_password=False)
 
 
 def serve(app: Flask, host: str, port: int, workers: int) -> int:
