@@ -380,6 +380,8 @@ def test_back_and_forward_show_the_filters_of_the_page_they_return_to(page, serv
     page.go_back()
     expect(page).to_have_url(re.compile(r"level=warning"))
     expect(level).to_have_value("warning")
+    # Back loaded the page again; Forward is handled once its scripts have run.
+    page.wait_for_load_state("load")
     page.go_forward()
     expect(page).to_have_url(re.compile(r"level=critical"))
     expect(level).to_have_value("critical")
