@@ -243,6 +243,7 @@ def test_events_filters_and_live_polling(page, service):
     expect(page).to_have_url(re.compile(r"/events\?level=warning"))
     rows = event_rows(page)
     assert rows and all(row["level"] == "warning" for row in rows), rows
+    assert page.locator("#event-rows").count() == 1   # the polled block replaced, not nested
 
     page.select_option("#event-filters select[name=service]", "postgres")
     wait_for_messages(page, tok, {f"{tok} replication lag"})
@@ -385,3 +386,64 @@ def test_back_and_forward_show_the_filters_of_the_page_they_return_to(page, serv
     page.go_forward()
     expect(page).to_have_url(re.compile(r"level=critical"))
     expect(level).to_have_value("critical")
+
+
+def test_events_pager_keeps_its_page_while_new_events_arrive(page, service):
+    """An older page of the log is held by id: its polls show the same rows
+    while a session records more, and Newest shows them."""
+    tok = token()
+    for batch in (range(1, 61), range(61, 121)):   # the default per-session limit is 100
+        lines = "\n".join(f"[EVENT:info:pager] {tok} e{n}" for n in batch)
+        wait_status(service, trigger(service, sl.steps(sl.init(), sl.text(lines), sl.result("seeded"))), "completed")
+
+    def shown() -> list[str]:
+        return [row["message"] for row in event_rows(page) if tok in row["message"]]
+
+    page.goto("/events?service=pager")
+    expect(page.locator("#event-rows tbody tr")).to_have_count(100)
+    assert shown() == [f"{tok} e{n}" for n in range(120, 20, -1)]
+    loaded = mark_loaded(page)
+    page.get_by_role("link", name="older →").click()
+    expect(page).to_have_url(re.compile(r"/events\?service=pager&before=\d+$"))
+    expect(page.locator("#event-rows tbody tr")).to_have_count(20)
+    assert shown() == [f"{tok} e{n}" for n in range(20, 0, -1)]
+    expect(page.locator("#event-filters select[name=service]")).to_have_value("pager")
+
+    wait_status(service, trigger(service, sl.steps(sl.init(), sl.text(f"[EVENT:info:pager] {tok} late"),
+                                                    sl.result("late"))), "completed")
+    # Two polls: the first may have been asked before the late event was stored.
+    page.evaluate("""() => new Promise((resolve, reject) => {
+        let polls = 0;
+        setTimeout(() => reject(new Error(`${polls} polls of the rows in 15 s`)), 15000);
+        document.body.addEventListener("htmx:afterSettle", e => {
+            if (e.target.id === "event-rows" && ++polls === 2) resolve(true);
+        });
+    })""")
+    assert shown() == [f"{tok} e{n}" for n in range(20, 0, -1)]
+    assert_not_reloaded(page, loaded)
+
+    page.get_by_role("link", name="← newest").click()
+    expect(page).to_have_url(re.compile(r"/events\?service=pager$"))
+    expect(page.locator("#event-rows tbody td.message").first).to_have_text(f"{tok} late")
+    assert_not_reloaded(page, loaded)
+
+
+def test_cooldowns_filter_replaces_the_polled_block_and_its_polls_keep_the_filter(page, service):
+    tok = token()
+    lines = "\n".join((f"[COOLDOWN:restart:cd-a-{tok}] success — {tok} a restarted",
+                       f"[COOLDOWN:restart:cd-b-{tok}] failure — {tok} b still down"))
+    wait_status(service, trigger(service, sl.steps(sl.init(), sl.text(lines), sl.result("done"))), "completed")
+
+    def shown() -> list[str]:
+        return [m.strip() for m in page.locator("#cooldown-actions td.message").all_text_contents() if tok in m]
+
+    page.goto("/cooldowns")
+    loaded = mark_loaded(page)
+    assert sorted(shown()) == [f"{tok} a restarted", f"{tok} b still down"]
+    page.select_option("#cooldown-filters select[name=service]", f"cd-b-{tok}")
+    expect(page).to_have_url(re.compile(rf"service=cd-b-{tok}"))
+    expect(page.locator("#cooldown-actions td.message")).to_have_text([f"{tok} b still down"])
+    assert page.locator("#cooldown-state").count() == 1   # replaced, not nested
+    wait_for_swap(page, "body")
+    expect(page.locator("#cooldown-actions td.message")).to_have_text([f"{tok} b still down"])
+    assert_not_reloaded(page, loaded)

@@ -10,6 +10,7 @@ from app.extensions import db
 from app.sessions import control
 from app.timeutil import utcnow
 from plugins.cooldowns import store
+from tests.support.pages import message_cells, pager_links
 
 EVIL = '<script>alert("x")</script>'
 
@@ -95,6 +96,32 @@ def test_page_polls_a_fragment_and_keeps_filters(client, seeded):
     assert "<html" not in html and 'id="cooldown-actions"' in html
     rows = html[html.index('id="cooldown-actions"'):]
     assert rows.count('class="outcome-') == 1 and "outcome-denied" in rows   # an unknown action is ignored
+
+
+def test_page_pages_through_the_actions_and_its_poll_keeps_the_page(client):
+    now = utcnow()
+    for n in range(1, 231):
+        store.record_outcome("restart", "web" if n % 2 else "db", "success", f"a{n}", None, 1,
+                             now=now - timedelta(minutes=300 - n))
+    db.session.commit()
+
+    first = client.get("/cooldowns").get_data(as_text=True)
+    assert message_cells(first) == [f"a{n}" for n in range(230, 130, -1)]
+    assert "230 actions, page 1 of 3" in first and pager_links(first) == {"older →": "/cooldowns?page=2"}
+    second = client.get("/cooldowns?page=2").get_data(as_text=True)
+    assert message_cells(second) == [f"a{n}" for n in range(130, 30, -1)]
+    assert 'hx-get="/cooldowns?page=2"' in second   # its 5 s poll
+    assert pager_links(second) == {"← newer": "/cooldowns", "older →": "/cooldowns?page=3"}
+    third = client.get("/cooldowns?page=3").get_data(as_text=True)
+    assert message_cells(third) == [f"a{n}" for n in range(30, 0, -1)] and "older →" not in third
+
+    web = client.get("/cooldowns?service=web").get_data(as_text=True)
+    assert message_cells(web) == [f"a{n}" for n in range(229, 29, -2)]
+    assert pager_links(web) == {"older →": "/cooldowns?service=web&page=2"}
+    assert message_cells(client.get("/cooldowns?service=web&page=2").get_data(as_text=True)) == \
+        [f"a{n}" for n in range(29, 0, -2)]
+    for edited in ("page=x", "page=-3", "page=99999999999999999999"):
+        assert client.get(f"/cooldowns?{edited}").status_code == 200, edited
 
 
 def test_page_without_any_action(client):

@@ -11,6 +11,7 @@ from app.models import Session, SessionActivity
 from app.timeutil import utcnow
 from plugins.events.models import Event
 from tests.conftest import make_app
+from tests.support.pages import message_cells, pager_links
 
 SCRIPT = "<script>alert('x')</script>"
 
@@ -185,6 +186,61 @@ def test_events_page_filters_and_fragment(client):
     assert "up" in by_service and "slow" not in by_service
     warn_alias = client.get("/events?level=warn", headers={"HX-Request": "true"}).get_data(as_text=True)
     assert re.findall(r'class="badge level-(\w+)"', warn_alias) == ["warning"]
+
+
+def _add_numbered_events(count: int) -> None:
+    """Events e1..e<count>, odd ones critical, even ones info, all of service web."""
+    db.session.add_all([Event(level=("critical" if n % 2 else "info"), service="web", message=f"e{n}",
+                              created_at=utcnow()) for n in range(1, count + 1)])
+    db.session.commit()
+
+
+def test_events_page_pages_through_the_log_by_id_and_stays_put_while_events_arrive(client):
+    _add_numbered_events(250)
+    first = client.get("/events").get_data(as_text=True)
+    assert message_cells(first) == [f"e{n}" for n in range(250, 150, -1)]
+    assert "250 events" in first
+    links = pager_links(first)
+    assert list(links) == ["older →"] and links["older →"] == "/events?before=151"
+
+    second = client.get(links["older →"]).get_data(as_text=True)
+    assert message_cells(second) == [f"e{n}" for n in range(150, 50, -1)]
+    # Its poll keeps its place: new events do not push its rows along.
+    assert 'hx-get="/events?before=151"' in second
+    db.session.add_all([Event(level="info", service="web", message=f"new{n}", created_at=utcnow()) for n in range(5)])
+    db.session.commit()
+    polled = client.get("/events?before=151", headers={"HX-Request": "true"}).get_data(as_text=True)
+    assert "<html" not in polled and message_cells(polled) == message_cells(second)
+
+    links = pager_links(second)
+    assert list(links) == ["← newest", "← newer", "older →"]
+    last = client.get(links["older →"]).get_data(as_text=True)
+    assert message_cells(last) == [f"e{n}" for n in range(50, 0, -1)] and "older →" not in last
+    # Newer, from the oldest page: the 100 just above it, newest first, not the newest 100.
+    newer = client.get(pager_links(last)["← newer"]).get_data(as_text=True)
+    assert message_cells(newer) == [f"e{n}" for n in range(150, 50, -1)]
+    assert 'hx-get="/events?after=50"' in newer
+    top = client.get(pager_links(newer)["← newer"]).get_data(as_text=True)
+    assert message_cells(top) == [f"e{n}" for n in range(250, 150, -1)]
+    newest = client.get(pager_links(top)["← newer"]).get_data(as_text=True)
+    assert message_cells(newest) == [f"new{n}" for n in range(4, -1, -1)] and "← newer" not in newest
+
+
+def test_events_pager_keeps_the_filters_and_forgives_an_edited_link(client):
+    _add_numbered_events(250)
+    critical = client.get("/events?level=critical").get_data(as_text=True)
+    assert message_cells(critical) == [f"e{n}" for n in range(249, 49, -2)]
+    older = pager_links(critical)["older →"]
+    assert older == "/events?level=critical&before=51"
+    rest = client.get(older).get_data(as_text=True)
+    assert message_cells(rest) == [f"e{n}" for n in range(49, 0, -2)]
+    for edited in ("before=x", "before=-5", "before=99999999999999999999999", "after=abc"):
+        html = client.get(f"/events?{edited}")
+        assert html.status_code == 200, edited
+    assert message_cells(client.get("/events?before=-5").get_data(as_text=True)) == []
+    past_the_end = client.get("/events?after=99999999999999999999999").get_data(as_text=True)
+    assert message_cells(past_the_end) == [] and "No events." in past_the_end
+    assert pager_links(past_the_end) == {"older →": "/events"}
 
 
 def test_forms_need_a_csrf_token(tmp_path):

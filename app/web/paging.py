@@ -1,18 +1,73 @@
-"""The dashboard's ``?page=`` number, for the lists that page by offset.
+"""The dashboard's pagers.
 
-Forgiving, as a link a person may edit should be: anything that is not a
-whole number is the first page. Bounded, so that the offset stays within
-what every driver takes (SQLite's is a signed 64-bit integer; beyond it the
-driver raises instead of finding no rows): a page past the bound is as
-empty as any page past the last row.
+``page_number``: the ``?page=`` of the lists that page by offset (memories
+are edited and re-ordered; cooldown records are few).
+
+``newest_first``: the pages of an append-only log (events), by id rather
+than by offset: ``?before=ID`` shows the rows older than ID, ``?after=ID``
+the rows just newer. A page stays put while new rows arrive (a 5 s poll of
+an older page shows the same rows, an "older" link skips none and repeats
+none), and a page deep in a million rows costs one index range, not a walk
+past every row before it.
+
+Both are forgiving, as a link a person may edit should be: a number that is
+not one is the first page. Both are bounded, so that every driver takes the
+value (SQLite's integers are signed 64-bit; beyond that the driver raises
+instead of finding no rows).
 """
 from __future__ import annotations
 
-from flask import request
+from dataclasses import dataclass
+from typing import Optional
 
-from app.web.apiutil import MAX_OFFSET
+from flask import request
+from sqlalchemy import ColumnElement, Select, select
+
+from app.extensions import db
+from app.web.apiutil import MAX_ID, MAX_OFFSET
 
 
 def page_number(page_size: int) -> int:
     page = request.args.get("page", 1, type=int) or 1
     return min(max(page, 1), MAX_OFFSET // page_size + 1)
+
+
+@dataclass(frozen=True)
+class LogPage:
+    rows: list
+    newer: Optional[dict]   # the query arguments of the page of newer rows; None on the newest
+    older: Optional[dict]   # … of older rows; None on the oldest
+    position: dict          # this page's own arguments, which its poll keeps
+
+
+def _id_arg(name: str) -> Optional[int]:
+    value = request.args.get(name, type=int)
+    return None if value is None else min(max(value, 0), MAX_ID)
+
+
+def newest_first(query: Select, id_column: ColumnElement, size: int) -> LogPage:
+    """One page of ``query``'s rows, newest (highest id) first, where the
+    request's ``before`` or ``after`` says."""
+    before, after = _id_arg("before"), _id_arg("after")
+    if before is not None:
+        after = None
+    if after is not None:
+        # The ``size`` rows just above ``after``, read upwards, shown newest first.
+        rows = db.session.scalars(query.where(id_column > after).order_by(id_column.asc()).limit(size + 1)).all()
+        has_newer, rows = len(rows) > size, rows[:size][::-1]
+        has_older = _any(query.where(id_column <= after))
+        position = {"after": after}
+    else:
+        bounded = query if before is None else query.where(id_column < before)
+        rows = db.session.scalars(bounded.order_by(id_column.desc()).limit(size + 1)).all()
+        has_older, rows = len(rows) > size, rows[:size]
+        has_newer = before is not None and _any(query.where(id_column >= before))
+        position = {} if before is None else {"before": before}
+    # An empty page, past either end of the rows, leads to the newest rows.
+    newer = ({"after": rows[0].id} if rows else {}) if has_newer else None
+    older = ({"before": rows[-1].id} if rows else {}) if has_older else None
+    return LogPage(rows, newer, older, position)
+
+
+def _any(query: Select) -> bool:
+    return bool(db.session.scalar(select(query.exists())))

@@ -11,6 +11,7 @@ from app.listing import count_up_to
 from app.timeutil import utcnow
 from app.web.apiutil import ApiError, page, pagination
 from app.web.htmx import render_page
+from app.web.paging import page_number
 from plugins.cooldowns import store
 from plugins.cooldowns.commands import normalise_service
 from plugins.cooldowns.limits import ACTIONS, current_limits, describe, format_window, normalise_action
@@ -46,8 +47,12 @@ def index():
     now = utcnow()
     limits = current_limits()
     query = store.recent(service, action, outcome)
+    page = page_number(PAGE_SIZE)
+    # One row more than a page says whether an older page exists, whatever the total.
+    actions = db.session.scalars(query.limit(PAGE_SIZE + 1).offset((page - 1) * PAGE_SIZE)).all()
     return render_page("cooldowns/index.html", "cooldowns/_state.html",
-                       status=store.status(now, service), actions=db.session.scalars(query.limit(PAGE_SIZE)).all(),
+                       status=store.status(now, service), actions=actions[:PAGE_SIZE],
+                       has_older=len(actions) > PAGE_SIZE, page=page, page_size=PAGE_SIZE,
                        total=count_up_to(query), rules=[describe(a, limits[a]) for a in ACTIONS],
                        action_names=ACTIONS, outcomes=OUTCOMES, services=store.services(), service=service,
                        action=action, outcome=outcome, format_window=format_window)

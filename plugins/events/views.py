@@ -10,6 +10,7 @@ from app.extensions import db
 from app.listing import count_up_to, distinct_values
 from app.web.apiutil import ApiError, page, pagination
 from app.web.htmx import render_page
+from app.web.paging import newest_first
 from plugins.events.markers import LEVELS, normalise_level
 from plugins.events.models import Event
 
@@ -32,10 +33,11 @@ def _filtered(level: str | None, service: str | None):
 def index():
     level = normalise_level(request.args.get("level", "")) or None
     service = request.args.get("service", "").strip() or None
-    events = db.session.scalars(_filtered(level, service).order_by(Event.id.desc()).limit(PAGE_SIZE)).all()
-    services = distinct_values(Event.service)
-    return render_page("events/index.html", "events/_rows.html", events=events, levels=LEVELS,
-                       services=services, level=level, service=service, page_size=PAGE_SIZE)
+    query = _filtered(level, service)
+    shown = newest_first(query, Event.id, PAGE_SIZE)
+    return render_page("events/index.html", "events/_rows.html", events=shown.rows, pager=shown,
+                       total=count_up_to(query), levels=LEVELS, services=distinct_values(Event.service),
+                       level=level, service=service)
 
 
 @api.get("/events")
