@@ -31,12 +31,27 @@ def test_effective_configuration_with_secrets_masked(tmp_path):
     settings = config_of(app.test_client())
     assert settings["CLAUDEOPS_SECRET_KEY"]["value"] == "(set, hidden)"
     assert settings["CLAUDEOPS_TIER1_MODEL"] == {
-        "name": "CLAUDEOPS_TIER1_MODEL", "value": "haiku", "default": "haiku", "source": "default",
-        "runtime": True, "help": "Model for tier 1 (observe)."}
+        "name": "CLAUDEOPS_TIER1_MODEL", "value": "haiku", "json_value": "haiku", "default": "haiku",
+        "source": "default", "runtime": True, "help": "Model for tier 1 (observe)."}
+    assert settings["CLAUDEOPS_SECRET_KEY"]["json_value"] is None
     assert settings["CLAUDEOPS_STATE_DIR"]["runtime"] is False
     assert "CLAUDEOPS_MEMORY_BUDGET" in settings        # plugins' settings too
     page = app.test_client().get("/config").get_data(as_text=True)
     assert "s3cret-key" not in page and "(set, hidden)" in page
+
+
+def test_every_runtime_value_the_api_lists_is_taken_back_by_put_unchanged(client):
+    """A script may read a setting and write it back: json_value is of the
+    type PUT takes (600, not "600"), for every runtime setting, the plugins' too."""
+    before = config_of(client)
+    assert before["CLAUDEOPS_INTERVAL"]["json_value"] == 3600 and before["CLAUDEOPS_DRY_RUN"]["json_value"] is False
+    runtime_values = {name: s["json_value"] for name, s in before.items() if s["runtime"]}
+    assert len(runtime_values) > 10
+    response = client.put("/api/v1/config", json=runtime_values)
+    assert response.status_code == 200, response.get_json()
+    after = {s["name"]: s for s in response.get_json()["settings"]}
+    assert {name: after[name]["value"] for name in runtime_values} == \
+        {name: before[name]["value"] for name in runtime_values}
 
 
 def test_database_password_is_never_shown(tmp_path):

@@ -33,6 +33,16 @@ def shown(spec: Setting, value) -> str:
     return "" if value is None else str(value)
 
 
+def as_json(spec: Setting, value):
+    """A setting's value as PUT /api/v1/config takes it back: a number or a
+    boolean as itself, anything else as the text shown; a secret as null."""
+    if spec.secret or value is None:
+        return None
+    if isinstance(value, (bool, int, float)):
+        return value
+    return shown(spec, value)
+
+
 def describe() -> list[dict]:
     changed = overrides()
     rows = []
@@ -40,8 +50,9 @@ def describe() -> list[dict]:
         value = in_force(spec, changed.get(spec.name) if spec.runtime else None)
         source = ("runtime" if spec.name in changed else
                   "environment" if spec.name in os.environ else "default")
-        rows.append({"name": spec.name, "value": shown(spec, value), "default": shown(spec, spec.parse(spec.default))
-                     if not spec.secret else "", "source": source, "runtime": spec.runtime, "help": spec.help})
+        rows.append({"name": spec.name, "value": shown(spec, value), "json_value": as_json(spec, value),
+                     "default": shown(spec, spec.parse(spec.default)) if not spec.secret else "",
+                     "source": source, "runtime": spec.runtime, "help": spec.help})
     return rows
 
 

@@ -33,7 +33,9 @@ SCHEMAS = {
     "SessionDetail": obj({**SESSION_FIELDS, "response": OPTIONAL_TEXT,
                           "system_prompt": OPTIONAL_TEXT}),
     "ConfigSetting": obj({
-        "name": {"type": "string"}, "value": {"type": "string", "description": "secrets are masked"},
+        "name": {"type": "string"}, "value": {"type": "string", "description": "as shown; secrets are masked"},
+        "json_value": {"type": ["string", "number", "boolean", "null"],
+                       "description": "the value as PUT /config takes it (600, true, \"sonnet\"); null for a secret"},
         "default": {"type": "string"},
         "source": {"type": "string", "enum": ["runtime", "environment", "default"]},
         "runtime": {"type": "boolean", "description": "may be changed with PUT /config"},
