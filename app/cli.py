@@ -51,6 +51,24 @@ class ClaudeOpsGroup(FlaskGroup):
                          add_version_option=False, load_dotenv=False, set_debug_flag=False, **kwargs)
         self.params = [p for p in self.params if p.name not in {"env_file", "app", "debug"}]
 
+    def invoke(self, ctx):
+        """A command's failure that the operator can act on, in a line:
+        a database not migrated to this version, a value on the command line
+        that is not UTF-8 text (Python carries its bytes as lone surrogates,
+        which no database or file takes). Any other error keeps its traceback."""
+        try:
+            return super().invoke(ctx)
+        except SQLAlchemyError as exc:
+            advice = dbfaults.schema_behind(exc)
+            if advice is None:
+                raise
+            raise click.ClickException(advice) from None
+        except UnicodeEncodeError as exc:
+            if exc.reason != "surrogates not allowed":
+                raise
+            raise click.ClickException("a value given on the command line is not UTF-8 text; "
+                                       "check the encoding of the terminal or script that wrote it") from None
+
     def _load_plugin_commands(self):
         # Flask would add every installed package's "flask.commands" entry
         # point; of those, only Flask-Migrate's `db` belongs here. Plugins

@@ -47,6 +47,25 @@ def storage_fault(exc: BaseException) -> Optional[str]:
     return None
 
 
+# A table or column this version uses and the database lacks: SQLite's
+# words, then PostgreSQL's (psycopg's UndefinedTable, UndefinedColumn).
+_SCHEMA_BEHIND = ("no such table", "no such column", "undefinedtable", "undefinedcolumn")
+
+
+def schema_behind(exc: BaseException) -> Optional[str]:
+    """What to do if ``exc`` says the database has not been migrated to
+    this version's schema (never migrated, or migrated by an older one)."""
+    if not isinstance(exc, SQLAlchemyError) or getattr(exc, "orig", None) is None:
+        return None
+    original = exc.orig
+    words = f"{type(original).__name__} {original}".lower()
+    if not any(needle in words for needle in _SCHEMA_BEHIND):
+        return None
+    reason = str(original).strip().splitlines()[0]
+    return (f"the database is not migrated to this version of Claude Ops ({reason}): run "
+            "`claudeops db upgrade heads` (`claudeops serve`, `scheduler` and `run` do it when they start)")
+
+
 def describe(exc: BaseException) -> str:
     """One line for a session's status reason or a log message."""
     fault = storage_fault(exc)

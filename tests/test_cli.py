@@ -150,6 +150,30 @@ def test_a_database_with_an_unknown_revision_gives_a_clear_error(tmp_path):
     assert "a plugin whose tables are in this database was uninstalled" in result.stderr
 
 
+def test_a_command_on_a_database_not_migrated_yet_says_how_to_migrate_it(tmp_path):
+    env = claudeops_env(tmp_path)
+    for command in (["memories", "list"], ["memories", "review"], ["cooldowns", "list"]):
+        result = subprocess.run([str(CLAUDEOPS), *command], env=env, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 1, command
+        assert "Error: the database is not migrated to this version of Claude Ops (" in result.stderr, result.stderr
+        assert "run `claudeops db upgrade heads`" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_value_that_is_not_utf8_on_the_command_line_is_refused_in_a_line_and_stores_nothing(tmp_path):
+    env = claudeops_env(tmp_path)
+    subprocess.run([str(CLAUDEOPS), "db", "upgrade", "heads"], env=env, capture_output=True, check=True, timeout=60)
+    for command in ([b"memories", b"add", b"--category", b"timing", b"restarts take 5 min \xff\xfe"],
+                    [b"memories", b"list", b"--service", b"web\xff"],
+                    [b"cooldowns", b"list", b"--service", b"web\xff"]):
+        result = subprocess.run([str(CLAUDEOPS).encode(), *command], env=env, capture_output=True, text=True,
+                                timeout=60)
+        assert result.returncode == 1, command
+        assert "Error: a value given on the command line is not UTF-8 text" in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
+    listed = subprocess.run([str(CLAUDEOPS), "memories", "list"], env=env, capture_output=True, text=True, timeout=60)
+    assert "0 of 0 memories" in listed.stdout + listed.stderr and listed.returncode == 0
+
+
 def test_an_unreachable_database_is_a_clear_error_without_its_password(tmp_path):
     from tests.support.service import free_port
     url = f"postgresql+psycopg://ops:hunter2@127.0.0.1:{free_port()}/claudeops"   # nothing listens there
