@@ -214,3 +214,15 @@ def test_two_state_directories_sharing_one_sqlite_file_run_sessions_in_one_proce
     second = RunnerLock(str(tmp_path / "b"), url)
     second.acquire()   # free once the first let go
     second.release()
+
+
+def test_while_a_scheduled_session_runs_the_overview_still_tells_a_schedule(app, client, fake_cli, scheduler):
+    """The schedule's job is re-armed only when its session ends: meanwhile
+    there is no next run to publish, but the interval is not 0."""
+    fake_cli(session_script(4))
+    instance = scheduler(interval=3600)
+    wait_for(lambda: [s for s in all_sessions() if s.trigger == "schedule" and s.status == "running"], timeout=10)
+    instance._heartbeat()   # as the heartbeat job does every 15 s
+    html = client.get("/").get_data(as_text=True)
+    assert "CLAUDEOPS_INTERVAL is 0" not in html
+    assert "a scheduled session is under way" in html

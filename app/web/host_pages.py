@@ -10,6 +10,7 @@ from app.extensions import db
 from app.hookspecs import hookimpl
 from app.models import COMPLETED, FAILED, QUEUED, RUNNING, TIMED_OUT, SchedulerState, Session
 from app.plugin_types import DashboardPage, OverviewCard
+from app.runtime import setting
 from app.timeutil import isoformat, utcnow
 
 
@@ -50,6 +51,11 @@ def claudeops_overview_cards():
     elif state.next_run_at:
         scheduler = OverviewCard("Next scheduled run", isoformat(state.next_run_at), "tier 1, observe",
                                  "config.index", position=4, tone="good")
+    elif interval := setting("CLAUDEOPS_INTERVAL"):
+        # The schedule's next run is armed only when its session has ended
+        # (the interval counts from that end): until then none is published.
+        scheduler = OverviewCard("Scheduler", "running", f"a scheduled session is under way; the next is due "
+                                 f"{interval} s after it ends", "config.index", position=4, tone="good")
     else:
         scheduler = OverviewCard("Scheduler", "running", "no schedule: CLAUDEOPS_INTERVAL is 0",
                                  "config.index", position=4, tone="good")
