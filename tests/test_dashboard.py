@@ -140,11 +140,22 @@ def test_run_now_queues_a_session_with_tier_and_request(client):
     assert response.headers["Location"].endswith(f"/sessions/{session.id}")
 
 
+def run_now_message(client) -> str:
+    html = client.post("/sessions/run", data={"tier": "1"}, follow_redirects=True).get_data(as_text=True)
+    return re.search(r"Session #\d+ queued[^<]*", html).group(0)
+
+
+def scheduler_heartbeat(at):
+    from app.models import SchedulerState
+    db.session.merge(SchedulerState(id=1, pid=1, heartbeat_at=at))
+    db.session.commit()
+
+
 def test_run_now_says_when_the_session_waits_for_others(client):
     def run_now() -> str:
-        html = client.post("/sessions/run", data={"tier": "1"}, follow_redirects=True).get_data(as_text=True)
-        return re.search(r"Session #\d+ queued[^<]*", html).group(0)
+        return run_now_message(client)
 
+    scheduler_heartbeat(utcnow())
     assert run_now() == "Session #1 queued; it starts within a few seconds."
     db.session.get(Session, 1).status = "running"
     db.session.commit()
@@ -154,6 +165,16 @@ def test_run_now_says_when_the_session_waits_for_others(client):
     add_session(status="queued", trigger="escalation")   # #4, ahead of every other queued one
     assert run_now() == ("Session #5 queued behind the running session #1 and 3 queued sessions; "
                          "it starts when they have ended.")
+
+
+def test_run_now_does_not_promise_a_start_when_no_scheduler_runs(client):
+    from datetime import timedelta
+    assert run_now_message(client) == ("Session #1 queued, but no scheduler is running: it starts when one does "
+                                       "(claudeops serve or claudeops scheduler).")
+    scheduler_heartbeat(utcnow() - timedelta(minutes=5))   # it stopped writing its heartbeat
+    assert run_now_message(client).startswith("Session #2 queued, but no scheduler is running")
+    scheduler_heartbeat(utcnow())
+    assert run_now_message(client) == "Session #3 queued behind 2 queued sessions; it starts when they have ended."
 
 
 def test_run_now_rejects_a_bad_tier_with_a_message(client):

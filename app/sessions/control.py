@@ -6,16 +6,19 @@ atomically, and "Stop" sets a flag that the running session polls.
 """
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy import and_, case, func, or_, select, update
 
 from app.config import TIERS
 from app.extensions import db
-from app.models import (FAILED, FINISHED_STATUSES, INTERRUPTED, QUEUED, RUNNING, STOPPED, TRIGGERS, Session)
+from app.models import (FAILED, FINISHED_STATUSES, INTERRUPTED, QUEUED, RUNNING, STOPPED, TRIGGERS, SchedulerState,
+                        Session)
 from app.timeutil import utcnow
 
 MAX_PROMPT_CHARS = 20_000
+# A scheduler writes its heartbeat every 15 s: one silent for this long is not running.
+SCHEDULER_STALE = timedelta(seconds=60)
 
 
 class ControlError(Exception):
@@ -87,6 +90,13 @@ def ahead_of(session: Session) -> tuple[int | None, int]:
         Session.status == QUEUED, Session.id != session.id,
         or_(Session.trigger == "escalation", Session.id < session.id)))
     return running, queued
+
+
+def scheduler_running() -> bool:
+    """Is a scheduler alive to claim queued sessions? Without one (it runs
+    beside the dashboard, or on another host) a queued session waits."""
+    state = db.session.get(SchedulerState, 1)
+    return bool(state and state.heartbeat_at and utcnow() - state.heartbeat_at < SCHEDULER_STALE)
 
 
 def claim(session_id: int) -> Session | None:

@@ -62,7 +62,11 @@ def run_now():
 
 
 def _queued_message(session: Session) -> str:
-    """One session runs at a time: a new one waits for those ahead of it."""
+    """One session runs at a time: a new one waits for those ahead of it,
+    and for a scheduler to claim it."""
+    if not control.scheduler_running():
+        return (f"Session #{session.id} queued, but no scheduler is running: it starts when one does "
+                "(claudeops serve or claudeops scheduler).")
     running, queued = control.ahead_of(session)
     ahead = []
     if running:
