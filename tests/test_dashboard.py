@@ -180,6 +180,9 @@ def test_run_now_does_not_promise_a_start_when_no_scheduler_runs(client):
 def test_run_now_rejects_a_bad_tier_with_a_message(client):
     response = client.post("/sessions/run", data={"tier": "9"}, follow_redirects=True)
     assert "Not queued: tier must be one of" in response.get_data(as_text=True)
+    for tier in ("abc", "1.5", "", "²"):   # not a number: the same message, not Python's own
+        html = client.post("/sessions/run", data={"tier": tier}, follow_redirects=True).get_data(as_text=True)
+        assert "Not queued: tier must be one of [1, 2, 3]" in html and "invalid literal" not in html, tier
     assert db.session.scalar(select(Session)) is None
 
 

@@ -51,10 +51,13 @@ def live(session_id: int):
 
 @sessions.post("/sessions/run")
 def run_now():
+    # The form's own values; anything else is passed on as it came, for
+    # enqueue to refuse in the words it uses for any tier it does not know.
+    tier = request.form.get("tier", "1")
+    tier = {str(number): number for number in TIERS}.get(tier.strip(), tier)
     try:
-        tier = int(request.form.get("tier", "1"))
         session = control.enqueue(tier=tier, prompt=request.form.get("prompt"), trigger="dashboard")
-    except (ValueError, control.ControlError) as exc:
+    except control.ControlError as exc:
         flash(f"Not queued: {exc}", "error")
         return redirect(url_for("sessions.index"))
     flash(_queued_message(session), "info")
