@@ -131,6 +131,50 @@ def test_live_fragment_appends_only_new_activity_and_stops_polling_when_done(cli
     assert "every 2s" not in done and "All done" in done and "Stop" not in done
 
 
+def add_activity(session: Session, count: int) -> list[int]:
+    db.session.execute(SessionActivity.__table__.insert(), [
+        dict(session_id=session.id, kind="tool_result", body=f"entry {n}", created_at=utcnow()) for n in range(count)])
+    db.session.commit()
+    return db.session.scalars(select(SessionActivity.id).where(SessionActivity.session_id == session.id)
+                              .order_by(SessionActivity.id)).all()
+
+
+def shown_ids(html: str) -> list[int]:
+    return [int(i) for i in re.findall(r'class="act act-\w+" data-id="(\d+)"', html)]
+
+
+def test_a_long_activity_log_shows_its_latest_entries_and_pages_back(client):
+    """Tens of thousands of entries, each up to 20,000 characters, would be a
+    page no browser holds: the latest come first, the earlier a page at a time."""
+    from app.web.sessions import ACTIVITY_PAGE
+    session = add_session(status="completed", started_at=utcnow())
+    ids = add_activity(session, 2 * ACTIVITY_PAGE + 20)
+    html = client.get(f"/sessions/{session.id}").get_data(as_text=True)
+    assert shown_ids(html) == ids[-ACTIVITY_PAGE:]
+    assert f"{ACTIVITY_PAGE + 20} earlier entries are not shown" in html
+    assert f'href="/sessions/{session.id}?before={ids[-ACTIVITY_PAGE]}"' in html
+    older = client.get(f"/sessions/{session.id}?before={ids[-ACTIVITY_PAGE]}").get_data(as_text=True)
+    assert shown_ids(older) == ids[20:ACTIVITY_PAGE + 20]
+    assert "20 earlier entries are not shown" in older and 'id="live-poller"' not in older
+    assert f'href="/sessions/{session.id}">latest entries' in older
+    oldest = client.get(f"/sessions/{session.id}?before={ids[20]}").get_data(as_text=True)
+    assert shown_ids(oldest) == ids[:20] and "earlier entr" not in oldest
+    for before in ("0", "-3", "abc", str(2**63)):   # not an entry's id: the latest entries
+        assert shown_ids(client.get(f"/sessions/{session.id}?before={before}").get_data(as_text=True)) \
+            == ids[-ACTIVITY_PAGE:], before
+
+
+def test_the_live_poll_sends_a_bounded_batch_and_goes_on_until_it_has_caught_up(client):
+    from app.web.sessions import ACTIVITY_PAGE
+    session = add_session(status="completed", started_at=utcnow(), response="All done")
+    ids = add_activity(session, ACTIVITY_PAGE + 5)
+    first = client.get(f"/sessions/{session.id}/live?after=0").get_data(as_text=True)
+    assert shown_ids(first) == ids[:ACTIVITY_PAGE]
+    assert f"after={ids[ACTIVITY_PAGE - 1]}" in first and 'hx-trigger="every 2s"' in first   # more to come
+    rest = client.get(f"/sessions/{session.id}/live?after={ids[ACTIVITY_PAGE - 1]}").get_data(as_text=True)
+    assert shown_ids(rest) == ids[ACTIVITY_PAGE:] and "every 2s" not in rest and "All done" in rest
+
+
 def test_run_now_queues_a_session_with_tier_and_request(client):
     response = client.post("/sessions/run", data={"tier": "3", "prompt": "  Restart jellyfin if it is down  "})
     assert response.status_code == 302

@@ -16,6 +16,11 @@ from app.web.row_ids import bounded_row_id
 sessions = Blueprint("sessions", __name__)
 
 PAGE_SIZE = 50
+# A session's activity log is shown this many entries at a time, the latest
+# first: a long session's whole log (thousands of tool calls and results, each
+# up to 20,000 characters) would be a page of hundreds of megabytes. A poll
+# sends at most as many new ones, and polls again until it has caught up.
+ACTIVITY_PAGE = 500
 
 
 @sessions.get("/sessions")
@@ -31,10 +36,14 @@ def index():
 @sessions.get("/sessions/<int:session_id>")
 def detail(session_id: int):
     session = db.session.get(Session, session_id) or abort(404)
-    activity = _activity_after(session_id, 0)
+    # ?before=<id>: the entries before that one, a page back from the latest
+    # (and not followed live: the poll appends to the latest).
+    before = bounded_row_id(request.args.get("before", 0, type=int) or 0) or None
+    activity = _activity_before(session_id, before)
+    earlier = _count_before(session_id, activity[0].id) if activity else 0
     members = escalation.chain(session)
     return render_template("sessions/detail.html", session=session, activity=activity,
-                           last_id=activity[-1].id if activity else 0,
+                           last_id=activity[-1].id if activity else 0, before=before, earlier=earlier,
                            chain=members if len(members) > 1 else [],
                            chain_cost=sum(m.cost_usd or 0 for m in members))
 
@@ -46,7 +55,8 @@ def live(session_id: int):
     after = bounded_row_id(request.args.get("after", 0, type=int) or 0)
     activity = _activity_after(session_id, after)
     return render_template("sessions/_live.html", session=session, activity=activity,
-                           last_id=activity[-1].id if activity else after)
+                           last_id=activity[-1].id if activity else after,
+                           more=len(activity) == ACTIVITY_PAGE)
 
 
 @sessions.post("/sessions/run")
@@ -100,4 +110,17 @@ def stop(session_id: int):
 def _activity_after(session_id: int, after: int) -> list[SessionActivity]:
     return db.session.scalars(select(SessionActivity)
                               .where(SessionActivity.session_id == session_id, SessionActivity.id > after)
-                              .order_by(SessionActivity.id)).all()
+                              .order_by(SessionActivity.id).limit(ACTIVITY_PAGE)).all()
+
+
+def _activity_before(session_id: int, before: int | None) -> list[SessionActivity]:
+    """The last page of entries before ``before`` (or of all), oldest first."""
+    query = select(SessionActivity).where(SessionActivity.session_id == session_id)
+    if before is not None:
+        query = query.where(SessionActivity.id < before)
+    return db.session.scalars(query.order_by(SessionActivity.id.desc()).limit(ACTIVITY_PAGE)).all()[::-1]
+
+
+def _count_before(session_id: int, before: int) -> int:
+    return db.session.scalar(select(func.count()).select_from(SessionActivity).where(
+        SessionActivity.session_id == session_id, SessionActivity.id < before))
