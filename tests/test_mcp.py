@@ -75,6 +75,19 @@ def test_get_gives_the_full_text_and_names_what_is_missing(memories):
     assert out.endswith(f"Not found (deleted or never existed): {2**31}, {2**63}, {10**30}, 0, -1")
 
 
+def test_get_says_which_ids_it_did_not_read(memories):
+    """At most MAX_IDS ids are read a call: the rest are named, not passed over
+    as if they had been answered."""
+    asked = [memories[0].id] + list(range(1000, 1000 + mcp_tools.MAX_IDS))
+    out = mcp_tools.get_memories(asked)
+    assert "Takes 60s to start after restart" in out
+    unread = asked[mcp_tools.MAX_IDS:]
+    assert out.endswith(f"Not read (at most {mcp_tools.MAX_IDS} ids a call; ask again for them): "
+                        f"{', '.join(map(str, unread))}")
+    many = mcp_tools.get_memories(list(range(1, 100_001)))   # named up to a bound, not echoed whole
+    assert many.endswith(f"{2 * mcp_tools.MAX_IDS} and {100_000 - 2 * mcp_tools.MAX_IDS} more")
+
+
 def test_results_carry_each_memorys_track_record(memories):
     memories[0].track_record = TrackRecord(worked=2, partial=0, failed=1, unknown=0)
     memories[2].track_record = TrackRecord(worked=0, partial=0, failed=3, unknown=1)

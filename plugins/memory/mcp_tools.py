@@ -96,8 +96,9 @@ def search_memories(query: str, service: Optional[str] = None, include_inactive:
 
 def get_memories(ids: list[int]) -> str:
     """The full text and details of memories, by id (as shown in search results
-    and in the prompt's memory section)."""
-    wanted = list(dict.fromkeys(ids))[:MAX_IDS]
+    and in the prompt's memory section), at most 50 ids a call."""
+    asked = list(dict.fromkeys(ids))
+    wanted, unread = asked[:MAX_IDS], asked[MAX_IDS:]
     if not wanted:
         return "Give one or more memory ids."
     # Ids are INTEGER columns: a larger number names no memory, and PostgreSQL
@@ -109,6 +110,10 @@ def get_memories(ids: list[int]) -> str:
     missing = [str(i) for i in wanted if i not in found]
     if missing:
         entries.append(f"Not found (deleted or never existed): {', '.join(missing)}")
+    if unread:   # named, so that the agent does not take them for answered
+        more = f" and {len(unread) - MAX_IDS} more" if len(unread) > MAX_IDS else ""
+        entries.append(f"Not read (at most {MAX_IDS} ids a call; ask again for them): "
+                       f"{', '.join(map(str, unread[:MAX_IDS]))}{more}")
     return "\n\n".join(entries)
 
 
