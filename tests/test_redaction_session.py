@@ -147,3 +147,19 @@ def test_no_secret_reaches_a_log_the_database_the_dashboard_the_api_or_a_prompt(
         ("next system prompt", second.system_prompt), *shown.items(),
         *(("database", value) for value in every_stored_text())] if leaks(text)}
     assert found == {}
+
+
+def test_a_secret_cut_by_the_start_of_the_stderr_tail_stays_out_of_the_status_reason(app, tmp_path, monkeypatch):
+    """The status reason quotes the last few kilobytes of stderr. Where they
+    begin is a byte count, which may fall inside a secret: what is left of
+    it, no longer whole, must not be shown for want of its first letters."""
+    from app.sessions.runner import STDERR_TAIL_BYTES
+    cut_into = 6   # the tail starts this many characters into the secret
+    head, rest = f"vault said: token {ENV_SECRET[:cut_into]}", ENV_SECRET[cut_into:]
+    line = head + rest + " was refused " + "." * (STDERR_TAIL_BYTES - len(rest) - len(" was refused ") - 1)
+    assert len((line + "\n").encode()) - STDERR_TAIL_BYTES == len(head)
+    script(tmp_path, monkeypatch, sl.steps(sl.init()) + [{"stderr": line}, {"exit": 1}])
+    session = run()
+    assert session.status == "failed" and "was refused" in session.status_reason
+    assert rest not in session.status_reason
+    assert rest not in Path(session.log_path).with_suffix(".stderr.log").read_text()

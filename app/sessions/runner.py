@@ -22,7 +22,7 @@ from typing import Callable, Optional
 
 from app.redaction import Redactor
 from app.sessions import groupguard
-from app.sessions.runlog import RedactedLog, copy_redacted
+from app.sessions.runlog import OVERLAP_CHARS, RedactedLog, copy_redacted
 
 log = logging.getLogger(__name__)
 
@@ -181,9 +181,11 @@ def _keep_stderr(stderr_file, command: CLICommand, outcome: ProcessOutcome) -> N
         copy_redacted(stderr_file, stderr_path, command.redactor)
     except OSError as exc:
         outcome.log_error = outcome.log_error or _log_error(stderr_path, exc)
-    stderr_file.seek(max(0, stderr_file.seek(0, os.SEEK_END) - STDERR_TAIL_BYTES))
-    tail = stderr_file.read().decode("utf-8", "replace").strip()
-    outcome.stderr_tail = command.redactor.redact(tail) or ""
+    # The tail is redacted with what came before it and cut afterwards: cut
+    # first, a secret it begins inside would no longer be whole, nor found.
+    stderr_file.seek(max(0, stderr_file.seek(0, os.SEEK_END) - STDERR_TAIL_BYTES - OVERLAP_CHARS))
+    text = command.redactor.redact(stderr_file.read().decode("utf-8", "replace")) or ""
+    outcome.stderr_tail = text[-STDERR_TAIL_BYTES:].strip()
     if outcome.exit_code == groupguard.SPAWN_FAILED:
         for line in outcome.stderr_tail.splitlines():
             if line.startswith(groupguard.SPAWN_ERROR_PREFIX):
