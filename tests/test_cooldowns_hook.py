@@ -75,6 +75,22 @@ def test_the_services_own_secrets_are_redacted_in_a_recorded_command_though_the_
     assert [row[3] for row in rows(state.app)] == ["docker restart jellyfin # [redacted]"]
 
 
+def test_a_secret_cut_by_the_end_of_a_long_recorded_command_is_redacted_whole(state):
+    """A command is recorded up to its first 2,000 characters; a secret
+    running past that end must not be stored half, where it is no longer
+    the value the redactor knows."""
+    from app.redaction import WITHHELD_ENV, WithheldValues
+    from plugins.cooldowns.gate import MAX_COMMAND_CHARS
+    secret = "Operator-Pass-2024"
+    head = "docker restart jellyfin # "
+    command = head + "x" * (MAX_COMMAND_CHARS - len(head) - 10 - 1) + " " + secret
+    assert command[:MAX_COMMAND_CHARS].endswith(" " + secret[:10])
+    result = state(pre_tool_use(command), **{WITHHELD_ENV: WithheldValues.describe([secret])})
+    assert (result.returncode, result.stdout) == (0, "")
+    [recorded] = [row[3] for row in rows(state.app)]
+    assert recorded.startswith(head) and secret[:4] not in recorded
+
+
 def test_below_the_limit_the_call_is_allowed_silently_and_recorded(state):
     result = state(pre_tool_use("sudo docker restart jellyfin && docker logs --tail 5 jellyfin"))
     assert (result.returncode, result.stdout) == (0, "")

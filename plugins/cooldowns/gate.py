@@ -32,7 +32,7 @@ from app.extensions import db
 from app.models import Session
 from app.plugin_types import RunInfo
 from app.plugins import call_each
-from app.redaction import redactor
+from app.redaction import redactor, replace_spans
 from app.timeutil import utcnow
 from plugins.cooldowns import store
 from plugins.cooldowns.commands import Recognised, recognise
@@ -45,6 +45,8 @@ log = logging.getLogger(__name__)
 SUSPECT = re.compile(r"restart|\bstart\b|\bup\b|force-reload|upgrade|install|rollback|rollout|ansible-playbook")
 
 MAX_COMMAND_CHARS = 2000
+# How far past a cut a secret that the cut would halve is looked for.
+SECRET_REACH_CHARS = 2000
 
 ADVICE = ("Do not try another way to do it. Report what you found with an [EVENT:…] marker instead, "
           "so that the operator can decide.")
@@ -88,7 +90,7 @@ def check(raw: str, caller: Caller, now: Optional[datetime] = None) -> Optional[
     try:
         found = recognise(command, cwd)
     except Exception as exc:   # a bug here must not let a restart through unchecked
-        log.exception("cooldowns: could not read the command %r", redactor().redact(command[:200]))
+        log.exception("cooldowns: could not read the command %r", redacted_start(command, 200))
         if SUSPECT.search(command):
             return f"Claude Ops could not check this command against the cooldowns ({exc}), so it was not run. {ADVICE}"
         return None
@@ -105,6 +107,14 @@ def check(raw: str, caller: Caller, now: Optional[datetime] = None) -> Optional[
         what = ", ".join(f"{r.action} of {r.service or r.target}" for r in found)
         return f"Claude Ops could not check the cooldown for {what} ({type(exc).__name__}: {_first_line(exc)}), " \
                f"so the command was not run. {ADVICE}"
+
+
+def redacted_start(command: str, length: int) -> str:
+    """The first ``length`` characters of ``command``, redacted. Found in
+    what follows too: a secret the cut runs through would no longer be the
+    value the redactor knows, and its first part would be kept."""
+    spans = redactor().spans(command[:length + SECRET_REACH_CHARS])
+    return replace_spans(command[:length], [(start, min(end, length)) for start, end in spans if start < length])
 
 
 def _first_line(exc: Exception) -> str:
@@ -124,7 +134,7 @@ def _decide(found: list[Recognised], command: str, caller: Caller, now: datetime
     usages = [store.usage(r.service, r.action, now, limits) for r in found]
     blocked = [u for u in usages if u.at_limit]
     session_id = _existing_session(caller.session_id)
-    command = command[:MAX_COMMAND_CHARS]
+    command = redacted_start(command, MAX_COMMAND_CHARS)
     if not blocked:
         for r in found:
             store.record_attempt(r.action, r.service, PENDING, command, session_id, caller.tier, now=now)
