@@ -19,7 +19,17 @@ from app.config import ConfigError
 SUPPORTED_BACKENDS = ("sqlite", "postgresql")
 POSTGRES_DRIVER = "psycopg"
 POSTGRES_EXAMPLE = "postgresql+psycopg://claudeops:password@db.example/claudeops"
+HIDDEN = "claudeops-hidden-value"
 EXAMPLES = f"use sqlite:////path/to/claudeops.db or {POSTGRES_EXAMPLE}"
+
+
+def shown_url(url: URL) -> str:
+    """``url`` as a message or a page may show it: no password, neither in
+    its place nor as a parameter of the query (libpq takes ``password`` and
+    a client key's ``sslpassword`` there too)."""
+    hidden = {key: HIDDEN for key in url.query if key.lower().endswith("password")}
+    # Rendered, the query's "***" would be percent-encoded.
+    return url.update_query_dict(hidden).render_as_string(hide_password=True).replace(HIDDEN, "***")
 
 
 def sqlalchemy_url(raw: str) -> str:
@@ -39,7 +49,7 @@ def _check_driver(url: URL) -> None:
     """Refuse, at start, a database the service was not built for or a
     driver that is not installed: either would otherwise end the start in a
     traceback from deep inside SQLAlchemy."""
-    named = f"CLAUDEOPS_DATABASE_URL={url.render_as_string(hide_password=True)}"
+    named = f"CLAUDEOPS_DATABASE_URL={shown_url(url)}"
     if url.get_backend_name() not in SUPPORTED_BACKENDS:
         raise ConfigError(f"{named}: Claude Ops works with SQLite and PostgreSQL only; {EXAMPLES}")
     try:

@@ -22,7 +22,7 @@ from flask import Flask
 from sqlalchemy.exc import OperationalError
 
 from app.config import PROJECT_ROOT
-from app.database_url import absolute_sqlite_url
+from app.database_url import absolute_sqlite_url, shown_url
 from app.extensions import db
 from app.sessions.scheduler import SessionScheduler
 
@@ -64,7 +64,7 @@ def apply_migrations(app: Flask) -> None:
         try:
             flask_migrate.upgrade(revision="heads")
         except OperationalError as exc:   # a database server that is down, or refuses us
-            url = db.engine.url.render_as_string(hide_password=True)
+            url = shown_url(db.engine.url)
             reason = str(exc.orig or exc).strip().splitlines()[0]
             raise MigrationError(f"cannot use the database {url}: {reason}") from None
         except SystemExit:   # Flask-Migrate logs Alembic's error and exits

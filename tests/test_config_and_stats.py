@@ -59,6 +59,10 @@ def test_database_password_is_never_shown(tmp_path):
     from app.web.config_page import shown
     spec = next(s for s in SETTINGS if s.name == "CLAUDEOPS_DATABASE_URL")
     assert shown(spec, "postgresql://ops:hunter2@db.local/claudeops") == "postgresql://ops:***@db.local/claudeops"
+    # libpq takes the password (and a client key's) as a parameter of the query too.
+    assert shown(spec, "postgresql+psycopg://ops@db.local/claudeops?password=hunter2&sslmode=require") == \
+        "postgresql+psycopg://ops@db.local/claudeops?password=***&sslmode=require"
+    assert "hunter2" not in shown(spec, "postgresql+psycopg:///claudeops?host=db.local&sslpassword=hunter2")
 
 
 def test_runtime_change_is_in_force_at_once_and_after_a_restart(tmp_path, fake_cli):

@@ -210,6 +210,7 @@ def test_a_database_url_that_cannot_work_stops_the_start_without_showing_the_pas
 @pytest.mark.parametrize("url, message", [
     ("bogus://ops:hunter2@db.local/x", "=bogus://ops:***@db.local/x: Claude Ops works with SQLite and PostgreSQL only"),
     ("mysql://ops:hunter2@db.local/x", "=mysql://ops:***@db.local/x: Claude Ops works with SQLite and PostgreSQL only"),
+    ("mysql://ops@db.local/x?password=hunter2", "=mysql://ops@db.local/x?password=***: Claude Ops works with"),
     ("postgresql+nodriver://ops:hunter2@db.local/x", "SQLAlchemy knows no driver 'nodriver' for postgresql"),
     ("postgresql+pg8000://ops:hunter2@db.local/x", "needs the Python module pg8000, which is not installed"),
     ("sqlite+aiosqlite:////srv/ops.db", "aiosqlite is an asyncio driver, which Claude Ops cannot use"),

@@ -31,6 +31,8 @@ from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
+from app.database_url import shown_url
+
 log = logging.getLogger(__name__)
 
 # The same key in every Claude Ops process on every host ("clops"). Advisory
@@ -136,7 +138,7 @@ class DatabaseLock:
                 locked = self._try_lock()
         except SQLAlchemyError as exc:
             raise RunnerLockError(f"cannot take the scheduler's lock in the database "
-                                  f"{self.url.render_as_string(hide_password=True)}: {_first_line(exc)}") from None
+                                  f"{shown_url(self.url)}: {_first_line(exc)}") from None
         if not locked:
             raise SchedulerAlreadyRunning(
                 f"another Claude Ops scheduler is running sessions on the database {self.url.database!r} "

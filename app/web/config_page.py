@@ -8,6 +8,7 @@ from flask import Blueprint, flash, redirect, render_template, request, url_for
 from sqlalchemy.engine import make_url
 
 from app.config import Setting
+from app.database_url import shown_url
 from app.runtime import SettingError, change, declared, in_force, overrides, runtime_settings
 from app.web.apiutil import ApiError, json_body
 
@@ -27,7 +28,7 @@ def shown(spec: Setting, value) -> str:
         return ",".join(value)
     if spec.name == "CLAUDEOPS_DATABASE_URL" and value:
         try:
-            return make_url(value).render_as_string(hide_password=True)
+            return shown_url(make_url(value))
         except Exception:   # not a URL we can parse: show nothing of it
             return MASK
     return "" if value is None else str(value)
