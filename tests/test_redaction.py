@@ -314,6 +314,20 @@ def test_a_notice_is_redacted_though_it_is_written_with_the_batch_not_by_the_orm
             f"login failed with {R}, password={R}"]
 
 
+def test_a_long_notice_is_redacted_before_it_is_cut_to_the_column(tmp_path, monkeypatch):
+    """A notice is kept to its first 2,000 characters; a secret the cut runs
+    through is redacted whole, not stored by its first half."""
+    monkeypatch.setenv("MAIL_PASSWORD", "mail-secret-value")
+    app = make_app(tmp_path)
+    with app.app_context():
+        message = "x" * 1990 + " mail-secret-value"
+        app.extensions["claudeops.plugins"].hook.claudeops_notice(level="warning", service="mail", run=None,
+                                                                  message=message)
+        db.session.commit()
+        [stored] = db.session.execute(text("SELECT message FROM events")).scalars().all()
+        assert stored.startswith("x" * 1990) and "mail-sec" not in stored
+
+
 # --- cost --------------------------------------------------------------------
 
 def test_cost_per_line_of_recorded_streams():

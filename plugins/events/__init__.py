@@ -82,13 +82,16 @@ def claudeops_markers_flush(run):
 @hookimpl
 def claudeops_notice(level, message, service, run):
     # Staged like a marker's row (written when the transaction commits), so
-    # redacted here as the ORM's flush would have redacted it, and cut to the
+    # redacted here as the ORM's flush would have redacted it, then cut to the
     # columns' lengths: PostgreSQL refuses a longer value, and with it the batch.
-    staging.stage([redacted_values(Event, {
+    # Cut first, a secret running past the cut would be kept by its first half.
+    row = redacted_values(Event, {
         "session_id": run.session_id if run else None, "tier": run.tier if run else None,
         "level": level if level in ("info", "warning", "critical") else "info",
-        "service": service[:MAX_SERVICE_CHARS] if service else None, "message": message[:2000],
-        "created_at": utcnow()})])
+        "service": service or None, "message": message, "created_at": utcnow()})
+    row["service"] = row["service"][:MAX_SERVICE_CHARS] if row["service"] else None
+    row["message"] = row["message"][:2000]
+    staging.stage([row])
 
 
 @hookimpl
