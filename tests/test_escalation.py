@@ -206,3 +206,29 @@ def test_sessions_below_the_maximum_are_told_how_to_escalate(app, fake_cli, run_
     fake_cli(sl.steps(sl.init(), sl.result()))
     session = run_session_now(tier=tier)
     assert ("[ESCALATE] <what is wrong" in session.system_prompt) is told
+
+
+def test_a_plugins_long_reason_is_redacted_before_it_is_cut(tmp_path, fake_cli, monkeypatch):
+    """A reason is kept to its first 2,000 characters; a secret the cut runs
+    through is redacted whole, in the child's reason and in the notice."""
+    from app.hookspecs import hookimpl
+    from app.sessions.escalation import MAX_REASON_CHARS
+    from tests.conftest import make_app
+
+    secret = "pager-secret-value-77"
+    monkeypatch.setenv("PAGER_TOKEN", secret)
+
+    class Pager:
+        @hookimpl
+        def claudeops_escalation(self, run, result):
+            return "x" * (MAX_REASON_CHARS - 8) + " " + secret
+
+    app = make_app(tmp_path, plugins=[Pager()])
+    fake_cli(sl.steps(sl.init(), sl.text("looked"), sl.result("looked")))
+    with app.app_context():
+        run_session(control.claim(control.enqueue().id))
+        child = sessions()[-1]
+        assert child.trigger == "escalation" and child.escalation_reason.startswith("x" * 100)
+        assert secret[:4] not in child.escalation_reason
+        assert [message for _, message, _, _ in events() if "escalated" in message]
+        assert not [message for _, message, _, _ in events() if secret[:4] in message]

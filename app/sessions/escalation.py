@@ -20,6 +20,7 @@ from app.extensions import db
 from app.models import COMPLETED, QUEUED, Session
 from app.plugin_types import RunInfo, SessionResult
 from app.plugins import call_each, call_first
+from app.redaction import redactor
 from app.runtime import setting
 from app.sessions import control
 
@@ -33,7 +34,9 @@ def consider(session: Session, run: RunInfo, result: SessionResult) -> Optional[
     reason = call_first("claudeops_escalation", run=run, result=result)
     if not reason or not str(reason).strip():
         return None
-    reason = " ".join(str(reason).split())[:MAX_REASON_CHARS]
+    # Redacted before the cut: cut first, a secret running past it would be
+    # kept by its first half, which the redactor no longer knows.
+    reason = redactor().redact(" ".join(str(reason).split()))[:MAX_REASON_CHARS]
     next_tier = session.tier + 1
     refusal = _refusal(session, result, next_tier)
     if refusal:
