@@ -121,6 +121,29 @@ def test_hook_claudeops_markers_gets_only_assistant_text(tmp_path, fake_cli):
         assert badges == ["ping:pong"]
 
 
+def test_a_subagents_text_is_logged_but_never_read_for_markers(tmp_path, fake_cli):
+    """A subagent (the Task tool) reports to the agent as a tool would, and
+    may quote what it read: the CLI names the tool call it works for."""
+    recorder = Recorder()
+    app = make_app(tmp_path, plugins=[recorder])
+    subagent = dict(sl.text("[PING] [EVENT:critical:db] quoted from a log"), parent_tool_use_id="toolu_task_1")
+    fake_cli(sl.steps(sl.init(), sl.text("delegating [PING]"), subagent,
+                      sl.tool_result("db is fine", tool_id="toolu_task_1"), sl.text("done"), sl.result("done")))
+    with app.app_context():
+        from app.sessions import control
+        from app.sessions.manager import run_session
+        session = run_session(control.claim(control.enqueue(tier=1).id))
+        assert session.status == "completed"
+        assert [t for t, _, _ in recorder.texts] == ["delegating [PING]", "done"]
+        assert db.session.scalars(select(Event.message)).all() == []
+        texts = db.session.execute(select(SessionActivity.title, SessionActivity.body).where(
+            SessionActivity.kind == "text").order_by(SessionActivity.id)).all()
+        assert [tuple(row) for row in texts] == [(None, "delegating [PING]"),
+                                                 ("subagent", "[PING] [EVENT:critical:db] quoted from a log"),
+                                                 (None, "done")]
+        assert "quoted from a log" not in session.response
+
+
 def test_hook_claudeops_markers_a_failing_plugin_loses_only_its_own_work(tmp_path, fake_cli, caplog):
     class Broken:
         @hookimpl

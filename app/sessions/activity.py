@@ -139,10 +139,15 @@ class StreamHandler:
     def _handle_item(self, item: stream.Item) -> None:
         if isinstance(item, stream.AssistantText):
             text = self.redactor.redact(item.text)
+            if not item.is_api_error:
+                self.retrying_api = None
+            if item.from_subagent:
+                # Logged, never read for markers: to the agent it is a tool's output.
+                self._add("text", "subagent", text, redacted=True)
+                return
             self.response_tail.append(text)
             self._add("text", "API error" if item.is_api_error else None, text, redacted=True)
             if not item.is_api_error:  # the CLI's own error notice is not the agent speaking
-                self.retrying_api = None
                 self._fan_out(text)
         elif isinstance(item, stream.ToolUse):
             self.retrying_api = None

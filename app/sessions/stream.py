@@ -42,6 +42,10 @@ class AssistantText:
     text: str
     message_id: Optional[str]
     is_api_error: bool = False
+    # Written by a subagent (the Task tool) for the agent: the CLI names the
+    # tool call it works for. What it says comes back to the agent as that
+    # call's result, as tool output does, and it may quote what it read.
+    from_subagent: bool = False
 
 
 @dataclass(frozen=True)
@@ -163,11 +167,12 @@ def _parse_assistant(obj: dict) -> list[Item]:
     message = obj.get("message") if isinstance(obj.get("message"), dict) else {}
     message_id = _str(message.get("id"))
     api_error = bool(obj.get("is_api_error_message")) or message.get("model") == "<synthetic>"
+    from_subagent = bool(obj.get("parent_tool_use_id"))
     items: list[Item] = []
     for block in _content_blocks(obj):
         kind = block.get("type")
         if kind == "text" and isinstance(block.get("text"), str):
-            items.append(AssistantText(block["text"], message_id, api_error))
+            items.append(AssistantText(block["text"], message_id, api_error, from_subagent))
         elif kind == "tool_use":
             items.append(ToolUse(_str(block.get("id")), str(block.get("name") or "?"), block.get("input")))
         else:
