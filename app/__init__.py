@@ -106,7 +106,10 @@ def _secure_the_session_cookie(app: Flask) -> None:
     app.session_interface = _SessionInterface()
     app.config.update(SESSION_COOKIE_NAME="claudeops_session", SESSION_COOKIE_HTTPONLY=True,
                       SESSION_COOKIE_SAMESITE="Lax",
-                      PERMANENT_SESSION_LIFETIME=timedelta(hours=app.config["CLAUDEOPS_LOGIN_HOURS"]))
+                      PERMANENT_SESSION_LIFETIME=timedelta(hours=app.config["CLAUDEOPS_LOGIN_HOURS"]),
+                      # The cookie keeps the expiry of the login; a page that
+                      # polls every few seconds would otherwise push it on forever.
+                      SESSION_REFRESH_EACH_REQUEST=False)
 
 
 def _state_secret_key(config: dict) -> str:

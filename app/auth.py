@@ -25,6 +25,7 @@ import hashlib
 import hmac
 import ipaddress
 import logging
+import time
 from typing import Optional
 from urllib.parse import urlsplit
 
@@ -44,6 +45,11 @@ auth = Blueprint("auth", __name__)
 OPEN_ENDPOINTS = frozenset({"auth.login", "static", "api.health"})
 API_PREFIX = "/api/v1"
 SESSION_KEY = "operator"
+# When the login was made (Unix seconds): it lasts CLAUDEOPS_LOGIN_HOURS from
+# then, however often the pages poll. The cookie's own signature is renewed
+# whenever the session changes (a flash message, a CSRF token), so its age
+# says nothing of the login's.
+LOGGED_IN_AT_KEY = "logged_in_at"
 # Per client address and gunicorn worker; enough for a person who mistypes.
 LOGIN_ATTEMPTS = "10 per minute"
 
@@ -81,7 +87,11 @@ def logged_in() -> bool:
     if not current_app.config.get("CLAUDEOPS_PASSWORD"):
         return False
     stored = session.get(SESSION_KEY)
-    return isinstance(stored, str) and hmac.compare_digest(stored, _password_fingerprint())
+    if not (isinstance(stored, str) and hmac.compare_digest(stored, _password_fingerprint())):
+        return False
+    since = session.get(LOGGED_IN_AT_KEY)
+    lifetime = current_app.permanent_session_lifetime.total_seconds()
+    return isinstance(since, int) and 0 <= time.time() - since < lifetime
 
 
 def _bearer_token() -> Optional[str]:
@@ -236,6 +246,7 @@ def login():
     if password_set and secrets_equal(given, config["CLAUDEOPS_PASSWORD"]):
         session.clear()  # a fresh session: nothing from before the login carries over
         session[SESSION_KEY] = _password_fingerprint()
+        session[LOGGED_IN_AT_KEY] = int(time.time())
         session.permanent = True
         log.info("operator logged in from %s", request.remote_addr)
         return redirect(next_url)

@@ -266,6 +266,24 @@ def test_changing_the_password_ends_every_login(closed_app):
     assert client.get("/").status_code == 302
 
 
+def test_a_login_lasts_its_hours_from_the_login_however_often_the_pages_poll(closed_app, monkeypatch):
+    import time
+    now = [time.time()]
+    monkeypatch.setattr(time, "time", lambda: now[0])   # the cookie's signature reads this clock too
+    client = closed_app.test_client()
+    login(client)
+    hours = closed_app.config["CLAUDEOPS_LOGIN_HOURS"]
+    for _ in range(hours * 2):   # a poll every half hour, all the while
+        now[0] += 1800 - 1
+        polled = client.get("/sessions", headers={"HX-Request": "true"})
+        assert polled.status_code == 200 and "Set-Cookie" not in polled.headers   # nothing renewed
+    client.post("/sessions/run", data={"tier": "1"})   # a flash message: the cookie is signed again
+    now[0] += 2 * 24
+    assert client.get("/").status_code == 302   # past its hours since the login
+    login(client)
+    assert client.get("/").status_code == 200
+
+
 def test_logout_ends_the_login(closed_app):
     client = closed_app.test_client()
     login(client)
