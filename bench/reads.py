@@ -14,12 +14,14 @@ from plugins.memory.context import build_memory_context
 
 TARGET = 2.0
 
-# (figure name, URL, what the size is counted in)
+# (figure name, URL, what the size is counted in). "{middle}" in a URL is
+# the id halfway through the table (ids are 1..n): a page deep in the rows.
 PAGES = (
     ("Memories page (GET /memories)", "/memories", "memories"),
     ("Memories poll (HTMX table, every 5 s)", "/memories?page=1", "memories"),
     ("Events page (GET /events)", "/events", "events"),
     ("Events poll (HTMX rows, every 5 s)", "/events", "events"),
+    ("Events page halfway back (GET /events?before=…)", "/events?before={middle}", "events"),
     ("GET /api/v1/memories", "/api/v1/memories", "memories"),
     ("GET /api/v1/memories?service=…&active=true", "/api/v1/memories?service=postgres&active=true",
      "memories"),
@@ -53,7 +55,8 @@ def measure(small: Flask, large: Flask, sizes: dict, repeat: int) -> list[Figure
     figures = []
     for name, url, counted in PAGES:
         headers = HTMX if "HTMX" in name else {}
-        small_s, large_s = compare(_getter(small, url, headers), _getter(large, url, headers), repeat)
+        small_url, large_url = (url.format(middle=n // 2) for n in sizes[counted])
+        small_s, large_s = compare(_getter(small, small_url, headers), _getter(large, large_url, headers), repeat)
         figures.append(_figure(name, counted, sizes, small_s, large_s))
     small_s, large_s = compare(_context_builder(small), _context_builder(large), repeat)
     figures.append(_figure("Memory context build", "memories", sizes, small_s, large_s))

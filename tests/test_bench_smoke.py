@@ -14,7 +14,8 @@ TINY = ["--memories", "20,60", "--events", "20,300", "--start-memories", "12,40"
         "--stream-markers", "60", "--memory-lines", "100,300", "--repeat", "1", "--ingest-repeat", "1"]
 
 FIGURES = ["Memories page (GET /memories)", "Memories poll (HTMX table, every 5 s)", "Events page (GET /events)",
-           "Events poll (HTMX rows, every 5 s)", "GET /api/v1/memories", "GET /api/v1/memories?service=…&active=true",
+           "Events poll (HTMX rows, every 5 s)", "Events page halfway back (GET /events?before=…)",
+           "GET /api/v1/memories", "GET /api/v1/memories?service=…&active=true",
            "GET /api/v1/events", "GET /api/v1/events?level=critical", "Memory context build",
            "Session start (decay + context)", "Ingest speed vs bare loop (300 lines, 60 markers)",
            "Ingest speed …, event markers only", "Ingest speed …, no markers",
