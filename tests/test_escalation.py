@@ -78,6 +78,19 @@ def test_never_beyond_the_maximum_tier(app, fake_cli, run_session_now):
     assert [s.tier for s in sessions()] == [3, 1]
 
 
+@pytest.mark.parametrize("tier, max_tier", [(3, 3), (1, 1)])
+def test_a_request_beyond_the_maximum_is_shown_as_refused(app, fake_cli, run_session_now, tier, max_tier):
+    """The activity log says what the host will do, not a tier that will never run."""
+    change({"CLAUDEOPS_MAX_TIER": max_tier})
+    fake_cli(escalating_script())
+    session = run_session_now(tier=tier)
+    badges = [(a.kind, a.title, a.body) for a in session.activity if a.title and a.title.startswith("escalation")]
+    assert badges == [("warning", "escalation:refused", "postgres is down and I cannot tell why; "
+                       f"not escalated: CLAUDEOPS_MAX_TIER is {max_tier}")]
+    assert any(f"not escalated: CLAUDEOPS_MAX_TIER is {max_tier}" in message for _, message, _, _ in events())
+    assert len(sessions()) == 1
+
+
 def test_dry_run_suppresses_escalation_and_says_so(app, fake_cli, run_session_now):
     change({"CLAUDEOPS_DRY_RUN": True})
     argv_file = fake_cli(escalating_script())

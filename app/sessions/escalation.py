@@ -55,14 +55,21 @@ def _refusal(session: Session, result: SessionResult, next_tier: int) -> Optiona
     """(is it a warning, why) when the request is not granted, else None."""
     if result.status != COMPLETED:
         return True, f"not escalated because the session ended {result.status}"
-    max_tier = setting("CLAUDEOPS_MAX_TIER")
-    if next_tier > max_tier:
-        return True, f"not escalated: CLAUDEOPS_MAX_TIER is {max_tier}"
+    beyond = beyond_maximum(next_tier)
+    if beyond:
+        return True, beyond
     if setting("CLAUDEOPS_DRY_RUN"):
         return False, "not escalated: dry run (CLAUDEOPS_DRY_RUN) is on"
     if db.session.scalar(select(Session.id).where(Session.parent_id == session.id).limit(1)):
         return True, "not escalated: it already has a child session"
     return None
+
+
+def beyond_maximum(tier: int) -> Optional[str]:
+    """Why no session may escalate to ``tier`` now (``None`` if one may).
+    Known before a session ends: its marker's badge says so at once."""
+    max_tier = setting("CLAUDEOPS_MAX_TIER")
+    return f"not escalated: CLAUDEOPS_MAX_TIER is {max_tier}" if tier > max_tier else None
 
 
 def notice(level: str, message: str, run: Optional[RunInfo]) -> None:

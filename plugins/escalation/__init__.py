@@ -15,7 +15,7 @@ from app.hookspecs import hookimpl
 from app.models import Session, SessionActivity
 from app.plugin_types import MarkerRecord, PromptSection
 from app.runtime import setting
-from app.sessions.escalation import MAX_REASON_CHARS
+from app.sessions.escalation import MAX_REASON_CHARS, beyond_maximum
 
 MARKER_TAG = "[ESCALATE]"
 # On a line of its own, as the prompt asks: a more capable session is not
@@ -49,7 +49,11 @@ def claudeops_markers(text, run):
         if not reason:
             continue
         _requests().setdefault(run.session_id, reason)   # the first request states the case
-        recorded.append(MarkerRecord("escalation", f"to tier {run.tier + 1}", reason))
+        # Still asked for, so that the host records its refusal as an event;
+        # the badge says at once that no tier above will run.
+        refused = beyond_maximum(run.tier + 1)
+        recorded.append(MarkerRecord("escalation", "refused", f"{reason}; {refused}", stored=False) if refused
+                        else MarkerRecord("escalation", f"to tier {run.tier + 1}", reason))
     return recorded or None
 
 
