@@ -169,8 +169,9 @@ SETTINGS: tuple[Setting, ...] = (
             schema=MODEL_SCHEMA),
     Setting("CLAUDEOPS_TIER3_MODEL", "opus", "Model for tier 3 (remediate).", _model, runtime=True,
             schema=MODEL_SCHEMA),
-    Setting("CLAUDEOPS_MAX_TIER", "3", "Highest tier a session may escalate to (1 turns escalation off).",
-            _tier, runtime=True, schema={"type": "integer", "enum": [1, 2, 3]}),
+    Setting("CLAUDEOPS_MAX_TIER", "3",
+            "Highest tier a session may escalate to (1 turns escalation off); lowered, escalations queued "
+            "above it are not run.", _tier, runtime=True, schema={"type": "integer", "enum": [1, 2, 3]}),
     Setting("CLAUDEOPS_DRY_RUN", "false",
             "true: sessions are told to change nothing and escalation is suppressed (an event says so).",
             boolean, runtime=True, schema={"type": "boolean"}),

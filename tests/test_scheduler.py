@@ -174,6 +174,30 @@ def test_a_scheduled_run_stopped_while_queued_does_not_stop_the_schedule(app, fa
     assert later[0].tier == 1
 
 
+
+def test_an_escalation_queued_above_a_lowered_maximum_tier_is_not_run(app, fake_cli, scheduler, run_session_now):
+    """Lowering CLAUDEOPS_MAX_TIER (1 turns escalation off) holds for an
+    escalation already queued; a tier the operator asked for still runs."""
+    from app.runtime import change
+    from plugins.events.models import Event
+    fake_cli(sl.steps(sl.init(), sl.text("[ESCALATE] postgres is down"), sl.result()))
+    parent = run_session_now(tier=1).id
+    child = db.session.scalar(select(Session).where(Session.parent_id == parent))
+    assert (child.tier, child.status) == (2, "queued")
+    child = child.id
+    change({"CLAUDEOPS_MAX_TIER": 1})            # as /config would
+    fake_cli(session_script(0))
+    asked = control.enqueue(tier=3, trigger="dashboard").id
+    scheduler(interval=0)
+    wait_for(lambda: all(s.finished for s in all_sessions()), timeout=15)
+    sessions = {s.id: s for s in all_sessions()}
+    assert sessions[asked].status == "completed"
+    stopped = sessions[child]
+    assert (stopped.status, stopped.started_at) == ("stopped", None)
+    assert stopped.status_reason == "not run: CLAUDEOPS_MAX_TIER is 1 since it was queued"
+    assert [e.message for e in db.session.scalars(select(Event).where(Event.level == "warning"))][-1] == (
+        f"Escalation session #{child} (tier 2) was not run: CLAUDEOPS_MAX_TIER is 1 since it was queued")
+
 def test_a_second_scheduler_on_the_same_state_refuses_to_start(app, scheduler):
     from app.sessions.scheduler import SchedulerAlreadyRunning
     scheduler(interval=0)

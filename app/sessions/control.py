@@ -118,10 +118,7 @@ def request_stop(session_id: int) -> Session:
         raise ControlError(f"session {session_id} not found", 404)
     if session.status in FINISHED_STATUSES:
         raise ControlError(f"session {session_id} has already ended ({session.status})", 409)
-    changed = db.session.execute(
-        update(Session).where(Session.id == session_id, Session.status == QUEUED)
-        .values(status=STOPPED, status_reason="stopped by the operator before it started",
-                stop_requested=True, ended_at=utcnow())).rowcount
+    changed = stop_queued(session_id, "stopped by the operator before it started")
     if not changed:
         changed = db.session.execute(update(Session).where(Session.id == session_id, Session.status == RUNNING)
                                      .values(stop_requested=True)).rowcount
@@ -130,6 +127,14 @@ def request_stop(session_id: int) -> Session:
     if not changed:   # it ended between the read above and the updates: too late to stop
         raise ControlError(f"session {session_id} has already ended ({session.status})", 409)
     return session
+
+
+def stop_queued(session_id: int, reason: str) -> bool:
+    """End a session that has not started, as stopped; ``False`` if it has
+    started (or ended) meanwhile. The caller commits."""
+    return bool(db.session.execute(
+        update(Session).where(Session.id == session_id, Session.status == QUEUED)
+        .values(status=STOPPED, status_reason=reason, stop_requested=True, ended_at=utcnow())).rowcount)
 
 
 def stop_requested(session_id: int) -> bool:

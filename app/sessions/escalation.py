@@ -5,7 +5,8 @@ it and queues the next tier as a child session (trigger ``escalation``,
 ``parent_id`` set), which the scheduler runs before anything else queued
 (``claudeops run`` runs it at once, in the foreground).
 Tiers only go up and stop at ``CLAUDEOPS_MAX_TIER``, and a session has at
-most one child, so a chain can never loop. In dry run nothing is escalated,
+most one child, so a chain can never loop. The maximum is a runtime setting:
+an escalation still queued when it is lowered below its tier is not run. In dry run nothing is escalated,
 and an event says what would have been.
 """
 from __future__ import annotations
@@ -70,6 +71,22 @@ def beyond_maximum(tier: int) -> Optional[str]:
     Known before a session ends: its marker's badge says so at once."""
     max_tier = setting("CLAUDEOPS_MAX_TIER")
     return f"not escalated: CLAUDEOPS_MAX_TIER is {max_tier}" if tier > max_tier else None
+
+
+def stop_beyond_maximum() -> None:
+    """Escalations queued at a tier above ``CLAUDEOPS_MAX_TIER`` (lowered on
+    /config since they were queued) end stopped, unrun, each with an event.
+    A session the operator queued at a tier is theirs, and runs."""
+    max_tier = setting("CLAUDEOPS_MAX_TIER")
+    why = f"CLAUDEOPS_MAX_TIER is {max_tier} since it was queued"
+    queued = db.session.execute(select(Session.id, Session.tier).where(
+        Session.status == QUEUED, Session.trigger == "escalation", Session.tier > max_tier)).all()
+    for session_id, tier in queued:
+        stopped = control.stop_queued(session_id, f"not run: {why}")
+        db.session.commit()   # before the notice, whose failure rolls back
+        if stopped:
+            log.info("escalation session %s (tier %s) not run: %s", session_id, tier, why)
+            notice("warning", f"Escalation session #{session_id} (tier {tier}) was not run: {why}", None)
 
 
 def notice(level: str, message: str, run: Optional[RunInfo]) -> None:

@@ -32,7 +32,7 @@ from app import dbfaults
 from app.extensions import db
 from app.models import SchedulerState
 from app.runtime import setting
-from app.sessions import control
+from app.sessions import control, escalation
 from app.sessions.manager import run_session
 from app.sessions.runner_lock import RunnerLock, SchedulerAlreadyRunning  # noqa: F401  (start raises it)
 from app.timeutil import utcnow
@@ -208,6 +208,7 @@ class SessionScheduler:
             return False
         with self.app.app_context():
             try:
+                escalation.stop_beyond_maximum()
                 session = control.claim_next()
                 if session is None:
                     return False
