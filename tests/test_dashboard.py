@@ -131,6 +131,34 @@ def test_live_fragment_appends_only_new_activity_and_stops_polling_when_done(cli
     assert "every 2s" not in done and "All done" in done and "Stop" not in done
 
 
+def test_the_live_poll_shows_an_escalation_as_it_is_queued_and_follows_the_chain(client):
+    from datetime import timedelta
+    session = add_session(status="running", started_at=utcnow())
+    page = client.get(f"/sessions/{session.id}").get_data(as_text=True)
+    assert '<div id="chain">' in page and "Escalation chain" not in page   # the place the poll fills
+    # It ends and escalates: the poll shows the child, and goes on while the chain runs.
+    session.status, session.ended_at = "completed", utcnow()
+    child = add_session(status="queued", trigger="escalation", tier=2, parent_id=session.id,
+                        escalation_reason="postgres is down")
+    live = client.get(f"/sessions/{session.id}/live?after=0").get_data(as_text=True)
+    chain = live[live.index('<div id="chain" hx-swap-oob="true">'):]
+    assert "Escalation chain" in chain and f'href="/sessions/{child.id}">#{child.id}</a>' in chain
+    assert "postgres is down" in chain and 'hx-trigger="every 2s"' in live
+    # The chain has ended, and the session a while ago: nothing more to follow.
+    child.status = "completed"
+    session.ended_at = utcnow() - timedelta(minutes=1)
+    db.session.commit()
+    done = client.get(f"/sessions/{session.id}/live?after=0").get_data(as_text=True)
+    assert "every 2s" not in done and 'status-completed">completed</span></td>' in done
+
+
+def test_the_live_poll_waits_a_moment_after_the_end_for_an_escalation(client):
+    """The escalation is decided just after the session's end is recorded."""
+    session = add_session(status="completed", started_at=utcnow(), ended_at=utcnow())
+    live = client.get(f"/sessions/{session.id}/live?after=0").get_data(as_text=True)
+    assert 'hx-trigger="every 2s"' in live and "Escalation chain" not in live
+
+
 def add_activity(session: Session, count: int) -> list[int]:
     db.session.execute(SessionActivity.__table__.insert(), [
         dict(session_id=session.id, kind="tool_result", body=f"entry {n}", created_at=utcnow()) for n in range(count)])

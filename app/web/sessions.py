@@ -2,6 +2,8 @@
 activity log, Run now and Stop."""
 from __future__ import annotations
 
+from datetime import timedelta
+
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 from sqlalchemy import func, select
 
@@ -9,6 +11,7 @@ from app.config import TIERS
 from app.extensions import db
 from app.models import Session, SessionActivity
 from app.sessions import control, escalation
+from app.timeutil import utcnow
 from app.web.htmx import is_htmx, render_page
 from app.web.paging import page_number
 from app.web.row_ids import bounded_row_id
@@ -21,6 +24,9 @@ PAGE_SIZE = 50
 # up to 20,000 characters) would be a page of hundreds of megabytes. A poll
 # sends at most as many new ones, and polls again until it has caught up.
 ACTIVITY_PAGE = 500
+# How long after a session's end its page still polls for the escalation it
+# may have asked for (queued a moment after the end is recorded).
+ESCALATION_WAIT = timedelta(seconds=3)
 
 
 @sessions.get("/sessions")
@@ -41,11 +47,9 @@ def detail(session_id: int):
     before = bounded_row_id(request.args.get("before", 0, type=int) or 0) or None
     activity = _activity_before(session_id, before)
     earlier = _count_before(session_id, activity[0].id) if activity else 0
-    members = escalation.chain(session)
     return render_template("sessions/detail.html", session=session, activity=activity,
                            last_id=activity[-1].id if activity else 0, before=before, earlier=earlier,
-                           chain=members if len(members) > 1 else [],
-                           chain_cost=sum(m.cost_usd or 0 for m in members))
+                           **_chain_context(session))
 
 
 @sessions.get("/sessions/<int:session_id>/live")
@@ -56,7 +60,24 @@ def live(session_id: int):
     activity = _activity_after(session_id, after)
     return render_template("sessions/_live.html", session=session, activity=activity,
                            last_id=activity[-1].id if activity else after,
-                           more=len(activity) == ACTIVITY_PAGE)
+                           more=len(activity) == ACTIVITY_PAGE, **_chain_context(session))
+
+
+def _chain_context(session: Session) -> dict:
+    """The escalation chain the page shows (none for a session alone), its
+    cost, and whether the page's live part should keep polling."""
+    members = escalation.chain(session)
+    return {"chain": members if len(members) > 1 else [], "chain_cost": sum(m.cost_usd or 0 for m in members),
+            "following": _following(session, members)}
+
+
+def _following(session: Session, members: list[Session]) -> bool:
+    """While the session runs, while its chain has a session yet to end, and
+    for a moment after its end: the escalation is decided just after the end
+    is recorded (the plugins' finishing hooks run between)."""
+    if not all(m.finished for m in members):
+        return True
+    return session.ended_at is not None and utcnow() - session.ended_at < ESCALATION_WAIT
 
 
 @sessions.post("/sessions/run")
