@@ -78,6 +78,15 @@ def test_a_page_number_past_every_row_is_an_empty_page_not_an_error(client):
         assert "Takes 60s to start" not in far and "/sessions/1" not in far
 
 
+def test_the_sessions_list_past_its_last_page_says_so_and_leads_back(client):
+    add_session(prompt="newest")
+    for headers in ({}, {"HX-Request": "true"}):   # the page, and its poll
+        far = " ".join(client.get("/sessions?page=999", headers=headers).get_data(as_text=True).split())
+        assert "No sessions yet" not in far
+        assert 'No sessions on this page (there is 1). <a href="/sessions">Go to the first page</a>' in far
+    empty = client.get("/sessions?page=1")
+    assert empty.status_code == 200 and "No sessions on this page" not in empty.get_data(as_text=True)
+
 def test_bulk_takes_only_ascii_digits_as_ids(client):
     from tests.memory_helpers import add_memory, all_memories
     memory = add_memory("Takes 60s to start")
