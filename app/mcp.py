@@ -20,6 +20,7 @@ from sqlalchemy import event
 from app.extensions import db
 from app.plugin_types import McpTool
 from app.plugins import call_each, flatten
+from app.portable_text import is_unicode
 from app.redaction import redactor
 
 log = logging.getLogger(__name__)
@@ -76,9 +77,15 @@ def _in_app_context(app: Flask, function):
     """``function`` in an application context, its answer redacted: what a
     tool reads was redacted when it was written, but a secret configured
     since (or a shape caught since) must not reach the agent here either,
-    as it does not through the prompt, which is redacted whole."""
+    as it does not through the prompt, which is redacted whole. A call
+    with an argument that is not text is refused before it runs."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
     @functools.wraps(function)
     def call(*args, **kwargs):
+        name = _not_text(kwargs)
+        if name:   # the agent is told, as of any bad argument, instead of a crash it learns nothing from
+            raise ToolError(f"{name} must be text: it holds half of a surrogate pair")
         with app.app_context():
             try:
                 answer = function(*args, **kwargs)
@@ -86,6 +93,15 @@ def _in_app_context(app: Flask, function):
             finally:
                 db.session.rollback()
     return call
+
+
+def _not_text(arguments: dict) -> Optional[str]:
+    """The first argument holding half of a surrogate pair, which JSON may
+    carry (a lone "\\udcff" escape) but no database takes."""
+    for name, value in arguments.items():
+        if any(isinstance(v, str) and not is_unicode(v) for v in (value if isinstance(value, list) else [value])):
+            return name
+    return None
 
 
 def build_server(app: Flask):

@@ -6,6 +6,10 @@ PostgreSQL only. Every string sent to the database, written or searched for,
 has its NUL characters replaced by U+FFFD (the replacement character), on
 every backend, so both store and find the same thing, and what was replaced
 stays visible. Bytes (binary columns) are left alone.
+
+Half of a surrogate pair cannot be stored on any backend, nor replaced
+without changing what was meant: ``is_unicode`` tells one, for the caller
+to refuse the value in its own words.
 """
 from __future__ import annotations
 
@@ -84,3 +88,13 @@ def without_nul(value: Any) -> tuple[Any, int]:
         count = sum(n for _, n in items)
         return (type(value)(item for item, _ in items), count) if count else (value, 0)
     return value, 0
+
+
+def is_unicode(text: str) -> bool:
+    """False for a lone surrogate: from a JSON escape ("\\udcff"), or from a
+    command-line argument that was not UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -120,6 +120,21 @@ def test_the_server_cannot_write(app, memories):
     db.session.rollback()
 
 
+@pytest.mark.parametrize("tool, arguments, name", [
+    ("list_service_memories", {"service": "web\udcff"}, "service"),
+    ("search_memories", {"query": "nfs", "service": "\ud800"}, "service"),
+    ("search_memories", {"query": "nfs \udcff"}, "query")])
+def test_a_lone_surrogate_is_refused_in_words_the_agent_can_act_on(app, memories, tool, arguments, name):
+    """JSON may carry half of a surrogate pair ("\\udcff"), which no database
+    takes: the tool says which argument, as for any other bad argument."""
+    from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+    server = build_server(app)
+    with pytest.raises(ToolError) as refused:
+        anyio.run(server.call_tool, tool, arguments)
+    assert not isinstance(refused.value, UnexpectedToolError)
+    assert str(refused.value) == (f"Error executing tool {tool}: {name} must be text: "
+                                  "it holds half of a surrogate pair")
+
 # ---------------------------------------------- the server over stdio
 
 def test_claudeops_mcp_over_stdio(app, memories, tmp_path):

@@ -14,6 +14,7 @@ from app.config import TIERS
 from app.extensions import db
 from app.models import (FAILED, FINISHED_STATUSES, INTERRUPTED, QUEUED, RUNNING, STOPPED, TRIGGERS, SchedulerState,
                         Session)
+from app.portable_text import is_unicode
 from app.timeutil import utcnow
 
 MAX_PROMPT_CHARS = 20_000
@@ -63,22 +64,12 @@ def checked_prompt(prompt: str | None) -> str | None:
         return None
     if "\x00" in prompt:   # a process argument cannot hold one
         raise ControlError("prompt must not contain NUL characters")
-    if not _is_unicode(prompt):   # the database would refuse it
+    if not is_unicode(prompt):   # the database would refuse it
         raise ControlError("prompt must be text: it holds bytes that are not UTF-8, or half of a surrogate pair")
     prompt = prompt.strip() or None
     if prompt and len(prompt) > MAX_PROMPT_CHARS:
         raise ControlError(f"prompt is {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}")
     return prompt
-
-
-def _is_unicode(text: str) -> bool:
-    """False for a lone surrogate: from a JSON escape ("\\udcff"), or from a
-    command-line argument that was not UTF-8."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def ahead_of(session: Session) -> tuple[int | None, int]:
