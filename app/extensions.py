@@ -5,6 +5,7 @@ one metadata, one migration history and one drift check cover everything.
 """
 from __future__ import annotations
 
+import ipaddress
 import sqlite3
 
 from flask_limiter import Limiter
@@ -32,7 +33,22 @@ csrf = CSRFProtect()
 # Only the login form is limited. Counts live in each worker's memory: with N
 # gunicorn workers a client gets at most N times the limit, still far too few
 # guesses for a password worth the name, and no shared store to run.
-limiter = Limiter(key_func=get_remote_address, storage_uri="memory://", default_limits=[])
+def client_network() -> str:
+    """Whom the login limit counts: the client's address; for IPv6 its /64,
+    the block one host is given and may rotate its address through at will."""
+    address = get_remote_address()
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if ip.version == 6:
+        if ip.ipv4_mapped is not None:   # an IPv4 client seen through a dual-stack socket
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)
+
+
+limiter = Limiter(key_func=client_network, storage_uri="memory://", default_limits=[])
 
 SQLITE_BUSY_TIMEOUT_MS = 15000
 

@@ -307,6 +307,21 @@ def test_failed_logins_are_limited(closed_app):
                       environ_base={"REMOTE_ADDR": "127.0.0.2"}).status_code == 302
 
 
+def test_the_login_limit_counts_an_ipv6_client_by_its_64_block(closed_app):
+    """One host may take any address of its /64: a new one per guess must not
+    buy new guesses. An IPv4 client mapped into IPv6 is counted as itself."""
+    client = closed_app.test_client()
+    statuses = [client.post("/login", data={"password": f"guess {n}"},
+                            environ_base={"REMOTE_ADDR": f"2001:db8:1:2::{n + 1:x}"}).status_code for n in range(11)]
+    assert statuses == [401] * 10 + [429]
+    assert client.post("/login", data={"password": PASSWORD},
+                       environ_base={"REMOTE_ADDR": "2001:db8:1:3::1"}).status_code == 302   # another /64
+    for n in range(10):
+        login(client, f"guess {n}")   # from 127.0.0.1
+    mapped = client.post("/login", data={"password": PASSWORD}, environ_base={"REMOTE_ADDR": "::ffff:127.0.0.1"})
+    assert mapped.status_code == 429
+
+
 def test_only_a_token_leaves_the_dashboard_closed(tmp_path):
     app = make_app(tmp_path, CLAUDEOPS_API_TOKEN=TOKEN)
     with app.app_context():
