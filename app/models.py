@@ -23,6 +23,11 @@ TRIGGERS = ("schedule", "dashboard", "api", "cli", "escalation")
 
 class Session(db.Model):
     __tablename__ = "sessions"
+    __table_args__ = (
+        # Retention: the finished sessions whose logs are still kept, oldest
+        # first, without reading the ones already pruned.
+        Index("ix_sessions_logs_removed_at_ended_at", "logs_removed_at", "ended_at"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     tier: Mapped[int] = mapped_column(Integer, nullable=False)
@@ -47,6 +52,9 @@ class Session(db.Model):
     # Escalation: the session that asked for this one, and why.
     parent_id: Mapped[int | None] = mapped_column(ForeignKey("sessions.id", ondelete="SET NULL"), index=True)
     escalation_reason: Mapped[str | None] = mapped_column(Text)
+    # When retention (CLAUDEOPS_LOG_RETENTION_DAYS) removed the activity log
+    # and run log files; the session row itself is kept.
+    logs_removed_at = mapped_column(UTCDateTime)
 
     activity = relationship("SessionActivity", back_populates="session", cascade="all, delete-orphan",
                             passive_deletes=True, order_by="SessionActivity.id")
@@ -82,6 +90,7 @@ class Session(db.Model):
             "cli_session_id": self.cli_session_id,
             "parent_id": self.parent_id,
             "escalation_reason": self.escalation_reason,
+            "logs_removed_at": isoformat(self.logs_removed_at),
         }
         if detail:
             data["response"] = self.response

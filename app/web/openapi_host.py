@@ -26,6 +26,8 @@ SESSION_FIELDS = {
     "exit_code": {"type": ["integer", "null"]}, "cli_session_id": OPTIONAL_TEXT,
     "parent_id": nullable(integer(1, description="the session that escalated to this one")),
     "escalation_reason": OPTIONAL_TEXT,
+    "logs_removed_at": nullable({**TIMESTAMP, "description": "when retention (CLAUDEOPS_LOG_RETENTION_DAYS) "
+                                 "removed the session's activity log and run log; the session is kept"}),
 }
 
 SCHEMAS = {

@@ -29,6 +29,8 @@ class CooldownAction(db.Model):
     __table_args__ = (
         # The window count: one service and action, recent rows.
         Index("ix_cooldown_actions_service_action_created_at", "service", "action", "created_at"),
+        # Retention: the oldest rows of every service.
+        Index("ix_cooldown_actions_created_at", "created_at"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
