@@ -212,6 +212,32 @@ def _echo_outcome(session) -> None:
         click.echo(session.response)
 
 
+@main.command("prune")
+@click.option("--dry-run", is_flag=True, help="Count what would be removed; remove nothing.")
+@with_appcontext
+def prune(dry_run: bool):
+    """Remove what is past its retention now, and print what was removed: the
+    activity logs and run log files of sessions that ended more than
+    CLAUDEOPS_LOG_RETENTION_DAYS ago (the sessions themselves are kept), events
+    older than CLAUDEOPS_EVENT_RETENTION_DAYS, cooldown records older than
+    CLAUDEOPS_COOLDOWN_RETENTION_DAYS (never one a limit's window still
+    counts), and what installed plugins prune. Memories are never removed.
+
+    The scheduler does the same at start and daily; this runs it by hand.
+    Rows are deleted in batches, so it may run beside the service."""
+    from app.retention import prune as prune_now
+    from app.sessions.log_pruning import LOG_RETENTION
+    report = prune_now(dry_run=dry_run)
+    if report.anything:
+        click.echo("Would remove (a dry run: nothing was removed):" if dry_run else "Removed:")
+        for line in report.lines():
+            click.echo(f"  {line}")
+    else:
+        click.echo("Nothing is past its retention.")
+    if report.logs_kept_forever:
+        click.echo(f"Session logs are kept forever ({LOG_RETENTION}=0).")
+
+
 @main.command("mcp")
 @click.option("--list", "list_tools", is_flag=True, help="Print the tools as JSON and exit.")
 @with_appcontext

@@ -66,6 +66,23 @@ def positive_int(raw: str) -> int:
 POSITIVE_INT_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_POSITIVE_INT}
 
 
+# A retention period past which "keep forever" (0) is the honest setting; the
+# bound also keeps the cutoff's date arithmetic far from overflowing.
+MAX_RETENTION_DAYS = 36500
+
+
+def retention_days(raw: str) -> int:
+    """Days to keep something; 0 keeps it forever."""
+    value = _int(raw)
+    if not 0 <= value <= MAX_RETENTION_DAYS:
+        raise ValueError(f"must be from 0 (keep forever) to {MAX_RETENTION_DAYS}")
+    return value
+
+
+# The schema (for the settings API's OpenAPI document) of what retention_days takes.
+RETENTION_DAYS_SCHEMA = {"type": "integer", "minimum": 0, "maximum": MAX_RETENTION_DAYS}
+
+
 def _login_hours(raw: str) -> int:
     value = positive_int(raw)
     if value > MAX_LOGIN_HOURS:
@@ -191,6 +208,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("CLAUDEOPS_MAX_LINE_BYTES", str(8 * 1024 * 1024),
             "Longest stream-json line parsed; a longer one is kept in the run log, logged and skipped.",
             positive_int),
+    Setting("CLAUDEOPS_LOG_RETENTION_DAYS", "90",
+            "Days a finished session keeps its activity log and run log files; older ones are removed daily "
+            "(the session itself, its cost and response are kept). 0 keeps them forever.",
+            retention_days, runtime=True, schema=RETENTION_DAYS_SCHEMA),
     Setting("CLAUDEOPS_SECRET_KEY", "",
             "Key that signs dashboard cookies and CSRF tokens; empty means one generated once into the state directory.",
             secret=True),

@@ -350,3 +350,29 @@ def claudeops_mcp_tools():
     All implementations are called (results collected). One that raises is
     logged and left out.
     """
+
+
+@hookspec
+def claudeops_prune(now, dry_run, batch_size):
+    """Delete this plugin's rows that are past its retention.
+
+    Called once when the scheduler starts and then daily, and by
+    ``claudeops prune``, inside an application context, after the host has
+    removed the logs of old sessions (CLAUDEOPS_LOG_RETENTION_DAYS). Read
+    your retention from a setting of your own (``retention_days`` and
+    ``RETENTION_DAYS_SCHEMA`` in ``app.plugin_types``; 0 keeps everything).
+
+    :param datetime now: the time (UTC, aware) ages are counted from.
+    :param bool dry_run: count what would be deleted, and delete nothing.
+    :param int batch_size: the most rows to delete in one transaction.
+        Commit between batches, so that SQLite's write lock is never held
+        long and a running session's writes go on:
+        ``app.batched_delete.prune_rows(Model, criteria, dry_run, batch_size)``
+        does both, the count and the batched delete.
+    :returns: a dict of what was deleted (a few words, such as ``"events"``)
+        to how many rows (in a dry run: would be), or ``None`` when your
+        retention is off.
+
+    All implementations are called, each on its own: one that raises is
+    logged, its uncommitted rows are rolled back, and the others still run.
+    """

@@ -12,10 +12,12 @@ from typing import Any, Callable, Iterable, Optional
 
 from flask import Blueprint
 
-# Part of the plugin API: claudeops_settings returns Settings; positive_int
-# and boolean are ready parsers (a whole number from 1 to 2**31 - 1, whose
-# schema is POSITIVE_INT_SCHEMA; true/false, 1/0, yes/no, on/off).
-from app.config import POSITIVE_INT_SCHEMA, Setting, boolean, positive_int  # noqa: F401
+# Part of the plugin API: claudeops_settings returns Settings; positive_int,
+# retention_days and boolean are ready parsers (a whole number from 1 to
+# 2**31 - 1, whose schema is POSITIVE_INT_SCHEMA; days to keep rows, 0 for
+# ever, whose schema is RETENTION_DAYS_SCHEMA; true/false, 1/0, yes/no, on/off).
+from app.config import (POSITIVE_INT_SCHEMA, RETENTION_DAYS_SCHEMA, Setting, boolean, positive_int,  # noqa: F401
+                        retention_days)
 # Part of the plugin API too: warn_once(log, session_id, kind, message) logs a
 # warning the first time a kind comes up in a session, at debug level after.
 from app.session_warnings import warn_once  # noqa: F401

@@ -16,6 +16,10 @@ scheduler per state directory and, on PostgreSQL, per database. The
 heartbeat checks that the database's lock is still held; a scheduler that
 has lost it stops, and `claudeops serve` then exits so that an init system
 can restart it.
+
+Retention (app/retention.py) runs beside the heartbeat: once at start, then
+daily, in its own thread, deleting in small batches so that the running
+session's writes go on.
 """
 from __future__ import annotations
 
@@ -28,7 +32,8 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from flask import Flask
 from sqlalchemy import update
 
-from app import dbfaults
+from app import dbfaults, retention
+from app.batched_delete import stop_pruning_on
 from app.extensions import db
 from app.models import SchedulerState
 from app.runtime import setting
@@ -42,6 +47,8 @@ log = logging.getLogger(__name__)
 SCHEDULED_JOB_ID = "scheduled-tier1"
 QUEUE_POLL_SECONDS = 1.0
 HEARTBEAT_SECONDS = 15
+RETENTION_JOB_ID = "retention"
+RETENTION_HOURS = 24
 SCHEDULE_TRIGGER = "schedule"
 
 
@@ -92,6 +99,8 @@ class SessionScheduler:
             log.warning("marked %d session(s) left running by an earlier crash as interrupted", interrupted)
         self._aps.start()
         self._aps.add_job(self._heartbeat, "interval", seconds=HEARTBEAT_SECONDS, id="heartbeat",
+                          next_run_time=utcnow())
+        self._aps.add_job(self._prune, "interval", hours=RETENTION_HOURS, id=RETENTION_JOB_ID,
                           next_run_time=utcnow())
         self._ensure_armed()
         self._worker.start()
@@ -177,6 +186,23 @@ class SessionScheduler:
         with self.app.app_context():
             try:
                 self._publish(next_run=self.next_scheduled_run())
+            finally:
+                db.session.remove()
+
+    def _prune(self) -> None:
+        """Remove what is past its retention; a failure is logged and the
+        next day's run tries again."""
+        if not self.verify_lock():
+            return
+        with self.app.app_context():
+            try:
+                stop_pruning_on(self.shutdown_event)
+                report = retention.prune()
+                if report.anything:
+                    log.info("retention removed %s", ", ".join(report.lines()))
+            except Exception as exc:
+                log.error("retention failed (%s); it runs again in %d hours", dbfaults.describe(exc),
+                          RETENTION_HOURS, exc_info=True)
             finally:
                 db.session.remove()
 

@@ -24,7 +24,7 @@ from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSe
 from app.plugins import call_each
 from app.session_warnings import session_warner, warn_once
 from app.timeutil import utcnow
-from plugins.cooldowns import limits, store
+from plugins.cooldowns import limits, retention, store
 from plugins.cooldowns.markers import MARKER_TAGS, parse_cooldown_markers
 from plugins.cooldowns.prompt import cooldown_prompt
 
@@ -158,6 +158,11 @@ def claudeops_overview_cards():
         else "no service is at its restart or redeployment limit"
     return [OverviewCard("Cooldowns", f"{len(at_limit)} at limit", detail, "cooldowns.index", position=40,
                          tone="warn" if at_limit else "good")]
+
+
+@hookimpl
+def claudeops_prune(now, dry_run, batch_size):
+    return retention.prune(now, dry_run, batch_size)
 
 
 @hookimpl

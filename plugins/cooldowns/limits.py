@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from datetime import timedelta
 
-from app.plugin_types import POSITIVE_INT_SCHEMA, Setting, positive_int
+from app.plugin_types import POSITIVE_INT_SCHEMA, RETENTION_DAYS_SCHEMA, Setting, positive_int, retention_days
 from app.runtime import setting
 
 RESTART = "restart"
@@ -23,6 +23,7 @@ ACTION_ALIASES = {
 SETTING_NAMES = {RESTART: "CLAUDEOPS_COOLDOWN_RESTART_LIMIT",
                  REDEPLOYMENT: "CLAUDEOPS_COOLDOWN_REDEPLOYMENT_LIMIT"}
 MAX_PER_SESSION = "CLAUDEOPS_COOLDOWN_MAX_PER_SESSION"
+RETENTION = "CLAUDEOPS_COOLDOWN_RETENTION_DAYS"
 
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 LIMIT_FORMAT = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*([smhd])\s*$")
@@ -98,6 +99,10 @@ def settings() -> list[Setting]:
                 "Most cooldown records one session may add; a marker or a denial beyond it is logged, not stored "
                 "(a restart the hook lets run is always recorded).", positive_int, runtime=True,
                 schema=POSITIVE_INT_SCHEMA),
+        Setting(RETENTION, "365",
+                "Days a cooldown record is kept, and never less than the longest limit's window (a record the "
+                "window still counts is kept); older ones are deleted daily. 0 keeps them forever.",
+                retention_days, runtime=True, schema=RETENTION_DAYS_SCHEMA),
     ]
 
 

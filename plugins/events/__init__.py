@@ -7,11 +7,12 @@ from datetime import timedelta
 
 from sqlalchemy import func, select
 
+from app.batched_delete import prune_rows
 from app.db_redaction import redacted_values
 from app.extensions import db
 from app.hookspecs import hookimpl
-from app.plugin_types import (POSITIVE_INT_SCHEMA, DashboardPage, MarkerRecord, OverviewCard, PromptSection, Setting,
-                              positive_int)
+from app.plugin_types import (POSITIVE_INT_SCHEMA, RETENTION_DAYS_SCHEMA, DashboardPage, MarkerRecord, OverviewCard,
+                              PromptSection, Setting, positive_int, retention_days)
 from app.runtime import setting
 from app.session_warnings import session_warner, warn_once
 from app.timeutil import utcnow
@@ -35,6 +36,7 @@ recorded as you write it and shown to the operator."""
 log = logging.getLogger(__name__)
 
 MAX_PER_SESSION = "CLAUDEOPS_EVENTS_MAX_PER_SESSION"
+RETENTION = "CLAUDEOPS_EVENT_RETENTION_DAYS"
 
 
 @hookimpl
@@ -42,7 +44,19 @@ def claudeops_settings():
     return [Setting(MAX_PER_SESSION, "100",
                     "Most events one session may record; markers beyond it are logged and noted in the "
                     "activity log, not stored.", positive_int, runtime=True,
-                    schema=POSITIVE_INT_SCHEMA)]
+                    schema=POSITIVE_INT_SCHEMA),
+            Setting(RETENTION, "365",
+                    "Days an event is kept; older ones are deleted daily. 0 keeps them forever.",
+                    retention_days, runtime=True, schema=RETENTION_DAYS_SCHEMA)]
+
+
+@hookimpl
+def claudeops_prune(now, dry_run, batch_size):
+    days = setting(RETENTION)
+    if not days:
+        return None
+    old = [Event.created_at < now - timedelta(days=days)]   # ix_events_created_at
+    return {"events": prune_rows(Event, old, dry_run, batch_size)}
 
 
 @hookimpl

@@ -1,0 +1,77 @@
+"""Retention: what the service keeps is bounded in time, so a year of hourly
+sessions does not fill the disk.
+
+The host removes old sessions' activity logs and run logs
+(app/sessions/log_pruning.py); each plugin prunes its own tables in
+``claudeops_prune`` (events, cooldown records), by settings of its own.
+Memories and their history are never pruned: the operator curates them.
+The scheduler runs this at start and daily; ``claudeops prune`` runs it by hand.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from app.batched_delete import stopping
+from app.plugins import results_by_plugin
+from app.sessions.log_pruning import prune_session_logs
+from app.timeutil import utcnow
+
+log = logging.getLogger(__name__)
+
+# Rows per transaction: a batch of activity rows (up to 20,000 characters
+# each) deletes in well under a second, far within other writers' busy timeout.
+BATCH_SIZE = 5000
+RUN_LOG_FILES = "run log files"
+
+
+@dataclass
+class PruneReport:
+    dry_run: bool
+    # What was removed (or would be), by what it is ("activity entries"), in order.
+    counts: dict[str, int] = field(default_factory=dict)
+    bytes_freed: int = 0
+    logs_kept_forever: bool = False
+
+    @property
+    def anything(self) -> bool:
+        return any(self.counts.values())
+
+    def lines(self) -> list[str]:
+        return [f"{count} {what}" + (f" ({_size(self.bytes_freed)})" if what == RUN_LOG_FILES else "")
+                for what, count in self.counts.items()]
+
+
+def prune(dry_run: bool = False, batch_size: int = BATCH_SIZE, now: datetime | None = None) -> PruneReport:
+    """Remove (or, in a dry run, count) everything past its retention."""
+    now = now or utcnow()
+    report = PruneReport(dry_run)
+    logs = prune_session_logs(now, dry_run, batch_size)
+    if logs is None:
+        report.logs_kept_forever = True
+    else:
+        report.counts.update({"sessions' logs": logs.sessions, "activity entries": logs.activity_entries,
+                              RUN_LOG_FILES: logs.files})
+        report.bytes_freed = logs.bytes
+    if stopping():   # the service is shutting down: the plugins prune next time
+        return report
+    for plugin, counts in results_by_plugin("claudeops_prune", commit_each=True, now=now, dry_run=dry_run,
+                                            batch_size=batch_size):
+        if not isinstance(counts, dict) or not all(isinstance(v, int) for v in counts.values()):
+            log.error("plugin %s returned %r from claudeops_prune, not a dict of counts; left out",
+                      plugin, counts)
+            continue
+        for what, count in counts.items():
+            report.counts[str(what)] = report.counts.get(str(what), 0) + count
+    return report
+
+
+def _size(size: float) -> str:
+    if size < 1024:
+        return f"{int(size)} bytes"
+    for unit in ("KB", "MB", "GB"):
+        size /= 1024
+        if size < 1024 or unit == "GB":
+            break
+    return f"{size:.1f} {unit}"

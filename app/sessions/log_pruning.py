@@ -1,0 +1,144 @@
+"""Retention of sessions' logs: a finished session that ended more than
+``CLAUDEOPS_LOG_RETENTION_DAYS`` ago loses its activity log rows and its run
+log files (the ``.ndjson`` and the ``.stderr.log`` beside it).
+
+The session's row is kept (status, cost, prompt, response, escalation links):
+events, memories and history point at it. It records when its logs were
+removed, which the session page says instead of showing an empty log.
+Queued and running sessions are never touched, and no file outside the
+results directory is ever deleted, whatever a row's ``log_path`` says.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from flask import current_app
+from sqlalchemy import select, update
+
+from app.batched_delete import count_rows, delete_in_batches, stopping
+from app.extensions import db
+from app.models import FINISHED_STATUSES, Session, SessionActivity
+from app.runtime import setting
+
+log = logging.getLogger(__name__)
+
+LOG_RETENTION = "CLAUDEOPS_LOG_RETENTION_DAYS"
+# Sessions handled together: their activity rows are deleted in batches of
+# rows, whatever the number of sessions, and then the sessions are marked.
+SESSIONS_PER_ROUND = 100
+
+
+@dataclass
+class LogPruning:
+    """What was removed (or, in a dry run, would be)."""
+
+    sessions: int = 0
+    activity_entries: int = 0
+    files: int = 0
+    bytes: int = 0
+
+
+def prune_session_logs(now: datetime, dry_run: bool, batch_size: int) -> LogPruning | None:
+    """Remove the logs of the sessions past retention; ``None`` when
+    retention is off (0 keeps every log)."""
+    days = setting(LOG_RETENTION)
+    if not days:
+        return None
+    cutoff = now - timedelta(days=days)
+    results_dir = Path(current_app.config["CLAUDEOPS_RESULTS_DIR"]).resolve()
+    old = db.session.execute(old_sessions(cutoff)).all()
+    db.session.commit()   # nothing held while files are looked at
+    done = LogPruning()
+    for start in range(0, len(old), SESSIONS_PER_ROUND):
+        chunk = old[start:start + SESSIONS_PER_ROUND]
+        ids = [session_id for session_id, _ in chunk]
+        of_these = [SessionActivity.session_id.in_(ids)]
+        if dry_run:
+            done.sessions += len(chunk)
+            done.activity_entries += count_rows(SessionActivity, of_these)
+            for session_id, log_path in chunk:
+                for path in _run_log_files(session_id, log_path, results_dir)[0]:
+                    done.files, done.bytes = done.files + 1, done.bytes + _size(session_id, path)
+            continue
+        done.activity_entries += delete_in_batches(SessionActivity, of_these, batch_size)
+        if stopping():   # some rows may be left: these sessions are not marked, and are finished next time
+            break
+        files_kept = set()
+        for session_id, log_path in chunk:
+            paths, stays = _run_log_files(session_id, log_path, results_dir)
+            if stays:
+                files_kept.add(session_id)
+            for path in paths:
+                size = _size(session_id, path)
+                if _remove(session_id, path):
+                    done.files, done.bytes = done.files + 1, done.bytes + size
+                else:
+                    files_kept.add(session_id)
+        # The header offers a run log path only while a file of it is left.
+        gone = [session_id for session_id in ids if session_id not in files_kept]
+        db.session.execute(update(Session).where(Session.id.in_(gone)).values(logs_removed_at=now, log_path=None))
+        if files_kept:
+            db.session.execute(update(Session).where(Session.id.in_(files_kept)).values(logs_removed_at=now))
+        db.session.commit()
+        done.sessions += len(chunk)
+    return done
+
+
+def old_sessions(cutoff: datetime):
+    """The finished sessions that ended before ``cutoff`` and still have their
+    logs (by ix_sessions_logs_removed_at_ended_at): id and run log path."""
+    return (select(Session.id, Session.log_path)
+            .where(Session.logs_removed_at.is_(None), Session.ended_at < cutoff,
+                   Session.status.in_(FINISHED_STATUSES))
+            .order_by(Session.ended_at))
+
+
+def _run_log_files(session_id: int, log_path: str | None, results_dir: Path) -> tuple[list[Path], bool]:
+    """The session's run log and stderr log to remove, and whether a file of
+    them stays: one outside the results directory is logged and left alone,
+    and a missing one is logged."""
+    if not log_path:
+        return [], False
+    run_log = Path(log_path)
+    found, stays = [], False
+    for path in (run_log, run_log.with_suffix(".stderr.log")):
+        if not os.path.lexists(path):
+            log.warning("retention: session %s: %s is already gone", session_id, path)
+            continue
+        try:
+            inside = path.resolve().is_relative_to(results_dir)
+        except (OSError, RuntimeError) as exc:   # a symlink loop, a path the system refuses
+            log.warning("retention: session %s: cannot resolve %s (%s)", session_id, path, exc)
+            inside = False
+        if inside:
+            found.append(path)
+        else:
+            log.warning("retention: session %s: %s is not inside the results directory %s; left alone",
+                        session_id, path, results_dir)
+            stays = True
+    return found, stays
+
+
+def _size(session_id: int, path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError as exc:
+        log.warning("retention: session %s: cannot read the size of %s (%s)", session_id, path,
+                    exc.strerror or exc)
+        return 0
+
+
+def _remove(session_id: int, path: Path) -> bool:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return True
+    except OSError as exc:
+        log.warning("retention: session %s: cannot remove %s (%s); it is kept", session_id, path,
+                    exc.strerror or exc)
+        return False
+    return True

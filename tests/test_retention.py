@@ -1,0 +1,351 @@
+"""Retention: old sessions lose their activity log and run log files (never
+the session row), events and cooldown records past their own retention are
+deleted by their plugins, a batch at a time; memories are never touched."""
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import event, func, select, text, update
+
+from app import retention
+from app.batched_delete import batch_query
+from app.extensions import db
+from app.hookspecs import hookimpl
+from app.models import COMPLETED, FAILED, RUNNING, Session, SessionActivity
+from app.runtime import change
+from app.sessions import control
+from app.sessions.log_pruning import old_sessions
+from app.sessions.scheduler import RETENTION_HOURS, RETENTION_JOB_ID, SessionScheduler
+from app.timeutil import utcnow
+from plugins.cooldowns.models import CooldownAction
+from plugins.events.models import Event
+from plugins.memory import store as memories
+from plugins.memory.models import Memory
+from tests import streamlines as sl
+from tests.conftest import make_app
+from tests.support.database import sqlite_only
+from tests.support.waiting import wait_for
+
+SCRIPT = sl.steps(sl.init(), sl.text("Checked the disks.\n[EVENT:info:nas] disks fine"),
+                  sl.tool_use("df -h"), sl.tool_result("/dev/sda1 40%"), sl.result("All good."))
+
+
+def activity_count(session_id: int) -> int:
+    return db.session.scalar(select(func.count()).select_from(SessionActivity)
+                             .where(SessionActivity.session_id == session_id))
+
+
+def ran_days_ago(run_session_now, days: float) -> Session:
+    """A session that really ran (activity, run log, stderr log), then made
+    to have ended ``days`` ago."""
+    session = run_session_now()
+    assert session.status == COMPLETED and activity_count(session.id) > 0
+    db.session.execute(update(Session).where(Session.id == session.id)
+                       .values(ended_at=utcnow() - timedelta(days=days)))
+    db.session.commit()
+    db.session.expire_all()
+    return db.session.get(Session, session.id)
+
+
+def run_logs(session: Session) -> list[Path]:
+    path = Path(session.log_path)
+    return [path, path.with_suffix(".stderr.log")]
+
+
+def add_activity(session_id: int, count: int) -> None:
+    db.session.add_all(SessionActivity(session_id=session_id, kind="text", body=f"line {n}") for n in range(count))
+    db.session.commit()
+
+
+def failed_days_ago(days: float, activity: int) -> Session:
+    """A session that failed ``days`` ago, with ``activity`` entries and no run log."""
+    session = control.enqueue()
+    add_activity(session.id, activity)
+    db.session.execute(update(Session).where(Session.id == session.id)
+                       .values(status=FAILED, ended_at=utcnow() - timedelta(days=days)))
+    db.session.commit()
+    return session
+
+
+def test_pruning_removes_only_old_finished_sessions_logs(app, fake_cli, run_session_now):
+    fake_cli(SCRIPT)
+    old = ran_days_ago(run_session_now, 91)
+    recent = ran_days_ago(run_session_now, 89)
+    old_files, recent_files = run_logs(old), run_logs(recent)
+    assert all(path.exists() for path in old_files + recent_files)
+    # A session still running (however long ago it "ended") and a queued one are never touched.
+    running = control.enqueue()
+    add_activity(running.id, 3)
+    db.session.execute(update(Session).where(Session.id == running.id)
+                       .values(status=RUNNING, ended_at=utcnow() - timedelta(days=400)))
+    queued = control.enqueue()
+    add_activity(queued.id, 2)
+    memory = memories.create("timing", "nas", "Disks take 5 minutes to spin up")
+    db.session.commit()
+    old_cost, old_response = old.cost_usd, old.response
+
+    report = retention.prune()
+
+    assert report.counts["sessions' logs"] == 1 and report.counts["run log files"] == 2
+    assert report.counts["activity entries"] > 0 and report.bytes_freed > 0
+    db.session.expire_all()
+    assert activity_count(old.id) == 0 and not any(path.exists() for path in old_files)
+    kept = db.session.get(Session, old.id)
+    assert (kept.status, kept.cost_usd, kept.response) == (COMPLETED, old_cost, old_response)
+    assert kept.log_path is None and kept.logs_removed_at is not None
+    assert activity_count(recent.id) > 0 and all(path.exists() for path in recent_files)
+    assert db.session.get(Session, recent.id).logs_removed_at is None
+    assert (activity_count(running.id), activity_count(queued.id)) == (3, 2)
+    assert db.session.get(Memory, memory.id) is not None
+    # The events the old session reported are younger than their own retention.
+    assert db.session.scalar(select(func.count()).select_from(Event).where(Event.session_id == old.id)) == 1
+    # Done once: the next run finds nothing left to remove.
+    assert not retention.prune().anything
+
+
+def test_activity_is_deleted_in_batches_committed_one_by_one(app):
+    session = failed_days_ago(100, activity=25)
+    deletes, commits = [], []
+    engine = db.engine
+
+    def count_deletes(conn, cursor, statement, *args):
+        if statement.startswith("DELETE FROM session_activity"):
+            deletes.append(statement)
+
+    event.listen(engine, "before_cursor_execute", count_deletes)
+    event.listen(engine, "commit", lambda conn: commits.append(len(deletes)))
+    try:
+        report = retention.prune(batch_size=10)
+    finally:
+        event.remove(engine, "before_cursor_execute", count_deletes)
+    assert report.counts["activity entries"] == 25 and activity_count(session.id) == 0
+    assert len(deletes) == 3   # 10, 10, then 5: the last batch is short
+    # Each batch was committed before the next one began.
+    assert [1, 2, 3] == [n for n in dict.fromkeys(commits) if n]
+
+
+def test_zero_keeps_everything(app, fake_cli, run_session_now):
+    fake_cli(SCRIPT)
+    old = ran_days_ago(run_session_now, 5000)
+    db.session.add(CooldownAction(service="web", action="restart", outcome="success", source="hook",
+                                  created_at=utcnow() - timedelta(days=5000)))
+    db.session.execute(update(Event).values(created_at=utcnow() - timedelta(days=5000)))
+    db.session.commit()
+    change({"CLAUDEOPS_LOG_RETENTION_DAYS": 0, "CLAUDEOPS_EVENT_RETENTION_DAYS": 0,
+            "CLAUDEOPS_COOLDOWN_RETENTION_DAYS": 0})
+
+    report = retention.prune()
+
+    assert not report.anything and report.logs_kept_forever
+    assert activity_count(old.id) > 0 and all(path.exists() for path in run_logs(old))
+    assert db.session.scalar(select(func.count()).select_from(Event)) == 1
+    assert db.session.scalar(select(func.count()).select_from(CooldownAction)) == 1
+
+
+def test_a_dry_run_deletes_nothing_and_reports_counts(app, fake_cli, run_session_now):
+    fake_cli(SCRIPT)
+    old = ran_days_ago(run_session_now, 100)
+    entries = activity_count(old.id)
+    size = sum(path.stat().st_size for path in run_logs(old))
+    db.session.execute(update(Event).values(created_at=utcnow() - timedelta(days=400)))
+    db.session.commit()
+
+    report = retention.prune(dry_run=True)
+
+    assert report.dry_run
+    assert report.counts == {"sessions' logs": 1, "activity entries": entries, "run log files": 2,
+                             "events": 1, "cooldown records": 0}
+    assert report.bytes_freed == size
+    db.session.expire_all()
+    assert activity_count(old.id) == entries and all(path.exists() for path in run_logs(old))
+    assert db.session.get(Session, old.id).logs_removed_at is None
+    assert db.session.scalar(select(func.count()).select_from(Event)) == 1
+
+
+def test_a_missing_run_log_is_a_warning_and_a_file_outside_the_results_dir_is_never_deleted(
+        app, fake_cli, run_session_now, tmp_path, caplog):
+    fake_cli(SCRIPT)
+    missing = ran_days_ago(run_session_now, 100)
+    run_logs(missing)[0].unlink()
+    elsewhere = ran_days_ago(run_session_now, 100)
+    outside = tmp_path / "elsewhere" / "session.ndjson"
+    outside.parent.mkdir()
+    outside.write_text("{}\n")
+    db.session.execute(update(Session).where(Session.id == elsewhere.id).values(log_path=str(outside)))
+    db.session.commit()
+
+    with caplog.at_level(logging.WARNING, logger="app.sessions.log_pruning"):
+        report = retention.prune()
+
+    assert report.counts["sessions' logs"] == 2 and report.counts["run log files"] == 1   # the stderr log
+    assert "is already gone" in caplog.text and "not inside the results directory" in caplog.text
+    assert outside.exists()
+    db.session.expire_all()
+    assert activity_count(missing.id) == 0 and activity_count(elsewhere.id) == 0
+    # The file left in place is still offered; the other session's are gone.
+    assert db.session.get(Session, elsewhere.id).log_path == str(outside)
+    assert db.session.get(Session, missing.id).log_path is None
+
+
+def test_the_session_page_says_the_activity_log_was_removed(app, client, fake_cli, run_session_now):
+    fake_cli(SCRIPT)
+    old = ran_days_ago(run_session_now, 95)
+    page = client.get(f"/sessions/{old.id}").get_data(as_text=True)
+    assert "Run log</dt>" in page and "activity-removed" not in page
+
+    retention.prune(now=old.ended_at + timedelta(days=90, hours=1))
+
+    page = client.get(f"/sessions/{old.id}").get_data(as_text=True)
+    assert "Activity log removed after 90 days (CLAUDEOPS_LOG_RETENTION_DAYS)" in page
+    assert ", with the run log files." in page
+    assert "Run log</dt>" not in page and "Checked the disks." in page   # the response is kept
+    api = client.get(f"/api/v1/sessions/{old.id}").get_json()
+    assert api["logs_removed_at"] is not None and api["status"] == COMPLETED
+
+
+def test_events_past_their_retention_are_deleted(app):
+    now = utcnow()
+    for days in (400, 366, 364, 1):
+        db.session.add(Event(level="info", message=f"{days} days old", created_at=now - timedelta(days=days)))
+    db.session.commit()
+    assert retention.prune(now=now, batch_size=1).counts["events"] == 2
+    assert sorted(db.session.scalars(select(Event.message))) == ["1 days old", "364 days old"]
+    change({"CLAUDEOPS_EVENT_RETENTION_DAYS": 7})
+    assert retention.prune(now=now).counts["events"] == 1
+
+
+def test_cooldown_records_inside_a_limits_window_are_never_deleted(app):
+    now = utcnow()
+    for days in (40, 20, 5):
+        db.session.add(CooldownAction(service="web", action="restart", outcome="success", source="hook",
+                                      command=f"{days} days old", created_at=now - timedelta(days=days)))
+    db.session.commit()
+    # A week's retention, but a 30-day window still counts the record of 20 days ago.
+    change({"CLAUDEOPS_COOLDOWN_RETENTION_DAYS": 7, "CLAUDEOPS_COOLDOWN_REDEPLOYMENT_LIMIT": "1/30d"})
+    assert retention.prune(now=now, dry_run=True).counts["cooldown records"] == 1
+    assert retention.prune(now=now).counts["cooldown records"] == 1
+    assert sorted(db.session.scalars(select(CooldownAction.command))) == ["20 days old", "5 days old"]
+    # With the default windows (4h, 24h), the week's retention is what counts.
+    change({"CLAUDEOPS_COOLDOWN_REDEPLOYMENT_LIMIT": None})
+    assert retention.prune(now=now).counts["cooldown records"] == 1
+    assert list(db.session.scalars(select(CooldownAction.command))) == ["5 days old"]
+
+
+class Pruner:
+    """A third-party plugin with a table of its own (here: pretend)."""
+
+    def __init__(self):
+        self.calls = []
+
+    @hookimpl
+    def claudeops_prune(self, now, dry_run, batch_size):
+        self.calls.append((now, dry_run, batch_size))
+        return {"widgets": 0 if dry_run else 7}
+
+
+class BrokenPruner:
+    @hookimpl
+    def claudeops_prune(self, now):
+        raise RuntimeError("prune bug")
+
+
+def test_hook_claudeops_prune_is_called_and_its_counts_reported(tmp_path, caplog):
+    pruner = Pruner()
+    app = make_app(tmp_path, plugins=[BrokenPruner(), pruner])
+    now = utcnow()
+    with app.app_context():
+        report = retention.prune(now=now, batch_size=123)
+        assert pruner.calls == [(now, False, 123)]
+        assert report.counts["widgets"] == 7 and report.counts["events"] == 0
+        assert "plugin" in caplog.text and "claudeops_prune" in caplog.text and "prune bug" in caplog.text
+        assert retention.prune(dry_run=True).counts["widgets"] == 0
+        assert pruner.calls[-1][1] is True
+
+
+def test_the_cli_prunes_and_prints_what_it_removed(app, fake_cli, run_session_now):
+    from app.cli import main
+    fake_cli(SCRIPT)
+    old = ran_days_ago(run_session_now, 100)
+    runner = app.test_cli_runner()
+
+    dry = runner.invoke(main, ["prune", "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert dry.output.startswith("Would remove (a dry run: nothing was removed):\n  1 sessions' logs\n")
+    assert "  2 run log files (" in dry.output and "  0 events\n" in dry.output
+    assert activity_count(old.id) > 0
+
+    done = runner.invoke(main, ["prune"])
+    assert done.exit_code == 0, done.output
+    assert done.output.startswith("Removed:\n  1 sessions' logs\n")
+    db.session.expire_all()
+    assert activity_count(old.id) == 0
+
+    assert runner.invoke(main, ["prune"]).output == "Nothing is past its retention.\n"
+    change({"CLAUDEOPS_LOG_RETENTION_DAYS": 0})
+    assert runner.invoke(main, ["prune"]).output == ("Nothing is past its retention.\n"
+                                                     "Session logs are kept forever (CLAUDEOPS_LOG_RETENTION_DAYS=0).\n")
+    help_text = runner.invoke(main, ["prune", "--help"]).output
+    assert "--dry-run" in help_text and "CLAUDEOPS_LOG_RETENTION_DAYS" in help_text
+
+
+def test_the_scheduler_prunes_at_start_and_daily(app, fake_cli, run_session_now):
+    fake_cli(SCRIPT)
+    old = ran_days_ago(run_session_now, 100)
+    app.config["CLAUDEOPS_INTERVAL"] = 0
+    scheduler = SessionScheduler(app)
+    scheduler.start()
+    try:
+        job = scheduler._aps.get_job(RETENTION_JOB_ID)
+        assert job is not None and job.trigger.interval == timedelta(hours=RETENTION_HOURS) == timedelta(days=1)
+
+        def pruned():
+            db.session.remove()
+            return db.session.get(Session, old.id).logs_removed_at is not None
+        wait_for(pruned, timeout=15)
+        assert activity_count(old.id) == 0
+    finally:
+        scheduler.shutdown()
+
+
+def test_a_shutdown_ends_pruning_between_two_batches_and_marks_no_session_half_done(app):
+    from app.batched_delete import stop_pruning_on
+    session = failed_days_ago(100, activity=10)
+    stop = threading.Event()
+    stop_pruning_on(stop)
+    stop.set()
+    report = retention.prune(batch_size=3)
+    assert report.counts["activity entries"] == 0 and "events" not in report.counts
+    db.session.expire_all()
+    assert activity_count(session.id) == 10 and db.session.get(Session, session.id).logs_removed_at is None
+    stop.clear()   # the next run finishes it
+    assert retention.prune(batch_size=3).counts["activity entries"] == 10
+
+
+@sqlite_only("reads SQLite's EXPLAIN QUERY PLAN; PostgreSQL's planner chooses by statistics")
+def test_every_prune_query_uses_an_index(app):
+    def plan(statement):
+        compiled = statement.compile(dialect=db.engine.dialect, compile_kwargs={"literal_binds": True})
+        return " ".join(row[3] for row in db.session.execute(text(f"EXPLAIN QUERY PLAN {compiled}")))
+
+    now = utcnow()
+    assert "ix_sessions_logs_removed_at_ended_at (logs_removed_at=? AND ended_at<?)" in plan(old_sessions(now))
+    activity = plan(batch_query(SessionActivity, [SessionActivity.session_id.in_([1, 2, 3])], 5000))
+    assert "ix_session_activity_session_id_id (session_id=?)" in activity, activity
+    events = plan(batch_query(Event, [Event.created_at < now], 5000))
+    assert "ix_events_created_at (created_at<?)" in events, events
+    cooldowns = plan(batch_query(CooldownAction, [CooldownAction.created_at < now], 5000))
+    assert "ix_cooldown_actions_created_at (created_at<?)" in cooldowns, cooldowns
+
+
+def test_retention_settings_refuse_what_they_cannot_mean(app):
+    from app.runtime import SettingError
+    for name in ("CLAUDEOPS_LOG_RETENTION_DAYS", "CLAUDEOPS_EVENT_RETENTION_DAYS",
+                 "CLAUDEOPS_COOLDOWN_RETENTION_DAYS"):
+        with pytest.raises(SettingError, match="must be from 0"):
+            change({name: -1})
+    assert app.config["CLAUDEOPS_LOG_RETENTION_DAYS"] == 90
+    assert app.config["CLAUDEOPS_EVENT_RETENTION_DAYS"] == 365 == app.config["CLAUDEOPS_COOLDOWN_RETENTION_DAYS"]
