@@ -258,6 +258,17 @@ def test_run_now_does_not_promise_a_start_when_no_scheduler_runs(client):
     assert run_now_message(client) == "Session #3 queued behind 2 queued sessions; it starts when they have ended."
 
 
+def test_the_sessions_list_shows_the_start_of_a_long_request(client):
+    """The list polls every 3 s: a request of 20,000 characters is shown by
+    its first 200 (the session's page has it whole)."""
+    request = "".join(f"{n:05d} " for n in range(3300))[:20_000]
+    session = add_session(prompt=request)
+    rows = client.get("/sessions", headers={"HX-Request": "true"}).get_data(as_text=True)
+    assert f'<td class="clip">{request[:199]}…</td>' in rows and request[199:210] not in rows   # 200 with the …
+    assert len(rows) < 5_000
+    assert request in client.get(f"/sessions/{session.id}").get_data(as_text=True)
+
+
 def test_run_now_rejects_a_bad_tier_with_a_message(client):
     response = client.post("/sessions/run", data={"tier": "9"}, follow_redirects=True)
     assert "Not queued: tier must be one of" in response.get_data(as_text=True)
