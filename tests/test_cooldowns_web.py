@@ -124,6 +124,25 @@ def test_page_pages_through_the_actions_and_its_poll_keeps_the_page(client):
         assert client.get(f"/cooldowns?{edited}").status_code == 200, edited
 
 
+def test_a_page_past_the_last_one_says_so_and_leads_to_the_last_page(client):
+    """An edited or stale link (records pruned since) past the end: the page
+    says there are actions, and "newer" goes to the last page with any, not
+    to the page before, as empty as this one."""
+    now = utcnow()
+    for n in range(1, 131):
+        store.record_outcome("restart", "web", "success", f"a{n}", None, 1, now=now - timedelta(minutes=300 - n))
+    db.session.commit()
+    for headers in ({}, {"HX-Request": "true"}):   # the page, and its poll
+        far = " ".join(client.get("/cooldowns?page=9", headers=headers).get_data(as_text=True).split())
+        assert message_cells(far) == [] and "No actions." not in far
+        assert "No actions on this page (there are 130)." in far
+        assert pager_links(far) == {"← newer": "/cooldowns?page=2"}
+    assert message_cells(client.get("/cooldowns?page=2").get_data(as_text=True)) == \
+        [f"a{n}" for n in range(30, 0, -1)]
+    alone = client.get("/cooldowns?service=db&page=3").get_data(as_text=True)
+    assert "No actions match these filters." in alone and pager_links(alone) == {"← newer": "/cooldowns?service=db"}
+
+
 def test_page_without_any_action(client):
     html = client.get("/cooldowns").get_data(as_text=True)
     assert "No restart or redeployment in the last days" in html and "No actions." in html
