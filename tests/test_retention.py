@@ -207,6 +207,19 @@ def test_the_session_page_says_the_activity_log_was_removed(app, client, fake_cl
     assert api["logs_removed_at"] is not None and api["status"] == COMPLETED
 
 
+def test_a_session_that_never_ran_is_not_said_to_have_lost_its_logs(app, client):
+    """Stopped while queued, it had no activity log and no run log: its page
+    does not claim retention removed them."""
+    never_ran = control.enqueue()
+    control.request_stop(never_ran.id)
+    db.session.execute(update(Session).where(Session.id == never_ran.id)
+                       .values(ended_at=utcnow() - timedelta(days=100)))
+    db.session.commit()
+    assert retention.prune().counts["sessions' logs"] == 1   # marked, so that it is not read again
+    page = client.get(f"/sessions/{never_ran.id}").get_data(as_text=True)
+    assert "activity-removed" not in page and "Activity log removed" not in page
+
+
 def test_events_past_their_retention_are_deleted(app):
     now = utcnow()
     for days in (400, 366, 364, 1):
