@@ -338,6 +338,28 @@ def test_a_shutdown_ends_pruning_between_two_batches_and_marks_no_session_half_d
     assert retention.prune(batch_size=3).counts["activity entries"] == 10
 
 
+def test_a_shutdown_during_a_prune_lets_the_batch_under_way_finish_and_starts_no_other(app):
+    from app.batched_delete import stop_pruning_on
+    session = failed_days_ago(100, activity=10)
+    stop = threading.Event()
+    stop_pruning_on(stop)
+    deletes = []
+
+    def shutdown_after_the_first_delete(conn, cursor, statement, *args):
+        if statement.startswith("DELETE FROM"):
+            deletes.append(statement)
+            stop.set()
+
+    event.listen(db.engine, "before_cursor_execute", shutdown_after_the_first_delete)
+    try:
+        report = retention.prune(batch_size=3)
+    finally:
+        event.remove(db.engine, "before_cursor_execute", shutdown_after_the_first_delete)
+    assert len(deletes) == 1 and report.counts["activity entries"] == 3 and "events" not in report.counts
+    db.session.expire_all()
+    assert activity_count(session.id) == 7 and db.session.get(Session, session.id).logs_removed_at is None
+
+
 @sqlite_only("reads SQLite's EXPLAIN QUERY PLAN; PostgreSQL's planner chooses by statistics")
 def test_every_prune_query_uses_an_index(app):
     def plan(statement):
