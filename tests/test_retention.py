@@ -314,6 +314,10 @@ def test_the_scheduler_prunes_at_start_and_daily(app, fake_cli, run_session_now)
     try:
         job = scheduler._aps.get_job(RETENTION_JOB_ID)
         assert job is not None and job.trigger.interval == timedelta(hours=RETENTION_HOURS) == timedelta(days=1)
+        # Run however late a loaded machine lets it (APScheduler's default would skip a day).
+        assert (job.misfire_grace_time, job.coalesce) == (None, True)
+        heartbeat = scheduler._aps.get_job("heartbeat")
+        assert (heartbeat.misfire_grace_time, heartbeat.coalesce) == (None, True)
 
         def pruned():
             db.session.remove()

@@ -98,10 +98,13 @@ class SessionScheduler:
         if interrupted:
             log.warning("marked %d session(s) left running by an earlier crash as interrupted", interrupted)
         self._aps.start()
+        # However late a loaded machine lets them run, they run (once for
+        # all the runs missed): APScheduler would skip a run more than a
+        # second late, a day's pruning or a heartbeat the dashboard waits for.
         self._aps.add_job(self._heartbeat, "interval", seconds=HEARTBEAT_SECONDS, id="heartbeat",
-                          next_run_time=utcnow())
+                          next_run_time=utcnow(), misfire_grace_time=None, coalesce=True)
         self._aps.add_job(self._prune, "interval", hours=RETENTION_HOURS, id=RETENTION_JOB_ID,
-                          next_run_time=utcnow())
+                          next_run_time=utcnow(), misfire_grace_time=None, coalesce=True)
         self._ensure_armed()
         self._worker.start()
         log.info("scheduler started (interval %s)", f"{interval} s" if interval else "off: ad-hoc runs only")
