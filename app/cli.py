@@ -15,6 +15,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from app import create_app, dbfaults, runtime
 from app.config import TIERS, ConfigError
 from app.plugins import PluginError
+from app.portable_text import is_unicode
 
 
 class StartupError(NoAppException):
@@ -64,7 +65,7 @@ class ClaudeOpsGroup(FlaskGroup):
                 raise
             raise click.ClickException(advice) from None
         except UnicodeEncodeError as exc:
-            if exc.reason != "surrogates not allowed":
+            if exc.reason != "surrogates not allowed" or all(is_unicode(arg) for arg in sys.argv):
                 raise
             raise click.ClickException("a value given on the command line is not UTF-8 text; "
                                        "check the encoding of the terminal or script that wrote it") from None
