@@ -191,6 +191,20 @@ def test_a_missing_run_log_is_a_warning_and_a_file_outside_the_results_dir_is_ne
     assert db.session.get(Session, missing.id).log_path is None
 
 
+def test_a_link_outside_the_results_dir_to_a_file_inside_is_never_deleted(app, fake_cli, run_session_now,
+                                                                          tmp_path):
+    fake_cli(SCRIPT)
+    session = ran_days_ago(run_session_now, 100)
+    inside = run_logs(session)[0]
+    link = tmp_path / "elsewhere" / "linked.ndjson"
+    link.parent.mkdir()
+    link.symlink_to(inside)
+    db.session.execute(update(Session).where(Session.id == session.id).values(log_path=str(link)))
+    db.session.commit()
+    retention.prune()
+    assert link.is_symlink() and inside.exists()
+
+
 def test_the_session_page_says_the_activity_log_was_removed(app, client, fake_cli, run_session_now):
     fake_cli(SCRIPT)
     old = ran_days_ago(run_session_now, 95)

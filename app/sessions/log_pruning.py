@@ -110,7 +110,9 @@ def _run_log_files(session_id: int, log_path: str | None, results_dir: Path) -> 
             log.warning("retention: session %s: %s is already gone", session_id, path)
             continue
         try:
-            inside = path.resolve().is_relative_to(results_dir)
+            # Where the name is that unlink removes: a link named outside is
+            # outside, whatever it points at.
+            inside = path.parent.resolve().is_relative_to(results_dir)
         except (OSError, RuntimeError) as exc:   # a symlink loop, a path the system refuses
             log.warning("retention: session %s: cannot resolve %s (%s)", session_id, path, exc)
             inside = False
