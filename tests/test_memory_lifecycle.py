@@ -26,13 +26,13 @@ PAIRS = [json.loads(line) for line in (FIXTURES / "memory-pairs.jsonl").read_tex
 @pytest.mark.parametrize("pair", PAIRS, ids=[f"{p['relation']}-{p['service']}-{p['category']}-{i}"
                                              for i, p in enumerate(PAIRS)])
 def test_matcher_on_labelled_pairs(pair):
-    result = match(pair["new"], [Candidate(7, pair["old"])])
+    result = match(pair["new"], [Candidate(7, pair["old"])], pair["service"])
     assert result.relation == pair["relation"]
     assert result.memory_id == (None if pair["relation"] == "distinct" else 7)
 
 
 def test_matcher_accuracy_report(capsys):
-    correct = sum(match(p["new"], [Candidate(1, p["old"])]).relation == p["relation"] for p in PAIRS)
+    correct = sum(match(p["new"], [Candidate(1, p["old"])], p["service"]).relation == p["relation"] for p in PAIRS)
     print(f"default matcher: {correct}/{len(PAIRS)} labelled pairs correct")
     assert correct == len(PAIRS)
 

@@ -38,7 +38,7 @@ def claudeops_settings():
 
 @hookimpl(trylast=True)
 def claudeops_memory_match(category, service, observation, candidates):
-    return matcher.match(observation, candidates)
+    return matcher.match(observation, candidates, service)
 
 
 @hookimpl

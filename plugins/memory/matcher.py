@@ -3,7 +3,10 @@ stand beside an existing memory of the same service and category?
 
 Deterministic and offline. Two observations are on the same topic when they
 share enough content words after normalising (case, plural and tense
-endings, a few synonyms, numbers with units). On the same topic, they
+endings, a few synonyms, numbers with units). The service's own name is not
+one: every candidate is of that service, so sharing it says nothing, and
+"jellyfin depends on the NAS" would otherwise take "jellyfin depends on
+postgres" for the same fact, and the second fact would be lost. On the same topic, they
 contradict when their polarity differs: one is negated and the other is not
 ("does not clear", "no longer", "never", "unreachable" against "reachable"),
 or they state different quantities ("within 1s" against "over 30s").
@@ -75,14 +78,15 @@ class Features:
     quantities: frozenset            # numbers stated positively, in base units
 
 
-def match(observation: str, candidates: Sequence[Candidate]) -> Match:
-    """Compare ``observation`` with each candidate; the most similar one on
-    the same topic decides."""
+def match(observation: str, candidates: Sequence[Candidate], service: Optional[str] = None) -> Match:
+    """Compare ``observation`` with each candidate (memories of ``service``);
+    the most similar one on the same topic decides."""
+    ignored = service_words(service)
     new = features(observation)
     best: Optional[tuple[float, Candidate, Features]] = None
     for candidate in candidates:
         old = features(candidate.observation)
-        score = topic_overlap(new, old)
+        score = topic_overlap(new, old, ignored)
         if score is not None and (best is None or score > best[0]):
             best = (score, candidate, old)
     if best is None:
@@ -91,14 +95,23 @@ def match(observation: str, candidates: Sequence[Candidate]) -> Match:
     return Match(CONTRADICT if contradicts(new, old) else REINFORCE, candidate.memory_id)
 
 
-def topic_overlap(a: Features, b: Features) -> Optional[float]:
-    """Share of the smaller word set found in the other, or None when too small."""
-    shared = a.words & b.words
-    smaller = min(len(a.words), len(b.words))
+def topic_overlap(a: Features, b: Features, ignored: frozenset = frozenset()) -> Optional[float]:
+    """Share of the smaller word set found in the other, or None when too
+    small; ``ignored`` words count on neither side."""
+    a_words, b_words = a.words - ignored, b.words - ignored
+    shared = a_words & b_words
+    smaller = min(len(a_words), len(b_words))
     if len(shared) < MIN_SHARED_WORDS or not smaller:
         return None
     score = len(shared) / smaller
     return score if score >= MIN_OVERLAP else None
+
+
+@lru_cache(maxsize=1024)
+def service_words(service: Optional[str]) -> frozenset:
+    """The words of a service's name as ``features`` reads them ("home-assistant":
+    home, assistant)."""
+    return frozenset(_normalise(token) for token in _tokens(service)) if service else frozenset()
 
 
 def contradicts(a: Features, b: Features) -> bool:
