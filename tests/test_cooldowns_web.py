@@ -127,7 +127,8 @@ def test_page_pages_through_the_actions_and_its_poll_keeps_the_page(client):
 def test_a_page_past_the_last_one_says_so_and_leads_to_the_last_page(client):
     """An edited or stale link (records pruned since) past the end: the page
     says there are actions, and "newer" goes to the last page with any, not
-    to the page before, as empty as this one."""
+    to the page before, as empty as this one. Its count names no page ("page
+    9 of 2"): there is no such page."""
     now = utcnow()
     for n in range(1, 131):
         store.record_outcome("restart", "web", "success", f"a{n}", None, 1, now=now - timedelta(minutes=300 - n))
@@ -137,8 +138,9 @@ def test_a_page_past_the_last_one_says_so_and_leads_to_the_last_page(client):
         assert message_cells(far) == [] and "No actions." not in far
         assert "No actions on this page (there are 130)." in far
         assert pager_links(far) == {"← newer": "/cooldowns?page=2"}
-    assert message_cells(client.get("/cooldowns?page=2").get_data(as_text=True)) == \
-        [f"a{n}" for n in range(30, 0, -1)]
+        assert '<span class="card-detail" id="cooldown-count">130 actions</span>' in far
+    last = client.get("/cooldowns?page=2").get_data(as_text=True)
+    assert message_cells(last) == [f"a{n}" for n in range(30, 0, -1)] and "130 actions, page 2 of 2" in last
     alone = client.get("/cooldowns?service=db&page=3").get_data(as_text=True)
     assert "No actions match these filters." in alone and pager_links(alone) == {"← newer": "/cooldowns?service=db"}
 
