@@ -355,8 +355,26 @@ def test_events_pager_keeps_the_filters_and_forgives_an_edited_link(client):
         assert html.status_code == 200, edited
     assert message_cells(client.get("/events?before=-5").get_data(as_text=True)) == []
     past_the_end = client.get("/events?after=99999999999999999999999").get_data(as_text=True)
-    assert message_cells(past_the_end) == [] and "No events." in past_the_end
+    assert message_cells(past_the_end) == [] and "No events on this page (there are 250)." in past_the_end
     assert pager_links(past_the_end) == {"older →": "/events"}
+    nothing = client.get("/events?service=db&before=10").get_data(as_text=True)
+    assert "No events match these filters." in nothing and pager_links(nothing) == {}
+
+
+def test_an_events_page_older_than_every_event_says_so_and_leads_to_the_oldest(client):
+    """A page left open on the oldest events, which retention then deletes (or
+    an edited link): it says there are events, and "newer" goes to the oldest
+    page there is, the one just newer, not to the newest page."""
+    _add_numbered_events(250)
+    for headers in ({}, {"HX-Request": "true"}):   # the page, and its poll
+        gone = " ".join(client.get("/events?before=1", headers=headers).get_data(as_text=True).split())
+        assert message_cells(gone) == [] and "No events." not in gone
+        assert "No events on this page (there are 250)." in gone
+        assert pager_links(gone) == {"← newest": "/events", "← newer": "/events?after=0"}
+    oldest = client.get("/events?after=0").get_data(as_text=True)
+    assert message_cells(oldest) == [f"e{n}" for n in range(100, 0, -1)]
+    critical = client.get("/events?level=critical&before=1").get_data(as_text=True)
+    assert pager_links(critical)["← newer"] == "/events?level=critical&after=0"
 
 
 def test_forms_need_a_csrf_token(tmp_path):

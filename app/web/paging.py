@@ -63,8 +63,14 @@ def newest_first(query: Select, id_column: ColumnElement, size: int) -> LogPage:
         has_older, rows = len(rows) > size, rows[:size]
         has_newer = before is not None and _any(query.where(id_column >= before))
         position = {} if before is None else {"before": before}
-    # An empty page, past either end of the rows, leads to the newest rows.
-    newer = ({"after": rows[0].id} if rows else {}) if has_newer else None
+    # An empty page past the newest rows leads to the newest; one older than
+    # every row (an edited link, or rows retention deleted under an open page)
+    # to the oldest rows, the page just newer than it.
+    if rows:
+        newer_rows = {"after": rows[0].id}
+    else:
+        newer_rows = {} if before is None else {"after": max(before - 1, 0)}
+    newer = newer_rows if has_newer else None
     older = ({"before": rows[-1].id} if rows else {}) if has_older else None
     return LogPage(rows, newer, older, position)
 
