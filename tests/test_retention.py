@@ -214,11 +214,24 @@ def test_the_session_page_says_the_activity_log_was_removed(app, client, fake_cl
     retention.prune(now=old.ended_at + timedelta(days=90, hours=1))
 
     page = client.get(f"/sessions/{old.id}").get_data(as_text=True)
-    assert "Activity log removed after 90 days (CLAUDEOPS_LOG_RETENTION_DAYS)" in page
+    assert "Activity log removed 90 days after the session ended, by retention (CLAUDEOPS_LOG_RETENTION_DAYS)," in page
     assert ", with the run log files." in page
     assert "Run log</dt>" not in page and "Checked the disks." in page   # the response is kept
     api = client.get(f"/api/v1/sessions/{old.id}").get_json()
     assert api["logs_removed_at"] is not None and api["status"] == COMPLETED
+
+
+def test_a_log_removed_later_than_its_retention_is_not_said_to_have_been_kept_that_long(app, client, fake_cli,
+                                                                                      run_session_now):
+    """The first pruning after an upgrade, or after the setting was lowered,
+    removes logs far older than the retention: the page gives the age at
+    removal as what it is, not as the setting."""
+    fake_cli(SCRIPT)
+    old = ran_days_ago(run_session_now, 400)
+    retention.prune(now=old.ended_at + timedelta(days=365, hours=1))
+    page = " ".join(client.get(f"/sessions/{old.id}").get_data(as_text=True).split())
+    assert "after 365 days (CLAUDEOPS_LOG_RETENTION_DAYS)" not in page
+    assert "Activity log removed 365 days after the session ended, by retention (CLAUDEOPS_LOG_RETENTION_DAYS)," in page
 
 
 def test_a_session_that_never_ran_is_not_said_to_have_lost_its_logs(app, client):
