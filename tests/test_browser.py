@@ -448,3 +448,14 @@ def test_cooldowns_filter_replaces_the_polled_block_and_its_polls_keep_the_filte
     wait_for_swap(page, "body")
     expect(page.locator("#cooldown-actions td.message")).to_have_text([f"{tok} b still down"])
     assert_not_reloaded(page, loaded)
+
+
+def test_config_page_fits_the_window_with_every_meaning_in_view(page):
+    """The longest values (the redaction patterns, a list without spaces)
+    wrap in their cells instead of pushing the Meaning column off the page."""
+    page.goto("/config")
+    widths = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+    assert widths[0] <= widths[1], widths
+    meaning = page.locator("tr", has=page.locator("code", has_text="CLAUDEOPS_REDACT_ENV")).locator("td").last
+    box = meaning.bounding_box()
+    assert box["x"] + box["width"] <= widths[1]
