@@ -340,6 +340,8 @@ def test_events_page_pages_through_the_log_by_id_and_stays_put_while_events_arri
     assert message_cells(top) == [f"e{n}" for n in range(250, 150, -1)]
     newest = client.get(pager_links(top)["← newer"]).get_data(as_text=True)
     assert message_cells(newest) == [f"new{n}" for n in range(4, -1, -1)] and "← newer" not in newest
+    # Reached by "newer", the top of the log is the newest page: its poll shows new events.
+    assert '<div id="event-rows" hx-get="/events"' in newest and "← newest" not in newest
 
 
 def test_events_pager_keeps_the_filters_and_forgives_an_edited_link(client):

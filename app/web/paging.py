@@ -56,7 +56,8 @@ def newest_first(query: Select, id_column: ColumnElement, size: int) -> LogPage:
         rows = db.session.scalars(query.where(id_column > after).order_by(id_column.asc()).limit(size + 1)).all()
         has_newer, rows = len(rows) > size, rows[:size][::-1]
         has_older = _any(query.where(id_column <= after))
-        position = {"after": after}
+        # Up to the newest rows, it is the newest page: its poll shows what arrives.
+        position = {"after": after} if has_newer else {}
     else:
         bounded = query if before is None else query.where(id_column < before)
         rows = db.session.scalars(bounded.order_by(id_column.desc()).limit(size + 1)).all()
