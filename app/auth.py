@@ -29,7 +29,7 @@ import time
 from typing import Optional
 from urllib.parse import urlsplit
 
-from flask import (Blueprint, Flask, current_app, redirect, render_template, request, session, url_for)
+from flask import (Blueprint, Flask, current_app, flash, redirect, render_template, request, session, url_for)
 from werkzeug.wrappers import Response
 
 from app.extensions import limiter
@@ -266,6 +266,7 @@ def too_many_attempts(_exc):
 @auth.post("/logout")
 def logout():
     session.clear()
+    flash("Logged out.", "info")   # kept in the fresh session the redirect sets
     return redirect(url_for("auth.login"))
 
 

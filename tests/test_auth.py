@@ -290,6 +290,7 @@ def test_logout_ends_the_login(closed_app):
     client = closed_app.test_client()
     login(client)
     assert client.post("/logout").status_code == 302
+    assert "Logged out." in client.get("/login").get_data(as_text=True)
     assert client.get("/").status_code == 302
 
 
