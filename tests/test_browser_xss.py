@@ -150,7 +150,7 @@ def test_hostile_text_everywhere_is_shown_as_text_and_nothing_runs(page, service
     status, _ = service.request("PUT", f"/api/v1/memories/{memory['id']}", {"observation": f"edited {tok} {HOSTILE}"})
     assert status == 200
     # The built-in markers and the API refuse hostile service names.
-    assert service.get(f"/api/v1/events?service=tool")[1]["total"] == 0
+    assert service.get("/api/v1/events?service=tool")[1]["total"] == 0
     assert not [e for e in service.get("/api/v1/events?limit=500")[1]["events"]
                 if e["message"] == "a service name the marker refuses"]
     assert service.post("/api/v1/memories", {"category": "timing", "service": HOSTILE_SERVICE,
@@ -160,7 +160,7 @@ def test_hostile_text_everywhere_is_shown_as_text_and_nothing_runs(page, service
         (f"/sessions/{parent}", (HOSTILE,)),                       # request, activity, response
         (f"/sessions/{child['id']}", (HOSTILE,)),                  # escalated from: the reason, the chain
         (f"/sessions/{failed}", (HOSTILE,)),                       # the status reason quotes stderr
-        ("/sessions", (f"{tok} {HOSTILE}",)),
+        ("/sessions", (f"{tok} {HOSTILE}"[:199] + "…",)),         # the list shows a request's first 200
         ("/events", (f"{tok} {HOSTILE}", HOSTILE_SERVICE)),
         ("/memories", (f"edited {tok} {HOSTILE}", HOSTILE_SERVICE, f"{tok} proposed {HOSTILE}")),
         (f"/memories/{memory['id']}", (f"edited {tok} {HOSTILE}", f"{tok} {HOSTILE} → edited")),
