@@ -86,7 +86,11 @@ def ahead_of(session: Session) -> tuple[int | None, int]:
 def scheduler_running() -> bool:
     """Is a scheduler alive to claim queued sessions? Without one (it runs
     beside the dashboard, or on another host) a queued session waits."""
-    state = db.session.get(SchedulerState, 1)
+    return scheduler_alive(db.session.get(SchedulerState, 1))
+
+
+def scheduler_alive(state: SchedulerState | None) -> bool:
+    """Whether the scheduler that published ``state`` still beats."""
     return bool(state and state.heartbeat_at and utcnow() - state.heartbeat_at < SCHEDULER_STALE)
 
 

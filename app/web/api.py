@@ -16,10 +16,6 @@ from app.web.apiutil import ApiError, json_body, page, pagination
 
 api = Blueprint("api", __name__)
 
-# A scheduler that has not written its heartbeat for this long is not running.
-SCHEDULER_STALE = timedelta(seconds=60)
-
-
 @api.get("/health")
 def health():
     try:
@@ -40,7 +36,7 @@ def stats():
     by_status = dict(db.session.execute(select(Session.status, func.count()).group_by(Session.status)).all())
     finished = sum(count for status, count in by_status.items() if status in FINISHED_STATUSES)
     state = db.session.get(SchedulerState, 1)
-    alive = bool(state and state.heartbeat_at and utcnow() - state.heartbeat_at < SCHEDULER_STALE)
+    alive = control.scheduler_alive(state)
     figures = {
         "runs": sum(by_status.values()),
         "runs_24h": db.session.scalar(select(func.count()).select_from(Session).where(Session.created_at >= since)),

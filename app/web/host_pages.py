@@ -11,6 +11,7 @@ from app.hookspecs import hookimpl
 from app.models import COMPLETED, FAILED, QUEUED, RUNNING, TIMED_OUT, SchedulerState, Session
 from app.plugin_types import DashboardPage, OverviewCard
 from app.runtime import setting
+from app.sessions import control
 from app.timeutil import isoformat, utcnow
 
 
@@ -44,7 +45,7 @@ def claudeops_overview_cards():
     failed_recent = recent.get(FAILED, 0) + recent.get(TIMED_OUT, 0)
     active = counts.get(RUNNING, 0) + counts.get(QUEUED, 0)
     state = db.session.get(SchedulerState, 1)
-    alive = bool(state and state.heartbeat_at and utcnow() - state.heartbeat_at < timedelta(seconds=60))
+    alive = control.scheduler_alive(state)
     if not alive:
         scheduler = OverviewCard("Scheduler", "not running", "sessions wait in the queue until it runs",
                                  position=4, tone="bad")
