@@ -9,7 +9,8 @@ Two modes, decided by configuration alone:
   names the service by another name than a loopback one, or that would
   change something from another site (``_refuse_other_sites``).
 - **Closed** (either one set): every dashboard page needs a login with the
-  password (a signed session cookie), every ``/api/v1`` call needs the bearer
+  password (a signed session cookie naming a login recorded in the database,
+  app/logins.py, so that logging out ends it), every ``/api/v1`` call needs the bearer
   token. Setting one credential never leaves the other door open: without a
   password nobody can log in to the dashboard, without a token the API
   answers 401. Open are only the login page, static files and the health
@@ -32,6 +33,7 @@ from urllib.parse import urlsplit
 from flask import (Blueprint, Flask, current_app, flash, redirect, render_template, request, session, url_for)
 from werkzeug.wrappers import Response
 
+from app import logins
 from app.extensions import limiter
 from app.web.apiutil import json_error
 
@@ -50,6 +52,8 @@ SESSION_KEY = "operator"
 # whenever the session changes (a flash message, a CSRF token), so its age
 # says nothing of the login's.
 LOGGED_IN_AT_KEY = "logged_in_at"
+# The login's token (app/logins.py): logging out ends it for every copy of the cookie.
+LOGIN_TOKEN_KEY = "login"
 # Per client address and gunicorn worker; enough for a person who mistypes.
 LOGIN_ATTEMPTS = "10 per minute"
 
@@ -91,7 +95,9 @@ def logged_in() -> bool:
         return False
     since = session.get(LOGGED_IN_AT_KEY)
     lifetime = current_app.permanent_session_lifetime.total_seconds()
-    return isinstance(since, int) and 0 <= time.time() - since < lifetime
+    if not (isinstance(since, int) and 0 <= time.time() - since < lifetime):
+        return False
+    return logins.is_current(session.get(LOGIN_TOKEN_KEY))
 
 
 def _bearer_token() -> Optional[str]:
@@ -247,6 +253,7 @@ def login():
         session.clear()  # a fresh session: nothing from before the login carries over
         session[SESSION_KEY] = _password_fingerprint()
         session[LOGGED_IN_AT_KEY] = int(time.time())
+        session[LOGIN_TOKEN_KEY] = logins.begin(current_app.permanent_session_lifetime)
         session.permanent = True
         log.info("operator logged in from %s", request.remote_addr)
         return redirect(next_url)
@@ -265,6 +272,7 @@ def too_many_attempts(_exc):
 
 @auth.post("/logout")
 def logout():
+    logins.end(session.get(LOGIN_TOKEN_KEY))
     session.clear()
     flash("Logged out.", "info")   # kept in the fresh session the redirect sets
     return redirect(url_for("auth.login"))

@@ -141,3 +141,15 @@ class SchedulerState(db.Model):
     started_at = mapped_column(UTCDateTime)
     heartbeat_at = mapped_column(UTCDateTime)
     next_run_at = mapped_column(UTCDateTime)
+
+
+class DashboardLogin(db.Model):
+    """A dashboard login not yet ended. Its cookie holds a random token and
+    this row only the token's SHA-256, so the table gives no login away.
+    Logging out deletes the row: a copy of the cookie ends with it."""
+
+    __tablename__ = "dashboard_logins"
+
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    # Logins older than CLAUDEOPS_LOGIN_HOURS are deleted at the next login.
+    created_at = mapped_column(UTCDateTime, nullable=False, default=utcnow, index=True)

@@ -4,14 +4,17 @@ agent without them."""
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
 from click.testing import CliRunner
 from sqlalchemy import func, select
 
+from app import auth
 from app.auth import is_loopback, safe_next, secrets_equal
 from app.extensions import db
 from app.models import Session
+from app.timeutil import utcnow
 from tests.conftest import make_app
 
 PASSWORD = "correct horse battery staple"
@@ -291,6 +294,54 @@ def test_logout_ends_the_login(closed_app):
     login(client)
     assert client.post("/logout").status_code == 302
     assert "Logged out." in client.get("/login").get_data(as_text=True)
+    assert client.get("/").status_code == 302
+
+
+def test_logout_ends_the_login_for_a_copy_of_its_cookie_too(closed_app):
+    client, copy = closed_app.test_client(), closed_app.test_client()
+    login(client)
+    copy.set_cookie("claudeops_session", client.get_cookie("claudeops_session").value)
+    assert copy.get("/").status_code == 200
+    client.post("/logout")
+    assert copy.get("/").status_code == 302
+    assert copy.get("/sessions", headers={"HX-Request": "true"}).status_code == 401   # a polling tab too
+    assert copy.post("/sessions/run", data={"tier": "1"}).status_code == 303
+    assert session_count() == 0
+
+
+def test_logout_ends_only_its_own_login(closed_app):
+    first, second = closed_app.test_client(), closed_app.test_client()
+    login(first)
+    login(second)
+    first.post("/logout")
+    assert first.get("/").status_code == 302
+    assert second.get("/").status_code == 200
+
+
+def test_a_login_is_recorded_by_a_hash_and_old_ones_are_removed(closed_app, monkeypatch):
+    from app import logins
+    from app.models import DashboardLogin
+
+    client = closed_app.test_client()
+    login(client)
+    stored = db.session.scalars(select(DashboardLogin.token_hash)).all()
+    with client.session_transaction() as cookie_session:
+        token = cookie_session[auth.LOGIN_TOKEN_KEY]
+    assert len(stored) == 1 and token not in stored[0] and len(stored[0]) == 64
+    assert logins.is_current(token) and not logins.is_current(token + "x") and not logins.is_current(None)
+    # A login made after the first one's hours ran out takes its record away.
+    later = utcnow() + closed_app.permanent_session_lifetime + timedelta(seconds=1)
+    monkeypatch.setattr(logins, "utcnow", lambda: later)
+    login(closed_app.test_client())
+    assert len(db.session.scalars(select(DashboardLogin.token_hash)).all()) == 1
+    assert not logins.is_current(token)
+
+
+def test_a_cookie_from_before_logins_were_recorded_needs_a_new_login(closed_app):
+    client = closed_app.test_client()
+    login(client)
+    with client.session_transaction() as cookie_session:
+        del cookie_session[auth.LOGIN_TOKEN_KEY]   # a cookie signed before the upgrade
     assert client.get("/").status_code == 302
 
 
