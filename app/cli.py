@@ -223,11 +223,12 @@ def prune(dry_run: bool):
     older than CLAUDEOPS_EVENT_RETENTION_DAYS, cooldown records older than
     CLAUDEOPS_COOLDOWN_RETENTION_DAYS (never one a limit's window still
     counts), and what installed plugins prune. Memories are never removed.
+    Then print every retention setting in force.
 
     The scheduler does the same at start and daily; this runs it by hand.
     Rows are deleted in batches, so it may run beside the service."""
+    from app.retention import periods_in_force
     from app.retention import prune as prune_now
-    from app.sessions.log_pruning import LOG_RETENTION
     report = prune_now(dry_run=dry_run)
     if report.anything:
         click.echo("Would remove (a dry run: nothing was removed):" if dry_run else "Removed:")
@@ -235,8 +236,9 @@ def prune(dry_run: bool):
             click.echo(f"  {line}")
     else:
         click.echo("Nothing is past its retention.")
-    if report.logs_kept_forever:
-        click.echo(f"Session logs are kept forever ({LOG_RETENTION}=0).")
+    click.echo("Retention in force:")
+    for name, days in periods_in_force():
+        click.echo(f"  {name}={days} ({f'{days} days' if days else 'kept forever'})")
 
 
 @main.command("mcp")

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from app.batched_delete import stopping
+from app.config import retention_days
 from app.plugins import results_by_plugin
+from app.runtime import declared, setting
 from app.sessions.log_pruning import prune_session_logs
 from app.timeutil import utcnow
 
@@ -65,6 +67,12 @@ def prune(dry_run: bool = False, batch_size: int = BATCH_SIZE, now: datetime | N
         for what, count in counts.items():
             report.counts[str(what)] = report.counts.get(str(what), 0) + count
     return report
+
+
+def periods_in_force() -> list[tuple[str, int]]:
+    """Every retention setting (the host's and plugins': those parsed by
+    ``retention_days``) and its value now, runtime changes included."""
+    return [(spec.name, setting(spec.name)) for spec in declared() if spec.parse is retention_days]
 
 
 def _size(size: float) -> str:

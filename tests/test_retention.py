@@ -324,10 +324,18 @@ def test_the_cli_prunes_and_prints_what_it_removed(app, fake_cli, run_session_no
     db.session.expire_all()
     assert activity_count(old.id) == 0
 
-    assert runner.invoke(main, ["prune"]).output == "Nothing is past its retention.\n"
-    change({"CLAUDEOPS_LOG_RETENTION_DAYS": 0})
-    assert runner.invoke(main, ["prune"]).output == ("Nothing is past its retention.\n"
-                                                     "Session logs are kept forever (CLAUDEOPS_LOG_RETENTION_DAYS=0).\n")
+    periods = ("Retention in force:\n"
+               "  CLAUDEOPS_LOG_RETENTION_DAYS=90 (90 days)\n"
+               "  CLAUDEOPS_COOLDOWN_RETENTION_DAYS=365 (365 days)\n"
+               "  CLAUDEOPS_EVENT_RETENTION_DAYS=365 (365 days)\n")
+    assert done.output.endswith(periods)
+    assert runner.invoke(main, ["prune"]).output == "Nothing is past its retention.\n" + periods
+    change({"CLAUDEOPS_LOG_RETENTION_DAYS": 0, "CLAUDEOPS_EVENT_RETENTION_DAYS": 30})   # in force at once
+    assert runner.invoke(main, ["prune"]).output == (
+        "Nothing is past its retention.\nRetention in force:\n"
+        "  CLAUDEOPS_LOG_RETENTION_DAYS=0 (kept forever)\n"
+        "  CLAUDEOPS_COOLDOWN_RETENTION_DAYS=365 (365 days)\n"
+        "  CLAUDEOPS_EVENT_RETENTION_DAYS=30 (30 days)\n")
     help_text = runner.invoke(main, ["prune", "--help"]).output
     assert "--dry-run" in help_text and "CLAUDEOPS_LOG_RETENTION_DAYS" in help_text
 
