@@ -429,6 +429,29 @@ def test_events_pager_keeps_its_page_while_new_events_arrive(page, service):
     assert_not_reloaded(page, loaded)
 
 
+def test_a_new_service_joins_the_events_filter_without_a_reload(page, service):
+    tok = token()
+    first, later = f"svc-a-{tok}", f"svc-b-{tok}"
+    wait_status(service, trigger(service, sl.steps(sl.init(), sl.text(f"[EVENT:info:{first}] {tok} up"),
+                                                   sl.result("done"))), "completed")
+    page.goto(f"/events?service={first}")
+    loaded = mark_loaded(page)
+    select = page.locator("#event-filters select[name=service]")
+    assert later not in select.locator("option").all_text_contents()
+
+    wait_status(service, trigger(service, sl.steps(sl.init(), sl.text(f"[EVENT:warning:{later}] {tok} slow"),
+                                                   sl.result("done"))), "completed")
+    expect(select.locator(f"option[value='{later}']")).to_have_count(1, timeout=7_000)   # one poll, plus slack
+    expect(select).to_have_value(first)   # the filter in force stays chosen, and in force
+    assert page.locator("#event-filters select[name=service]").count() == 1
+    wait_for_messages(page, tok, {f"{tok} up"}, timeout=1_000)
+
+    select.select_option(later)   # the filter brought by the poll works as the first one did
+    wait_for_messages(page, tok, {f"{tok} slow"})
+    expect(page).to_have_url(re.compile(rf"service={later}"))
+    assert_not_reloaded(page, loaded)
+
+
 def test_cooldowns_filter_replaces_the_polled_block_and_its_polls_keep_the_filter(page, service):
     tok = token()
     lines = "\n".join((f"[COOLDOWN:restart:cd-a-{tok}] success — {tok} a restarted",

@@ -10,6 +10,7 @@ from app.extensions import db
 from app.listing import count_up_to
 from app.timeutil import utcnow
 from app.web.apiutil import ApiError, page, pagination
+from app.web.filter_options import choices_state
 from app.web.htmx import render_page
 from app.web.paging import page_number
 from plugins.cooldowns import store
@@ -48,14 +49,15 @@ def index():
     limits = current_limits()
     query = store.recent(service, action, outcome)
     page = page_number(PAGE_SIZE)
+    services = store.services()
     # One row more than a page says whether an older page exists, whatever the total.
     actions = db.session.scalars(query.limit(PAGE_SIZE + 1).offset((page - 1) * PAGE_SIZE)).all()
     return render_page("cooldowns/index.html", "cooldowns/_state.html",
                        status=store.status(now, service), actions=actions[:PAGE_SIZE],
                        has_older=len(actions) > PAGE_SIZE, page=page, page_size=PAGE_SIZE,
                        total=count_up_to(query), rules=[describe(a, limits[a]) for a in ACTIONS],
-                       action_names=ACTIONS, outcomes=OUTCOMES, services=store.services(), service=service,
-                       action=action, outcome=outcome, format_window=format_window)
+                       action_names=ACTIONS, outcomes=OUTCOMES, services=services, service=service,
+                       action=action, outcome=outcome, format_window=format_window, **choices_state(services))
 
 
 @api.get("/cooldowns")

@@ -9,6 +9,7 @@ from sqlalchemy import select
 from app.extensions import db
 from app.listing import count_up_to, distinct_values
 from app.web.apiutil import ApiError, page, pagination
+from app.web.filter_options import choices_state
 from app.web.htmx import render_page
 from app.web.paging import newest_first
 from plugins.events.markers import LEVELS, normalise_level
@@ -35,9 +36,10 @@ def index():
     service = request.args.get("service", "").strip() or None
     query = _filtered(level, service)
     shown = newest_first(query, Event.id, PAGE_SIZE)
+    services = distinct_values(Event.service)
     return render_page("events/index.html", "events/_rows.html", events=shown.rows, pager=shown,
-                       total=count_up_to(query), levels=LEVELS, services=distinct_values(Event.service),
-                       level=level, service=service)
+                       total=count_up_to(query), levels=LEVELS, services=services, level=level,
+                       service=service, **choices_state(services))
 
 
 @api.get("/events")

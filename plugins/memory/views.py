@@ -15,6 +15,7 @@ from app.extensions import db
 from app.runtime import setting
 from app.web.apiutil import MAX_ID
 from app.models import Session
+from app.web.filter_options import choices_state
 from app.web.htmx import is_htmx, render_page
 from app.web.paging import page_number
 from plugins.memory import queries, review, store
@@ -100,9 +101,10 @@ def _saved(memory: Memory):
 @pages.get("/memories")
 def index():
     extra = {} if is_htmx() else _inbox_context()   # a table poll needs no inbox
+    services = queries.services()
     return render_page("memory/index.html", "memory/_table.html", categories=CATEGORIES,
-                       services=queries.services(), statuses=queries.STATUSES,
-                       max_observation=max_observation_chars(), **_table_context(), **extra)
+                       services=services, statuses=queries.STATUSES, max_observation=max_observation_chars(),
+                       **choices_state(services), **_table_context(), **extra)
 
 
 @pages.post("/memories")
