@@ -145,6 +145,15 @@ def test_results_of_the_wrong_type_are_logged_naming_the_plugin(tmp_path, fake_c
     assert "plugin sloppy returned dict from claudeops_markers" in caplog.text
 
 
+def test_cli_settings_of_the_wrong_type_are_logged_naming_the_plugin(tmp_path, fake_cli, caplog):
+    app = make_app(tmp_path, plugins=[plugin("sloppy", claudeops_cli_settings=lambda run: "--verbose")])
+    argv_file = fake_cli(sl.steps(sl.init(), sl.result("done")))
+    with app.app_context():
+        assert run_one().status == "completed"
+    assert "plugin sloppy returned str from claudeops_cli_settings, not dict; ignored" in caplog.text
+    assert "--verbose" not in argv_file.read_text().split('"--settings"')[1].split('"--mcp-config"')[0]
+
+
 # --- what a plugin queued is dropped by the host when the session ends ------------------
 
 def test_what_a_session_left_in_a_plugins_queue_is_dropped_when_it_ends(tmp_path, fake_cli):

@@ -26,7 +26,7 @@ from app.extensions import db
 from app.mcp import ALLOW_RULE, session_mcp_config
 from app.models import COMPLETED, FAILED, STOPPED, TIMED_OUT, Session
 from app.plugin_types import RunInfo, SessionResult
-from app.plugins import call_each
+from app.plugins import call_each, collect
 from app.redaction import WITHHELD_ENV, WithheldValues, redactor
 from app.runtime import setting
 from app.sessions import control, escalation
@@ -161,7 +161,7 @@ def _run_session(session: Session, shutdown: Optional[threading.Event]) -> Sessi
                        "argument may hold: lower CLAUDEOPS_MEMORY_BUDGET, or a plugin's prompt section is too long "
                        "(the session's system prompt is kept for you to see which)", None)
 
-    cli_settings = merge_settings(call_each("claudeops_cli_settings", run=run))
+    cli_settings = merge_settings(collect("claudeops_cli_settings", dict, run=run))
     mcp_config = session_mcp_config(claudeops_command())
     command = CLICommand(argv=build_argv(config, session.tier, session.model, prompt, session.system_prompt,
                                          cli_settings, mcp_config),
