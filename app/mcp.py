@@ -19,7 +19,7 @@ from sqlalchemy import event
 
 from app.extensions import db
 from app.plugin_types import McpTool
-from app.plugins import call_each, flatten
+from app.plugins import of_type, results_by_plugin
 from app.portable_text import is_unicode
 from app.redaction import redactor
 
@@ -36,14 +36,14 @@ def plugin_tools() -> list[McpTool]:
     first (built-ins before installed ones) keeps it; the other is logged and
     left out, so an installed package cannot shadow a built-in tool."""
     tools: dict[str, McpTool] = {}
-    # call_each calls the last registered first; read in registration order.
-    for tool in flatten(list(reversed(call_each("claudeops_mcp_tools")))):
-        if not isinstance(tool, McpTool):
-            log.warning("claudeops_mcp_tools returned %r, not an McpTool; ignored", tool)
-        elif tool.name in tools:
-            log.warning("MCP tool %r is offered twice; the second is ignored", tool.name)
-        else:
-            tools[tool.name] = tool
+    # Plugins are called the last registered first; read in registration order.
+    for plugin, result in reversed(results_by_plugin("claudeops_mcp_tools")):
+        for tool in of_type(plugin, "claudeops_mcp_tools", result, McpTool):
+            if tool.name in tools:
+                log.warning("plugin %s offers MCP tool %r, which another plugin offers first; ignored",
+                            plugin, tool.name)
+            else:
+                tools[tool.name] = tool
     return list(tools.values())
 
 

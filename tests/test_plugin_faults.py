@@ -154,6 +154,14 @@ def test_cli_settings_of_the_wrong_type_are_logged_naming_the_plugin(tmp_path, f
     assert "--verbose" not in argv_file.read_text().split('"--settings"')[1].split('"--mcp-config"')[0]
 
 
+def test_mcp_tools_of_the_wrong_type_are_logged_naming_the_plugin(tmp_path, caplog):
+    from app.mcp import plugin_tools
+    app = make_app(tmp_path, plugins=[plugin("sloppy", claudeops_mcp_tools=lambda: [{"name": "widgets"}])])
+    with app.app_context():
+        assert "widgets" not in {tool.name for tool in plugin_tools()}
+    assert "plugin sloppy returned dict from claudeops_mcp_tools, not McpTool; ignored" in caplog.text
+
+
 # --- what a plugin queued is dropped by the host when the session ends ------------------
 
 def test_what_a_session_left_in_a_plugins_queue_is_dropped_when_it_ends(tmp_path, fake_cli):
