@@ -355,7 +355,7 @@ def test_page_renders_in_the_sidebar_polls_and_escapes_agent_text(app, fake_cli,
     page = response.get_data(as_text=True)
     assert response.status_code == 200
     assert re.search(r'<a href="/incidents"\s+aria-current="page">Incidents</a>', page)
-    assert page.index('href="/memories"') < page.index('href="/incidents"')  # position 45, after Memories
+    assert page.index('href="/cooldowns"') < page.index('href="/incidents"')  # position 45, after Cooldowns (40)
     assert "&lt;script&gt;alert(1)&lt;/script&gt; site down" in page
     assert "<script>alert" not in page and "<b>x</b>" not in page
     assert 'hx-trigger="every 5s"' in page and 'id="incident-rows"' in page
