@@ -93,12 +93,18 @@ def results_by_plugin(hook_name: str, commit_each: bool = False, **kwargs: Any) 
     return list(_each_result(hook_name, commit_each, kwargs))
 
 
-def call_first(hook_name: str, **kwargs: Any) -> Any:
+def call_first(hook_name: str, expected: type | tuple[type, ...] = object, **kwargs: Any) -> Any:
     """The first answer that is not ``None``, asking each implementation on
     its own in pluggy's order, for a ``firstresult`` hook: one that raises is
     logged and the next one is asked, where ``pm.hook.X(...)`` would give up
-    on them all. ``None`` when nobody answers."""
-    return next((result for _, result in _each_result(hook_name, False, kwargs)), None)
+    on them all; so is one whose answer is not of the ``expected`` type,
+    the warning naming the plugin. ``None`` when nobody answers."""
+    for plugin, result in _each_result(hook_name, False, kwargs):
+        if isinstance(result, expected):
+            return result
+        log.warning("plugin %s returned %s from %s, not %s; ignored, the next plugin is asked",
+                    plugin, type(result).__name__, hook_name, _type_names(expected))
+    return None
 
 
 def collect(hook_name: str, expected: type | tuple[type, ...], **kwargs: Any) -> list[Any]:

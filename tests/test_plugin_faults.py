@@ -113,6 +113,19 @@ def test_a_failing_escalation_plugin_does_not_cancel_the_marker(tmp_path, fake_c
     assert "plugin broken_judge failed in claudeops_escalation" in caplog.text
 
 
+@pytest.mark.parametrize("answer", [True, 1, ["why"]])
+def test_an_escalation_answer_that_is_not_text_is_logged_and_the_next_plugin_asked(tmp_path, fake_cli, caplog,
+                                                                                  answer):
+    app = make_app(tmp_path, plugins=[plugin("loose_judge", claudeops_escalation=lambda run, result: answer)])
+    fake_cli(sl.steps(sl.init(), sl.text("[ESCALATE] the disk needs a closer look"), sl.result("done")))
+    with app.app_context():
+        session = run_one()
+        child = db.session.scalars(select(Session).where(Session.parent_id == session.id)).one()
+        assert (child.tier, child.escalation_reason) == (2, "the disk needs a closer look")
+    assert (f"plugin loose_judge returned {type(answer).__name__} from claudeops_escalation, not str; "
+            "ignored, the next plugin is asked") in caplog.text
+
+
 def test_a_failing_memory_matcher_leaves_the_marker_to_the_next(tmp_path, fake_cli, caplog):
     app = make_app(tmp_path, plugins=[plugin("broken_matcher", claudeops_memory_match=raises)])
     fake_cli(sl.steps(sl.init(), sl.text("[MEMORY:timing:web] Starts in 40 s"), sl.result("done")))

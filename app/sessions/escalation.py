@@ -32,12 +32,13 @@ MAX_REASON_CHARS = 2000
 
 def consider(session: Session, run: RunInfo, result: SessionResult) -> Optional[Session]:
     # Each plugin asked on its own: one that raises must not silence the others' requests.
-    reason = call_first("claudeops_escalation", run=run, result=result)
-    if not reason or not str(reason).strip():
+    # A reason is a string: True or a number would escalate "because True".
+    reason = call_first("claudeops_escalation", str, run=run, result=result)
+    if not reason or not reason.strip():
         return None
     # Redacted before the cut: cut first, a secret running past it would be
     # kept by its first half, which the redactor no longer knows.
-    reason = redactor().redact(" ".join(str(reason).split()))[:MAX_REASON_CHARS]
+    reason = redactor().redact(" ".join(reason.split()))[:MAX_REASON_CHARS]
     next_tier = session.tier + 1
     refusal = _refusal(session, result, next_tier)
     if refusal:
