@@ -140,9 +140,11 @@ def run_once(tier: int, prompt: str | None):
     Exits 0 if the last session of the chain completed, 1 otherwise. Meant
     for trying a setup out; it refuses while `claudeops serve` runs on the
     same state directory (use Run now there instead), so two sessions never
-    run at once."""
+    run at once. Killed outright between two sessions of its chain, the
+    escalation it had queued is not run later: the next `claudeops run` or
+    scheduler start ends it as interrupted."""
     from app.serve import MigrationError, StateDirError, apply_migrations, check_writable_dirs
-    from app.sessions import control
+    from app.sessions import control, recovery
     from app.sessions.runner_lock import RunnerLock, RunnerLockError, SchedulerAlreadyRunning
     try:
         prompt = control.checked_prompt(prompt)
@@ -170,11 +172,12 @@ def run_once(tier: int, prompt: str | None):
         except MigrationError as exc:
             raise click.ClickException(str(exc)) from None
         try:
+            recovery.recover()   # what an earlier `claudeops run` or scheduler, killed, left behind
             session = _run_chain(tier, prompt, shutdown)
         except SQLAlchemyError as exc:
             raise click.ClickException(
                 f"the session could not be recorded: {dbfaults.describe(exc)}; if it shows as running, the "
-                "scheduler marks it interrupted when it next starts") from None
+                "next `claudeops run` or scheduler start marks it interrupted") from None
     finally:
         lock.release()
     sys.exit(0 if session.status == "completed" else 1)

@@ -148,6 +148,38 @@ def test_a_session_left_running_by_a_crash_is_marked_interrupted(app, fake_cli, 
     assert reloaded.ended_at is not None
 
 
+def test_what_a_killed_claudeops_run_queued_ends_unrun_and_the_rest_runs(app, fake_cli, scheduler):
+    """A `claudeops run` runs its own chain: what it queued for itself waits
+    for nobody once it is gone. The rest of the queue is the scheduler's."""
+    from app.sessions.recovery import ABANDONED_REASON
+    from plugins.events.models import Event
+    fake_cli(session_script(0))
+
+    def ended(trigger: str, parent_id=None) -> int:
+        session = Session(tier=1 if parent_id is None else 2, trigger=trigger, status="completed",
+                          created_at=utcnow(), started_at=utcnow(), ended_at=utcnow(), parent_id=parent_id)
+        db.session.add(session)
+        db.session.commit()
+        return session.id
+    cli_parent, api_parent = ended("cli"), ended("api")
+    cli_child = control.enqueue(tier=2, trigger="escalation", parent_id=cli_parent, escalation_reason="disk").id
+    cli_unclaimed = control.enqueue(tier=1, trigger="cli").id   # killed between queueing and claiming it
+    api_child = control.enqueue(tier=2, trigger="escalation", parent_id=api_parent, escalation_reason="disk").id
+    asked = control.enqueue(tier=1, trigger="dashboard").id
+    scheduler(interval=0)
+    wait_for(lambda: all(s.finished for s in all_sessions()), timeout=15)
+    found = {s.id: s for s in all_sessions()}
+    assert (found[api_child].status, found[asked].status) == ("completed", "completed")
+    assert found[api_child].started_at < found[asked].started_at   # its chain first, as before
+    for orphan in (cli_child, cli_unclaimed):
+        assert (found[orphan].status, found[orphan].status_reason, found[orphan].started_at) == (
+            "interrupted", ABANDONED_REASON, None)
+    assert [e.message for e in db.session.scalars(select(Event).where(Event.level == "warning")
+                                                  .order_by(Event.id))] == [
+        f"Escalation session #{cli_child} (tier 2) was {ABANDONED_REASON}",
+        f"Session #{cli_unclaimed} (tier 1) was {ABANDONED_REASON}"]
+
+
 def test_shutdown_ends_the_running_session_as_stopped(app, fake_cli, scheduler):
     fake_cli(session_script(60))
     instance = scheduler(interval=0)

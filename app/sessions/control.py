@@ -132,6 +132,14 @@ def stop_queued(session_id: int, reason: str) -> bool:
         .values(status=STOPPED, status_reason=reason, stop_requested=True, ended_at=utcnow())).rowcount)
 
 
+def interrupt_queued(session_id: int, reason: str) -> bool:
+    """End a session that was queued for a process that is gone, as
+    interrupted, unrun; ``False`` if it is no longer queued. The caller commits."""
+    return bool(db.session.execute(
+        update(Session).where(Session.id == session_id, Session.status == QUEUED)
+        .values(status=INTERRUPTED, status_reason=reason, ended_at=utcnow())).rowcount)
+
+
 def stop_requested(session_id: int) -> bool:
     return bool(db.session.scalar(select(Session.stop_requested).where(Session.id == session_id)))
 

@@ -3,7 +3,8 @@
 The request comes from a plugin (``claudeops_escalation``); the host checks
 it and queues the next tier as a child session (trigger ``escalation``,
 ``parent_id`` set), which the scheduler runs before anything else queued
-(``claudeops run`` runs it at once, in the foreground).
+(``claudeops run`` runs it at once, in the foreground; killed before it
+does, the next process to run sessions ends it unrun: see recovery.py).
 Tiers only go up and stop at ``CLAUDEOPS_MAX_TIER``, and a session has at
 most one child, so a chain can never loop. The maximum is a runtime setting:
 an escalation still queued when it is lowered below its tier is not run. In dry run nothing is escalated,
@@ -106,17 +107,22 @@ def queued_child(session: Session) -> Optional[Session]:
                              .limit(1))
 
 
-def chain(session: Session) -> list[Session]:
-    """The session's whole chain, root first: its ancestors, it, its descendants."""
-    root = session
-    seen = {root.id}
-    while root.parent_id and root.parent_id not in seen:
-        parent = db.session.get(Session, root.parent_id)
+def root(session: Session) -> Session:
+    """The session that began the session's chain (itself, if none did)."""
+    first = session
+    seen = {first.id}
+    while first.parent_id and first.parent_id not in seen:
+        parent = db.session.get(Session, first.parent_id)
         if parent is None:
             break
         seen.add(parent.id)
-        root = parent
-    members = [root]
+        first = parent
+    return first
+
+
+def chain(session: Session) -> list[Session]:
+    """The session's whole chain, root first: its ancestors, it, its descendants."""
+    members = [root(session)]
     while True:
         child = db.session.scalar(select(Session).where(Session.parent_id == members[-1].id).limit(1))
         if child is None or child.id in {m.id for m in members}:

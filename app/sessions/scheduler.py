@@ -37,7 +37,7 @@ from app.batched_delete import stop_pruning_on
 from app.extensions import db
 from app.models import SchedulerState
 from app.runtime import setting
-from app.sessions import control, escalation
+from app.sessions import control, escalation, recovery
 from app.sessions.manager import run_session
 from app.sessions.runner_lock import RunnerLock, SchedulerAlreadyRunning  # noqa: F401  (start raises it)
 from app.timeutil import utcnow
@@ -89,14 +89,12 @@ class SessionScheduler:
     def start(self) -> None:
         self.hold_runner_lock()
         with self.app.app_context():
-            interrupted = control.mark_interrupted()
+            recovery.recover()   # before the worker claims anything
             self._last_fired, self._last_ended = control.last_queued_and_ended(SCHEDULE_TRIGGER)
             interval = self._interval()
             if db.session.get(SchedulerState, 1) is None:   # before any thread can race to create it
                 db.session.add(SchedulerState(id=1))
                 db.session.commit()
-        if interrupted:
-            log.warning("marked %d session(s) left running by an earlier crash as interrupted", interrupted)
         self._aps.start()
         # However late a loaded machine lets them run, they run (once for
         # all the runs missed): APScheduler would skip a run more than a
