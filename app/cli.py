@@ -13,6 +13,7 @@ from flask.cli import FlaskGroup, NoAppException, with_appcontext
 from sqlalchemy.exc import SQLAlchemyError
 
 from app import create_app, dbfaults, runtime
+from app.backup_cli import backup_command, restore_command
 from app.config import TIERS, ConfigError
 from app.plugins import PluginError
 from app.portable_text import is_unicode
@@ -281,3 +282,7 @@ def show_config():
                 source = "the environment says" if setting.name in os.environ else "the default is"
                 note = f"  # changed on /config; {source} {shown(setting, configured)}"
         click.echo(f"{setting.name}={shown(setting, value)}{note}")
+
+
+main.add_command(backup_command)
+main.add_command(restore_command)

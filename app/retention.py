@@ -41,7 +41,7 @@ class PruneReport:
         return any(self.counts.values())
 
     def lines(self) -> list[str]:
-        return [f"{count} {what}" + (f" ({_size(self.bytes_freed)})" if what == RUN_LOG_FILES else "")
+        return [f"{count} {what}" + (f" ({human_size(self.bytes_freed)})" if what == RUN_LOG_FILES else "")
                 for what, count in self.counts.items()]
 
 
@@ -75,7 +75,7 @@ def periods_in_force() -> list[tuple[str, int]]:
     return [(spec.name, setting(spec.name)) for spec in declared() if spec.parse is retention_days]
 
 
-def _size(size: float) -> str:
+def human_size(size: float) -> str:
     if size < 1024:
         return f"{int(size)} bytes"
     for unit in ("KB", "MB", "GB"):

@@ -1,0 +1,188 @@
+"""Backing up and restoring the SQLite database.
+
+Copying ``claudeops.db`` with ``cp`` while the service runs can give a file
+that lacks what its ``-wal`` file holds, or mixes two moments of it.
+``backup`` uses SQLite's online backup instead, which copies one snapshot:
+in WAL mode a reader's snapshot blocks no writer, so sessions and the
+dashboard go on meanwhile. It copies every page in one step; a backup in
+steps starts again whenever another connection writes, which a busy
+session does twice a second. The copy is a single file (no ``-wal``),
+checked before it takes the name asked for.
+
+``restore`` puts such a copy in the database's place. The current database
+is kept beside it (``<name>.before-restore-<time>``), its WAL folded in
+first, and the restored one's stale ``-wal``/``-shm`` never apply: a WAL
+file left from the database replaced would be read as the restored one's.
+
+PostgreSQL has its own tools (``pg_dump``, ``pg_restore``): both refuse it
+with a message that says so.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from sqlalchemy.engine import Engine
+
+from app.timeutil import utcnow
+
+WAL_FILES = ("-wal", "-shm")
+
+
+class BackupError(RuntimeError):
+    """A backup or restore that cannot be done; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Copy:
+    path: Path
+    size: int
+    revisions: tuple[str, ...]   # the schema's Alembic revisions (one per branch)
+
+
+def database_file(engine: Engine) -> Path:
+    """The SQLite file behind ``engine``; ``BackupError`` for any other database."""
+    if engine.dialect.name != "sqlite":
+        raise BackupError(f"the database is {engine.dialect.name}, not SQLite: back it up with its own tools "
+                          "(pg_dump -Fc, and pg_restore to bring it back)")
+    name = engine.url.database
+    if not name or name == ":memory:":
+        raise BackupError("the database is in memory: there is no file to back up")
+    return Path(name).resolve()
+
+
+def backup(engine: Engine, target: Path) -> Copy:
+    """A consistent copy of the database at ``target``, a file that must not exist yet."""
+    database_file(engine)
+    target = _new_file(target)
+    partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
+    try:
+        with engine.connect() as connection:
+            source = connection.connection.driver_connection
+            _create_private(partial)
+            destination = sqlite3.connect(partial)
+            try:
+                source.backup(destination)
+                destination.execute("PRAGMA journal_mode=DELETE")   # one file, whatever the source's mode
+                revisions = _checked(destination, partial)
+            finally:
+                destination.close()
+        _sync(partial)
+        os.replace(partial, target)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    _sync_dir(target.parent)
+    return Copy(target, target.stat().st_size, revisions)
+
+
+def restore(engine: Engine, source: Path, known: Callable[[str], bool]) -> Path:
+    """Put the backup ``source`` in the database's place; returns where the
+    database it replaced is kept. ``known`` says whether this version of
+    Claude Ops has a schema revision: a backup made by a newer one is
+    refused, since its schema could not be migrated. The caller holds the
+    runner lock and has made sure nothing else has the database open."""
+    database = database_file(engine)
+    if not source.is_file():
+        raise BackupError(f"{source} is not a file")
+    checked = sqlite3.connect(f"file:{source.resolve()}?mode=ro", uri=True)
+    try:
+        revisions = _checked(checked, source)
+    finally:
+        checked.close()
+    unknown = [revision for revision in revisions if not known(revision)]
+    if unknown:
+        raise BackupError(f"{source} was made by a newer Claude Ops or with a plugin not installed here "
+                          f"(schema revision {', '.join(unknown)}): install that version, then restore")
+    engine.dispose()   # this process's own connections, before the file changes under them
+    kept = database.with_name(f"{database.name}.before-restore-{utcnow():%Y%m%dT%H%M%SZ}")
+    partial = database.with_name(f".{database.name}.restoring-{os.getpid()}")
+    try:
+        _copy(source, partial)
+        if database.exists():
+            _fold_wal(database)
+            os.replace(database, kept)
+        for suffix in WAL_FILES:   # the replaced database's, if folding left any
+            Path(f"{database}{suffix}").unlink(missing_ok=True)
+        os.replace(partial, database)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    _sync_dir(database.parent)
+    return kept
+
+
+def _new_file(target: Path) -> Path:
+    target = target.expanduser().resolve()
+    if target.exists():
+        raise BackupError(f"{target} already exists: name a new file (a backup never overwrites one)")
+    if not target.parent.is_dir():
+        raise BackupError(f"{target.parent} is not a directory")
+    if not os.access(target.parent, os.W_OK):
+        raise BackupError(f"{target.parent} cannot be written")
+    return target
+
+
+def _checked(connection: sqlite3.Connection, path: Path) -> tuple[str, ...]:
+    """The copy's schema revisions, once SQLite finds the file sound and it
+    is a Claude Ops database; ``BackupError`` otherwise."""
+    try:
+        verdict = connection.execute("PRAGMA quick_check").fetchone()[0]
+        revisions = tuple(sorted(row[0] for row in connection.execute("SELECT version_num FROM alembic_version")))
+    except sqlite3.DatabaseError as exc:
+        raise BackupError(f"{path} is not a Claude Ops database: {exc}") from None
+    if verdict != "ok":
+        raise BackupError(f"{path} is damaged (SQLite's quick_check: {verdict})")
+    if not revisions:
+        raise BackupError(f"{path} is not a Claude Ops database: it records no schema revision")
+    return revisions
+
+
+def _fold_wal(database: Path) -> None:
+    """Leave the database a file of its own: its WAL written into it and
+    the journal mode back to DELETE, so the copy kept of it is whole and
+    opening it later makes no ``-wal`` of its own. Leaving WAL mode takes
+    the database to itself, which it cannot while another process has it
+    open: that process would go on writing to the file being replaced."""
+    connection = sqlite3.connect(database, timeout=5)
+    try:
+        mode = connection.execute("PRAGMA journal_mode=DELETE").fetchone()[0]
+    except sqlite3.OperationalError:   # locked: someone is writing
+        mode = None
+    finally:
+        connection.close()
+    if mode != "delete":
+        raise BackupError(f"{database} is in use by another process: stop every process that uses it "
+                          "(the service, a dashboard served elsewhere), then restore")
+
+
+def _create_private(path: Path) -> None:
+    """A new, empty file only its owner can read: a copy of the database
+    holds what the state directory (chmod 700) keeps to itself."""
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
+def _copy(source: Path, target: Path) -> None:
+    _create_private(target)
+    with source.open("rb") as reading, target.open("r+b") as writing:
+        while chunk := reading.read(1 << 20):
+            writing.write(chunk)
+        writing.flush()
+        os.fsync(writing.fileno())
+
+
+def _sync(path: Path) -> None:
+    with path.open("rb") as written:
+        os.fsync(written.fileno())
+
+
+def _sync_dir(path: Path) -> None:
+    """A rename is durable once its directory is synced."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)

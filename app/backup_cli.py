@@ -1,0 +1,77 @@
+"""``claudeops backup`` and ``claudeops restore`` (app/backup.py does the work)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from alembic.script import ScriptDirectory
+from alembic.util import CommandError
+from flask import current_app
+from flask.cli import with_appcontext
+
+from app.backup import BackupError, backup, restore
+from app.extensions import db
+from app.retention import human_size
+
+
+@click.command("backup")
+@click.argument("target", type=click.Path(dir_okay=False, path_type=Path))
+@with_appcontext
+def backup_command(target: Path):
+    """Copy the SQLite database to TARGET, a new file, while the service
+    runs: one consistent snapshot (SQLite's online backup), checked before
+    it takes its name. Sessions and the dashboard go on meanwhile.
+
+    The run logs (CLAUDEOPS_RESULTS_DIR) are plain files: copy them as they
+    are. A PostgreSQL database is backed up with pg_dump instead."""
+    try:
+        made = backup(db.engine, target)
+    except BackupError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"Backed up to {made.path} ({human_size(made.size)}, schema {', '.join(made.revisions)}).")
+
+
+@click.command("restore")
+@click.argument("source", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@with_appcontext
+def restore_command(source: Path):
+    """Put a backup made by `claudeops backup` in the SQLite database's
+    place, then migrate it to this version's schema. The database it
+    replaces is kept beside it, as <name>.before-restore-<time>.
+
+    Stop the service first (it refuses while `claudeops serve` or
+    `claudeops scheduler` runs on this database), and any dashboard served
+    elsewhere from the same file: a process that still has the database open
+    would go on writing to the one replaced."""
+    from app.serve import MigrationError, apply_migrations
+    from app.sessions.runner_lock import RunnerLock, RunnerLockError, SchedulerAlreadyRunning
+    app = current_app._get_current_object()
+    lock = RunnerLock(app.config["CLAUDEOPS_STATE_DIR"], app.config["SQLALCHEMY_DATABASE_URI"])
+    try:
+        lock.acquire()
+    except SchedulerAlreadyRunning as exc:
+        raise click.ClickException(f"{exc}: stop the service, then restore") from None
+    except RunnerLockError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        kept = restore(db.engine, source, _known_revision(app))
+        apply_migrations(app)
+    except (BackupError, MigrationError) as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        lock.release()
+    click.echo(f"Restored {source.resolve()} and migrated it to this version's schema.")
+    if kept.exists():
+        click.echo(f"The database it replaced is kept as {kept}.")
+
+
+def _known_revision(app):
+    """Whether this installation (the host and its plugins) has a schema revision."""
+    script = ScriptDirectory.from_config(app.extensions["migrate"].migrate.get_config())
+
+    def known(revision: str) -> bool:
+        try:
+            return script.get_revision(revision) is not None
+        except CommandError:
+            return False
+    return known

@@ -1,0 +1,198 @@
+"""``claudeops backup`` and ``claudeops restore``: a consistent copy of the
+SQLite database while it is written, and a restore that keeps the database
+it replaces, refuses what it could not migrate, and never runs beside the
+service."""
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from sqlalchemy import func, select
+
+from app.backup import BackupError, database_file
+from app.cli import main
+from app.extensions import db
+from app.sessions.runner_lock import RunnerLock
+from app.timeutil import utcnow
+from plugins.events.models import Event
+from tests.support.database import sqlite_only
+from tests.support.waiting import wait_for
+
+pytestmark = sqlite_only("backs up the SQLite file; PostgreSQL is backed up with pg_dump")
+
+
+def add_events(count: int, message: str = "up") -> None:
+    db.session.add_all([Event(level="info", service="web", message=message, created_at=utcnow())
+                        for _ in range(count)])
+    db.session.commit()
+
+
+def events_in(path: Path) -> int:
+    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return connection.execute("SELECT count(*) FROM events").fetchone()[0]
+    finally:
+        connection.close()
+
+
+def invoke(app, *args):
+    return app.test_cli_runner().invoke(main, list(map(str, args)))
+
+
+def database(app) -> Path:
+    return database_file(db.engine)
+
+
+def test_a_backup_is_one_checked_snapshot_taken_while_the_database_is_written(app, tmp_path):
+    add_events(2_000)
+    db.session.remove()
+    stop, written, failed = threading.Event(), [], []
+    path = database(app)
+
+    def writer():   # another connection, as the scheduler's sessions would be
+        connection = sqlite3.connect(path, timeout=15)
+        try:
+            while not stop.is_set():
+                with connection:
+                    connection.execute("INSERT INTO events (level, service, message, created_at) "
+                                       "VALUES ('info', 'db', 'x', '2026-11-23 00:00:00.000000')")
+                written.append(1)
+                stop.wait(0.002)
+        except Exception as exc:
+            failed.append(exc)
+        finally:
+            connection.close()
+
+    def wait_for_writes(count: int) -> None:
+        wait_for(lambda: len(written) >= count or failed, timeout=10, what=f"{count} writes")
+        assert not failed, failed
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        wait_for_writes(20)
+        result = invoke(app, "backup", tmp_path / "copy.db")
+        wait_for_writes(len(written) + 20)   # the writer goes on after the backup, unhindered
+    finally:
+        stop.set()
+        thread.join()
+    assert result.exit_code == 0, result.output
+    copy = tmp_path / "copy.db"
+    assert result.output.startswith(f"Backed up to {copy} (") and "schema 0015_dashboard_logins" in result.output
+    assert 2_020 <= events_in(copy) < 2_000 + len(written)
+    assert not Path(f"{copy}-wal").exists()   # a file of its own, whatever the source's journal
+    assert copy.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in tmp_path.iterdir() if "partial" in p.name] == []
+
+
+def test_a_backup_never_overwrites_and_says_why(app, tmp_path):
+    existing = tmp_path / "copy.db"
+    existing.write_text("keep me")
+    refused = invoke(app, "backup", existing)
+    assert refused.exit_code == 1
+    assert f"Error: {existing} already exists: name a new file" in refused.output
+    assert existing.read_text() == "keep me"
+    nowhere = invoke(app, "backup", tmp_path / "missing" / "copy.db")
+    assert nowhere.exit_code == 1 and "is not a directory" in nowhere.output
+
+
+def test_a_backup_of_another_database_says_which_tool_to_use():
+    postgres = SimpleNamespace(dialect=SimpleNamespace(name="postgresql"))
+    with pytest.raises(BackupError, match="not SQLite: back it up with its own tools .pg_dump"):
+        database_file(postgres)
+
+
+def test_restore_puts_the_backup_in_place_and_keeps_the_database_it_replaces(app, tmp_path):
+    add_events(3, "before the backup")
+    backup = tmp_path / "copy.db"
+    assert invoke(app, "backup", backup).exit_code == 0
+    add_events(5, "after the backup")
+
+    restored = invoke(app, "restore", backup)
+    assert restored.exit_code == 0, restored.output
+    assert "Restored" in restored.output and "migrated it to this version's schema" in restored.output
+    [kept] = [p for p in database(app).parent.iterdir() if ".before-restore-" in p.name]
+    assert f"The database it replaced is kept as {kept}." in restored.output
+    db.session.remove()
+    assert db.session.scalar(select(func.count()).select_from(Event)) == 3
+    assert events_in(kept) == 8   # whole, its WAL folded in
+    assert not Path(f"{kept}-wal").exists()
+    add_events(1)   # the service goes on with the restored database
+    assert db.session.scalar(select(func.count()).select_from(Event)) == 4
+
+
+def test_restore_migrates_a_backup_made_by_an_older_version(app, tmp_path):
+    backup = tmp_path / "old.db"
+    assert invoke(app, "backup", backup).exit_code == 0
+    old = sqlite3.connect(backup)
+    with old:
+        old.execute("DROP TABLE dashboard_logins")
+        old.execute("UPDATE alembic_version SET version_num = '0014_retention'")
+    old.close()
+    assert invoke(app, "restore", backup).exit_code == 0
+    db.session.remove()
+    assert db.session.scalar(select(func.count()).select_from(db.metadata.tables["dashboard_logins"])) == 0
+
+
+def test_restore_refuses_what_it_cannot_use_and_changes_nothing(app, tmp_path):
+    add_events(2)
+    before = database(app).read_bytes()
+    not_a_database = tmp_path / "notes.txt"
+    not_a_database.write_text("hello")
+    newer = tmp_path / "newer.db"
+    assert invoke(app, "backup", newer).exit_code == 0
+    with sqlite3.connect(newer) as future:
+        future.execute("UPDATE alembic_version SET version_num = '0099_from_the_future'")
+    future.close()
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as unrelated:
+        unrelated.execute("CREATE TABLE t (x)")
+    unrelated.close()
+
+    for source, message in ((not_a_database, "is not a Claude Ops database"),
+                            (other, "is not a Claude Ops database: no such table: alembic_version"),
+                            (newer, "was made by a newer Claude Ops or with a plugin not installed here "
+                                    "(schema revision 0099_from_the_future)")):
+        refused = invoke(app, "restore", source)
+        assert refused.exit_code == 1 and message in refused.output, refused.output
+    assert invoke(app, "restore", tmp_path / "missing.db").exit_code == 2   # click: no such file
+    assert [p.name for p in database(app).parent.iterdir() if "restor" in p.name] == []
+    db.session.remove()
+    assert db.session.scalar(select(func.count()).select_from(Event)) == 2
+    assert database(app).read_bytes()[:100] == before[:100]
+
+
+def test_restore_refuses_while_the_service_runs(app, tmp_path):
+    backup = tmp_path / "copy.db"
+    assert invoke(app, "backup", backup).exit_code == 0
+    add_events(1)
+    scheduler = RunnerLock(app.config["CLAUDEOPS_STATE_DIR"], app.config["SQLALCHEMY_DATABASE_URI"])
+    scheduler.acquire()
+    try:
+        refused = invoke(app, "restore", backup)
+    finally:
+        scheduler.release()
+    assert refused.exit_code == 1 and "stop the service, then restore" in refused.output, refused.output
+    db.session.remove()
+    assert db.session.scalar(select(func.count()).select_from(Event)) == 1
+
+
+def test_restore_refuses_while_another_process_has_the_database_open(app, tmp_path):
+    """A dashboard served elsewhere from the same file holds no runner lock,
+    but it holds the database open: replaced under it, it would write on
+    into the file set aside."""
+    backup = tmp_path / "copy.db"
+    assert invoke(app, "backup", backup).exit_code == 0
+    add_events(1)
+    db.session.remove()
+    dashboard = sqlite3.connect(database(app))
+    dashboard.execute("SELECT count(*) FROM events").fetchone()   # open, idle, as a worker's pool keeps it
+    try:
+        refused = invoke(app, "restore", backup)
+    finally:
+        dashboard.close()
+    assert refused.exit_code == 1 and "is in use by another process" in refused.output, refused.output
+    assert [p.name for p in database(app).parent.iterdir() if "restor" in p.name] == []
+    assert db.session.scalar(select(func.count()).select_from(Event)) == 1
