@@ -98,7 +98,7 @@ def restore(engine: Engine, source: Path, known: Callable[[str], bool]) -> Path:
         raise BackupError(f"{source} was made by a newer Claude Ops or with a plugin not installed here "
                           f"(schema revision {', '.join(unknown)}): install that version, then restore")
     engine.dispose()   # this process's own connections, before the file changes under them
-    kept = database.with_name(f"{database.name}.before-restore-{utcnow():%Y%m%dT%H%M%SZ}")
+    kept = _unused(database.with_name(f"{database.name}.before-restore-{utcnow():%Y%m%dT%H%M%SZ}"))
     partial = database.with_name(f".{database.name}.restoring-{os.getpid()}")
     try:
         _copy(source, partial)
@@ -113,6 +113,16 @@ def restore(engine: Engine, source: Path, known: Callable[[str], bool]) -> Path:
         raise
     _sync_dir(database.parent)
     return kept
+
+
+def _unused(path: Path) -> Path:
+    """``path``, or with a number after it if that is taken: two restores
+    within a second must not put one kept database in place of the other."""
+    candidate, number = path, 1
+    while candidate.exists():
+        number += 1
+        candidate = path.with_name(f"{path.name}-{number}")
+    return candidate
 
 
 def _new_file(target: Path) -> Path:

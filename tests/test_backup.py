@@ -196,3 +196,19 @@ def test_restore_refuses_while_another_process_has_the_database_open(app, tmp_pa
     assert refused.exit_code == 1 and "is in use by another process" in refused.output, refused.output
     assert [p.name for p in database(app).parent.iterdir() if "restor" in p.name] == []
     assert db.session.scalar(select(func.count()).select_from(Event)) == 1
+
+
+def test_two_restores_within_a_second_keep_both_databases_they_replaced(app, tmp_path, monkeypatch):
+    from app import backup as backup_module
+    moment = utcnow()
+    monkeypatch.setattr(backup_module, "utcnow", lambda: moment)
+    add_events(1, "first")
+    backup = tmp_path / "copy.db"
+    assert invoke(app, "backup", backup).exit_code == 0
+    add_events(1, "second")
+    assert invoke(app, "restore", backup).exit_code == 0
+    assert invoke(app, "restore", backup).exit_code == 0
+    first = database(app).with_name(f"claudeops.db.before-restore-{moment:%Y%m%dT%H%M%SZ}")
+    second = first.with_name(first.name + "-2")
+    assert sorted(p for p in database(app).parent.iterdir() if ".before-restore-" in p.name) == [first, second]
+    assert (events_in(first), events_in(second)) == (2, 1)   # the database before, then the first restore
