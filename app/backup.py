@@ -88,7 +88,9 @@ def restore(engine: Engine, source: Path, known: Callable[[str], bool]) -> Path:
     database = database_file(engine)
     if not source.is_file():
         raise BackupError(f"{source} is not a file")
-    checked = sqlite3.connect(f"file:{source.resolve()}?mode=ro", uri=True)
+    # As a URI, so that nothing is created or changed; its path quoted: a
+    # "#" or "?" in a file name would end it, and SQLite open another file.
+    checked = sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro", uri=True)
     try:
         revisions = _checked(checked, source)
     finally:

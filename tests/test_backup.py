@@ -212,3 +212,15 @@ def test_two_restores_within_a_second_keep_both_databases_they_replaced(app, tmp
     second = first.with_name(first.name + "-2")
     assert sorted(p for p in database(app).parent.iterdir() if ".before-restore-" in p.name) == [first, second]
     assert (events_in(first), events_in(second)) == (2, 1)   # the database before, then the first restore
+
+
+def test_restore_takes_a_backup_whatever_its_name(app, tmp_path):
+    add_events(2, "before the backup")
+    backup = tmp_path / "claudeops #2 100%?.db"
+    assert invoke(app, "backup", backup).exit_code == 0
+    add_events(1, "after the backup")
+    restored = invoke(app, "restore", backup)
+    assert restored.exit_code == 0, restored.output
+    db.session.remove()
+    assert db.session.scalar(select(func.count()).select_from(Event)) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == [backup.name, "state"]   # no file made beside it
