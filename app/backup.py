@@ -61,16 +61,7 @@ def backup(engine: Engine, target: Path) -> Copy:
     partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
     try:
         with engine.connect() as connection:
-            source = connection.connection.driver_connection
-            _create_private(partial)
-            destination = sqlite3.connect(partial)
-            try:
-                source.backup(destination)
-                destination.execute("PRAGMA journal_mode=DELETE")   # one file, whatever the source's mode
-                revisions = _checked(destination, partial)
-            finally:
-                destination.close()
-        _sync(partial)
+            revisions = _snapshot(connection.connection.driver_connection, partial)
         os.replace(partial, target)
     except BaseException:
         partial.unlink(missing_ok=True)
@@ -93,17 +84,24 @@ def restore(engine: Engine, source: Path, known: Callable[[str], bool]) -> Path:
     checked = sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro", uri=True)
     try:
         revisions = _checked(checked, source)
+        unknown = [revision for revision in revisions if not known(revision)]
+        if unknown:
+            raise BackupError(f"{source} was made by a newer Claude Ops or with a plugin not installed here "
+                              f"(schema revision {', '.join(unknown)}): install that version, then restore")
+        engine.dispose()   # this process's own connections, before the file changes under them
+        kept = _unused(database.with_name(f"{database.name}.before-restore-{utcnow():%Y%m%dT%H%M%SZ}"))
+        partial = database.with_name(f".{database.name}.restoring-{os.getpid()}")
+        try:
+            # Through SQLite, not byte by byte: a database copied with its
+            # -wal (a snapshot of the state directory) has part of its data
+            # there, which is what was checked and what must be restored.
+            _snapshot(checked, partial)
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
     finally:
         checked.close()
-    unknown = [revision for revision in revisions if not known(revision)]
-    if unknown:
-        raise BackupError(f"{source} was made by a newer Claude Ops or with a plugin not installed here "
-                          f"(schema revision {', '.join(unknown)}): install that version, then restore")
-    engine.dispose()   # this process's own connections, before the file changes under them
-    kept = _unused(database.with_name(f"{database.name}.before-restore-{utcnow():%Y%m%dT%H%M%SZ}"))
-    partial = database.with_name(f".{database.name}.restoring-{os.getpid()}")
     try:
-        _copy(source, partial)
         if database.exists():
             _fold_wal(database)
             os.replace(database, kept)
@@ -177,13 +175,19 @@ def _create_private(path: Path) -> None:
     os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
-def _copy(source: Path, target: Path) -> None:
+def _snapshot(source: sqlite3.Connection, target: Path) -> tuple[str, ...]:
+    """Copy the database ``source`` reads, as of one moment, to the new file
+    ``target``; returns its schema revisions once it is checked."""
     _create_private(target)
-    with source.open("rb") as reading, target.open("r+b") as writing:
-        while chunk := reading.read(1 << 20):
-            writing.write(chunk)
-        writing.flush()
-        os.fsync(writing.fileno())
+    destination = sqlite3.connect(target)
+    try:
+        source.backup(destination)
+        destination.execute("PRAGMA journal_mode=DELETE")   # one file, whatever the source's mode
+        revisions = _checked(destination, target)
+    finally:
+        destination.close()
+    _sync(target)
+    return revisions
 
 
 def _sync(path: Path) -> None:

@@ -4,6 +4,7 @@ it replaces, refuses what it could not migrate, and never runs beside the
 service."""
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import threading
 from pathlib import Path
@@ -224,3 +225,27 @@ def test_restore_takes_a_backup_whatever_its_name(app, tmp_path):
     db.session.remove()
     assert db.session.scalar(select(func.count()).select_from(Event)) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == [backup.name, "state"]   # no file made beside it
+
+
+def test_restore_takes_in_what_the_backups_wal_file_holds(app, tmp_path):
+    """A snapshot of the state directory taken while the service ran (a
+    file system snapshot, a copy of the whole directory) holds the database
+    with its -wal: what is in the -wal is part of it."""
+    add_events(1, "in the database file")
+    db.session.remove()
+    writer = sqlite3.connect(database(app))
+    writer.execute("PRAGMA wal_autocheckpoint=0")   # what follows stays in the -wal
+    with writer:
+        writer.executemany("INSERT INTO events (level, service, message, created_at) "
+                           "VALUES ('info', 'db', 'in the wal', '2026-11-23 00:00:00')", [()] * 5)
+    snapshot = tmp_path / "snapshot"
+    snapshot.mkdir()
+    for suffix in ("", "-wal"):
+        shutil.copy(f"{database(app)}{suffix}", snapshot / f"claudeops.db{suffix}")
+    writer.close()
+    add_events(2, "after the snapshot")
+
+    restored = invoke(app, "restore", snapshot / "claudeops.db")
+    assert restored.exit_code == 0, restored.output
+    db.session.remove()
+    assert db.session.scalar(select(func.count()).select_from(Event)) == 6
