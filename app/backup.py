@@ -101,15 +101,21 @@ def restore(engine: Engine, source: Path, known: Callable[[str], bool]) -> Path:
             raise
     finally:
         checked.close()
+    set_aside = False
     try:
         if database.exists():
             _fold_wal(database)
             os.replace(database, kept)
+            set_aside = True
         for suffix in WAL_FILES:   # the replaced database's, if folding left any
             Path(f"{database}{suffix}").unlink(missing_ok=True)
         os.replace(partial, database)
     except BaseException:
         partial.unlink(missing_ok=True)
+        if set_aside and not database.exists():
+            # Put it back: with no file at its name, the service would start
+            # on a new, empty database as if the old one were gone.
+            os.replace(kept, database)
         raise
     _sync_dir(database.parent)
     return kept

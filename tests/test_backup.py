@@ -4,6 +4,7 @@ it replaces, refuses what it could not migrate, and never runs beside the
 service."""
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 import threading
@@ -249,3 +250,24 @@ def test_restore_takes_in_what_the_backups_wal_file_holds(app, tmp_path):
     assert restored.exit_code == 0, restored.output
     db.session.remove()
     assert db.session.scalar(select(func.count()).select_from(Event)) == 6
+
+
+def test_a_restore_that_fails_midway_leaves_the_database_where_it_was(app, tmp_path, monkeypatch):
+    add_events(2, "before the backup")
+    backup = tmp_path / "copy.db"
+    assert invoke(app, "backup", backup).exit_code == 0
+    add_events(1, "after the backup")
+    from app import backup as backup_module
+    replace = os.replace
+
+    def failing(source, target):   # the database is set aside; the copy cannot take its place
+        if ".restoring-" in str(source):
+            raise OSError(5, "Input/output error")
+        replace(source, target)
+    monkeypatch.setattr(backup_module.os, "replace", failing)
+    failed = invoke(app, "restore", backup)
+    monkeypatch.undo()
+    assert failed.exit_code == 1 and isinstance(failed.exception, OSError)
+    assert [p.name for p in database(app).parent.iterdir() if "restor" in p.name] == []
+    db.session.remove()
+    assert db.session.scalar(select(func.count()).select_from(Event)) == 3
