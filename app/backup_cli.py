@@ -55,8 +55,12 @@ def restore_command(source: Path):
         raise click.ClickException(str(exc)) from None
     try:
         kept = restore(db.engine, source, _known_revision(app))
-        apply_migrations(app)
-    except (BackupError, MigrationError) as exc:
+        try:
+            apply_migrations(app)
+        except MigrationError as exc:   # the backup is in place by now: say so, and where the old one is
+            replaced = f"; the database it replaced is kept as {kept}" if kept.exists() else ""
+            raise click.ClickException(f"{exc}\nThe backup was restored but not migrated{replaced}.") from None
+    except BackupError as exc:
         raise click.ClickException(str(exc)) from None
     finally:
         lock.release()

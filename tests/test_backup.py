@@ -271,3 +271,19 @@ def test_a_restore_that_fails_midway_leaves_the_database_where_it_was(app, tmp_p
     assert [p.name for p in database(app).parent.iterdir() if "restor" in p.name] == []
     db.session.remove()
     assert db.session.scalar(select(func.count()).select_from(Event)) == 3
+
+
+def test_a_restore_its_migration_fails_on_says_where_the_replaced_database_is(app, tmp_path, monkeypatch):
+    backup = tmp_path / "copy.db"
+    assert invoke(app, "backup", backup).exit_code == 0
+    from app import serve
+
+    def failing(_app):
+        raise serve.MigrationError("the database could not be migrated (see the error above)")
+    monkeypatch.setattr(serve, "apply_migrations", failing)
+    failed = invoke(app, "restore", backup)
+    [kept] = [p for p in database(app).parent.iterdir() if ".before-restore-" in p.name]
+    assert failed.exit_code == 1
+    assert ("the database could not be migrated (see the error above)\n"
+            f"The backup was restored but not migrated; the database it replaced is kept as {kept}.") \
+        in failed.output, failed.output
