@@ -9,7 +9,7 @@ from alembic.util import CommandError
 from flask import current_app
 from flask.cli import with_appcontext
 
-from app.backup import BackupError, backup, restore
+from app.backup import BackupError, backup, database_file, restore
 from app.extensions import db
 from app.retention import human_size
 
@@ -46,6 +46,13 @@ def restore_command(source: Path):
     from app.serve import MigrationError, apply_migrations
     from app.sessions.runner_lock import RunnerLock, RunnerLockError, SchedulerAlreadyRunning
     app = current_app._get_current_object()
+    try:
+        # Before the lock: on PostgreSQL that takes the server, and its
+        # refusal (server down, service running) would send the operator
+        # to fix what no restore here would follow.
+        database_file(db.engine)
+    except BackupError as exc:
+        raise click.ClickException(str(exc)) from None
     lock = RunnerLock(app.config["CLAUDEOPS_STATE_DIR"], app.config["SQLALCHEMY_DATABASE_URI"])
     try:
         lock.acquire()

@@ -287,3 +287,18 @@ def test_a_restore_its_migration_fails_on_says_where_the_replaced_database_is(ap
     assert ("the database could not be migrated (see the error above)\n"
             f"The backup was restored but not migrated; the database it replaced is kept as {kept}.") \
         in failed.output, failed.output
+
+
+def test_restore_on_postgresql_says_which_tool_to_use_before_anything_else(tmp_path):
+    """Not an error about the server or the service, which an operator
+    would fix only to be told then that restore does not do PostgreSQL."""
+    from app import create_app
+    backup = tmp_path / "copy.db"
+    backup.write_text("a backup")
+    app = create_app({"TESTING": True, "CLAUDEOPS_STATE_DIR": str(tmp_path / "state"), "CLAUDEOPS_RESULTS_DIR": "",
+                      "CLAUDEOPS_WORKDIR": "", "CLAUDEOPS_SECRET_KEY": "test-secret",
+                      "CLAUDEOPS_DATABASE_URL": "postgresql://nobody@127.0.0.1:1/nowhere"})   # no server
+    refused = invoke(app, "restore", backup)
+    assert refused.exit_code == 1
+    assert "Error: the database is postgresql, not SQLite: back it up with its own tools (pg_dump -Fc, " \
+           "and pg_restore to bring it back)" in refused.output, refused.output
