@@ -162,12 +162,19 @@ def _fold_wal(database: Path) -> None:
     the journal mode back to DELETE, so the copy kept of it is whole and
     opening it later makes no ``-wal`` of its own. Leaving WAL mode takes
     the database to itself, which it cannot while another process has it
-    open: that process would go on writing to the file being replaced."""
+    open: that process would go on writing to the file being replaced.
+
+    One SQLite cannot read (damaged, or not a database) is left as it is:
+    that is when a backup is needed most, so it is replaced all the same.
+    SQLite cannot say then whether another process has it open; the runner
+    lock keeps the service out, and no process can use it meanwhile."""
     connection = sqlite3.connect(database, timeout=5)
     try:
         mode = connection.execute("PRAGMA journal_mode=DELETE").fetchone()[0]
     except sqlite3.OperationalError:   # locked: someone is writing
         mode = None
+    except sqlite3.DatabaseError:   # "file is not a database", "database disk image is malformed"
+        return
     finally:
         connection.close()
     if mode != "delete":

@@ -302,3 +302,21 @@ def test_restore_on_postgresql_says_which_tool_to_use_before_anything_else(tmp_p
     assert refused.exit_code == 1
     assert "Error: the database is postgresql, not SQLite: back it up with its own tools (pg_dump -Fc, " \
            "and pg_restore to bring it back)" in refused.output, refused.output
+
+
+@pytest.mark.parametrize("damage", ["not a database", "cut in half"])
+def test_restore_replaces_a_database_sqlite_cannot_read_and_keeps_it_as_it_was(app, tmp_path, damage):
+    add_events(2_000, "before the backup")
+    backup = tmp_path / "copy.db"
+    assert invoke(app, "backup", backup).exit_code == 0
+    db.session.remove()
+    db.engine.dispose()
+    live = database(app)
+    live.write_bytes(b"garbage" * 1000 if damage == "not a database" else backup.read_bytes()[:300_000])
+    damaged = live.read_bytes()
+    restored = invoke(app, "restore", backup)
+    assert restored.exit_code == 0, restored.output
+    [kept] = [p for p in live.parent.iterdir() if ".before-restore-" in p.name]
+    assert kept.read_bytes() == damaged
+    db.session.remove()
+    assert db.session.scalar(select(func.count()).select_from(Event)) == 2_000
