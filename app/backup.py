@@ -9,10 +9,13 @@ steps starts again whenever another connection writes, which a busy
 session does twice a second. The copy is a single file (no ``-wal``),
 checked before it takes the name asked for.
 
-``restore`` puts such a copy in the database's place. The current database
-is kept beside it (``<name>.before-restore-<time>``), its WAL folded in
-first, and the restored one's stale ``-wal``/``-shm`` never apply: a WAL
-file left from the database replaced would be read as the restored one's.
+``restore`` puts such a copy in the database's place, copied through
+SQLite as it was checked (a copy of a state directory may hold part of its
+data in a ``-wal`` beside it). The current database is kept beside it
+(``<name>.before-restore-<time>``), its WAL folded in first, and put back if
+anything fails before the copy takes its place; the replaced database's
+``-wal``/``-shm`` are removed, since SQLite would read them as the restored
+one's.
 
 PostgreSQL has its own tools (``pg_dump``, ``pg_restore``): both refuse it
 with a message that says so.

@@ -27,8 +27,9 @@ def choices_key(choices: Iterable[str]) -> str:
 def choices_state(choices: Iterable[str]) -> dict:
     """Template context: the polled block's ``hx-headers``, which send back
     the key of these choices, and whether this fragment must bring the
-    filter again. One asked without the key (a filter change, a pager link)
-    brings it too, so that the key its block then sends is true."""
+    filter again. One asked without the key (a filter change: the form is
+    outside the block) brings it too, so that the key its block then sends
+    is true. Pager links, inside the block, send the key as its polls do."""
     key = choices_key(choices)
     return {"choices_headers": json.dumps({CHOICES_HEADER: key}),
             "refresh_choices": is_htmx() and request.headers.get(CHOICES_HEADER) != key}
