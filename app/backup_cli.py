@@ -9,6 +9,7 @@ from alembic.util import CommandError
 from flask import current_app
 from flask.cli import with_appcontext
 
+from app import logins
 from app.backup import BackupError, backup, database_file, restore
 from app.extensions import db
 from app.retention import human_size
@@ -67,11 +68,14 @@ def restore_command(source: Path):
         except MigrationError as exc:   # the backup is in place by now: say so, and where the old one is
             replaced = f"; the database it replaced is kept as {kept}" if kept.exists() else ""
             raise click.ClickException(f"{exc}\nThe backup was restored but not migrated{replaced}.") from None
+        # The backup's logins include some ended since it was made, a copied cookie's maybe.
+        logins.end_all()
     except BackupError as exc:
         raise click.ClickException(str(exc)) from None
     finally:
         lock.release()
-    click.echo(f"Restored {source.resolve()} and migrated it to this version's schema.")
+    click.echo(f"Restored {source.resolve()} and migrated it to this version's schema; "
+               "every dashboard login was ended.")
     if kept.exists():
         click.echo(f"The database it replaced is kept as {kept}.")
 

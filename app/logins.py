@@ -48,3 +48,11 @@ def end(token: object) -> None:
     if isinstance(token, str) and token:
         db.session.execute(delete(DashboardLogin).where(DashboardLogin.token_hash == _hash(token)))
         db.session.commit()
+
+
+def end_all() -> int:
+    """End every login (a restored database brings back logins ended since
+    its backup); returns how many there were."""
+    ended = db.session.execute(delete(DashboardLogin)).rowcount
+    db.session.commit()
+    return ended

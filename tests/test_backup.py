@@ -125,6 +125,22 @@ def test_restore_puts_the_backup_in_place_and_keeps_the_database_it_replaces(app
     assert db.session.scalar(select(func.count()).select_from(Event)) == 4
 
 
+def test_restore_ends_the_logins_the_backup_brings_back(app, tmp_path):
+    """A login ended after the backup was made (a copied cookie logged
+    out) is in the backup still: after a restore, everyone logs in again."""
+    from app import logins
+    from app.models import DashboardLogin
+    token = logins.begin(app.permanent_session_lifetime)
+    backup = tmp_path / "copy.db"
+    assert invoke(app, "backup", backup).exit_code == 0
+    logins.end(token)
+    restored = invoke(app, "restore", backup)
+    assert restored.exit_code == 0 and "every dashboard login was ended" in restored.output
+    db.session.remove()
+    assert not logins.is_current(token)
+    assert db.session.scalar(select(func.count()).select_from(DashboardLogin)) == 0
+
+
 def test_restore_migrates_a_backup_made_by_an_older_version(app, tmp_path):
     backup = tmp_path / "old.db"
     assert invoke(app, "backup", backup).exit_code == 0
