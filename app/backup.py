@@ -59,12 +59,18 @@ def database_file(engine: Engine) -> Path:
 
 def backup(engine: Engine, target: Path) -> Copy:
     """A consistent copy of the database at ``target``, a file that must not exist yet."""
-    database_file(engine)
+    database = database_file(engine)
+    if not database.is_file() or database.stat().st_size == 0:
+        # Connecting would create an empty one, and the copy of that fail
+        # its check: the likely cause is a state directory other than the
+        # service's (one unset in this shell).
+        raise BackupError(f"there is no database at {database}: nothing to back up (CLAUDEOPS_STATE_DIR, "
+                          "or CLAUDEOPS_DATABASE_URL, must name the service's)")
     target = _new_file(target)
     partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
     try:
         with engine.connect() as connection:
-            revisions = _snapshot(connection.connection.driver_connection, partial)
+            revisions = _snapshot(connection.connection.driver_connection, partial, database)
         os.replace(partial, target)
     except BaseException:
         partial.unlink(missing_ok=True)
@@ -98,7 +104,7 @@ def restore(engine: Engine, source: Path, known: Callable[[str], bool]) -> Path:
             # Through SQLite, not byte by byte: a database copied with its
             # -wal (a snapshot of the state directory) has part of its data
             # there, which is what was checked and what must be restored.
-            _snapshot(checked, partial)
+            _snapshot(checked, partial, source)
         except BaseException:
             partial.unlink(missing_ok=True)
             raise
@@ -191,15 +197,17 @@ def _create_private(path: Path) -> None:
     os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
-def _snapshot(source: sqlite3.Connection, target: Path) -> tuple[str, ...]:
+def _snapshot(source: sqlite3.Connection, target: Path, name: Path) -> tuple[str, ...]:
     """Copy the database ``source`` reads, as of one moment, to the new file
-    ``target``; returns its schema revisions once it is checked."""
+    ``target``; returns its schema revisions once it is checked. A copy that
+    fails the check is the database's fault: messages name it (``name``),
+    not the copy, which is removed."""
     _create_private(target)
     destination = sqlite3.connect(target)
     try:
         source.backup(destination)
         destination.execute("PRAGMA journal_mode=DELETE")   # one file, whatever the source's mode
-        revisions = _checked(destination, target)
+        revisions = _checked(destination, name)
     finally:
         destination.close()
     _sync(target)

@@ -100,6 +100,35 @@ def test_a_backup_never_overwrites_and_says_why(app, tmp_path):
     assert nowhere.exit_code == 1 and "is not a directory" in nowhere.output
 
 
+def test_a_backup_where_there_is_no_database_says_so_and_creates_none(tmp_path):
+    """The state directory unset in the operator's shell: not the service's."""
+    from app import create_app
+    state = tmp_path / "elsewhere"
+    elsewhere = create_app({"TESTING": True, "CLAUDEOPS_STATE_DIR": str(state), "CLAUDEOPS_DATABASE_URL": "",
+                            "CLAUDEOPS_RESULTS_DIR": "", "CLAUDEOPS_WORKDIR": "", "CLAUDEOPS_SECRET_KEY": "k"})
+    missing = state / "claudeops.db"
+    with elsewhere.app_context():
+        refused = invoke(elsewhere, "backup", tmp_path / "copy.db")
+        assert refused.exit_code == 1
+        assert f"Error: there is no database at {missing}: nothing to back up" in refused.output
+        assert "CLAUDEOPS_STATE_DIR" in refused.output
+        assert not missing.exists() and not (tmp_path / "copy.db").exists()
+        missing.touch()   # an empty one, left by an earlier run
+        again = invoke(elsewhere, "backup", tmp_path / "copy.db")
+        assert again.exit_code == 1 and f"there is no database at {missing}" in again.output
+        db.engine.dispose()
+
+
+def test_a_backup_of_a_database_without_a_schema_names_the_database(app, tmp_path):
+    db.session.execute(db.text("DROP TABLE alembic_version"))
+    db.session.commit()
+    refused = invoke(app, "backup", tmp_path / "copy.db")
+    assert refused.exit_code == 1
+    assert f"Error: {database(app)} is not a Claude Ops database" in refused.output
+    assert "partial" not in refused.output
+    assert list(tmp_path.glob("*copy.db*")) == []
+
+
 def test_a_backup_of_another_database_says_which_tool_to_use():
     postgres = SimpleNamespace(dialect=SimpleNamespace(name="postgresql"))
     with pytest.raises(BackupError, match="not SQLite: back it up with its own tools .pg_dump"):
