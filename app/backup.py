@@ -105,6 +105,7 @@ def restore(engine: Engine, source: Path, known: Callable[[str], bool]) -> Path:
             # -wal (a snapshot of the state directory) has part of its data
             # there, which is what was checked and what must be restored.
             _snapshot(checked, partial, source)
+            _owned_like(partial, database if database.exists() else database.parent)
         except BaseException:
             partial.unlink(missing_ok=True)
             raise
@@ -128,6 +129,16 @@ def restore(engine: Engine, source: Path, known: Callable[[str], bool]) -> Path:
         raise
     _sync_dir(database.parent)
     return kept
+
+
+def _owned_like(path: Path, like: Path) -> None:
+    """Give ``path`` the owner and group of ``like``. A restore run as root
+    (with sudo, the service running as its own user) would otherwise put a
+    database in place that the service cannot open, mode 600 and root's."""
+    if os.geteuid() != 0:
+        return   # only root can give a file away; anyone else makes it their own, as the service would
+    wanted = like.stat()
+    os.chown(path, wanted.st_uid, wanted.st_gid)
 
 
 def _unused(path: Path) -> Path:

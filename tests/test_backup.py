@@ -154,6 +154,21 @@ def test_restore_puts_the_backup_in_place_and_keeps_the_database_it_replaces(app
     assert db.session.scalar(select(func.count()).select_from(Event)) == 4
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to another user")
+def test_a_restore_run_as_root_leaves_the_database_to_the_services_user(app, tmp_path):
+    backup = tmp_path / "copy.db"
+    assert invoke(app, "backup", backup).exit_code == 0
+    db.engine.dispose()
+    service_user = 65534   # nobody: the service runs as a user of its own, the operator uses sudo
+    for path in (database(app), database(app).parent):
+        os.chown(path, service_user, service_user)
+    restored = invoke(app, "restore", backup)
+    assert restored.exit_code == 0, restored.output
+    owner = database(app).stat()
+    assert (owner.st_uid, owner.st_gid) == (service_user, service_user)
+    assert owner.st_mode & 0o777 == 0o600
+
+
 def test_restore_ends_the_logins_the_backup_brings_back(app, tmp_path):
     """A login ended after the backup was made (a copied cookie logged
     out) is in the backup still: after a restore, everyone logs in again."""
