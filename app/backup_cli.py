@@ -51,7 +51,7 @@ def restore_command(source: Path):
         # Before the lock: on PostgreSQL that takes the server, and its
         # refusal (server down, service running) would send the operator
         # to fix what no restore here would follow.
-        database_file(db.engine)
+        database = database_file(db.engine)
     except BackupError as exc:
         raise click.ClickException(str(exc)) from None
     lock = RunnerLock(app.config["CLAUDEOPS_STATE_DIR"], app.config["SQLALCHEMY_DATABASE_URI"])
@@ -74,10 +74,12 @@ def restore_command(source: Path):
         raise click.ClickException(str(exc)) from None
     finally:
         lock.release()
-    click.echo(f"Restored {source.resolve()} and migrated it to this version's schema; "
+    click.echo(f"Restored {source.resolve()} to {database} and migrated it to this version's schema; "
                "every dashboard login was ended.")
     if kept.exists():
         click.echo(f"The database it replaced is kept as {kept}.")
+    else:   # a state directory other than the service's, maybe: the operator sees which one it was
+        click.echo(f"There was no database at {database} before.")
 
 
 def _known_revision(app):

@@ -169,6 +169,25 @@ def test_a_restore_run_as_root_leaves_the_database_to_the_services_user(app, tmp
     assert owner.st_mode & 0o777 == 0o600
 
 
+def test_restore_says_which_database_it_wrote_and_when_there_was_none(app, tmp_path):
+    backup = tmp_path / "copy.db"
+    assert invoke(app, "backup", backup).exit_code == 0
+    restored = invoke(app, "restore", backup)
+    assert restored.exit_code == 0, restored.output
+    assert f"Restored {backup} to {database(app)} and migrated it" in restored.output
+    assert "There was no database" not in restored.output
+    from app import create_app
+    state = tmp_path / "elsewhere"   # the state directory unset in the operator's shell
+    elsewhere = create_app({"TESTING": True, "CLAUDEOPS_STATE_DIR": str(state), "CLAUDEOPS_DATABASE_URL": "",
+                            "CLAUDEOPS_RESULTS_DIR": "", "CLAUDEOPS_WORKDIR": "", "CLAUDEOPS_SECRET_KEY": "k"})
+    with elsewhere.app_context():
+        fresh = invoke(elsewhere, "restore", backup)
+        db.engine.dispose()
+    assert fresh.exit_code == 0, fresh.output
+    assert f"Restored {backup} to {state / 'claudeops.db'}" in fresh.output
+    assert f"There was no database at {state / 'claudeops.db'} before." in fresh.output
+
+
 def test_restore_ends_the_logins_the_backup_brings_back(app, tmp_path):
     """A login ended after the backup was made (a copied cookie logged
     out) is in the backup still: after a restore, everyone logs in again."""
