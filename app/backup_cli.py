@@ -58,7 +58,7 @@ def restore_command(source: Path):
     try:
         lock.acquire()
     except SchedulerAlreadyRunning as exc:
-        raise click.ClickException(f"{exc}: stop the service, then restore") from None
+        raise click.ClickException(f"{exc}, then restore") from None
     except RunnerLockError as exc:
         raise click.ClickException(str(exc)) from None
     try:

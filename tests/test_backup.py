@@ -255,7 +255,7 @@ def test_restore_refuses_while_the_service_runs(app, tmp_path):
         refused = invoke(app, "restore", backup)
     finally:
         scheduler.release()
-    assert refused.exit_code == 1 and "stop the service, then restore" in refused.output, refused.output
+    assert refused.exit_code == 1 and refused.output.rstrip().endswith("stop it first, then restore"), refused.output
     db.session.remove()
     assert db.session.scalar(select(func.count()).select_from(Event)) == 1
 
