@@ -34,7 +34,6 @@ class PruneReport:
     # What was removed (or would be), by what it is ("activity entries"), in order.
     counts: dict[str, int] = field(default_factory=dict)
     bytes_freed: int = 0
-    logs_kept_forever: bool = False
 
     @property
     def anything(self) -> bool:
@@ -50,9 +49,7 @@ def prune(dry_run: bool = False, batch_size: int = BATCH_SIZE, now: datetime | N
     now = now or utcnow()
     report = PruneReport(dry_run)
     logs = prune_session_logs(now, dry_run, batch_size)
-    if logs is None:
-        report.logs_kept_forever = True
-    else:
+    if logs is not None:   # None: session logs are kept forever
         report.counts.update({"sessions' logs": logs.sessions, "activity entries": logs.activity_entries,
                               RUN_LOG_FILES: logs.files})
         report.bytes_freed = logs.bytes
