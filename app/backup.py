@@ -22,6 +22,7 @@ with a message that says so.
 """
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 from dataclasses import dataclass
@@ -33,6 +34,8 @@ from sqlalchemy.engine import Engine
 from app.timeutil import utcnow
 
 WAL_FILES = ("-wal", "-shm")
+# What os.link raises where the file system has no hard links.
+_NO_HARD_LINKS = (errno.EPERM, errno.EOPNOTSUPP)
 
 
 class BackupError(RuntimeError):
@@ -71,10 +74,9 @@ def backup(engine: Engine, target: Path) -> Copy:
     try:
         with engine.connect() as connection:
             revisions = _snapshot(connection.connection.driver_connection, partial, database)
-        os.replace(partial, target)
-    except BaseException:
+        _take_name(partial, target)
+    finally:
         partial.unlink(missing_ok=True)
-        raise
     _sync_dir(target.parent)
     return Copy(target, target.stat().st_size, revisions)
 
@@ -160,6 +162,25 @@ def _new_file(target: Path) -> Path:
     if not os.access(target.parent, os.W_OK):
         raise BackupError(f"{target.parent} cannot be written")
     return target
+
+
+def _take_name(partial: Path, target: Path) -> None:
+    """Give the finished copy its name, unless a file has taken that name
+    since ``_new_file`` looked (a second backup to the same name, started
+    at the same time): a hard link fails then, where a rename would replace
+    that file. ``partial`` is left for the caller to remove."""
+    try:
+        os.link(partial, target)
+    except FileExistsError:
+        raise BackupError(f"{target} already exists: name a new file (a backup never overwrites one)") from None
+    except OSError as exc:
+        if exc.errno not in _NO_HARD_LINKS:
+            raise
+        # A file system without hard links (FAT, some network mounts): a
+        # rename, which only a file made in the last instant could lose to.
+        if target.exists():
+            raise BackupError(f"{target} already exists: name a new file (a backup never overwrites one)") from None
+        os.replace(partial, target)
 
 
 def _checked(connection: sqlite3.Connection, path: Path) -> tuple[str, ...]:

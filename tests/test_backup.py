@@ -100,6 +100,42 @@ def test_a_backup_never_overwrites_and_says_why(app, tmp_path):
     assert nowhere.exit_code == 1 and "is not a directory" in nowhere.output
 
 
+def test_a_backup_loses_to_a_file_that_takes_its_name_while_it_copies(app, tmp_path, monkeypatch):
+    """Two backups to one name, started together: the one that finishes
+    second refuses and leaves the first one's copy as it is."""
+    import app.backup as backup_module
+    (tmp_path / "backups").mkdir()
+    target = tmp_path / "backups" / "copy.db"
+    copy_database = backup_module._snapshot
+
+    def copy_while_another_backup_finishes(source, partial, name):
+        revisions = copy_database(source, partial, name)
+        target.write_text("the other backup")
+        return revisions
+
+    monkeypatch.setattr(backup_module, "_snapshot", copy_while_another_backup_finishes)
+    refused = invoke(app, "backup", target)
+    assert refused.exit_code == 1
+    assert f"Error: {target} already exists: name a new file" in refused.output
+    assert target.read_text() == "the other backup"
+    assert sorted(path.name for path in target.parent.iterdir()) == ["copy.db"]   # no partial copy left
+
+
+def test_a_backup_onto_a_file_system_without_hard_links_still_takes_its_name(app, tmp_path, monkeypatch):
+    import errno
+
+    def no_hard_links(source, target):
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_hard_links)
+    add_events(2)
+    (tmp_path / "backups").mkdir()
+    made = invoke(app, "backup", tmp_path / "backups" / "copy.db")
+    assert made.exit_code == 0, made.output
+    assert events_in(tmp_path / "backups" / "copy.db") == 2
+    assert sorted(path.name for path in (tmp_path / "backups").iterdir()) == ["copy.db"]
+
+
 def test_a_backup_where_there_is_no_database_says_so_and_creates_none(tmp_path):
     """The state directory unset in the operator's shell: not the service's."""
     from app import create_app
