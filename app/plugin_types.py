@@ -154,7 +154,6 @@ class OverviewCard:
     link_endpoint: Optional[str] = None
     position: int = 500
     tone: str = "neutral"      # one of OVERVIEW_TONES
-    extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -162,7 +161,7 @@ class OverviewCard:
     def validate(self) -> None:
         """Raise ``TypeError`` for a field of the wrong type, ``ValueError`` for an unknown tone."""
         _require_types(self, title=str, value=str, detail=str, link_endpoint=(str, type(None)), position=int,
-                       tone=str, extra=dict)
+                       tone=str)
         if self.tone not in OVERVIEW_TONES:
             raise ValueError(f"OverviewCard.tone must be one of {', '.join(OVERVIEW_TONES)}, not {self.tone!r}")
 
