@@ -20,7 +20,7 @@ from app.config import (POSITIVE_INT_SCHEMA, RETENTION_DAYS_SCHEMA, Setting, boo
                         retention_days)
 # Part of the plugin API too: warn_once(log, session_id, kind, message) logs a
 # warning the first time a kind comes up in a session, at debug level after.
-from app.session_warnings import warn_once  # noqa: F401
+from app.session_warnings import IN_ACTIVITY_LOG, session_warner, warn_once  # noqa: F401
 
 OVERVIEW_TONES = ("neutral", "good", "warn", "bad")
 
@@ -90,6 +90,27 @@ class MarkerRecord:
     def validate(self) -> None:
         """Raise ``TypeError`` for a field of the wrong type."""
         _require_types(self, kind=str, label=str, summary=str, stored=bool)
+
+
+class SkippedMarkers:
+    """What a marker parser skipped in one text block (an unknown level or
+    category, no message): pass it as the parser's ``warn``, then add
+    ``records()`` to what ``claudeops_markers`` returns, so that the
+    session's activity log says why the marker was not stored, where the
+    agent wrote it. Each is logged too, the first of a kind per session as a
+    warning (``warn_once``)."""
+
+    def __init__(self, log, run: RunInfo, kind: str):
+        self._warn = session_warner(log, run.session_id, later=IN_ACTIVITY_LOG)
+        self.kind = kind
+        self.messages: list[str] = []
+
+    def __call__(self, warning: str, message: str) -> None:
+        self._warn(warning, message)
+        self.messages.append(message)
+
+    def records(self) -> list[MarkerRecord]:
+        return [MarkerRecord(self.kind, "not stored", message, stored=False) for message in self.messages]
 
 
 class PendingRecords:

@@ -91,9 +91,10 @@ def test_malformed_markers_are_warned_of_once_a_session_and_kind(app, fake_cli, 
     sessions = [run(fake_cli, *flood), run(fake_cli, *flood)]
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "ignoring" in r.getMessage()]
     assert [m.split(": ignoring ")[0] for m in warned] == [f"session {s.id}" for s in sessions for _ in range(3)]
-    assert all(m.endswith("(further ones in this session are logged at debug level)") for m in warned)
+    assert all(m.endswith("(further ones in this session are noted in its activity log only)") for m in warned)
     repeated = [r for r in caplog.records if r.levelno == logging.DEBUG and "ignoring" in r.getMessage()]
     assert len(repeated) == 2 * (3 * 100 - 3)
+    assert [len(warnings(session)) for session in sessions] == [3 * 100, 3 * 100]
 
 
 def test_an_event_limit_counts_per_session(app, fake_cli):
@@ -205,3 +206,28 @@ def test_limits_are_validated_runtime_settings(app, name):
         change({name: 0})
     change({name: 7})
     assert setting(name) == 7
+
+
+def test_a_marker_that_cannot_be_read_is_noted_where_the_agent_wrote_it(app, fake_cli, caplog):
+    """Not only in the service log: the operator reading the session sees
+    why a marker it wrote was not stored, beside the ones that were."""
+    caplog.set_level(logging.DEBUG)
+    session = run(fake_cli,
+                  "[MEMORY:bogus:x] bad category\n[MEMORY:timing:x] Takes 60s to start",
+                  "[EVENT:purple:web] odd level\n[EVENT:info:web] fine",
+                  "[COOLDOWN:reboot:web] success — rebooted",
+                  "[MEMORY:misc] again")
+    assert [m.observation for m in db.session.scalars(select(Memory))] == ["Takes 60s to start"]
+    assert db.session.scalars(select(Event.message).where(Event.level == "info", Event.service == "web")).all() == [
+        "fine"]
+    noted = warnings(session)
+    assert [title for title, _ in noted] == ["memory:not stored", "event:not stored", "cooldown:not stored",
+                                             "memory:not stored"]
+    assert "invalid category 'bogus'" in noted[0][1] and "invalid category 'misc'" in noted[3][1]
+    assert "unknown level 'purple'" in noted[1][1]
+    assert "unknown action 'reboot'" in noted[2][1]
+    # Still in stream order among what was stored.
+    assert markers(session) == ["memory:timing:x created", "event:info:web"]
+    # The service log: the first of each kind as a warning, the rest at debug level.
+    categories = [r.levelno for r in caplog.records if "invalid category" in r.getMessage()]
+    assert categories == [logging.WARNING, logging.DEBUG]

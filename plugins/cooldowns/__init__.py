@@ -20,9 +20,9 @@ from pathlib import Path
 from app.executable import claudeops_command
 from app.hookspecs import hookimpl
 from app.marker_queue import MarkerQueue
-from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection
+from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection, SkippedMarkers
 from app.plugins import call_each
-from app.session_warnings import session_warner, warn_once
+from app.session_warnings import warn_once
 from app.timeutil import utcnow
 from plugins.cooldowns import limits, retention, store
 from plugins.cooldowns.markers import MARKER_TAGS, parse_cooldown_markers
@@ -60,11 +60,12 @@ def claudeops_marker_tags():
 
 @hookimpl
 def claudeops_markers(text, run):
-    markers = parse_cooldown_markers(text, session_warner(log, run.session_id))
+    skipped = SkippedMarkers(log, run, "cooldown")
+    markers = parse_cooldown_markers(text, skipped)
     if not markers:
-        return None
+        return skipped.records() or None
     # Recorded with the rest of the stream's batch, in claudeops_markers_flush.
-    return [QUEUE.add(run, markers)]
+    return [QUEUE.add(run, markers)] + skipped.records()
 
 
 @hookimpl

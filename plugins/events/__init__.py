@@ -12,9 +12,9 @@ from app.db_redaction import redacted_values
 from app.extensions import db
 from app.hookspecs import hookimpl
 from app.plugin_types import (POSITIVE_INT_SCHEMA, RETENTION_DAYS_SCHEMA, DashboardPage, MarkerRecord, OverviewCard,
-                              PromptSection, Setting, positive_int, retention_days)
+                              PromptSection, Setting, SkippedMarkers, positive_int, retention_days)
 from app.runtime import setting
-from app.session_warnings import session_warner, warn_once
+from app.session_warnings import warn_once
 from app.timeutil import utcnow
 from plugins.events import staging
 from plugins.events.markers import MARKER_TAGS, MAX_SERVICE_CHARS, parse_event_markers
@@ -66,9 +66,10 @@ def claudeops_marker_tags():
 
 @hookimpl
 def claudeops_markers(text, run):
-    markers = parse_event_markers(text, session_warner(log, run.session_id))
+    skipped = SkippedMarkers(log, run, "event")
+    markers = parse_event_markers(text, skipped)
     if not markers:
-        return None
+        return skipped.records() or None
     limit = setting(MAX_PER_SESSION)
     # Every event of the session counts, the service's own notices included.
     room = max(0, limit - staging.session_count(run.session_id))
@@ -83,7 +84,7 @@ def claudeops_markers(text, run):
         why = f"{refused} event marker(s) not stored: the session reached {MAX_PER_SESSION}={limit}"
         warn_once(log, run.session_id, "events over the limit", why)
         recorded.append(MarkerRecord("event", "not stored", why, stored=False))
-    return recorded
+    return recorded + skipped.records()
 
 
 @hookimpl(tryfirst=True)

@@ -14,8 +14,8 @@ from sqlalchemy import func, select
 from app.extensions import db
 from app.hookspecs import hookimpl
 from app.runtime import setting
-from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection
-from app.session_warnings import session_warner, warn_once
+from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection, SkippedMarkers
+from app.session_warnings import warn_once
 from plugins.memory import batch, feed, hookspecs, matcher, outcomes, review, settings, store
 from plugins.memory.context import build_memory_context
 from plugins.memory.markers import MARKER_TAGS, parse_memory_markers
@@ -49,11 +49,12 @@ def claudeops_marker_tags():
 @hookimpl
 def claudeops_markers(text, run):
     scored = outcomes.record_markers(text, run)
-    markers = parse_memory_markers(text, session_warner(log, run.session_id))
+    skipped = SkippedMarkers(log, run, "memory")
+    markers = parse_memory_markers(text, skipped)
     if not markers:
-        return scored or None
+        return scored + skipped.records() or None
     longest = settings.max_observation_chars()
-    recorded, kept = scored, []
+    recorded, kept = scored + skipped.records(), []
     for marker in markers:
         if len(marker.observation) > longest:
             why = (f"observation of {len(marker.observation)} characters not stored: "
