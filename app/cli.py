@@ -9,12 +9,14 @@ import threading
 
 import click
 from flask import current_app
-from flask.cli import FlaskGroup, NoAppException, with_appcontext
+from flask.cli import FlaskGroup, NoAppException, ScriptInfo, with_appcontext
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from app import create_app, dbfaults, runtime
 from app.backup_cli import backup_command, restore_command
 from app.config import TIERS, ConfigError
+from app.database_url import shown_url
 from app.plugins import PluginError
 from app.portable_text import is_unicode
 
@@ -55,13 +57,15 @@ class ClaudeOpsGroup(FlaskGroup):
 
     def invoke(self, ctx):
         """A command's failure that the operator can act on, in a line:
-        a database not migrated to this version, a value on the command line
-        that is not UTF-8 text (Python carries its bytes as lone surrogates,
-        which no database or file takes). Any other error keeps its traceback."""
+        a database not migrated to this version, or that no command can use
+        (not a database, read-only, its disk full, its server down), a value
+        on the command line that is not UTF-8 text (Python carries its bytes
+        as lone surrogates, which no database or file takes). Any other error
+        keeps its traceback."""
         try:
             return super().invoke(ctx)
         except SQLAlchemyError as exc:
-            advice = dbfaults.schema_behind(exc)
+            advice = dbfaults.schema_behind(exc) or _unusable_database(ctx, exc)
             if advice is None:
                 raise
             raise click.ClickException(advice) from None
@@ -79,6 +83,15 @@ class ClaudeOpsGroup(FlaskGroup):
             from flask_migrate.cli import db
             self.add_command(db, "db")
             self._loaded_plugin_commands = True
+
+
+def _unusable_database(ctx: click.Context, exc: SQLAlchemyError) -> str | None:
+    fault = dbfaults.unusable(exc)
+    if fault is None:
+        return None
+    # The command's app context is gone by now; the app it ran in is kept.
+    app = ctx.ensure_object(ScriptInfo).load_app()
+    return f"cannot use the database {shown_url(make_url(app.config['SQLALCHEMY_DATABASE_URI']))}: {fault}"
 
 
 @click.group(cls=ClaudeOpsGroup)

@@ -66,6 +66,24 @@ def schema_behind(exc: BaseException) -> Optional[str]:
             "`claudeops db upgrade heads` (`claudeops serve`, `scheduler` and `run` do it when they start)")
 
 
+# SQLite's words for a file it cannot read as a database at all: not one
+# (a wrong path, a file overwritten), or one damaged past reading.
+_SQLITE_NOT_A_DATABASE = ("file is not a database", "database disk image is malformed")
+
+
+def unusable(exc: BaseException) -> Optional[str]:
+    """What is wrong with the database if ``exc`` says that no command can
+    use it (it cannot store anything, or it is not a database), else
+    ``None``: a mistake in one query is not the database's fault."""
+    fault = storage_fault(exc)
+    if fault or not isinstance(exc, SQLAlchemyError) or not isinstance(getattr(exc, "orig", None), sqlite3.Error):
+        return fault
+    if any(needle in str(exc.orig).lower() for needle in _SQLITE_NOT_A_DATABASE):
+        return (f"the file is not a SQLite database, or is damaged ({exc.orig}); `claudeops restore` puts a "
+                "backup in its place")
+    return None
+
+
 def describe(exc: BaseException) -> str:
     """One line for a session's status reason or a log message."""
     fault = storage_fault(exc)

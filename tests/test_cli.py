@@ -159,6 +159,29 @@ def test_a_command_on_a_database_not_migrated_yet_says_how_to_migrate_it(tmp_pat
         assert "run `claudeops db upgrade heads`" in result.stderr and "Traceback" not in result.stderr
 
 
+def test_a_database_file_that_is_not_a_database_is_a_clear_error_for_every_command(tmp_path):
+    database = tmp_path / "ops.db"
+    database.write_text("not a database: a file overwritten, or the wrong path\n" * 20)
+    env = dict(claudeops_env(tmp_path), CLAUDEOPS_DATABASE_URL=f"sqlite:///{database}")
+    for command in (["memories", "list"], ["memories", "add", "--category", "timing", "x"], ["cooldowns", "list"],
+                    ["prune"], ["db", "current"], ["db", "upgrade", "heads"], ["run"]):
+        result = subprocess.run([str(CLAUDEOPS), *command], env=env, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 1, command
+        assert (f"Error: cannot use the database sqlite:///{database}: the file is not a SQLite database, or is "
+                "damaged (file is not a database)") in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_a_database_that_cannot_be_opened_is_a_clear_error(tmp_path):
+    missing = tmp_path / "not-there" / "ops.db"
+    env = dict(claudeops_env(tmp_path), CLAUDEOPS_DATABASE_URL=f"sqlite:///{missing}")
+    for command in (["memories", "list"], ["db", "current"]):
+        result = subprocess.run([str(CLAUDEOPS), *command], env=env, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 1, command
+        assert f"Error: cannot use the database sqlite:///{missing}: the database file cannot be opened" in result.stderr
+        assert "Traceback" not in result.stderr
+
+
 def test_a_value_that_is_not_utf8_on_the_command_line_is_refused_in_a_line_and_stores_nothing(tmp_path):
     env = claudeops_env(tmp_path)
     subprocess.run([str(CLAUDEOPS), "db", "upgrade", "heads"], env=env, capture_output=True, check=True, timeout=60)
