@@ -13,7 +13,7 @@ from flask.cli import FlaskGroup, NoAppException, ScriptInfo, with_appcontext
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
-from app import create_app, dbfaults, runtime
+from app import create_app, dbfaults, runtime, standard_output
 from app.backup_cli import backup_command, restore_command
 from app.config import TIERS, ConfigError
 from app.database_url import shown_url
@@ -54,6 +54,10 @@ class ClaudeOpsGroup(FlaskGroup):
         super().__init__(create_app=_create_app, add_default_commands=False,
                          add_version_option=False, load_dotenv=False, set_debug_flag=False, **kwargs)
         self.params = [p for p in self.params if p.name not in {"env_file", "app", "debug"}]
+
+    def main(self, *args, **kwargs):
+        standard_output.name_write_errors()   # `> /dev/full`: a line, not a traceback from where it printed
+        return super().main(*args, **kwargs)
 
     def invoke(self, ctx):
         """A command's failure that the operator can act on, in a line:

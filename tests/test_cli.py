@@ -182,6 +182,20 @@ def test_a_database_that_cannot_be_opened_is_a_clear_error(tmp_path):
         assert "Traceback" not in result.stderr
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full, whose every write fails")
+@pytest.mark.parametrize("unbuffered", ["", "1"])
+def test_output_that_cannot_be_written_is_a_clear_error(tmp_path, unbuffered):
+    env = dict(claudeops_env(tmp_path), PYTHONUNBUFFERED=unbuffered)
+    subprocess.run([str(CLAUDEOPS), "db", "upgrade", "heads"], env=env, capture_output=True, check=True, timeout=60)
+    with open("/dev/full", "w") as full:
+        for command in (["--help"], ["config"], ["memories", "add", "--category", "timing", "x"],
+                        ["memories", "export"], ["memories", "export", "--format", "markdown"]):
+            result = subprocess.run([str(CLAUDEOPS), *command], env=env, stdout=full, stderr=subprocess.PIPE,
+                                    text=True, timeout=60)
+            assert result.returncode == 1, command
+            assert result.stderr == "Error: cannot write to standard output: No space left on device\n", command
+
+
 def test_a_value_that_is_not_utf8_on_the_command_line_is_refused_in_a_line_and_stores_nothing(tmp_path):
     env = claudeops_env(tmp_path)
     subprocess.run([str(CLAUDEOPS), "db", "upgrade", "heads"], env=env, capture_output=True, check=True, timeout=60)
