@@ -4,6 +4,7 @@ import that reinforces instead of duplicating."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from sqlalchemy import delete, func, select
@@ -251,6 +252,22 @@ def test_cli_import_of_a_file_that_is_not_utf8_says_so(app, tmp_path):
     result = app.test_cli_runner().invoke(main, ["memories", "import", str(path)])
     assert result.exit_code == 1 and result.exception.__class__ is SystemExit
     assert f"Error: {path} is not UTF-8 text (byte 47 is not), so not an export" in result.output
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full, whose every write fails")
+@pytest.mark.parametrize("fmt", ["json", "markdown"])
+def test_cli_export_to_a_file_that_cannot_be_written_says_so(app, fmt):
+    seed()
+    result = app.test_cli_runner().invoke(main, ["memories", "export", "--format", fmt, "-o", "/dev/full"])
+    assert result.exit_code == 1 and result.exception.__class__ is SystemExit
+    assert result.output == "Error: cannot write /dev/full: No space left on device\n"
+
+
+@pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="needs /proc/self/mem, whose first page cannot be read")
+def test_cli_import_of_a_file_that_cannot_be_read_says_so(app):
+    result = app.test_cli_runner().invoke(main, ["memories", "import", "/proc/self/mem"])
+    assert result.exit_code == 1 and result.exception.__class__ is SystemExit
+    assert result.output == "Error: cannot read /proc/self/mem: Input/output error\n"
 
 
 # ------------------------------------------------------------ the dashboard

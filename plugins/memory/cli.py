@@ -2,6 +2,7 @@
 reject), and show the context the next session will be given."""
 from __future__ import annotations
 
+import contextlib
 import json
 
 import click
@@ -168,10 +169,23 @@ def export(fmt, output):
     """Write every memory, active or not, to a file."""
     from plugins.memory import portability
     if fmt == "json":
-        json.dump(portability.export_json(), output, indent=2, ensure_ascii=False)
-        output.write("\n")
+        text = json.dumps(portability.export_json(), indent=2, ensure_ascii=False) + "\n"
     else:
-        output.write(portability.export_markdown())
+        text = portability.export_markdown()
+    _write(output, text)
+
+
+def _write(output, text: str) -> None:
+    """Write and flush now, so that a failure (a full disk) is told with the
+    file's name; left to click's close, it would be a traceback."""
+    try:
+        output.write(text)
+        output.flush()
+    except OSError as exc:
+        with contextlib.suppress(OSError):   # the close to come would try the same write again
+            output.close()
+        raise click.ClickException(f"cannot write {click.format_filename(output.name)}: {exc.strerror or exc}") \
+            from None
 
 
 @memories.command("import")
@@ -187,6 +201,8 @@ def import_(source, fmt):
         text = source.read()
     except UnicodeDecodeError as exc:
         raise click.ClickException(f"{name} is not UTF-8 text (byte {exc.start} is not), so not an export") from None
+    except OSError as exc:   # a failing disk, a file that cannot be read once opened
+        raise click.ClickException(f"cannot read {name}: {exc.strerror or exc}") from None
     try:
         entries = portability.parse(text, fmt)
         report = portability.import_entries(entries, source=name)
