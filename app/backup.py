@@ -237,8 +237,11 @@ def _snapshot(source: sqlite3.Connection, target: Path, name: Path) -> tuple[str
     _create_private(target)
     destination = sqlite3.connect(target)
     try:
-        source.backup(destination)
-        destination.execute("PRAGMA journal_mode=DELETE")   # one file, whatever the source's mode
+        try:
+            source.backup(destination)
+            destination.execute("PRAGMA journal_mode=DELETE")   # one file, whatever the source's mode
+        except sqlite3.OperationalError as exc:   # the copy's disk is full, or fails
+            raise BackupError(f"cannot copy {name} into {target.parent}: {exc}") from None
         revisions = _checked(destination, name)
     finally:
         destination.close()
