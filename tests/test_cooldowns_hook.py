@@ -169,6 +169,14 @@ def test_an_unknown_session_is_recorded_without_one(state):
     assert rows(state.app) == [("nginx", "restart", "pending", "systemctl restart nginx.service", None, 2)]
 
 
+def test_a_session_or_tier_no_session_manager_sets_is_recorded_as_none(state):
+    for session_id, tier in (("99999999999999999999999", "-5"), ("9223372036854775808", "99999999999999999999")):
+        result = state(pre_tool_use("systemctl restart nginx.service"), CLAUDEOPS_SESSION_ID=session_id,
+                       CLAUDEOPS_TIER=tier)
+        assert result.returncode == 0 and result.stdout == "" and "Traceback" not in result.stderr
+    assert rows(state.app) == [("nginx", "restart", "pending", "systemctl restart nginx.service", None, None)] * 2
+
+
 def test_the_command_in_the_cli_settings_runs_the_check(state):
     settings = cooldowns.claudeops_cli_settings(run=None)
     (matcher,) = settings["hooks"]["PreToolUse"]

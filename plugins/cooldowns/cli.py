@@ -8,20 +8,26 @@ import sys
 import click
 from flask import current_app
 
+from app.config import TIERS
 from app.extensions import db
 from app.redaction import include_withheld
 from app.timeutil import isoformat
+from app.web.row_ids import MAX_ROW_ID
 from plugins.cooldowns import gate, store
 from plugins.cooldowns.commands import normalise_service
 from plugins.cooldowns.limits import ACTIONS, current_limits, describe, normalise_action
 from plugins.cooldowns.models import OUTCOMES
 
 
-def _int_env(name: str):
+def _int_env(name: str, allowed: range):
+    """A number the session manager set, or None when unset or one no
+    session manager sets: a session id beyond the id column's range made
+    the database refuse the check, and the hook deny the command."""
     try:
-        return int(os.environ[name])
+        value = int(os.environ[name])
     except (KeyError, ValueError):
         return None
+    return value if value in allowed else None
 
 
 @click.group()
@@ -82,7 +88,8 @@ def check_tool():
     CLAUDEOPS_TIER name the session the allowed or denied action is recorded
     for. Always exits 0: a denial is the printed decision."""
     include_withheld(current_app)   # the commands it records may hold the service's own secrets
-    caller = gate.Caller(session_id=_int_env("CLAUDEOPS_SESSION_ID"), tier=_int_env("CLAUDEOPS_TIER"))
+    caller = gate.Caller(session_id=_int_env("CLAUDEOPS_SESSION_ID", range(1, MAX_ROW_ID + 1)),
+                         tier=_int_env("CLAUDEOPS_TIER", range(min(TIERS), max(TIERS) + 1)))
     reason = gate.check(sys.stdin.read(), caller)
     if reason:
         click.echo(gate.deny_output(reason))
