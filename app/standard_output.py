@@ -54,5 +54,6 @@ def name_write_errors() -> None:
     if stdout is None or stdout is not sys.__stdout__ or not isinstance(stdout, io.TextIOWrapper):
         return
     stdout.flush()
+    # Buffered as it was: with PYTHONUNBUFFERED (a service's log), every write goes out at once.
     sys.stdout = io.TextIOWrapper(_NamedOutput(stdout.buffer), encoding=stdout.encoding, errors=stdout.errors,
-                                  line_buffering=stdout.line_buffering)
+                                  line_buffering=stdout.line_buffering, write_through=stdout.write_through)
