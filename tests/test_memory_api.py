@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from app.extensions import db
 from tests.memory_helpers import add_memory, all_memories, new_run
 
 API = "/api/v1/memories"
@@ -35,6 +36,8 @@ def test_create_defaults_and_clamps(client):
     ({"category": "timing", "observation": "x" * 2001}, "the limit is 2000"),
     ({"category": "timing", "observation": "x", "confidence": "high"}, "confidence must be a number"),
     ({"category": "timing", "observation": "x", "confidence": True}, "confidence must be a number"),
+    ({"category": "timing", "observation": "x", "confidence": "0.5"},
+     "confidence must be a number from 0 to 1, not a string '0.5'"),
     ({"category": "timing", "observation": "x", "service": "no spaces please"}, "service must be"),
     ({"category": "timing", "observation": "x", "session_id": 3}, "unknown field(s): session_id"),
     ({"category": "timing", "observation": "x", "confidence": 10**400}, "confidence must be a finite number"),
@@ -45,6 +48,21 @@ def test_create_errors(client, body, message):
     assert response.status_code == 400, response.get_json()
     assert message in response.get_json()["error"]
     assert all_memories() == []
+
+
+def test_a_confidence_sent_as_text_is_refused_by_every_endpoint_that_takes_one(app, client):
+    """JSON has numbers: a quoted one is a client's mistake the OpenAPI
+    document's ``type: number`` refuses too, not a value to guess at."""
+    memory = add_memory("Jellyfin starts slowly", service="jellyfin", category="timing", confidence=0.6)
+    proposed = add_memory("Caddy waits for WireGuard", service="caddy", category="dependency")
+    proposed.status = "proposed"
+    db.session.commit()
+    for method, url in ((client.put, f"{API}/{memory.id}"), (client.post, f"{API}/{proposed.id}/approve")):
+        response = method(url, json={"confidence": "0.9"})
+        assert response.status_code == 400, response.get_json()
+        assert response.get_json()["error"] == "confidence must be a number from 0 to 1, not a string '0.9'"
+    db.session.expire_all()
+    assert (memory.confidence, proposed.confidence, proposed.status) == (0.6, 0.7, "proposed")
 
 
 def test_wrong_content_type_is_415(client):

@@ -28,9 +28,19 @@ def _get(memory_id: int) -> Memory:
 
 
 def _only(body: dict, allowed: set[str]) -> None:
+    """The body holds only ``allowed`` fields, a confidence as a number."""
     unknown = sorted(set(body) - allowed)
     if unknown:
         raise ApiError(f"unknown field(s): {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}")
+    confidence = body.get("confidence")
+    # A form's text is read as a number (store.parse_confidence); in JSON a
+    # number is written as one, as the OpenAPI document says.
+    if confidence is not None and (isinstance(confidence, bool) or not isinstance(confidence, (int, float))):
+        raise ApiError(f"confidence must be a number from 0 to 1, not {_json_type(confidence)} {confidence!r:.40}")
+
+
+def _json_type(value) -> str:
+    return {bool: "a boolean", str: "a string", list: "an array", dict: "an object"}.get(type(value), "a value")
 
 
 def _active_arg():
