@@ -46,7 +46,8 @@ def test_trigger_defaults_to_tier_one_without_a_prompt(client):
     ({"prompt": "x" * 20001}, "the limit is 20000"),
     ({"prompt": "half a pair \udcff"}, "prompt must be text"),
     ({"promt": "typo"}, "unknown field(s): promt"),
-    ([1, 2], "must be a JSON object"),
+    ([1, 2], "the body must be a JSON object, not an array"),
+    ("prompt", "the body must be a JSON object, not a string"),
 ])
 def test_trigger_rejects_bad_bodies(client, body, message):
     response = client.post("/api/v1/sessions/trigger", json=body)
@@ -59,8 +60,16 @@ def test_trigger_needs_json(client):
                            content_type="application/x-www-form-urlencoded")
     assert response.status_code == 415
     assert response.get_json()["error"].startswith("send a JSON body")
-    response = client.post("/api/v1/sessions/trigger", data="{not json", content_type="application/json")
+    # What is wrong with it, and where: not that it is no object.
+    response = client.post("/api/v1/sessions/trigger", data='{"prompt": "x"', content_type="application/json")
     assert response.status_code == 400
+    assert response.get_json()["error"] == ("the body is not valid JSON: Expecting ',' delimiter: "
+                                            "line 1 column 15 (char 14)")
+    response = client.post("/api/v1/sessions/trigger", data=b'{"prompt": "\xff"}', content_type="application/json")
+    assert response.status_code == 400
+    assert response.get_json()["error"].startswith("the body is not valid JSON: 'utf-8' codec can't decode byte 0xff")
+    response = client.post("/api/v1/sessions/trigger", data=" ", content_type="application/json")
+    assert response.status_code == 400 and response.get_json()["error"] == "the body is empty: send a JSON object"
 
 
 def test_pagination(client):

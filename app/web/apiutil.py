@@ -1,6 +1,7 @@
 """Helpers for JSON API endpoints, the host's and plugins' alike."""
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -64,15 +65,33 @@ def json_body() -> dict[str, Any]:
     not an object, or holding a NUL character)."""
     if not request.is_json:
         raise ApiError("send a JSON body with Content-Type: application/json", 415)
+    data = request.get_data(cache=True)
+    if not data.strip():
+        raise ApiError("the body is empty: send a JSON object")
     try:
-        body = request.get_json(silent=True)
-    except RecursionError:   # the parser gives up on very deep nesting; silent= only covers ValueError
+        body = json.loads(data)
+    except ValueError as exc:   # not JSON (the parser says where), or not UTF-8
+        raise ApiError(f"the body is not valid JSON: {exc}") from None
+    except RecursionError:   # the parser gives up on very deep nesting
         raise ApiError("the body is nested too deeply") from None
     if not isinstance(body, dict):
-        raise ApiError("the body must be a JSON object")
+        raise ApiError(f"the body must be a JSON object, not {json_kind(body)}")
     if _holds_nul(body):
         raise ApiError("the body must not contain NUL characters (\\u0000)")
     return body
+
+
+def json_kind(value: Any) -> str:
+    """What a parsed JSON value is, in JSON's words, for a message."""
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, dict):
+        return "an object"
+    if value is None:
+        return "null"
+    return "a boolean" if isinstance(value, bool) else "a number"
 
 
 def reject_nul_in_query() -> None:

@@ -8,7 +8,7 @@ from sqlalchemy import select
 
 from app.extensions import db
 from app.runtime import setting
-from app.web.apiutil import ApiError, json_body, json_error, page, pagination
+from app.web.apiutil import ApiError, json_body, json_error, json_kind, page, pagination
 from plugins.memory import queries, review, store
 from plugins.memory.models import Memory, MemoryHistory
 
@@ -36,11 +36,7 @@ def _only(body: dict, allowed: set[str]) -> None:
     # A form's text is read as a number (store.parse_confidence); in JSON a
     # number is written as one, as the OpenAPI document says.
     if confidence is not None and (isinstance(confidence, bool) or not isinstance(confidence, (int, float))):
-        raise ApiError(f"confidence must be a number from 0 to 1, not {_json_type(confidence)} {confidence!r:.40}")
-
-
-def _json_type(value) -> str:
-    return {bool: "a boolean", str: "a string", list: "an array", dict: "an object"}.get(type(value), "a value")
+        raise ApiError(f"confidence must be a number from 0 to 1, not {json_kind(confidence)} {confidence!r:.40}")
 
 
 def _active_arg():
