@@ -442,12 +442,18 @@ def test_state_changing_forms_need_the_csrf_token(tmp_path):
     refused = client.post("/login", data={"password": PASSWORD})   # login CSRF too
     assert (refused.status_code, refused.headers["Location"]) == (303, "/")
     assert client.post("/login", data={"password": PASSWORD, "csrf_token": token_from("/login")}).status_code == 302
-    refused = client.post("/sessions/run", data={"tier": "1", "prompt": "x"},
-                          headers={"Referer": "http://localhost/sessions"})
+    refused = client.post("/sessions/1/stop", headers={"Referer": "http://localhost/sessions"})
     assert (refused.status_code, refused.headers["Location"]) == (303, "/sessions")
-    assert sessions() == 0
     assert "This page is out of date" in client.get("/sessions").get_data(as_text=True)   # said once, there
     assert "This page is out of date" not in client.get("/sessions").get_data(as_text=True)
+    # Run now's request, typed at length perhaps, is not lost with the page: it is shown again.
+    refused = client.post("/sessions/run", data={"tier": "2", "prompt": "Check <jellyfin> again"},
+                          headers={"Referer": "http://localhost/sessions"})
+    assert refused.status_code == 400
+    page = refused.get_data(as_text=True)
+    assert "This page is out of date" in page
+    assert ">\nCheck &lt;jellyfin&gt; again</textarea>" in page and '<option value="2" selected>' in page
+    assert sessions() == 0
     # An HTMX button of a page whose token no longer holds is told so in plain text.
     stale = client.post("/memories", headers={"HX-Request": "true", "X-CSRFToken": "stale"},
                         data={"category": "timing", "observation": "x"})

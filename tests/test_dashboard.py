@@ -270,11 +270,19 @@ def test_the_sessions_list_shows_the_start_of_a_long_request(client):
 
 
 def test_run_now_rejects_a_bad_tier_with_a_message(client):
-    response = client.post("/sessions/run", data={"tier": "9"}, follow_redirects=True)
-    assert "Not queued: tier must be one of" in response.get_data(as_text=True)
+    response = client.post("/sessions/run", data={"tier": "9", "prompt": "Look at the <nas>"})
+    assert response.status_code == 400
+    html = response.get_data(as_text=True)
+    assert "Not queued: tier must be 1, 2 or 3, not &#39;9&#39;" in html
+    # The form as it was sent: a request typed at length is not lost to a refusal.
+    assert ">\nLook at the &lt;nas&gt;</textarea>" in html
     for tier in ("abc", "1.5", "", "²"):   # not a number: the same message, not Python's own
-        html = client.post("/sessions/run", data={"tier": tier}, follow_redirects=True).get_data(as_text=True)
-        assert "Not queued: tier must be one of [1, 2, 3]" in html and "invalid literal" not in html, tier
+        html = client.post("/sessions/run", data={"tier": tier}).get_data(as_text=True)
+        assert "Not queued: tier must be 1, 2 or 3, not" in html and "invalid literal" not in html, tier
+    long_request = "x" * 20_001
+    html = client.post("/sessions/run", data={"tier": "3", "prompt": long_request}).get_data(as_text=True)
+    assert "the limit is 20000" in html and f">\n{long_request}</textarea>" in html
+    assert '<option value="3" selected>' in html
     assert db.session.scalar(select(Session)) is None
 
 
@@ -382,9 +390,10 @@ def test_an_events_page_older_than_every_event_says_so_and_leads_to_the_oldest(c
 def test_forms_need_a_csrf_token(tmp_path):
     app = make_app(tmp_path, WTF_CSRF_ENABLED=True)
     client = app.test_client()
-    assert client.post("/sessions/run", data={"tier": "1"}).status_code == 303   # back, with a message
+    refused = client.post("/sessions/run", data={"tier": "1"})
+    assert refused.status_code == 400   # the page again, with a message and the form as sent
+    assert "This page is out of date" in refused.get_data(as_text=True)
     page = client.get("/sessions").get_data(as_text=True)
-    assert "This page is out of date" in page
     token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
     assert client.post("/sessions/run", data={"tier": "1", "csrf_token": token}).status_code == 302
     # HTMX requests carry the token in a header, from the layout's hx-headers.

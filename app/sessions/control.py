@@ -33,7 +33,8 @@ class ControlError(Exception):
 def enqueue(tier: int = 1, prompt: str | None = None, trigger: str = "api", parent_id: int | None = None,
             escalation_reason: str | None = None) -> Session:
     if tier not in TIERS:
-        raise ControlError(f"tier must be one of {sorted(TIERS)}, not {tier!r}")
+        numbers = [str(number) for number in sorted(TIERS)]
+        raise ControlError(f"tier must be {', '.join(numbers[:-1])} or {numbers[-1]}, not {tier!r}")
     if trigger not in TRIGGERS:
         raise ControlError(f"unknown trigger {trigger!r}")
     session = Session(tier=tier, prompt=checked_prompt(prompt), trigger=trigger, status=QUEUED, created_at=utcnow(),

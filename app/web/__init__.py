@@ -18,6 +18,7 @@ from app.timeutil import isoformat
 from app.web.apiutil import ApiError, json_error, reject_nul_in_query
 from app.web.headers import register_security_headers
 from app.web.htmx import is_htmx
+from app.web.refused_forms import page_with_typed_text
 from app.web.row_ids import RowIdConverter
 
 log = logging.getLogger(__name__)
@@ -125,6 +126,9 @@ def _register_error_handlers(app: Flask) -> None:
             log.info("refused %s %s: %s", request.method, request.path, exc.description)
         if is_htmx():
             return Response(message, 400, mimetype="text/plain")
+        again = page_with_typed_text(message)
+        if again is not None:
+            return again
         flash(message, "error")
         return redirect(page_of(request.referrer), 303)
 

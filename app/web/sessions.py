@@ -3,6 +3,7 @@ activity log, Run now and Stop."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Optional
 
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 from sqlalchemy import func, select
@@ -14,6 +15,7 @@ from app.sessions import control, escalation
 from app.timeutil import utcnow
 from app.web.htmx import is_htmx, render_page
 from app.web.paging import page_number
+from app.web.refused_forms import keeps_typed_text
 from app.web.row_ids import bounded_row_id
 
 sessions = Blueprint("sessions", __name__)
@@ -31,12 +33,17 @@ ESCALATION_WAIT = timedelta(seconds=3)
 
 @sessions.get("/sessions")
 def index():
+    return _list_page()
+
+
+def _list_page(draft: Optional[dict] = None):
+    """The list; ``draft``: what a refused Run now form sent, to show in it again."""
     page = page_number(PAGE_SIZE)
     total = db.session.scalar(select(func.count()).select_from(Session))
     rows = db.session.scalars(select(Session).order_by(Session.id.desc())
                               .limit(PAGE_SIZE).offset((page - 1) * PAGE_SIZE)).all()
     return render_page("sessions/list.html", "sessions/_rows.html", sessions=rows, page=page,
-                       total=total, page_size=PAGE_SIZE, tiers=TIERS)
+                       total=total, page_size=PAGE_SIZE, tiers=TIERS, draft=draft or {})
 
 
 @sessions.get("/sessions/<int:session_id>")
@@ -89,10 +96,20 @@ def run_now():
     try:
         session = control.enqueue(tier=tier, prompt=request.form.get("prompt"), trigger="dashboard")
     except control.ControlError as exc:
-        flash(f"Not queued: {exc}", "error")
-        return redirect(url_for("sessions.index"))
+        return _run_now_refused(f"Not queued: {exc}")
     flash(_queued_message(session), "info")
     return redirect(url_for("sessions.detail", session_id=session.id))
+
+
+def _run_now_refused(message: str):
+    """The list again, not a redirect to it: the form keeps the request typed."""
+    flash(message, "error")
+    response = _list_page(draft={"tier": request.form.get("tier", ""), "prompt": request.form.get("prompt", "")})
+    response.status_code = 400
+    return response
+
+
+keeps_typed_text("sessions.run_now", _run_now_refused)
 
 
 def _queued_message(session: Session) -> str:
