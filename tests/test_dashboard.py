@@ -87,6 +87,26 @@ def test_the_sessions_list_past_its_last_page_says_so_and_leads_back(client):
     empty = client.get("/sessions?page=1")
     assert empty.status_code == 200 and "No sessions on this page" not in empty.get_data(as_text=True)
 
+
+def test_past_the_last_page_newer_leads_to_the_last_page(client):
+    from tests.memory_helpers import add_memory
+    from plugins.memory.views import PAGE_SIZE as MEMORY_PAGE
+    from app.web.sessions import PAGE_SIZE as SESSION_PAGE
+    for n in range(SESSION_PAGE + 1):
+        add_session(prompt=f"request {n}")
+    far = client.get("/sessions?page=999").get_data(as_text=True)
+    assert re.findall(r'<a href="([^"]+)">← newer</a>', far) == ["/sessions?page=2"]
+    assert "page 999 of" not in far and "page 2 of 2" in client.get("/sessions?page=2").get_data(as_text=True)
+    for n in range(MEMORY_PAGE + 1):
+        add_memory(f"Observation {n}")
+    for headers in ({}, {"HX-Request": "true"}):   # the page, and its poll
+        far = " ".join(client.get("/memories?page=999", headers=headers).get_data(as_text=True).split())
+        assert "No memories yet" not in far and f"No memories on this page (there are {MEMORY_PAGE + 1})." in far
+        assert re.findall(r'hx-get="([^"]+)"[^>]*>← newer', far) == ["/memories?page=2"]
+        assert "page 999" not in far
+    filtered = " ".join(client.get("/memories?page=999&q=Observation").get_data(as_text=True).split())
+    assert f"No memories on this page (there are {MEMORY_PAGE + 1} matching these filters)." in filtered
+
 def test_bulk_takes_only_ascii_digits_as_ids(client):
     from tests.memory_helpers import add_memory, all_memories
     memory = add_memory("Takes 60s to start")
