@@ -302,3 +302,23 @@ def test_an_export_from_before_review_imports_as_approved_and_a_bad_status_is_re
     with pytest.raises(portability.ImportRefused, match="memory 1: status must be one of approved, proposed, rejected"):
         portability.parse_json(document)
     assert db.session.scalar(select(Memory.id).where(Memory.status != "approved")) is None
+
+
+def test_a_memorys_page_names_its_review_state_as_the_list_does(app, client):
+    """A rejected memory keeps its active flag (for an approval later) but is
+    given to no session: its page says rejected, not "active"."""
+    rejected, proposed = proposals(JELLYFIN, NAS)
+    review.reject(rejected, "not true here")
+    approved = add_memory("Needs its database before the web tier", service="gitea")
+    db.session.commit()
+
+    def status(memory: Memory) -> str:
+        page = client.get(f"/memories/{memory.id}").get_data(as_text=True)
+        return re.search(r"<dt>Status</dt><dd>(.*?)</dd>", page).group(1)
+
+    assert status(rejected) == "rejected: kept for audit, given to no session"
+    assert status(proposed) == "proposed: awaiting review, given to no session until approved"
+    assert status(approved) == "active"
+    approved.active = False
+    db.session.commit()
+    assert status(approved) == "inactive: given to no session"
