@@ -24,7 +24,12 @@ log = logging.getLogger(__name__)
 
 
 class SettingError(ValueError):
-    """A change /config cannot take; the message names the setting."""
+    """Changes /config cannot take; the message names each setting and what
+    is wrong with it, ``problems`` the same by setting."""
+
+    def __init__(self, problems: dict[str, str]):
+        super().__init__("; ".join(problems.values()))
+        self.problems = problems
 
 
 def declared() -> tuple[Setting, ...]:
@@ -103,23 +108,7 @@ def overrides() -> dict[str, str]:
 def change(values: dict[str, Any]) -> None:
     """Validate every change first; store all or nothing. ``None`` removes a
     change (the environment's value holds again)."""
-    parsed: dict[str, str | None] = {}
-    for name, raw in values.items():
-        spec = _runtime(name)
-        if spec is None:
-            known = ", ".join(s.name for s in runtime_settings())
-            raise SettingError(f"{name} cannot be changed at run time; these can: {known}")
-        if raw is None:
-            parsed[name] = None
-            continue
-        text = str(raw).lower() if isinstance(raw, bool) else str(raw)
-        if "\x00" in text:   # it would reach a process's argv or environment, which cannot hold one
-            raise SettingError(f"{name} must not contain NUL characters")
-        try:
-            spec.parse(text)
-        except ValueError as exc:
-            raise SettingError(f"{name}={text!r}: {exc}") from None
-        parsed[name] = text
+    parsed = checked(values)
     for name, text in parsed.items():
         row = db.session.get(RuntimeSetting, name)
         if text is None:
@@ -131,6 +120,35 @@ def change(values: dict[str, Any]) -> None:
             row.value, row.updated_at = text, utcnow()
     db.session.commit()
     forget_cached()
+
+
+def checked(values: dict[str, Any]) -> dict[str, str | None]:
+    """Each change as stored (its text, or ``None`` to remove it), once
+    every one is valid; ``SettingError`` naming every one that is not."""
+    parsed: dict[str, str | None] = {}
+    problems: dict[str, str] = {}   # every one, so that a form is corrected in one go
+    for name, raw in values.items():
+        spec = _runtime(name)
+        if spec is None:
+            known = ", ".join(s.name for s in runtime_settings())
+            problems[name] = f"{name} cannot be changed at run time; these can: {known}"
+            continue
+        if raw is None:
+            parsed[name] = None
+            continue
+        text = str(raw).lower() if isinstance(raw, bool) else str(raw)
+        if "\x00" in text:   # it would reach a process's argv or environment, which cannot hold one
+            problems[name] = f"{name} must not contain NUL characters"
+            continue
+        try:
+            spec.parse(text)
+        except ValueError as exc:
+            problems[name] = f"{name}={text!r}: {exc}"
+            continue
+        parsed[name] = text
+    if problems:
+        raise SettingError(problems)
+    return parsed
 
 
 def _runtime(name: str) -> Setting | None:

@@ -97,6 +97,18 @@ def test_runtime_change_is_in_force_at_once_and_after_a_restart(tmp_path, fake_c
         assert time.monotonic() - started <= runtime.CACHE_SECONDS + 0.5
 
 
+def test_every_bad_change_is_named_in_one_answer(client):
+    response = client.put("/api/v1/config", json={"CLAUDEOPS_INTERVAL": "600", "CLAUDEOPS_TIER1_MODEL": "other",
+                                                  "CLAUDEOPS_MEMORY_BUDGET": 0, "CLAUDEOPS_STATE_DIR": "/tmp"})
+    assert response.status_code == 400
+    error = response.get_json()["error"]
+    assert error.startswith("CLAUDEOPS_INTERVAL must be a whole number (a JSON integer)")
+    assert error.index("; CLAUDEOPS_MEMORY_BUDGET='0': must be from 1") < error.index(
+        "; CLAUDEOPS_STATE_DIR cannot be changed at run time")
+    assert "CLAUDEOPS_TIER1_MODEL" not in error.split("these can:")[0]
+    assert config_of(client)["CLAUDEOPS_TIER1_MODEL"]["value"] == "haiku"
+
+
 @pytest.mark.parametrize("body, message", [
     ({"CLAUDEOPS_STATE_DIR": "/tmp"}, "CLAUDEOPS_STATE_DIR cannot be changed at run time"),
     ({"CLAUDEOPS_INTERVAL": "soon"}, "CLAUDEOPS_INTERVAL must be a whole number (a JSON integer)"),
@@ -137,10 +149,20 @@ def test_config_page_form_changes_and_resets(client):
     response = client.post("/config", data={"CLAUDEOPS_INTERVAL": "abc", "CLAUDEOPS_TIER1_MODEL": "sonnet"})
     assert response.status_code == 400
     page = response.get_data(as_text=True)
-    assert "Nothing saved: CLAUDEOPS_INTERVAL=&#39;abc&#39;: must be a whole number" in page
+    assert "Nothing saved: 1 value is not valid." in page
+    assert ('aria-invalid="true" aria-describedby="problem-CLAUDEOPS_INTERVAL">' in page and
+            '<p class="field-error" id="problem-CLAUDEOPS_INTERVAL">CLAUDEOPS_INTERVAL=&#39;abc&#39;: '
+            'must be a whole number' in page)
     # The form keeps what was typed, the valid change too, to correct and save again.
     assert '<input name="CLAUDEOPS_INTERVAL" value="abc"' in page and '<input name="CLAUDEOPS_TIER1_MODEL" value="sonnet"' in page
     assert config_of(client)["CLAUDEOPS_TIER1_MODEL"]["value"] == "haiku"
+    # Every value it cannot take is marked at once, not one per attempt.
+    page = client.post("/config", data={"CLAUDEOPS_INTERVAL": "soon", "CLAUDEOPS_MEMORY_BUDGET": "-3",
+                                        "CLAUDEOPS_TIER1_MODEL": "opus"}).get_data(as_text=True)
+    assert "Nothing saved: 2 values are not valid." in page
+    assert re.findall(r'<p class="field-error" id="problem-(\w+)">', page) == ["CLAUDEOPS_INTERVAL",
+                                                                             "CLAUDEOPS_MEMORY_BUDGET"]
+    assert page.count('aria-invalid="true"') == 2 and config_of(client)["CLAUDEOPS_TIER1_MODEL"]["value"] == "haiku"
     # A number typed as "false" stays a text field to correct, not a true/false choice.
     page = client.post("/config", data={"CLAUDEOPS_INTERVAL": "false"}).get_data(as_text=True)
     assert '<input name="CLAUDEOPS_INTERVAL" value="false"' in page and '<select name="CLAUDEOPS_DRY_RUN"' in page
@@ -148,7 +170,7 @@ def test_config_page_form_changes_and_resets(client):
     assert config_of(client)["CLAUDEOPS_INTERVAL"]["source"] == "default"
     # A model name reaches the CLI's argv, which cannot hold a NUL.
     response = client.post("/config", data={"CLAUDEOPS_TIER1_MODEL": "hai\x00ku"}, follow_redirects=True)
-    assert "Nothing saved: CLAUDEOPS_TIER1_MODEL must not contain NUL characters" in response.get_data(as_text=True)
+    assert "CLAUDEOPS_TIER1_MODEL must not contain NUL characters</p>" in response.get_data(as_text=True)
     assert config_of(client)["CLAUDEOPS_TIER1_MODEL"]["value"] == "haiku"
 
 

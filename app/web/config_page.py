@@ -9,7 +9,7 @@ from sqlalchemy.engine import make_url
 
 from app.config import Setting
 from app.database_url import shown_url
-from app.runtime import SettingError, change, declared, in_force, overrides, runtime_settings
+from app.runtime import SettingError, change, checked, declared, in_force, overrides, runtime_settings
 from app.web.apiutil import ApiError, json_body
 
 config_page = Blueprint("config", __name__)
@@ -81,10 +81,12 @@ def update():
     try:
         change(values)
     except SettingError as exc:
-        flash(f"Nothing saved: {exc}", "error")
-        # The form again with what was typed in it: correct the one value, save them all.
-        typed = [dict(row, value=wanted.get(row["name"], row["value"])) if row["runtime"] else row
-                 for row in describe()]
+        flash(f"Nothing saved: {len(exc.problems)} value{'s are' if len(exc.problems) > 1 else ' is'} not valid.",
+              "error")
+        # The form again with what was typed in it, each value it cannot take
+        # marked with why: correct them, save them all.
+        typed = [dict(row, value=wanted.get(row["name"], row["value"]), problem=exc.problems.get(row["name"]))
+                 if row["runtime"] else row for row in describe()]
         return _form(typed, 400)
     flash("Saved: " + ", ".join(sorted(values)) + ". In force now, and after a restart.", "info")
     return redirect(url_for("config.index"))
@@ -99,17 +101,18 @@ JSON_TYPES = {"integer": ((int,), "a whole number (a JSON integer)"),
 SCALARS = ((str, int, float, bool), "a string, number or boolean")
 
 
-def _check_json_type(name: str, value) -> None:
+def _json_type_problem(name: str, value) -> str | None:
     """A runtime setting's JSON value must be of the type its schema names
     (``null`` removes the change); a setting without a schema takes any
-    scalar. Unknown names are left to ``change()``, which lists the known ones."""
+    scalar. Unknown names are left to ``checked()``, which lists the known ones."""
     spec = next((s for s in runtime_settings() if s.name == name), None)
     if spec is None or value is None:
-        return
+        return None
     allowed, what = JSON_TYPES.get((spec.schema or {}).get("type"), SCALARS)
     # bool is an int in Python, never in JSON.
     if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
-        raise ApiError(f"{name} must be {what}, or null to remove the change; not {value!r}")
+        return f"{name} must be {what}, or null to remove the change; not {value!r}"
+    return None
 
 
 @config_api.get("/config")
@@ -124,10 +127,13 @@ def put_config():
     body = json_body()
     if not body:
         raise ApiError("send the settings to change, e.g. {\"CLAUDEOPS_INTERVAL\": 600}")
-    for name, value in body.items():
-        _check_json_type(name, value)
+    # Every problem in one answer, in the body's order: a client corrects them in one go.
+    problems = {name: problem for name, value in body.items() if (problem := _json_type_problem(name, value))}
     try:
-        change(body)
+        checked({name: value for name, value in body.items() if name not in problems})
     except SettingError as exc:
-        raise ApiError(str(exc)) from None
+        problems.update(exc.problems)
+    if problems:
+        raise ApiError("; ".join(problems[name] for name in body if name in problems))
+    change(body)
     return {"settings": describe()}
