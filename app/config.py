@@ -161,10 +161,10 @@ def _tier(raw: str) -> int:
 SETTINGS: tuple[Setting, ...] = (
     Setting("CLAUDEOPS_STATE_DIR", "./state",
             "Directory for the SQLite database, run logs and the generated secret key. Unset, `state` in the "
-            "service's own directory (where this README is); a relative path you set is taken from the working "
-            "directory.", lambda raw: str(Path(raw).expanduser().resolve())),
+            "service's own directory (the one holding `pyproject.toml`); a relative path you set is taken from "
+            "the working directory.", lambda raw: str(Path(raw).expanduser().resolve())),
     Setting("CLAUDEOPS_DATABASE_URL", "",
-            "The database: a SQLite or PostgreSQL URL (see PostgreSQL); empty means SQLite at "
+            "The database: a SQLite or PostgreSQL URL (see PostgreSQL in the README); empty means SQLite at "
             "`$CLAUDEOPS_STATE_DIR/claudeops.db`."),
     Setting("CLAUDEOPS_RESULTS_DIR", "",
             "Where each session's raw run log is written; empty means `$CLAUDEOPS_STATE_DIR/results`."),

@@ -138,6 +138,15 @@ def test_config_needs_json(client):
     assert client.put("/api/v1/config", data="x=1", content_type="text/plain").status_code == 415
 
 
+def test_config_page_shows_the_help_texts_code_as_code(app, client):
+    page = client.get("/config").get_data(as_text=True)
+    assert "empty means SQLite at <code>$CLAUDEOPS_STATE_DIR/claudeops.db</code>." in page
+    assert "`" not in page[page.index("<table"):page.index("</table>")]
+    render = app.jinja_env.filters["inline_code"]
+    assert render("a `<b>` and <i>") == "a <code>&lt;b&gt;</code> and &lt;i&gt;"
+    assert render("one ` alone <b>") == "one ` alone &lt;b&gt;"   # no spans to trust
+
+
 def test_config_page_form_changes_and_resets(client):
     page = client.get("/config").get_data(as_text=True)
     assert '<input name="CLAUDEOPS_INTERVAL" value="3600"' in page

@@ -2,12 +2,14 @@
 error handling and template helpers."""
 from __future__ import annotations
 
+import itertools
 import logging
 from urllib.parse import urlsplit
 
 import pluggy
 from flask import Blueprint, Flask, Response, flash, redirect, request
 from flask_wtf.csrf import CSRFError
+from markupsafe import Markup, escape
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import BuildError
 
@@ -169,6 +171,15 @@ def _register_template_helpers(app: Flask) -> None:
     @app.template_filter("cost")
     def cost(usd):
         return "—" if usd is None else f"${usd:.4f}"
+
+    @app.template_filter("inline_code")
+    def inline_code(text) -> Markup:
+        """A help text's `code` spans (written for the README) as <code>, the rest escaped."""
+        parts = str(text).split("`")
+        if len(parts) % 2 == 0:   # a lone backtick: no spans to trust
+            return escape(text)
+        return Markup("").join(Markup("<code>%s</code>") % part if odd else escape(part)
+                               for odd, part in zip(itertools.cycle((False, True)), parts))
 
     @app.context_processor
     def navigation():
