@@ -56,7 +56,7 @@ class ClaudeOpsGroup(FlaskGroup):
         self.params = [p for p in self.params if p.name not in {"env_file", "app", "debug"}]
 
     def main(self, *args, **kwargs):
-        standard_output.name_write_errors()   # `> /dev/full`: a line, not a traceback from where it printed
+        standard_output.install()   # `> /dev/full`: a line, not a traceback; no escape sequence to a terminal
         return super().main(*args, **kwargs)
 
     def invoke(self, ctx):

@@ -1,31 +1,54 @@
-"""Standard output that says, in a line, when it cannot be written.
+"""Standard output as the command line needs it: errors said in a line, and
+nothing the agent wrote acted on by the operator's terminal.
 
 A write that fails (``> /dev/full``, a full disk under ``> file``, a
 terminal gone) raises an ``OSError`` that names no file, from wherever the
 command was printing: a traceback that does not even say it was the output.
 A closed pipe (``| head``) is left to click, which ends quietly.
+
+Agent text (observations, event messages, a session's response) reaches the
+terminal through ``memories list``, ``cooldowns list`` and the like, and the
+agent may have copied it from anything a tool printed: an escape sequence in
+it could retitle the window, hide what follows or rewrite the line. On a
+terminal, control characters are shown as ``\\x1b``; into a file or a pipe
+the bytes go as they are, since an export must be exact.
 """
 from __future__ import annotations
 
 import errno
 import io
+import re
 import sys
 
 import click
 
+# What a terminal acts on rather than shows: the C0 controls but tab and
+# newline, DEL, and the C1 controls (as UTF-8 encodes them; none of these
+# bytes is ever part of another character's encoding).
+_TERMINAL_CONTROLS = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]")
 
-class _NamedOutput:
+
+def _shown(match: re.Match) -> bytes:
+    return f"\\x{ord(match.group().decode()):02x}".encode()
+
+
+class _CommandOutput:
     """Standard output's bytes, whose write errors are a ``ClickException``
     naming it. After the first, the rest are dropped: Python flushes standard
-    output at exit, and that would print the same error again."""
+    output at exit, and that would print the same error again. On a terminal,
+    control characters are shown, not sent."""
 
-    def __init__(self, buffer):
+    def __init__(self, buffer, terminal: bool):
         self._buffer = buffer
+        self._terminal = terminal
         self._failed = False
 
     def write(self, data):
         if not data and not self._failed:   # how click tells what a stream takes: nothing is lost if it fails
             return self._buffer.write(data)
+        if self._terminal:
+            self._guarded(self._buffer.write, _TERMINAL_CONTROLS.sub(_shown, bytes(data)))
+            return len(data)   # what was taken of the caller's bytes, however many were shown for them
         return self._guarded(self._buffer.write, data)
 
     def flush(self):
@@ -46,14 +69,16 @@ class _NamedOutput:
         return getattr(self._buffer, name)
 
 
-def name_write_errors() -> None:
+def install() -> None:
     """Make the process's standard output report its write errors in a
-    line. Left alone when it is not the process's own (a test runner's
-    capture is the caller's to handle) or has been made so already."""
+    line, and show control characters on a terminal. Left alone when it is
+    not the process's own (a test runner's capture is the caller's to
+    handle) or has been made so already."""
     stdout = sys.stdout
     if stdout is None or stdout is not sys.__stdout__ or not isinstance(stdout, io.TextIOWrapper):
         return
     stdout.flush()
     # Buffered as it was: with PYTHONUNBUFFERED (a service's log), every write goes out at once.
-    sys.stdout = io.TextIOWrapper(_NamedOutput(stdout.buffer), encoding=stdout.encoding, errors=stdout.errors,
-                                  line_buffering=stdout.line_buffering, write_through=stdout.write_through)
+    sys.stdout = io.TextIOWrapper(_CommandOutput(stdout.buffer, terminal=stdout.isatty()), encoding=stdout.encoding,
+                                  errors=stdout.errors, line_buffering=stdout.line_buffering,
+                                  write_through=stdout.write_through)

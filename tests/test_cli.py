@@ -196,6 +196,41 @@ def test_output_that_cannot_be_written_is_a_clear_error(tmp_path, unbuffered):
             assert result.stderr == "Error: cannot write to standard output: No space left on device\n", command
 
 
+def test_agent_text_reaches_a_terminal_shown_not_acted_on(tmp_path):
+    """An escape sequence the agent copied from a tool's output (to retitle
+    the window, hide a line) is shown on the operator's terminal; a file or
+    a pipe gets the bytes as they are, as an export must."""
+    import os
+    import pty
+    env = claudeops_env(tmp_path)
+    subprocess.run([str(CLAUDEOPS), "db", "upgrade", "heads"], env=env, capture_output=True, check=True, timeout=60)
+    observation = "Restarts \x1b]0;owned\x07clean\x1b[2K \u009b31m after \x7f upgrades"
+    subprocess.run([str(CLAUDEOPS), "memories", "add", "--category", "timing", "--service", "web", observation],
+                   env=env, capture_output=True, check=True, timeout=60)
+    primary, secondary = pty.openpty()
+    try:
+        listing = subprocess.run([str(CLAUDEOPS), "memories", "list"], env=env, stdout=secondary,
+                                 stderr=subprocess.PIPE, timeout=60)
+        os.close(secondary)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:   # the terminal's other end is closed: all was read
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(primary)
+    assert listing.returncode == 0, listing.stderr
+    assert b"Restarts \\x1b]0;owned\\x07clean\\x1b[2K \\x9b31m after \\x7f upgrades" in shown
+    assert b"\x1b" not in shown and b"\x07" not in shown and "\u009b".encode() not in shown
+    # Into a pipe, as written (but for click's own removal of colour codes, \x1b[2K here).
+    piped = subprocess.run([str(CLAUDEOPS), "memories", "list"], env=env, capture_output=True, timeout=60)
+    assert "Restarts \x1b]0;owned\x07clean \u009b31m after \x7f upgrades".encode() in piped.stdout
+
+
 def test_a_value_that_is_not_utf8_on_the_command_line_is_refused_in_a_line_and_stores_nothing(tmp_path):
     env = claudeops_env(tmp_path)
     subprocess.run([str(CLAUDEOPS), "db", "upgrade", "heads"], env=env, capture_output=True, check=True, timeout=60)
