@@ -79,6 +79,18 @@ class ClaudeOpsGroup(FlaskGroup):
             raise click.ClickException("a value given on the command line is not UTF-8 text; "
                                        "check the encoding of the terminal or script that wrote it") from None
 
+    def get_command(self, ctx, name):
+        """A command of its own, or one a plugin adds, which needs the
+        application: when it cannot be made, why, once, with status 1.
+        (Flask would print the reason, then "No such command" with the
+        usage, and end with status 2.)"""
+        self._load_plugin_commands()
+        command = click.Group.get_command(self, ctx, name)
+        if command is not None or ctx.resilient_parsing:   # completion: no app, no error
+            return command or super().get_command(ctx, name)
+        ctx.ensure_object(ScriptInfo).load_app()   # StartupError: said in a line by click
+        return super().get_command(ctx, name)
+
     def _load_plugin_commands(self):
         # Flask would add every installed package's "flask.commands" entry
         # point; of those, only Flask-Migrate's `db` belongs here. Plugins

@@ -267,6 +267,19 @@ def test_help_with_an_invalid_setting_says_so_in_a_line_and_still_helps(tmp_path
     assert "Commands:" in result.stdout and "  run " in result.stdout
 
 
+def test_a_plugins_command_with_an_invalid_setting_says_why_once(tmp_path):
+    """Not the reason, then "No such command" with the usage: the command
+    is there, the application it needs cannot be made."""
+    env = dict(claudeops_env(tmp_path), CLAUDEOPS_INTERVAL="abc")
+    for command in (["memories", "list"], ["cooldowns", "list"]):
+        result = subprocess.run([str(CLAUDEOPS), *command], env=env, capture_output=True, text=True, timeout=60)
+        assert (result.returncode, result.stderr) == (
+            1, "Error: invalid configuration: CLAUDEOPS_INTERVAL='abc': must be a whole number\n"), command
+    unknown = subprocess.run([str(CLAUDEOPS), "nosuch"], env=claudeops_env(tmp_path), capture_output=True,
+                             text=True, timeout=60)
+    assert unknown.returncode == 2 and "No such command 'nosuch'" in unknown.stderr
+
+
 def test_a_plugin_that_breaks_at_start_up_stops_a_command_with_a_line_naming_it(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
