@@ -353,6 +353,20 @@ def test_sessions_list_shows_a_new_session_without_reload(page, service):
     expect(page.locator("#session-status")).to_have_text("completed")
 
 
+def test_sessions_list_fits_a_1024_px_window_with_a_long_request(browser, service):
+    """The Request cell clips its text (one line, an ellipsis) instead of
+    widening the table past the window."""
+    trigger(service, sl.steps(sl.init(), sl.result("ok")), prompt="Check " + "x" * 300)
+    with guarded_page(browser, service.base_url, PageGuard(), width=1024) as page:
+        page.goto("/sessions")
+        request = page.locator("#session-rows td.clip").first
+        expect(request).to_contain_text("Check xxx")
+        widths = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        assert widths[0] <= widths[1], widths
+        box = request.bounding_box()
+        assert box["x"] + box["width"] <= widths[1], (box, widths)
+
+
 def test_back_after_filtering_restores_the_whole_events_page(page, service):
     """On a history-cache miss htmx re-fetches the page with HX-Request set; it
     must get the whole page back, not the rows fragment."""
