@@ -353,6 +353,26 @@ def test_sessions_list_shows_a_new_session_without_reload(page, service):
     expect(page.locator("#session-status")).to_have_text("completed")
 
 
+def test_overview_cards_follow_a_session_without_reload(page, service):
+    """The cards poll every 5 s: a session that starts, then ends, shows on
+    them while the page stays open."""
+    page.goto("/")
+    sessions_card = page.locator("main .card", has_text="Sessions").first.locator(".card-value")
+    running_card = page.locator("main .card", has_text="Running / queued").locator(".card-detail")
+    before = int(sessions_card.text_content())
+    expect(running_card).to_have_text("idle")
+    loaded = mark_loaded(page)
+
+    session_id = trigger(service, sl.steps(sl.init()) + [{"sleep": 8.0}] + sl.steps(sl.result("ok")))
+    wait_status(service, session_id, "running")
+    expect(sessions_card).to_have_text(str(before + 1), timeout=7_000)   # one polling period, plus slack
+    expect(running_card).to_have_text("a session is running", timeout=7_000)
+    wait_status(service, session_id, "completed")
+    expect(running_card).to_have_text("idle", timeout=7_000)
+    expect(page.locator("main .card", has_text="Last session")).to_contain_text(f"#{session_id}")
+    assert_not_reloaded(page, loaded)
+
+
 def test_sessions_list_fits_a_1024_px_window_with_a_long_request(browser, service):
     """The Request cell clips its text (one line, an ellipsis) instead of
     widening the table past the window."""

@@ -160,7 +160,7 @@ def test_sidebar_lists_cooldowns_last_of_the_built_ins(client):
 
 def test_overview_card_names_services_at_their_limit(client, seeded):
     html = client.get("/").get_data(as_text=True)
-    cards = html[html.index('<section class="cards">'):]
+    cards = html[html.index('<section id="overview-cards" class="cards"'):]
     card = cards[cards.index('<a href="/cooldowns">Cooldowns</a>'):]
     card = card[:card.index("</article>")]
     assert "1 at limit" in card and "at the limit: jellyfin" in card

@@ -50,6 +50,19 @@ def test_overview_cards(client):
     assert "1 critical, 0 warning" in html
 
 
+def test_overview_cards_poll_themselves_as_a_fragment(client):
+    """The page's cards are a block that fetches itself again; the poll gets
+    the cards alone, with what changed since."""
+    full = client.get("/")
+    assert "HX-Request" in full.headers["Vary"]
+    page = full.get_data(as_text=True)
+    assert "<html" in page and re.search(r'id="overview-cards"[^>]*hx-trigger="every 5s"', page)
+    add_session(status="running")
+    fragment = client.get("/", headers={"HX-Request": "true"}).get_data(as_text=True)
+    assert "<html" not in fragment and fragment.lstrip().startswith("<section id=\"overview-cards\"")
+    assert "a session is running" in fragment and "<nav" not in fragment
+
+
 def test_sessions_page_full_and_fragment(client):
     add_session(prompt=SCRIPT)
     full = client.get("/sessions")

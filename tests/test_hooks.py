@@ -600,7 +600,7 @@ def test_hook_claudeops_overview_cards_render_in_position_order_and_survive_a_br
 
     app = make_app(tmp_path, plugins=[Cards(), Broken()])
     html = app.test_client().get("/").get_data(as_text=True)
-    cards = html[html.index('<section class="cards">'):]
+    cards = html[html.index('<section id="overview-cards" class="cards"'):]
     assert cards.index("Alpha card") < cards.index("Sessions") < cards.index("Events in 24 h") < cards.index("Zeta card")
     assert "&lt;b&gt;2&lt;/b&gt;" in html
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 
-from flask import Blueprint, render_template, url_for
+from flask import Blueprint, url_for
 from werkzeug.routing import BuildError
 
 from app.plugin_types import OverviewCard
 from app.plugins import collect
+from app.web.htmx import render_page
 
 log = logging.getLogger(__name__)
 
@@ -19,7 +20,8 @@ overview = Blueprint("overview", __name__)
 def index():
     cards = [_with_working_link(card) for card in collect("claudeops_overview_cards", OverviewCard)]
     cards.sort(key=lambda c: c.position)
-    return render_template("overview.html", cards=cards)
+    # The cards poll themselves: an HTMX request gets them alone.
+    return render_page("overview.html", "_overview_cards.html", cards=cards)
 
 
 def _with_working_link(card: OverviewCard) -> OverviewCard:
