@@ -373,6 +373,30 @@ def test_overview_cards_follow_a_session_without_reload(page, service):
     assert_not_reloaded(page, loaded)
 
 
+@pytest.mark.parametrize("path, block", [("/sessions", "#session-rows"), ("/events", "#event-rows"),
+                                         ("/", "#overview-cards")])
+def test_polls_keep_the_keyboard_focus_on_a_link_in_the_polled_block(page, service, path, block):
+    """While focus is on a link inside a polled block, its polls wait: a swap
+    would replace the link and drop focus to <body>. Once focus leaves, the
+    block polls again and shows what changed meanwhile."""
+    tok = token()
+    seed = trigger(service, sl.steps(sl.init(), sl.text(f"[EVENT:warning:web] focus {tok}"), sl.result("ok")))
+    wait_status(service, seed, "completed")
+    page.goto(path)
+    link = page.locator(f"{block} a").first
+    link.focus()
+    page.evaluate("document.activeElement.dataset.focusedByTest = '1'")
+    later = trigger(service, sl.steps(sl.init(), sl.text(f"[EVENT:warning:web] later {tok}"), sl.result("ok")))
+    wait_status(service, later, "completed")
+    page.wait_for_timeout(6_500)   # more than a polling period (3 s for Sessions, 5 s for the others)
+    focused = page.evaluate("[document.activeElement.tagName, document.activeElement.dataset.focusedByTest, "
+                            "document.activeElement.isConnected]")
+    assert focused == ["A", "1", True], focused
+
+    page.locator("h1").click()   # focus leaves the block: its polls go on
+    expect(page.locator(f"{block} [data-focused-by-test]")).to_have_count(0, timeout=7_000)   # swapped since
+
+
 def test_sessions_list_fits_a_1024_px_window_with_a_long_request(browser, service):
     """The Request cell clips its text (one line, an ellipsis) instead of
     widening the table past the window."""

@@ -1,7 +1,8 @@
 // The memories table and the review inbox poll every 5 s; this says when a
 // poll of one would not destroy something the operator is doing there:
-// unsaved work (an open edit, a reason typed for a rejection), a selection
-// for a bulk action, or focus on a control inside it (a slider being moved).
+// unsaved work (an open edit, a reason typed for a rejection) or a selection
+// for a bulk action. Focus on a control inside (a slider being moved) holds
+// the polls too: that is the shared app/static/polling.js (data-poll-holds-focus).
 var POLLED = ["memory-table", "memory-inbox"];
 
 function unsavedWork(block) {
@@ -16,8 +17,7 @@ function unsavedWork(block) {
 function memoriesIdle(id) {
   var block = document.getElementById(id || "memory-table");
   if (!block || unsavedWork(block)) return false;
-  if (block.querySelector("input[name=ids]:checked")) return false;
-  return !block.contains(document.activeElement);
+  return !block.querySelector("input[name=ids]:checked");
 }
 
 // Polls wait while the operator is busy with the block, and a refresh after
