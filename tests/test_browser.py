@@ -540,3 +540,22 @@ def test_config_page_fits_the_window_with_every_meaning_in_view(page):
     meaning = page.locator("tr", has=page.locator("code", has_text="CLAUDEOPS_REDACT_ENV")).locator("td").last
     box = meaning.bounding_box()
     assert box["x"] + box["width"] <= widths[1]
+
+
+def test_config_setting_names_break_only_at_underscores(page):
+    """A long name (CLAUDEOPS_COOLDOWN_REDEPLOYMENT_LIMIT) may take two lines,
+    but each of its words stays whole: no "CLAUDEOPS_TIER1_MODE / L"."""
+    page.goto("/config")
+    split = page.evaluate("""() => {
+        const split = [];
+        document.querySelectorAll("#runtime-settings tbody td:first-child code").forEach(code => {
+            for (const node of code.childNodes) {
+                if (node.nodeType !== Node.TEXT_NODE) continue;
+                const range = document.createRange();
+                range.selectNodeContents(node);
+                if (range.getClientRects().length > 1) split.push(node.textContent);
+            }
+        });
+        return [document.querySelectorAll("#runtime-settings tbody td:first-child code").length, split];
+    }""")
+    assert split[0] > 30 and split[1] == [], split

@@ -150,7 +150,7 @@ def test_config_page_shows_the_help_texts_code_as_code(app, client):
 def test_config_page_form_changes_and_resets(client):
     page = client.get("/config").get_data(as_text=True)
     assert '<input name="CLAUDEOPS_INTERVAL" value="3600"' in page
-    assert '<code>CLAUDEOPS_STATE_DIR</code></td>' in page and 'name="CLAUDEOPS_STATE_DIR"' not in page
+    assert '<code>CLAUDEOPS_<wbr>STATE_<wbr>DIR</code></td>' in page and 'name="CLAUDEOPS_STATE_DIR"' not in page
     response = client.post("/config", data={"CLAUDEOPS_INTERVAL": "900", "CLAUDEOPS_DRY_RUN": "false",
                                             "CLAUDEOPS_TIER1_MODEL": "haiku"}, follow_redirects=True)
     assert "Saved: CLAUDEOPS_INTERVAL." in response.get_data(as_text=True)
