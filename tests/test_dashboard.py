@@ -455,3 +455,25 @@ def test_a_filter_for_a_service_with_no_rows_stays_selected_for_the_polls(client
         page = client.get(path).get_data(as_text=True)
         assert f'<option value="{name}" selected>{name}</option>' in page, path
     assert client.get("/memories?service=general").get_data(as_text=True).count('value="general"') == 1
+
+
+def test_a_missing_page_is_a_404_within_the_dashboard_and_json_under_the_api(client):
+    """A dashboard address that names nothing shows the layout (the sidebar
+    to go on from) and says so; the API answers its JSON error as before; an
+    HTMX request gets the words alone (htmx swaps no error response)."""
+    for path in ("/sessions/999999", "/no-such-page", "/memories/999999"):
+        response = client.get(path)
+        assert response.status_code == 404 and response.mimetype == "text/html", path
+        html = response.get_data(as_text=True)
+        assert '<nav class="sidebar"' in html and "<h1>Not found</h1>" in html, path
+        assert f"There is nothing at {path}" in html and 'href="/"' in html
+    escaped = client.get("/no-such-<b>page").get_data(as_text=True)
+    assert "<b>" not in escaped and "&lt;b&gt;" in escaped
+
+    for path in ("/api/v1/no-such-thing", "/api/v1/sessions/999999"):
+        response = client.get(path)
+        assert response.status_code == 404 and response.is_json and "error" in response.get_json(), path
+
+    fragment = client.get("/sessions/999999", headers={"HX-Request": "true"})
+    assert fragment.status_code == 404 and fragment.mimetype == "text/plain"
+    assert fragment.get_data(as_text=True).startswith("There is nothing at /sessions/999999")

@@ -7,10 +7,10 @@ import logging
 from urllib.parse import urlsplit
 
 import pluggy
-from flask import Blueprint, Flask, Response, flash, redirect, request
+from flask import Blueprint, Flask, Response, flash, redirect, render_template, request
 from flask_wtf.csrf import CSRFError
 from markupsafe import Markup, escape
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, NotFound
 from werkzeug.routing import BuildError
 
 from app.extensions import csrf
@@ -104,6 +104,8 @@ def _wants_json() -> bool:
 
 STALE_PAGE = ("This page is out of date (you logged in again, or the service's key changed): "
               "nothing was changed. Reload the page, then try again.")
+NOT_FOUND = ("There is nothing at {path}: the address may be mistyped, or what it showed has been "
+             "deleted since.")
 OTHER_ADDRESS = ("Nothing was changed: this page was opened at {origin}, but the service sees itself as "
                  "{host}. Behind a reverse proxy, have it pass the Host header the browser sent, with "
                  "CLAUDEOPS_TRUSTED_PROXIES set (see Security in the README).")
@@ -149,6 +151,19 @@ def _register_error_handlers(app: Flask) -> None:
                     response.headers[name] = value
             return response
         return exc
+
+    @app.errorhandler(NotFound)
+    def not_found(exc: NotFound):
+        """A dashboard page within the layout, with the sidebar to go on from,
+        instead of Werkzeug's bare page; the API keeps its JSON error."""
+        if _wants_json():
+            return http_error(exc)
+        message = NOT_FOUND.format(path=request.path)
+        if is_htmx():
+            # htmx swaps no error response; the page's script says what it
+            # means where it matters (memories.js: the memory is gone).
+            return Response(message, 404, mimetype="text/plain")
+        return render_template("error.html", title="Not found", message=message), 404
 
     @app.errorhandler(Exception)
     def unexpected(exc: Exception):
