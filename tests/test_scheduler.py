@@ -282,3 +282,28 @@ def test_while_a_scheduled_session_runs_the_overview_still_tells_a_schedule(app,
     html = client.get("/").get_data(as_text=True)
     assert "CLAUDEOPS_INTERVAL is 0" not in html
     assert "a scheduled session is under way" in html
+
+
+def test_a_heartbeat_the_database_refuses_is_one_line_in_the_log_and_the_next_tries_again(app, monkeypatch, caplog):
+    import logging
+    import sqlite3
+
+    from sqlalchemy.exc import OperationalError
+    instance = SessionScheduler(app)
+    monkeypatch.setattr(instance, "verify_lock", lambda: True)
+
+    def locked(next_run, alive=True):
+        raise OperationalError("UPDATE scheduler_state", {}, sqlite3.OperationalError("database is locked"))
+    monkeypatch.setattr(instance, "_publish", locked)
+    with caplog.at_level(logging.WARNING):
+        instance._heartbeat()
+    [record] = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert record.levelno == logging.WARNING and record.exc_info is None
+    assert record.getMessage().startswith("scheduler heartbeat not recorded: the database is locked")
+    assert record.getMessage().endswith("the next one tries again in 15 s")
+
+    def broken(next_run, alive=True):   # a mistake, not the database refusing: as loud as before
+        raise OperationalError("UPDATE scheduler_state", {}, sqlite3.OperationalError("no such column: pid"))
+    monkeypatch.setattr(instance, "_publish", broken)
+    with pytest.raises(OperationalError):
+        instance._heartbeat()

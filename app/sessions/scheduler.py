@@ -31,6 +31,7 @@ from datetime import timedelta
 from apscheduler.schedulers.background import BackgroundScheduler
 from flask import Flask
 from sqlalchemy import update
+from sqlalchemy.exc import OperationalError
 
 from app import dbfaults, retention
 from app.batched_delete import stop_pruning_on
@@ -182,11 +183,20 @@ class SessionScheduler:
                 db.session.remove()
 
     def _heartbeat(self) -> None:
+        """A database that takes no write now (locked past the busy timeout by
+        a long transaction, a server down) costs this beat only: one line in
+        the log, and the next beat tries again."""
         if not self.verify_lock():
             return
         with self.app.app_context():
             try:
                 self._publish(next_run=self.next_scheduled_run())
+            except OperationalError as exc:
+                fault = dbfaults.storage_fault(exc)
+                if fault is None:
+                    raise
+                log.warning("scheduler heartbeat not recorded: %s; the next one tries again in %d s",
+                            fault, HEARTBEAT_SECONDS)
             finally:
                 db.session.remove()
 
