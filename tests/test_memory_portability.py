@@ -313,3 +313,60 @@ def test_an_export_of_no_memories_imports_as_nothing(app):
     assert portability.parse(empty, "markdown") == []
     report = portability.import_entries(portability.parse(empty, "markdown"), source="empty.md")
     assert (report.created, report.reinforced, report.contradicted, report.unchanged) == (0, 0, 0, 0)
+
+
+# ------------------------------------------------------------- large files
+
+@pytest.mark.parametrize("named_live", [None, 0])
+def test_an_import_is_compared_with_what_was_there_never_with_itself(app, monkeypatch, named_live):
+    """Whether the import names a pair's live memories (few of them) or
+    leaves out its own (many): the same outcome."""
+    if named_live is not None:
+        monkeypatch.setattr(portability, "NAMED_LIVE", named_live, raising=False)
+    known = add_memory("Takes 60s to start after restart", confidence=0.7)
+    weak = add_memory("Reload clears the 502 errors", service="nginx", category="remediation", confidence=0.4)
+    markdown = "\n".join([
+        "## jellyfin",
+        "- [timing] Backups stall the transcoder at night (confidence: 0.7)",
+        "- [timing] Backups stall the transcoder every night (confidence: 0.7)",   # would reinforce the one above
+        "- [timing] Takes about 60 seconds to start after a restart (confidence: 0.7)",
+        "- [timing] Backups stall the transcoder at night (confidence: 0.7)",      # the same text: left alone
+        "## nginx",
+        "- [remediation] Reload does not clear the 502 errors (confidence: 0.8)",  # deactivates the one there
+        "- [remediation] Reload clears the 502 errors quickly (confidence: 0.7)"])  # so nothing to compare with
+    report = portability.import_entries(portability.parse(markdown), source="notes.md")
+    db.session.commit()
+    assert report.to_dict() == {"created": 3, "reinforced": 1, "contradicted": 1, "unchanged": 1}
+    assert db.session.get(Memory, known.id).confidence == pytest.approx(0.8)
+    assert not db.session.get(Memory, weak.id).active
+    assert len(all_memories()) == 2 + 4
+
+
+def test_an_imports_statements_do_not_grow_with_the_file(app, monkeypatch):
+    """Each entry is compared with what was there before the import, not with
+    the import's own memories; a statement that named every one of those
+    grew with the file (quadratic, and past SQLite's limit of bound
+    parameters for a large one)."""
+    from sqlalchemy import event
+    add_memory("Takes 60s to start after restart")   # few live memories: named
+    for number in range(3):                           # more than NAMED_LIVE: the import's own left out
+        add_memory(f"Reload number {number} clears the 502 errors", service="nginx", category="remediation")
+    monkeypatch.setattr(portability, "NAMED_LIVE", 2, raising=False)
+    largest = []
+
+    def count(conn, cursor, statement, parameters, context, executemany):
+        rows = parameters if executemany else [parameters]
+        largest.append(max((len(row) for row in rows), default=0))
+    markdown = "\n".join(["## jellyfin", *(f"- [timing] Thing{n} restarts nightly{n} (confidence: 0.7)"
+                                           for n in range(150)),
+                          "## nginx", *(f"- [remediation] Cache{n} purges weekly{n} (confidence: 0.7)"
+                                        for n in range(150))])
+    entries = portability.parse(markdown)
+    event.listen(db.engine, "before_cursor_execute", count)
+    try:
+        report = portability.import_entries(entries, source="big.md")
+    finally:
+        event.remove(db.engine, "before_cursor_execute", count)
+    db.session.commit()
+    assert report.created == 300
+    assert max(largest) < 30

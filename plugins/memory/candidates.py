@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
-from sqlalchemy import Integer, bindparam, literal_column, select, union_all
+from sqlalchemy import Integer, bindparam, literal_column, not_, or_, select, union_all
 
 from app.extensions import db
 from plugins.memory.matcher import Candidate
@@ -52,17 +52,48 @@ QUERIES = {(general, rejected): _query(general, rejected) for general in (True, 
 MOST_TRUSTED = {general: QUERIES[general, False] for general in (True, False)}
 
 
-def candidates(category: str, service: Optional[str], exclude: Iterable[int] = (),
-               rejected: bool = False) -> tuple[list[Candidate], list[Candidate]]:
-    """The live candidates, and with ``rejected`` the rejected ones (else
-    none), each most trusted first."""
+class IdRuns:
+    """A set of ids kept as runs of consecutive ones. An import's new
+    memories are numbered one after another, so however many there are they
+    make one run or a few, and a query that leaves them out carries two
+    parameters a run, not one an id (a list that grows with the file makes
+    the import quadratic, and passes the database's limit of parameters)."""
+
+    def __init__(self) -> None:
+        self.runs: list[list[int]] = []
+
+    def add(self, memory_id: int) -> None:
+        if self.runs and self.runs[-1][1] + 1 == memory_id:
+            self.runs[-1][1] = memory_id
+        else:
+            self.runs.append([memory_id, memory_id])
+
+    def __bool__(self) -> bool:
+        return bool(self.runs)
+
+    def left_out(self, column):
+        """A condition true of every id not in the set."""
+        return not_(or_(*(column.between(low, high) for low, high in self.runs)))
+
+
+def candidates(category: str, service: Optional[str], exclude: Iterable[int] | IdRuns = (),
+               rejected: bool = False, within: Optional[Iterable[int]] = None,
+               most: Optional[int] = None) -> tuple[list[Candidate], list[Candidate]]:
+    """The ``most`` (MAX_CANDIDATES) live candidates, and with ``rejected``
+    as many rejected ones (else none), each most trusted first; none in
+    ``exclude`` (ids, or runs of them), and with ``within`` only those ids."""
     query = QUERIES[service is None, rejected]
-    exclude = list(exclude)
-    if exclude:
+    if isinstance(exclude, IdRuns):
+        if exclude:
+            query = query.where(exclude.left_out(query.selected_columns.id))
+    elif exclude := list(exclude):
         query = query.where(query.selected_columns.id.not_in(exclude))
+    if within is not None:
+        query = query.where(query.selected_columns.id.in_(list(within)))
     found: dict[bool, list[Candidate]] = {False: [], True: []}
     for memory_id, observation, _, is_rejected in db.session.execute(
-            query, {"category": category, "service": service, "most": MAX_CANDIDATES}):
+            query, {"category": category, "service": service,
+                    "most": MAX_CANDIDATES if most is None else most}):
         found[bool(is_rejected)].append(Candidate(memory_id, observation))
     return found[False], found[True]
 

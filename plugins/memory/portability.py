@@ -21,15 +21,20 @@ from app.extensions import db
 from app.models import Session
 from app.timeutil import utcnow
 from app.web.apiutil import MAX_ID
-from plugins.memory import store
+from plugins.memory import candidates, store
+from plugins.memory.candidates import IdRuns, Pair
 from plugins.memory.context import format_confidence
-from plugins.memory.matcher import CONTRADICT, REINFORCE
+from plugins.memory.matcher import CONTRADICT, REINFORCE, Candidate
 from plugins.memory.models import ACTIVE_THRESHOLD, APPROVED, OUTCOME_LEVELS, REVIEW_STATES, Memory, MemoryHistory, TrackRecord
 
 FORMAT_NAME = "claudeops-memories"
 MARKDOWN_TITLE = "# Claude Ops memories"   # an export of no memories is still one
 FORMAT_VERSION = 1
 MAX_IMPORT = 100_000
+# The most live memories of one service and category an import names in its
+# reads of their candidates (import_entries); a pair with more leaves out the
+# import's own memories instead.
+NAMED_LIVE = 200
 # Timestamps an export can hold: none before the epoch, none later than a
 # day ahead of this clock (another host's may be a little ahead). Beyond
 # them, decay's dates would overflow or its weeks pass what export allows.
@@ -324,18 +329,26 @@ def import_entries(entries: list[Entry], source: str) -> ImportReport:
     new_ids: dict[int, Memory] = {}
     links: list[tuple[Memory, int]] = []
     related: list[tuple[MemoryHistory, int]] = []   # history rows naming a memory by its id in the file
-    imported: list[int] = []  # compared with what was here before, never with each other
+    imported = IdRuns()  # compared with what was here before, never with each other
+    texts: dict[Pair, set[str]] = {}   # the observations of each service and category, read once
+    live_ids: dict[Pair, Optional[list[int]]] = {}
+    sessions: dict[int, Optional[int]] = {}
     for entry in entries:
-        if _exact_copy_exists(entry):
+        pair = (entry.category, entry.service)
+        if pair not in texts:
+            texts[pair] = _observations(pair)
+        if entry.observation in texts[pair]:   # the same text already there, or earlier in the file
             report.unchanged += 1
             continue
-        match, target = store.find_match(entry.category, entry.service, entry.observation, exclude=imported)
+        live = _candidates(pair, live_ids, imported)
+        match, target = store.find_match(entry.category, entry.service, entry.observation, live=live)
         if match.relation == REINFORCE:
             store.reinforce(target, f"imported from {source}: {entry.observation}", actor=store.OPERATOR)
             report.reinforced += 1
             continue
-        memory = _insert(entry, source, related)
-        imported.append(memory.id)
+        memory = _insert(entry, source, related, sessions)
+        imported.add(memory.id)
+        texts[pair].add(entry.observation)
         if entry.source_id is not None:
             new_ids[entry.source_id] = memory
         if match.relation == CONTRADICT:
@@ -353,22 +366,51 @@ def import_entries(entries: list[Entry], source: str) -> ImportReport:
     return report
 
 
-def _exact_copy_exists(entry: Entry) -> bool:
-    return db.session.scalar(select(Memory.id).where(
-        Memory.category == entry.category, Memory.observation == entry.observation,
-        Memory.service.is_(None) if entry.service is None else Memory.service == entry.service).limit(1)) is not None
+def _candidates(pair: Pair, live_ids: dict[Pair, Optional[list[int]]], imported: IdRuns) -> list[Candidate]:
+    """The live candidates of ``pair`` (plugins/memory/candidates.py), none
+    of them imported. Only memories live when the pair's first entry is read
+    can be one: an import brings none to life (a reinforcement only adds
+    trust, a contradiction may deactivate) and its own are left out. So
+    ``live_ids`` keeps those of each pair, up to NAMED_LIVE of them, and the
+    pair's next entries read only those: a read that stays as small as they
+    are, where leaving out the import's own would read past every one of
+    them that is more trusted. An empty list: nothing to read any more."""
+    category, service = pair
+    if pair not in live_ids:
+        live, _ = candidates.candidates(category, service, imported,
+                                        most=max(NAMED_LIVE + 1, candidates.MAX_CANDIDATES))
+        live_ids[pair] = [c.memory_id for c in live] if len(live) <= NAMED_LIVE else None
+        return live[:candidates.MAX_CANDIDATES]
+    named = live_ids[pair]
+    if named == []:
+        return []
+    live, _ = candidates.candidates(category, service, imported) if named is None else \
+        candidates.candidates(category, service, within=named)
+    if not live:
+        live_ids[pair] = []
+    return live
 
 
-def _session_here(session_id: Optional[int]) -> Optional[int]:
+def _observations(pair: Pair) -> set[str]:
+    """Every observation of a service and category, whatever its state."""
+    category, service = pair
+    return set(db.session.scalars(select(Memory.observation).where(
+        Memory.category == category, Memory.service.is_(None) if service is None else Memory.service == service)))
+
+
+def _session_here(session_id: Optional[int], known: dict[int, Optional[int]]) -> Optional[int]:
     """A session link survives the trip when that session is in this
     database (a restore into the same service); elsewhere it would point at
-    an unrelated session, so it is dropped."""
+    an unrelated session, so it is dropped. ``known``: the answers so far."""
     if session_id is None:
         return None
-    return session_id if db.session.get(Session, session_id) is not None else None
+    if session_id not in known:
+        known[session_id] = session_id if db.session.get(Session, session_id) is not None else None
+    return known[session_id]
 
 
-def _insert(entry: Entry, source: str, related: list[tuple[MemoryHistory, int]]) -> Memory:
+def _insert(entry: Entry, source: str, related: list[tuple[MemoryHistory, int]],
+            sessions: dict[int, Optional[int]]) -> Memory:
     """The entry as a new memory with its history; the history rows that name
     another memory of the file are added to ``related``, to be linked once
     every memory of the file has its id here."""
@@ -377,13 +419,13 @@ def _insert(entry: Entry, source: str, related: list[tuple[MemoryHistory, int]])
                     confidence=entry.confidence, active=entry.active, pinned=entry.pinned, tier=entry.tier,
                     status=entry.status,
                     created_at=entry.created_at or now, updated_at=entry.updated_at or now,
-                    decayed_weeks=entry.decayed_weeks, session_id=_session_here(entry.session_id))
+                    decayed_weeks=entry.decayed_weeks, session_id=_session_here(entry.session_id, sessions))
     if any(entry.outcomes.values()):
         memory.track_record = TrackRecord(**entry.outcomes)
     db.session.add(memory)
     db.session.flush()
     for row in entry.history:
-        history = MemoryHistory(memory_id=memory.id, **{**row, "session_id": _session_here(row["session_id"]),
+        history = MemoryHistory(memory_id=memory.id, **{**row, "session_id": _session_here(row["session_id"], sessions),
                                                         "related_memory_id": None})
         db.session.add(history)
         if row["related_memory_id"] is not None:

@@ -124,14 +124,16 @@ def parse_confidence(raw) -> float:
 
 # --- the agent -------------------------------------------------------------
 
-def find_match(category: str, service: Optional[str], observation: str,
-               exclude: Iterable[int] = ()) -> tuple[Match, Optional[Memory]]:
+def find_match(category: str, service: Optional[str], observation: str, exclude: Iterable[int] = (),
+               live: Optional[list[Candidate]] = None) -> tuple[Match, Optional[Memory]]:
     """What ``observation`` is to the active memories (approved or proposed)
     of its service and category (the most trusted of them:
     plugins/memory/candidates.py), and which one; the
-    ``claudeops_memory_match`` hook decides. Memories in ``exclude`` are not
-    compared."""
-    live, _ = find_candidates(category, service, exclude)
+    ``claudeops_memory_match`` hook decides. Memories in ``exclude`` (ids,
+    or candidates.IdRuns) are not compared. ``live``: those candidates, when
+    the caller has them already."""
+    if live is None:
+        live, _ = find_candidates(category, service, exclude)
     return _match(category, service, observation, live)
 
 
