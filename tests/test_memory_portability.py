@@ -315,7 +315,7 @@ def test_an_export_of_no_memories_imports_as_nothing(app):
     assert (report.created, report.reinforced, report.contradicted, report.unchanged) == (0, 0, 0, 0)
 
 
-# ------------------------------------------------------------- large files
+# ------------------------------------------------- large files, and the cap
 
 @pytest.mark.parametrize("named_live", [None, 0])
 def test_an_import_is_compared_with_what_was_there_never_with_itself(app, monkeypatch, named_live):
@@ -370,3 +370,41 @@ def test_an_imports_statements_do_not_grow_with_the_file(app, monkeypatch):
     db.session.commit()
     assert report.created == 300
     assert max(largest) < 30
+
+
+def big_export(count: int) -> dict:
+    return {"format": "claudeops-memories", "version": 1,
+            "memories": [{"category": "timing", "service": "bulk", "observation": f"bulk {n} about thing{n}"}
+                         for n in range(count)]}
+
+
+def test_over_http_an_import_holds_at_most_max_web_import(app, client):
+    over = portability.MAX_WEB_IMPORT + 1
+    message = (f"{over} memories in one file; at most {portability.MAX_WEB_IMPORT} through the API or the "
+               "dashboard: import a larger file with `claudeops memories import FILE`")
+    refused = client.post("/api/v1/memories/import", json=big_export(over))
+    assert (refused.status_code, refused.get_json()) == (400, {"error": f"nothing imported: {message}"})
+    markdown = "## bulk\n" + "".join(f"- [timing] bulk {n} about thing{n} (confidence: 0.7)\n" for n in range(over))
+    refused = client.post("/api/v1/memories/import", data=markdown, content_type="text/markdown")
+    assert (refused.status_code, refused.get_json()) == (400, {"error": f"nothing imported: {message}"})
+    from io import BytesIO
+    for name, body in (("many.json", json.dumps(big_export(over)).encode()), ("many.md", markdown.encode())):
+        response = client.post("/memories/import", data={"file": (BytesIO(body), name)},
+                               content_type="multipart/form-data", follow_redirects=True)
+        assert response.status_code == 200
+        assert f"Nothing imported from {name}: {message}" in response.get_data(as_text=True)
+    assert all_memories() == []
+    from app.config import PROJECT_ROOT
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    assert f"more than {portability.MAX_WEB_IMPORT:,} memories" in readme
+    assert f"at most {portability.MAX_WEB_IMPORT:,} memories at a time" in readme
+
+
+def test_the_cli_imports_more_than_http_may(app, tmp_path, monkeypatch):
+    monkeypatch.setattr(portability, "MAX_WEB_IMPORT", 2)
+    assert app.test_client().post("/api/v1/memories/import", json=big_export(3)).status_code == 400
+    path = tmp_path / "many.json"
+    path.write_text(json.dumps(big_export(3)))
+    result = app.test_cli_runner().invoke(main, ["memories", "import", str(path)])
+    assert result.exit_code == 0, result.output
+    assert len(all_memories()) == 3

@@ -198,9 +198,9 @@ def import_memories():
                 raise ApiError("nothing imported: not an export, nested too deeply") from None
             if body is None:
                 raise ApiError("the body is not valid JSON")
-            entries = portability.parse_json(body)
+            entries = portability.parse_json(body, portability.MAX_WEB_IMPORT)
         else:
-            entries = portability.parse_markdown(request.get_data(as_text=True))
+            entries = portability.parse_markdown(request.get_data(as_text=True), portability.MAX_WEB_IMPORT)
         report = portability.import_entries(entries, source="the API")
     except portability.ImportRefused as exc:
         raise ApiError(f"nothing imported: {exc}") from None

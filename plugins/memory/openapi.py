@@ -6,6 +6,7 @@ from app.plugin_types import OpenApiPaths
 from app.web.apidoc import (JSON_BODY_ERRORS, PAGINATION, TIMESTAMP, array, choice, error, id_parameter,
                             integer, json_body, nullable, obj, page_of, query, ref, response, text)
 from plugins.memory.models import CATEGORIES, OUTCOME_LEVELS, REVIEW_STATES
+from plugins.memory.portability import MAX_WEB_IMPORT
 from plugins.memory.review import MAX_REASON_CHARS
 from plugins.memory.settings import MAX_OBSERVATION, REVIEW
 from plugins.memory.store import MAX_SERVICE_CHARS
@@ -174,8 +175,9 @@ def openapi_paths() -> OpenApiPaths:
                 "application/json": {"schema": EXPORT},
                 "text/markdown": {"schema": {"type": "string"}}}},
             "responses": {"201": response("what the import did", IMPORT_REPORT),
-                          "400": error("the export is not valid (the message names the entry or line); "
-                                       "nothing was imported"),
+                          "400": error("the export is not valid (the message names the entry or line), or "
+                                       f"holds more than {MAX_WEB_IMPORT} memories (`claudeops memories import "
+                                       "FILE` takes a larger file); nothing was imported"),
                           "415": error("the body is neither application/json nor text/markdown")}}},
         "/memories/context": {"get": {
             "summary": "The memory section the next session will be given", "tags": ["memories"],

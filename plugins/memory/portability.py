@@ -31,6 +31,16 @@ FORMAT_NAME = "claudeops-memories"
 MARKDOWN_TITLE = "# Claude Ops memories"   # an export of no memories is still one
 FORMAT_VERSION = 1
 MAX_IMPORT = 100_000
+# The most memories one import over HTTP (the API, the dashboard's form) may
+# hold. Its request runs in a gunicorn worker, which is killed after 30 s, and
+# its transaction holds SQLite's write lock from its first write to its
+# commit, while a session or the scheduler that wants to write waits at most
+# the busy timeout (15 s, app/extensions.py SQLITE_BUSY_TIMEOUT_MS) and then
+# fails. On a slow, shared 2-core machine, busy with other work, 1,000 took
+# 0.5 s (into a service and category of their own) to 2.7 s (into services
+# and categories of 60 memories each, five history rows an entry): a small
+# part of that wait. `claudeops memories import FILE` takes up to MAX_IMPORT.
+MAX_WEB_IMPORT = 1_000
 # The most live memories of one service and category an import names in its
 # reads of their candidates (import_entries); a pair with more leaves out the
 # import's own memories instead.
@@ -130,8 +140,9 @@ class Entry:
     outcomes: dict[str, int] = field(default_factory=dict)   # the track record; empty: none
 
 
-def parse(text: str, fmt: str = "auto") -> list[Entry]:
-    """Entries of a JSON or Markdown export (``fmt`` "auto" looks at the text)."""
+def parse(text: str, fmt: str = "auto", most: int = MAX_IMPORT) -> list[Entry]:
+    """Entries of a JSON or Markdown export (``fmt`` "auto" looks at the
+    text), at most ``most`` of them."""
     if fmt == "auto":
         fmt = "json" if text.lstrip().startswith("{") else "markdown"
     if fmt == "json":
@@ -141,13 +152,13 @@ def parse(text: str, fmt: str = "auto") -> list[Entry]:
             raise ImportRefused(f"not valid JSON: {exc}") from None
         except RecursionError:
             raise ImportRefused("not an export: nested too deeply") from None
-        return parse_json(document)
+        return parse_json(document, most)
     if fmt == "markdown":
-        return parse_markdown(text)
+        return parse_markdown(text, most)
     raise ImportRefused(f"unknown format {fmt!r}; use json or markdown")
 
 
-def parse_json(document: Any) -> list[Entry]:
+def parse_json(document: Any, most: int = MAX_IMPORT) -> list[Entry]:
     if not isinstance(document, dict) or document.get("format") != FORMAT_NAME:
         raise ImportRefused(f'not a memories export: expected an object with "format": "{FORMAT_NAME}"')
     if document.get("version") != FORMAT_VERSION:
@@ -157,7 +168,7 @@ def parse_json(document: Any) -> list[Entry]:
     items = document.get("memories")
     if not isinstance(items, list):
         raise ImportRefused('"memories" must be a list')
-    _check_size(items)
+    _check_size(items, most)
     return [_entry(item, number) for number, item in enumerate(items, 1)]
 
 
@@ -266,7 +277,7 @@ def _history_rows(rows) -> list[dict]:
     return checked
 
 
-def parse_markdown(text: str) -> list[Entry]:
+def parse_markdown(text: str, most: int = MAX_IMPORT) -> list[Entry]:
     entries, service = [], None
     for number, line in enumerate(text.splitlines(), 1):
         stripped = line.rstrip()
@@ -296,13 +307,16 @@ def parse_markdown(text: str) -> list[Entry]:
     if not entries and not text.startswith(MARKDOWN_TITLE):   # not an export of ours: say so
         raise ImportRefused("no memories found: expected lines '- [category] observation (confidence: N)' "
                             "under '## service' headings")
-    _check_size(entries)
+    _check_size(entries, most)
     return entries
 
 
-def _check_size(items: list) -> None:
-    if len(items) > MAX_IMPORT:
-        raise ImportRefused(f"{len(items)} memories in one file; at most {MAX_IMPORT}")
+def _check_size(items: list, most: int) -> None:
+    if len(items) > most:
+        if most < MAX_IMPORT:   # over HTTP
+            raise ImportRefused(f"{len(items)} memories in one file; at most {most} through the API or the "
+                                "dashboard: import a larger file with `claudeops memories import FILE`")
+        raise ImportRefused(f"{len(items)} memories in one file; at most {most}")
 
 
 # --- import ------------------------------------------------------------------

@@ -290,7 +290,8 @@ def import_file():
         return redirect(url_for("memory.index"))
     try:
         text = upload.read().decode("utf-8")
-        report = portability.import_entries(portability.parse(text), source=upload.filename)
+        report = portability.import_entries(portability.parse(text, most=portability.MAX_WEB_IMPORT),
+                                            source=upload.filename)
     except UnicodeDecodeError:
         flash(f"Nothing imported: {upload.filename} is not UTF-8 text.", "error")
     except portability.ImportRefused as exc:
