@@ -342,6 +342,26 @@ def test_an_import_is_compared_with_what_was_there_never_with_itself(app, monkey
     assert len(all_memories()) == 2 + 4
 
 
+def test_a_memory_the_import_contradicts_makes_room_for_the_next_most_trusted(app, monkeypatch):
+    """The import reads a pair's candidates among its most trusted memories
+    (NAMED_LIVE of them); once it has contradicted enough of those, a memory
+    beyond them can be a candidate, and is."""
+    from plugins.memory import candidates
+    monkeypatch.setattr(candidates, "MAX_CANDIDATES", 1)
+    monkeypatch.setattr(portability, "NAMED_LIVE", 1, raising=False)
+    add_memory("Reload clears the 502 errors", service="nginx", category="remediation", confidence=0.6)
+    next_one = add_memory("Restart fixes the disk quota warnings", service="nginx", category="remediation",
+                          confidence=0.5)
+    markdown = "\n".join([
+        "## nginx",
+        "- [remediation] Reload does not clear the 502 errors (confidence: 0.7)",   # 0.6 -> 0.4
+        "- [remediation] Restart clears the disk quota warnings (confidence: 0.7)"])  # now the most trusted
+    report = portability.import_entries(portability.parse(markdown), source="notes.md")
+    db.session.commit()
+    assert report.to_dict() == {"created": 0, "reinforced": 1, "contradicted": 1, "unchanged": 0}
+    assert db.session.get(Memory, next_one.id).confidence == pytest.approx(0.6)
+
+
 def test_an_imports_statements_do_not_grow_with_the_file(app, monkeypatch):
     """Each entry is compared with what was there before the import, not with
     the import's own memories; a statement that named every one of those

@@ -41,10 +41,9 @@ MAX_IMPORT = 100_000
 # and categories of 60 memories each, five history rows an entry): a small
 # part of that wait. `claudeops memories import FILE` takes up to MAX_IMPORT.
 MAX_WEB_IMPORT = 1_000
-# The most live memories of one service and category an import names in its
-# reads of their candidates (import_entries); a pair with more leaves out the
-# import's own memories instead.
-NAMED_LIVE = 200
+# How many of a service and category's most trusted live memories an import
+# names in its reads of their candidates (_candidates).
+NAMED_LIVE = 100
 # Timestamps an export can hold: none before the epoch, none later than a
 # day ahead of this clock (another host's may be a little ahead). Beyond
 # them, decay's dates would overflow or its weeks pass what export allows.
@@ -345,7 +344,7 @@ def import_entries(entries: list[Entry], source: str) -> ImportReport:
     related: list[tuple[MemoryHistory, int]] = []   # history rows naming a memory by its id in the file
     imported = IdRuns()  # compared with what was here before, never with each other
     texts: dict[Pair, set[str]] = {}   # the observations of each service and category, read once
-    live_ids: dict[Pair, Optional[list[int]]] = {}
+    named: dict[Pair, _Named] = {}
     sessions: dict[int, Optional[int]] = {}
     for entry in entries:
         pair = (entry.category, entry.service)
@@ -354,7 +353,7 @@ def import_entries(entries: list[Entry], source: str) -> ImportReport:
         if entry.observation in texts[pair]:   # the same text already there, or earlier in the file
             report.unchanged += 1
             continue
-        live = _candidates(pair, live_ids, imported)
+        live = _candidates(pair, named, imported)
         match, target = store.find_match(entry.category, entry.service, entry.observation, live=live)
         if match.relation == REINFORCE:
             store.reinforce(target, f"imported from {source}: {entry.observation}", actor=store.OPERATOR)
@@ -367,6 +366,7 @@ def import_entries(entries: list[Entry], source: str) -> ImportReport:
             new_ids[entry.source_id] = memory
         if match.relation == CONTRADICT:
             store.contradict(target, memory, actor=store.OPERATOR)
+            named[pair].lowered += 1
             report.contradicted += 1
         else:
             report.created += 1
@@ -380,28 +380,40 @@ def import_entries(entries: list[Entry], source: str) -> ImportReport:
     return report
 
 
-def _candidates(pair: Pair, live_ids: dict[Pair, Optional[list[int]]], imported: IdRuns) -> list[Candidate]:
+@dataclass
+class _Named:
+    """The live memories of a service and category that its entries are
+    compared with: the NAMED_LIVE most trusted, read before any entry of
+    the pair was stored (``whole``: all of them)."""
+    ids: list[int]
+    whole: bool
+    lowered: int = 0   # how many of them the import has contradicted since
+
+
+def _candidates(pair: Pair, named: dict[Pair, _Named], imported: IdRuns) -> list[Candidate]:
     """The live candidates of ``pair`` (plugins/memory/candidates.py), none
-    of them imported. Only memories live when the pair's first entry is read
-    can be one: an import brings none to life (a reinforcement only adds
-    trust, a contradiction may deactivate) and its own are left out. So
-    ``live_ids`` keeps those of each pair, up to NAMED_LIVE of them, and the
-    pair's next entries read only those: a read that stays as small as they
-    are, where leaving out the import's own would read past every one of
-    them that is more trusted. An empty list: nothing to read any more."""
+    of them imported, read among the memories ``named`` (a read as small as
+    they are, however many the file adds to the pair).
+
+    Those are enough: an import's own memories are left out, and it brings
+    none to life and raises none it was not compared with (it reinforces
+    and contradicts candidates only). So a memory outside them stays below
+    every one of them the import has not contradicted; while at least
+    MAX_CANDIDATES of them are, the candidates are among them. Past that,
+    the pair is read again, leaving out the import's own memories by their
+    runs of ids."""
     category, service = pair
-    if pair not in live_ids:
-        live, _ = candidates.candidates(category, service, imported,
-                                        most=max(NAMED_LIVE + 1, candidates.MAX_CANDIDATES))
-        live_ids[pair] = [c.memory_id for c in live] if len(live) <= NAMED_LIVE else None
-        return live[:candidates.MAX_CANDIDATES]
-    named = live_ids[pair]
-    if named == []:
+    most = candidates.MAX_CANDIDATES
+    known = named.get(pair)
+    if known is None or (not known.whole and NAMED_LIVE - known.lowered < most):
+        live, _ = candidates.candidates(category, service, imported, most=max(NAMED_LIVE + 1, most))
+        named[pair] = _Named([c.memory_id for c in live[:NAMED_LIVE]], whole=len(live) <= NAMED_LIVE)
+        return live[:most]
+    if not known.ids:
         return []
-    live, _ = candidates.candidates(category, service, imported) if named is None else \
-        candidates.candidates(category, service, within=named)
-    if not live:
-        live_ids[pair] = []
+    live, _ = candidates.candidates(category, service, within=known.ids)
+    if not live and known.whole:
+        known.ids = []
     return live
 
 
