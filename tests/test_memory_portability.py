@@ -174,6 +174,10 @@ def test_a_bad_entry_refuses_the_whole_file(app):
         portability.parse("{oops")
     with pytest.raises(portability.ImportRefused, match="nested too deeply"):
         portability.parse('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    # JSON of another shape is refused as JSON, not read as Markdown holding no memories.
+    for text in ("[1, 2, 3]", "null", "  42\n", '"memories"'):
+        with pytest.raises(portability.ImportRefused, match='not a memories export: expected an object with "format"'):
+            portability.parse(text)
     for field in ("id", "session_id", "contradicts_id"):
         for bad in (2**31, 10**30, 0, -1):
             with pytest.raises(portability.ImportRefused, match=f"memory 1: ids must be whole numbers from 1 to {2**31 - 1}"):
@@ -207,10 +211,18 @@ def test_api_export_and_import(app, client, tmp_path):
         refused = target.post("/api/v1/memories/import", json={"format": "claudeops-memories", "version": 1,
                                                                "memories": [{"category": "misc"}]})
         assert refused.status_code == 400 and refused.get_json()["error"].startswith("nothing imported: memory 1")
-        assert target.post("/api/v1/memories/import", data="{", content_type="application/json").status_code == 400
-        deep = target.post("/api/v1/memories/import", data="[" * 100_000 + "]" * 100_000,
-                           content_type="application/json")
-        assert (deep.status_code, deep.get_json()) == (400, {"error": "nothing imported: not an export, nested too deeply"})
+        # What is wrong, in the terms of what was sent.
+        for body, content_type, error in (
+                ("{", "application/json", "not valid JSON: Expecting property name enclosed in double quotes: "
+                                          "line 1 column 2 (char 1)"),
+                ("[" * 100_000 + "]" * 100_000, "application/json", "not an export: nested too deeply"),
+                ("null", "application/json", 'not a memories export: expected an object with "format"'),
+                ('{"format": "claudeops-memories", "memories": []}', "application/json",
+                 'the export names no version: expected "version": 1'),
+                (b"- [timing] caf\xe9 (confidence: 0.7)", "text/markdown", "the body is not UTF-8 text (byte 14 is not)")):
+            refused = target.post("/api/v1/memories/import", data=body, content_type=content_type)
+            assert refused.status_code == 400 and refused.get_json()["error"].startswith(f"nothing imported: {error}"), \
+                refused.get_json()
         beyond = exported.get_json()
         beyond["memories"][0]["session_id"] = 2**31
         refused = target.post("/api/v1/memories/import", json=beyond)

@@ -191,16 +191,12 @@ def import_memories():
     if request.mimetype not in ("application/json", "text/markdown", "text/plain"):
         raise ApiError("send an export as application/json or text/markdown", 415)
     try:
-        if request.mimetype == "application/json":
-            try:
-                body = request.get_json(silent=True)
-            except RecursionError:   # silent= only covers ValueError
-                raise ApiError("nothing imported: not an export, nested too deeply") from None
-            if body is None:
-                raise ApiError("the body is not valid JSON")
-            entries = portability.parse_json(body, portability.MAX_WEB_IMPORT)
-        else:
-            entries = portability.parse_markdown(request.get_data(as_text=True), portability.MAX_WEB_IMPORT)
+        text = request.get_data().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ApiError(f"nothing imported: the body is not UTF-8 text (byte {exc.start} is not)") from None
+    fmt = "json" if request.mimetype == "application/json" else "markdown"
+    try:
+        entries = portability.parse(text, fmt, portability.MAX_WEB_IMPORT)
         report = portability.import_entries(entries, source="the API")
     except portability.ImportRefused as exc:
         raise ApiError(f"nothing imported: {exc}") from None

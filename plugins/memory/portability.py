@@ -143,7 +143,7 @@ def parse(text: str, fmt: str = "auto", most: int = MAX_IMPORT) -> list[Entry]:
     """Entries of a JSON or Markdown export (``fmt`` "auto" looks at the
     text), at most ``most`` of them."""
     if fmt == "auto":
-        fmt = "json" if text.lstrip().startswith("{") else "markdown"
+        fmt = "json" if _looks_like_json(text) else "markdown"
     if fmt == "json":
         try:
             document = json.loads(text)
@@ -157,11 +157,25 @@ def parse(text: str, fmt: str = "auto", most: int = MAX_IMPORT) -> list[Entry]:
     raise ImportRefused(f"unknown format {fmt!r}; use json or markdown")
 
 
+def _looks_like_json(text: str) -> bool:
+    """JSON of any shape (an array, ``null``) is refused as JSON, in JSON's
+    terms, not read as Markdown that holds no memories."""
+    if text.lstrip()[:1] in ("{", "["):
+        return True
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
 def parse_json(document: Any, most: int = MAX_IMPORT) -> list[Entry]:
     if not isinstance(document, dict) or document.get("format") != FORMAT_NAME:
         raise ImportRefused(f'not a memories export: expected an object with "format": "{FORMAT_NAME}"')
-    if document.get("version") != FORMAT_VERSION:
-        raise ImportRefused(f"export version {document.get('version')!r} is not supported (only {FORMAT_VERSION})")
+    if "version" not in document:
+        raise ImportRefused(f'the export names no version: expected "version": {FORMAT_VERSION}')
+    if document["version"] != FORMAT_VERSION:
+        raise ImportRefused(f"export version {document['version']!r} is not supported (only {FORMAT_VERSION})")
     if not isinstance(document.get("exported_at", ""), str):
         raise ImportRefused('"exported_at" must be a timestamp (text)')
     items = document.get("memories")
