@@ -440,3 +440,27 @@ def test_the_cli_imports_more_than_http_may(app, tmp_path, monkeypatch):
     result = app.test_cli_runner().invoke(main, ["memories", "import", str(path)])
     assert result.exit_code == 0, result.output
     assert len(all_memories()) == 3
+
+
+def test_the_cli_refuses_a_large_import_while_a_session_runs_unless_asked(app, tmp_path, monkeypatch):
+    """It would hold the write lock past what the session waits for, and end it."""
+    from app.models import Session
+    from app.sessions import control
+    monkeypatch.setattr(portability, "MAX_WEB_IMPORT", 2)
+    path = tmp_path / "many.json"
+    path.write_text(json.dumps(big_export(3)))
+    running = control.claim(control.enqueue(tier=1).id)
+    refused = app.test_cli_runner().invoke(main, ["memories", "import", str(path)])
+    assert refused.exit_code == 1
+    assert refused.output == (f"Error: session #{running.id} is running, and an import of 3 memories may hold the "
+                              "database longer than it waits to write (15 s), which would end it: import when no "
+                              "session runs, or pass --while-a-session-runs\n")
+    assert all_memories() == []
+    small = tmp_path / "few.json"
+    small.write_text(json.dumps(big_export(2)))
+    assert app.test_cli_runner().invoke(main, ["memories", "import", str(small)]).exit_code == 0
+    anyway = app.test_cli_runner().invoke(main, ["memories", "import", "--while-a-session-runs", str(path)])
+    assert anyway.exit_code == 0, anyway.output
+    db.session.get(Session, running.id).status = "completed"
+    db.session.commit()
+    assert len(all_memories()) == 3

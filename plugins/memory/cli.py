@@ -6,8 +6,10 @@ import contextlib
 import json
 
 import click
+from sqlalchemy import select
 
 from app.extensions import db
+from app.models import RUNNING, Session
 from app.runtime import setting
 from plugins.memory import queries, review, store
 from plugins.memory.context import format_confidence
@@ -191,10 +193,16 @@ def _write(output, text: str) -> None:
 @memories.command("import")
 @click.argument("source", type=click.File("r"))
 @click.option("--format", "fmt", type=click.Choice(["auto", "json", "markdown"]), default="auto", show_default=True)
-def import_(source, fmt):
+@click.option("--while-a-session-runs", "anyway", is_flag=True,
+              help="Import a file of more than 1,000 memories even while a session runs, which it may fail.")
+def import_(source, fmt, anyway):
     """Read memories from an export (JSON or Markdown). Each goes through the
     matcher: a memory already known is reinforced, not stored twice. One bad
-    entry refuses the whole file."""
+    entry refuses the whole file.
+
+    The import holds the database's write lock until it ends; a session that
+    writes meanwhile waits 15 s at most, then fails. So a file of more than
+    1,000 memories is refused while a session runs, unless asked for."""
     from plugins.memory import portability
     name = click.format_filename(source.name)
     try:
@@ -205,8 +213,19 @@ def import_(source, fmt):
         raise click.ClickException(f"cannot read {name}: {exc.strerror or exc}") from None
     try:
         entries = portability.parse(text, fmt)
+        if len(entries) > portability.MAX_WEB_IMPORT and not anyway:
+            _refuse_while_a_session_runs(len(entries))
         report = portability.import_entries(entries, source=name)
     except portability.ImportRefused as exc:
         _fail(exc)
     db.session.commit()
     click.echo(", ".join(f"{count} {what}" for what, count in report.to_dict().items()))
+
+
+def _refuse_while_a_session_runs(count: int) -> None:
+    running = db.session.scalar(select(Session.id).where(Session.status == RUNNING).limit(1))
+    if running is not None:
+        raise click.ClickException(
+            f"session #{running} is running, and an import of {count:,} memories may hold the database longer than "
+            "it waits to write (15 s), which would end it: import when no session runs, or pass "
+            "--while-a-session-runs")
