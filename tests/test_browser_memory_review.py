@@ -183,15 +183,17 @@ def test_approve_in_the_table_keeps_the_memory_as_it_is_under_any_filter(page, s
     assert actions[-1] == "approved" and "edited" not in actions, actions
 
 
-def test_the_memories_page_fits_a_1280_px_window_with_long_text(browser, service):
+@pytest.mark.parametrize("width", [1024, 1280])
+def test_the_memories_page_fits_the_window_with_long_text(browser, service, width):
     """Long agent text (a 300-character word, a long URL) wraps in its cell,
     and every row's actions, in the inbox and in the table, are in view
-    without scrolling sideways."""
+    without scrolling sideways, in a 1280 px window and in a 1024 px one; so
+    is an inbox row opened for Edit & approve."""
     tok = uuid.uuid4().hex[:6]
     url = "https://grafana.example.com/d/" + "abc-def_ghi/" * 30
     import_proposal(service, f"Proposed {tok} " + "x" * 300)
     import_proposal(service, f"Slow after restart {tok}, see {url}")
-    with guarded_page(browser, service.base_url, PageGuard(), width=1280) as page:
+    with guarded_page(browser, service.base_url, PageGuard(), width=width) as page:
         page.goto("/memories")
         expect(page.locator(INBOX_ROWS)).to_have_count(2)
         widths = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
@@ -200,5 +202,14 @@ def test_the_memories_page_fits_a_1280_px_window_with_long_text(browser, service
         table_actions = page.locator("#memory-table td.actions").locator("button, a")
         assert inbox_actions.count() == 2 * 4 and table_actions.count() == 2 * 5
         for action in inbox_actions.all() + table_actions.all():
+            box = action.bounding_box()
+            assert box["x"] >= 0 and box["x"] + box["width"] <= widths[1], (action.text_content(), box, widths)
+
+        inbox_row(page, "Slow after restart").get_by_role("button", name="Edit & approve").click()
+        editing = page.locator("#memory-inbox tr.editing")
+        expect(editing).to_have_count(1)
+        widths = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        assert widths[0] <= widths[1], ("editing", widths)
+        for action in editing.locator("td.actions button").all():
             box = action.bounding_box()
             assert box["x"] >= 0 and box["x"] + box["width"] <= widths[1], (action.text_content(), box, widths)
