@@ -271,6 +271,14 @@ def test_inline_edit_saves_and_cancel_restores(page, service):
     expect(the_row.locator(".observation-text")).to_have_text(f"Restart takes 45s {tok}")
     expect(the_row.get_by_role("button", name="Edit")).to_be_visible()
     assert api_memory(service, memory["id"]) == saved
+    # Escape cancels too, and leaves the keyboard on the row's Edit button.
+    the_row.get_by_role("button", name="Edit").click()
+    textarea.fill("nor must this")
+    textarea.press("Escape")
+    expect(the_row.locator("textarea")).to_have_count(0)
+    expect(the_row.locator(".observation-text")).to_have_text(f"Restart takes 45s {tok}")
+    expect(the_row.get_by_role("button", name="Edit")).to_be_focused()
+    assert api_memory(service, memory["id"]) == saved
     assert api_history(service, memory["id"]) == ["created", "edited"]
     assert_not_reloaded(page, loaded)
 

@@ -94,6 +94,12 @@ def test_the_agents_proposals_are_approved_edited_and_rejected_in_the_inbox(page
     assert api_memory(service, ids["Takes 60s"])["status"] == "approved"
 
     scrub = inbox_row(page, "Scrub")
+    # Escape leaves an edit as Cancel does, the keyboard back on the button that opened it.
+    scrub.get_by_role("button", name="Edit & approve").click()
+    page.locator(f"#proposed-{ids['Scrub']}.editing textarea[name=observation]").press("Escape")
+    expect(page.locator("#memory-inbox tr.editing")).to_have_count(0)
+    expect(scrub.get_by_role("button", name="Edit & approve")).to_be_focused()
+    assert api_memory(service, ids["Scrub"])["status"] == "proposed"
     scrub.get_by_role("button", name="Edit & approve").click()
     editing = page.locator(f"#proposed-{ids['Scrub']}.editing")
     expect(editing.locator("textarea[name=observation]")).to_have_value(f"Scrub slows every share on Sunday {tok}")
