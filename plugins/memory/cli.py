@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from pathlib import Path
 
 import click
 from sqlalchemy import select
@@ -179,13 +180,18 @@ def export(fmt, output):
 
 def _write(output, text: str) -> None:
     """Write and flush now, so that a failure (a full disk) is told with the
-    file's name; left to click's close, it would be a traceback."""
+    file's name; left to click's close, it would be a traceback. The part of
+    a file written before the failure is removed: it would pass for an
+    export of fewer memories."""
     try:
         output.write(text)
         output.flush()
     except OSError as exc:
         with contextlib.suppress(OSError):   # the close to come would try the same write again
             output.close()
+        path = Path(output.name) if isinstance(output.name, str) and output.name != "-" else None
+        if path is not None and path.is_file():
+            path.unlink(missing_ok=True)
         raise click.ClickException(f"cannot write {click.format_filename(output.name)}: {exc.strerror or exc}") \
             from None
 
