@@ -5,9 +5,7 @@ service."""
 from __future__ import annotations
 
 import os
-import resource
 import shutil
-import signal
 import sqlite3
 import subprocess
 import threading
@@ -169,17 +167,14 @@ def test_a_backup_of_a_database_without_a_schema_names_the_database(app, tmp_pat
 
 
 def test_a_backup_its_disk_cannot_hold_says_so_and_leaves_nothing(tmp_path):
+    from tests.support.faults import files_of_at_most
     from tests.test_cli import CLAUDEOPS, claudeops_env
-
-    def small_disk():   # as a full disk: a write past 64 KB fails, instead of killing the process
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536))
 
     env = claudeops_env(tmp_path)
     subprocess.run([str(CLAUDEOPS), "db", "upgrade", "heads"], env=env, capture_output=True, check=True, timeout=60)
     copy = tmp_path / "copy.db"
     result = subprocess.run([str(CLAUDEOPS), "backup", str(copy)], env=env, capture_output=True, text=True,
-                            timeout=60, preexec_fn=small_disk)
+                            timeout=60, preexec_fn=files_of_at_most(65536))
     assert result.returncode == 1
     assert f"Error: cannot copy {tmp_path / 'state' / 'claudeops.db'} into {tmp_path}: disk I/O error" in result.stderr
     assert "Traceback" not in result.stderr

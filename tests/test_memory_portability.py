@@ -277,14 +277,9 @@ def test_cli_export_to_a_file_that_cannot_be_written_says_so(app, fmt):
 
 def test_cli_export_that_fails_midway_leaves_no_part_of_a_file(tmp_path):
     """Half an export would pass for an export of fewer memories."""
-    import resource
-    import signal
     import subprocess
+    from tests.support.faults import files_of_at_most
     from tests.test_cli import CLAUDEOPS, claudeops_env
-
-    def small_disk():   # as a full disk: a write past 64 KB fails, instead of killing the process
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536))
 
     env = claudeops_env(tmp_path)
     subprocess.run([str(CLAUDEOPS), "db", "upgrade", "heads"], env=env, capture_output=True, check=True, timeout=60)
@@ -294,7 +289,7 @@ def test_cli_export_that_fails_midway_leaves_no_part_of_a_file(tmp_path):
                    timeout=60)
     out = tmp_path / "out.json"
     result = subprocess.run([str(CLAUDEOPS), "memories", "export", "-o", str(out)], env=env, capture_output=True,
-                            text=True, timeout=60, preexec_fn=small_disk)
+                            text=True, timeout=60, preexec_fn=files_of_at_most(65536))
     assert (result.returncode, result.stderr) == (1, f"Error: cannot write {out}: File too large\n")
     assert not out.exists()
 

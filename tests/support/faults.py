@@ -4,6 +4,7 @@ connection of our own, and `claudeops scheduler` as a process to kill."""
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import sqlite3
 import subprocess
@@ -19,6 +20,15 @@ from tests.support.waiting import wait_for
 CLAUDEOPS = Path(sys.executable).with_name("claudeops")
 
 
+
+
+def files_of_at_most(size: int):
+    """A ``preexec_fn`` for a process whose disk is as good as full: a write
+    past ``size`` bytes of any file fails (EFBIG) instead of killing it."""
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+    return limit
 
 
 def group_alive(pgid: int) -> bool:
