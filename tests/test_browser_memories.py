@@ -417,16 +417,18 @@ def test_confidence_slider_deactivates_and_reactivates(page, service):
     current = api_memory(service, memory["id"])
     assert (current["confidence"], current["active"]) == (0.95, True)
 
-    opacity = "el => getComputedStyle(el.querySelector('td.service')).opacity"
+    # Faded by muted text (--muted), which keeps 4.5:1 where opacity did not.
+    colour = "el => getComputedStyle(el.querySelector('td.service')).color"
+    ink, muted = "rgb(29, 35, 43)", "rgb(95, 107, 122)"
     decoration = "el => getComputedStyle(el.querySelector('.observation-text')).textDecorationLine"
-    assert the_row.evaluate(opacity) == "1"
+    assert the_row.evaluate(colour) == ink
 
     slider.fill("0.1")
     expect(the_row).to_contain_class("inactive")
     expect(the_row).not_to_contain_class("active")
     expect(the_row.locator("td.status .badge").first).to_have_text("inactive")
     expect(the_row.locator("output.confidence-value")).to_have_text("0.1")
-    assert float(the_row.evaluate(opacity)) < 1, "an inactive row should look faded"
+    assert the_row.evaluate(colour) == muted, "an inactive row should look faded"
     assert the_row.evaluate(decoration) == "line-through"
     current = api_memory(service, memory["id"])
     assert (current["confidence"], current["active"]) == (0.1, False)
@@ -434,7 +436,7 @@ def test_confidence_slider_deactivates_and_reactivates(page, service):
     slider.fill("0.5")
     expect(the_row).to_contain_class("active")
     expect(the_row.locator("td.status .badge").first).to_have_text("active")
-    assert the_row.evaluate(opacity) == "1"
+    assert the_row.evaluate(colour) == ink
     current = api_memory(service, memory["id"])
     assert (current["confidence"], current["active"]) == (0.5, True)
 
