@@ -179,6 +179,25 @@ def test_memories_with_forms_and_edits_open(page, data):
     assert_accessible(page, "memories with an inline edit and an inbox edit open")
 
 
+def test_each_memory_action_is_described_by_its_memory(page, data):
+    """Every row has the same buttons: a screen reader tells them apart by the
+    observation that describes each (aria-describedby)."""
+    page.goto("/memories")
+    row = page.locator(f"#memory-{data['pinned']}")
+    observation = row.locator(".observation-text").inner_text()
+    assert data["tok"] in observation
+    for name in ("Edit", "Unpin", "History", "Delete"):
+        expect(row.get_by_role("link" if name == "History" else "button", name=name, exact=True)) \
+            .to_have_accessible_description(observation)
+    proposal = page.locator(f"#proposed-{data['proposed']}")
+    proposed_text = proposal.locator(".observation-text").inner_text()
+    for role, name in (("button", "Approve"), ("button", "Edit & approve"), ("link", "History"), ("button", "Reject")):
+        expect(proposal.get_by_role(role, name=name, exact=True)).to_have_accessible_description(proposed_text)
+    # The same proposal in the table is described by the table's own copy of it.
+    in_table = page.locator(f"#memory-{data['proposed']}")
+    expect(in_table.get_by_role("button", name="Reject", exact=True)).to_have_accessible_description(proposed_text)
+
+
 def test_config_with_values_it_refused(page, guard, data):
     page.goto("/config")
     page.fill("input[name=CLAUDEOPS_INTERVAL]", "often")

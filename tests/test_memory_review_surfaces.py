@@ -139,7 +139,7 @@ def test_status_filter_on_the_page(guarded):
 
     def shown(status):
         html = client.get(f"/memories?status={status}", headers={"HX-Request": "true"}).get_data(as_text=True)
-        return re.findall(r'<span class="observation-text">([^<]+)</span>', html)
+        return re.findall(r'<span class="observation-text"[^>]*>([^<]+)</span>', html)
     assert shown("active") == ["Trusted one"]
     assert shown("inactive") == ["Faded one"]
     assert shown("proposed") == ["Takes 60s to start after restart"]
