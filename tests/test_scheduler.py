@@ -7,7 +7,7 @@ import time
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from app.extensions import db
 from app.models import Session
@@ -206,7 +206,6 @@ def test_a_scheduled_run_stopped_while_queued_does_not_stop_the_schedule(app, fa
     assert later[0].tier == 1
 
 
-
 def test_an_escalation_queued_above_a_lowered_maximum_tier_is_not_run(app, fake_cli, scheduler, run_session_now):
     """Lowering CLAUDEOPS_MAX_TIER (1 turns escalation off) holds for an
     escalation already queued; a tier the operator asked for still runs."""
@@ -250,6 +249,35 @@ def test_an_interval_changed_at_run_time_takes_effect(app, fake_cli, scheduler):
     count = len(all_sessions())
     time.sleep(2.5)
     assert len(all_sessions()) == count and instance.next_scheduled_run() is None
+
+
+def test_the_schedule_is_not_armed_twice_while_its_job_is_firing(app, caplog):
+    """APScheduler takes a fired date job out of its store before its thread
+    runs it. The worker, looking meanwhile, must not arm a second job: that
+    one would be due at once and skipped, with a warning in the log
+    ("maximum number of running instances reached")."""
+    import logging
+
+    from app.sessions.scheduler import SCHEDULED_JOB_ID
+    app.config["CLAUDEOPS_INTERVAL"] = 1
+    instance = SessionScheduler(app)
+    instance._aps.start(paused=True)   # nothing fires unless the test says so
+    try:
+        instance._ensure_armed()
+        assert instance.next_scheduled_run() is not None
+        instance._aps.remove_job(SCHEDULED_JOB_ID)   # fired: handed to a thread, not run yet
+        with caplog.at_level(logging.WARNING):
+            instance._ensure_armed()                 # the worker's next look
+            assert instance.next_scheduled_run() is None
+            instance._enqueue_scheduled()            # the fired job's run
+        assert [(s.trigger, s.status) for s in all_sessions()] == [("schedule", "queued")]
+        assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+        db.session.execute(update(Session).values(status="completed", ended_at=utcnow()))
+        db.session.commit()
+        instance._ensure_armed()                     # that session ended: the next one is armed
+        assert instance.next_scheduled_run() is not None
+    finally:
+        instance._aps.shutdown(wait=False)
 
 
 @sqlite_only("a database file named outside the state directory")

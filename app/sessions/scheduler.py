@@ -69,6 +69,10 @@ class SessionScheduler:
         self._lock_lost = False
         self._started_at = utcnow()
         self._armed_interval: int | None = None
+        # Set when the schedule's job is armed, cleared when it runs. APScheduler
+        # takes a fired date job out of its store before the job's thread runs
+        # it: no job and this set means that run is on its way, not missing.
+        self._fire_pending = False
         # The schedule's clock: the next scheduled run is due `interval` after
         # the later of the last time it fired and the end of its last session.
         # Read from the database at start, so that a restart keeps the interval.
@@ -147,6 +151,7 @@ class SessionScheduler:
 
     def _enqueue_scheduled(self) -> None:
         with self._schedule_lock, self.app.app_context():
+            self._fire_pending = False
             self._last_fired = utcnow()
             if not control.has_pending(SCHEDULE_TRIGGER):
                 session = control.enqueue(tier=1, trigger=SCHEDULE_TRIGGER)
@@ -168,8 +173,14 @@ class SessionScheduler:
                     if job:
                         job.remove()
                     self._armed_interval = None
+                    self._fire_pending = False
                     return
                 if control.has_pending(SCHEDULE_TRIGGER):
+                    return
+                if job is None and self._fire_pending:
+                    # Fired, and its run waits for this lock: a second job now
+                    # would be skipped by APScheduler ("maximum number of
+                    # running instances reached"), with a warning in the log.
                     return
                 if job is not None and interval == self._armed_interval:
                     return
@@ -178,6 +189,7 @@ class SessionScheduler:
                 self._aps.add_job(self._enqueue_scheduled, "date", id=SCHEDULED_JOB_ID, replace_existing=True,
                                   run_date=due, misfire_grace_time=None)
                 self._armed_interval = interval
+                self._fire_pending = True
                 self._publish(next_run=due)
             finally:
                 db.session.remove()
