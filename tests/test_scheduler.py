@@ -312,6 +312,25 @@ def test_while_a_scheduled_session_runs_the_overview_still_tells_a_schedule(app,
     assert "a scheduled session is under way" in html
 
 
+def test_once_the_schedule_has_fired_its_time_is_no_longer_published_as_the_next_run(app, client):
+    """Not the time just past, on /api/v1/stats and the Overview, until the
+    next heartbeat (up to 15 s): while its session runs there is none."""
+    from app.models import SchedulerState
+    app.config["CLAUDEOPS_INTERVAL"] = 3600
+    db.session.add(SchedulerState(id=1))
+    db.session.commit()
+    instance = SessionScheduler(app)
+    instance._aps.start(paused=True)   # the test fires the job itself, and no heartbeat runs
+    try:
+        instance._ensure_armed()
+        assert client.get("/api/v1/stats").get_json()["next_scheduled_run"] is not None
+        instance._enqueue_scheduled()   # the job fires
+        assert client.get("/api/v1/stats").get_json()["next_scheduled_run"] is None
+        assert "a scheduled session is under way" in client.get("/").get_data(as_text=True)
+    finally:
+        instance._aps.shutdown(wait=False)
+
+
 def test_a_heartbeat_the_database_refuses_is_one_line_in_the_log_and_the_next_tries_again(app, monkeypatch, caplog):
     import logging
     import sqlite3

@@ -156,6 +156,9 @@ class SessionScheduler:
             if not control.has_pending(SCHEDULE_TRIGGER):
                 session = control.enqueue(tier=1, trigger=SCHEDULE_TRIGGER)
                 log.info("queued scheduled session %s", session.id)
+            # The job is spent: until its session ends there is no next run,
+            # rather than this one, now past, until the next heartbeat.
+            self._publish(next_run=None)
             db.session.remove()
         self._wake.set()
 
