@@ -44,7 +44,8 @@ class StateDirError(RuntimeError):
 def check_writable_dirs(app: Flask) -> None:
     """Refuse to start, naming the directory, rather than fail at the first
     write (a read-only volume, a wrong owner)."""
-    for label, key in (("state directory", "CLAUDEOPS_STATE_DIR"), ("results directory", "CLAUDEOPS_RESULTS_DIR")):
+    for label, key, holds in (("state directory", "CLAUDEOPS_STATE_DIR", "the database and the cookie key"),
+                              ("results directory", "CLAUDEOPS_RESULTS_DIR", "the run logs")):
         path = app.config[key]
         try:
             with tempfile.TemporaryFile(dir=path):
@@ -54,8 +55,8 @@ def check_writable_dirs(app: Flask) -> None:
                                 f"(make it writable or set {key})") from None
         mode = Path(path).stat().st_mode & 0o777
         if mode & 0o077:
-            log.warning("the %s %s can be read by other users (mode %o); it holds the database, the run logs "
-                        "and the cookie key: chmod 700 it", label, path, mode)
+            log.warning("the %s %s can be read by other users (mode %o); it holds %s: chmod 700 it",
+                        label, path, mode, holds)
 
 
 def apply_migrations(app: Flask) -> None:

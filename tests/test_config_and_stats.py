@@ -285,8 +285,12 @@ def test_the_state_directory_is_made_for_the_services_user_only(tmp_path, caplog
     assert "can be read by other users" not in caplog.text
     os.chmod(app.config["CLAUDEOPS_STATE_DIR"], 0o755)   # one an older version, or the operator, made
     check_writable_dirs(app)
-    assert f"the state directory {app.config['CLAUDEOPS_STATE_DIR']} can be read by other users (mode 755)" \
-        in caplog.text
+    assert (f"the state directory {app.config['CLAUDEOPS_STATE_DIR']} can be read by other users (mode 755); "
+            "it holds the database and the cookie key") in caplog.text
+    os.chmod(app.config["CLAUDEOPS_RESULTS_DIR"], 0o750)
+    check_writable_dirs(app)
+    assert (f"the results directory {app.config['CLAUDEOPS_RESULTS_DIR']} can be read by other users (mode 750); "
+            "it holds the run logs") in caplog.text
 
 
 def test_the_schedulers_heartbeat_stays_out_of_the_log_below_debug(tmp_path):
