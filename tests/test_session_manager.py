@@ -56,6 +56,19 @@ def test_raw_lines_go_to_the_sessions_own_run_log(app, fake_cli, run_session_now
     assert first.log_path.startswith(app.config["CLAUDEOPS_RESULTS_DIR"])
 
 
+def test_run_logs_are_for_the_services_user_only(app, fake_cli, run_session_now):
+    """The run log and the stderr log, and the results directory even when
+    it was removed while the service runs (an operator's clean-up)."""
+    import os
+    import shutil
+    fake_cli(sl.steps(sl.init(), sl.text("hello"), sl.result("hello")) + [{"stderr": "a warning"}])
+    shutil.rmtree(app.config["CLAUDEOPS_RESULTS_DIR"])
+    session = run_session_now()
+    assert os.stat(app.config["CLAUDEOPS_RESULTS_DIR"]).st_mode & 0o777 == 0o700
+    stderr_log = session.log_path.removesuffix(".ndjson") + ".stderr.log"
+    assert [os.stat(path).st_mode & 0o777 for path in (session.log_path, stderr_log)] == [0o600, 0o600]
+
+
 def test_argv_environment_and_prompts(app, fake_cli, run_session_now, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/")
     argv_file = fake_cli(sl.steps(sl.init(), sl.result()))

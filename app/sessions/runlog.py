@@ -63,10 +63,17 @@ class RedactedLog:
         self.pending = bytearray(text[cut:].encode("utf-8", "surrogateescape"))
 
 
+def open_private(path: os.PathLike) -> BinaryIO:
+    """``path``, new or emptied, for writing, readable by the service's user
+    only: what the agent ran and read stays private even in a results
+    directory that others may read."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb")
+
+
 def copy_redacted(source: BinaryIO, path: os.PathLike, redactor: Redactor) -> None:
     """Write ``source`` (from its start) to ``path``, redacted."""
     source.seek(0)
-    with open(path, "wb") as target:
+    with open_private(path) as target:
         log = RedactedLog(target, redactor)
         while chunk := source.read(COPY_CHUNK):
             log.write(chunk)

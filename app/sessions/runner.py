@@ -22,7 +22,7 @@ from typing import Callable, Optional
 
 from app.redaction import Redactor
 from app.sessions import groupguard
-from app.sessions.runlog import OVERLAP_CHARS, RedactedLog, copy_redacted
+from app.sessions.runlog import OVERLAP_CHARS, RedactedLog, copy_redacted, open_private
 
 log = logging.getLogger(__name__)
 
@@ -126,8 +126,9 @@ def run_process(command: CLICommand, on_line: Callable[[bytes], None],
     outcome = ProcessOutcome()
     log_file = None
     try:
-        command.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log_file = open(command.log_path, "wb")
+        # As the service makes it at start (app/__init__.py): the run logs are for its user only.
+        command.log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        log_file = open_private(command.log_path)
         # stderr goes to a file with no name while the CLI runs, and is
         # copied, redacted, next to the run log afterwards.
         stderr_file = tempfile.TemporaryFile(dir=command.log_path.parent)
