@@ -354,3 +354,41 @@ def test_a_heartbeat_the_database_refuses_is_one_line_in_the_log_and_the_next_tr
     monkeypatch.setattr(instance, "_publish", broken)
     with pytest.raises(OperationalError):
         instance._heartbeat()
+
+
+def test_a_database_that_refuses_the_worker_is_one_line_in_the_log_not_a_traceback(app, monkeypatch, caplog):
+    """A database server restarted or down: the worker retries every second,
+    each time one line saying why, not a traceback a second."""
+    import logging
+
+    from sqlalchemy.exc import OperationalError
+    instance = SessionScheduler(app)
+    attempts = []
+
+    def unavailable():
+        attempts.append(1)
+        if len(attempts) == 2:
+            instance.shutdown_event.set()
+        raise OperationalError("SELECT sessions", {}, ConnectionError("connection failed: Connection refused"))
+    monkeypatch.setattr(instance, "_run_next", unavailable)
+    monkeypatch.setattr(instance._wake, "wait", lambda timeout: None)
+    with caplog.at_level(logging.WARNING):
+        instance._work()
+    records = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(records) == 2 and not any(r.exc_info for r in records)
+    assert records[0].getMessage() == ("scheduler worker failed (the database is unavailable (connection failed: "
+                                       "Connection refused)); retrying")
+
+
+def test_a_mistake_in_the_worker_keeps_its_traceback(app, monkeypatch, caplog):
+    import logging
+    instance = SessionScheduler(app)
+
+    def broken():
+        instance.shutdown_event.set()
+        raise KeyError("not the database")
+    monkeypatch.setattr(instance, "_run_next", broken)
+    with caplog.at_level(logging.ERROR):
+        instance._work()
+    [record] = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert record.exc_info is not None

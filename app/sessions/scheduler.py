@@ -248,8 +248,10 @@ class SessionScheduler:
                 if not ran:
                     self._ensure_armed()
             except Exception as exc:
-                # The worker must outlive a database that refuses it for a while.
-                log.error("scheduler worker failed (%s); retrying", dbfaults.describe(exc), exc_info=True)
+                # The worker must outlive a database that refuses it for a while:
+                # then one line a retry says why; a mistake keeps its traceback.
+                log.error("scheduler worker failed (%s); retrying", dbfaults.describe(exc),
+                          exc_info=dbfaults.storage_fault(exc) is None)
                 ran = False
             if not ran:
                 self._wake.wait(QUEUE_POLL_SECONDS)
