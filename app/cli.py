@@ -69,7 +69,7 @@ class ClaudeOpsGroup(FlaskGroup):
         try:
             return super().invoke(ctx)
         except SQLAlchemyError as exc:
-            advice = dbfaults.schema_behind(exc) or _unusable_database(ctx, exc)
+            advice = dbfaults.schema_behind(exc) or _unusable_database(ctx, exc) or _not_permitted(ctx, exc)
             if advice is None:
                 raise
             raise click.ClickException(advice) from None
@@ -108,6 +108,15 @@ def _unusable_database(ctx: click.Context, exc: SQLAlchemyError) -> str | None:
     # The command's app context is gone by now; the app it ran in is kept.
     app = ctx.ensure_object(ScriptInfo).load_app()
     return f"cannot use the database {shown_url(make_url(app.config['SQLALCHEMY_DATABASE_URI']))}: {fault}"
+
+
+def _not_permitted(ctx: click.Context, exc: SQLAlchemyError) -> str | None:
+    """``claudeops db upgrade`` by a role that may not create the tables."""
+    if getattr(getattr(exc, "orig", None), "sqlstate", None) is None:
+        return None
+    url = make_url(ctx.ensure_object(ScriptInfo).load_app().config["SQLALCHEMY_DATABASE_URI"])
+    advice = dbfaults.not_permitted(exc, url.username)
+    return f"cannot use the database {shown_url(url)}: {advice}" if advice else None
 
 
 @click.group(cls=ClaudeOpsGroup)

@@ -66,6 +66,24 @@ def schema_behind(exc: BaseException) -> Optional[str]:
             "`claudeops db upgrade heads` (`claudeops serve`, `scheduler` and `run` do it when they start)")
 
 
+# PostgreSQL's SQLSTATE for a privilege the role lacks (psycopg's InsufficientPrivilege).
+_INSUFFICIENT_PRIVILEGE = "42501"
+
+
+def not_permitted(exc: BaseException, role: Optional[str]) -> Optional[str]:
+    """What to do if ``exc`` says the database's role lacks a privilege:
+    most often, at the first start, to create the tables (the migrations)."""
+    original = getattr(exc, "orig", None) if isinstance(exc, SQLAlchemyError) else None
+    if getattr(original, "sqlstate", None) != _INSUFFICIENT_PRIVILEGE:
+        return None
+    reason = str(original).strip().splitlines()[0]
+    who = f"role {role!r}" if role else "database role"
+    grantee = role or "<role>"
+    return (f"the {who} may not create tables in this database, or lacks another privilege ({reason}): the "
+            f"migrations create and change the tables, so make the role the database's owner, or run "
+            f"GRANT CREATE ON SCHEMA public TO {grantee}")
+
+
 # SQLite's words for a file it cannot read as a database at all: not one
 # (a wrong path, a file overwritten), or one damaged past reading.
 _SQLITE_NOT_A_DATABASE = ("file is not a database", "database disk image is malformed")

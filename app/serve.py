@@ -19,8 +19,9 @@ from pathlib import Path
 
 import flask_migrate
 from flask import Flask
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import OperationalError, ProgrammingError
 
+from app import dbfaults
 from app.config import PROJECT_ROOT
 from app.database_url import absolute_sqlite_url, shown_url
 from app.extensions import db
@@ -68,6 +69,11 @@ def apply_migrations(app: Flask) -> None:
             url = shown_url(db.engine.url)
             reason = str(exc.orig or exc).strip().splitlines()[0]
             raise MigrationError(f"cannot use the database {url}: {reason}") from None
+        except ProgrammingError as exc:   # a role that may not create the tables
+            advice = dbfaults.not_permitted(exc, db.engine.url.username)
+            if advice is None:
+                raise
+            raise MigrationError(f"cannot migrate the database {shown_url(db.engine.url)}: {advice}") from None
         except SystemExit:   # Flask-Migrate logs Alembic's error and exits
             raise MigrationError(
                 "the database could not be migrated (see the error above). If it names a revision it "

@@ -12,6 +12,7 @@ from pathlib import Path
 import flask_migrate
 import pytest
 from sqlalchemy import create_engine, inspect, text
+from sqlalchemy.engine import make_url
 
 from app.extensions import db
 from app.models import Session
@@ -248,3 +249,29 @@ def test_connections_the_server_ended_are_replaced_unnoticed(app):
         admin.dispose()
     assert ended   # the app's pooled connection was among them
     assert client.get("/api/v1/sessions").status_code == 200
+
+
+@postgres_only("a role that may connect to a database but not create tables in it")
+@pytest.mark.parametrize("command", [["serve", "--port", "1"], ["scheduler"], ["run"], ["db", "upgrade", "heads"]])
+def test_a_role_that_may_not_create_tables_is_one_line_at_start_without_its_password(tmp_path, command):
+    url = make_url(explicit_database_url(tmp_path / "state"))
+    role = f"claudeops_no_create_{os.getpid()}_{len(command)}"
+    admin = create_engine(url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.execute(text(f"CREATE ROLE {role} LOGIN PASSWORD 'hunter2-secret'"))
+            connection.execute(text("REVOKE CREATE ON SCHEMA public FROM PUBLIC"))
+        result = subprocess.run(
+            [str(Path(sys.executable).with_name("claudeops")), *command], capture_output=True, text=True, timeout=60,
+            env=dict(os.environ, CLAUDEOPS_STATE_DIR=str(tmp_path / "state"),
+                     CLAUDEOPS_DATABASE_URL=url.set(username=role, password="hunter2-secret")
+                     .render_as_string(hide_password=False)))
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f"DROP ROLE IF EXISTS {role}"))
+        admin.dispose()
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr and "hunter2-secret" not in result.stderr, result.stderr
+    [line] = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert f"role {role!r} may not create tables" in line and "permission denied for schema public" in line
+    assert f"GRANT CREATE ON SCHEMA public TO {role}" in line
