@@ -79,9 +79,27 @@ def absolute_sqlite_url(raw: str) -> str:
     return url.set(database=str(Path(database).resolve())).render_as_string(hide_password=False)
 
 
+# Seconds a new connection may take. libpq itself waits for a server that
+# does not answer as long as the network lets it (a host that drops every
+# packet: minutes; one that takes the connection and says nothing: forever),
+# with nothing said. A connect_timeout in the URL wins.
+CONNECT_TIMEOUT_SECONDS = 10
+
+
+def connect_args(uri: str | URL) -> dict:
+    """What every connection to the database is opened with."""
+    url = make_url(uri)
+    if url.get_backend_name() == "sqlite" or "connect_timeout" in url.query:
+        return {}
+    return {"connect_timeout": CONNECT_TIMEOUT_SECONDS}
+
+
 def engine_options(uri: str) -> dict:
     """A database server can end connections that sit in the pool (a
     restart, a proxy's idle timeout); each is tested as it is taken out, so
     a request after that gets a fresh one instead of an error. A SQLite
     file has no server."""
-    return {} if make_url(uri).get_backend_name() == "sqlite" else {"pool_pre_ping": True}
+    if make_url(uri).get_backend_name() == "sqlite":
+        return {}
+    extra = connect_args(uri)
+    return {"pool_pre_ping": True, **({"connect_args": extra} if extra else {})}

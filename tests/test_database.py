@@ -275,3 +275,30 @@ def test_a_role_that_may_not_create_tables_is_one_line_at_start_without_its_pass
     [line] = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
     assert f"role {role!r} may not create tables" in line and "permission denied for schema public" in line
     assert f"GRANT CREATE ON SCHEMA public TO {role}" in line
+
+
+def test_a_database_server_that_never_answers_stops_the_start_in_seconds(tmp_path):
+    """A host that takes the connection and says nothing (or drops every
+    packet): libpq alone would wait for it with no end and nothing said."""
+    import socket
+    import time
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)   # the kernel completes the handshake; nobody ever answers
+        url = f"postgresql+psycopg://ops:hunter2-secret@127.0.0.1:{silent.getsockname()[1]}/claudeops"
+        started = time.monotonic()
+        result = subprocess.run([str(Path(sys.executable).with_name("claudeops")), "scheduler"], capture_output=True,
+                                text=True, timeout=60, env=dict(os.environ, CLAUDEOPS_STATE_DIR=str(tmp_path),
+                                                                CLAUDEOPS_DATABASE_URL=url))
+    assert time.monotonic() - started < 30
+    assert result.returncode == 1 and "Traceback" not in result.stderr and "hunter2-secret" not in result.stderr
+    assert result.stderr.startswith(f"Error: cannot take the scheduler's lock in the database "
+                                    f"postgresql+psycopg://ops:***@127.0.0.1:{url.rsplit(':', 1)[1]}"), result.stderr
+    assert "timeout" in result.stderr
+
+
+def test_a_connect_timeout_in_the_url_is_kept():
+    from app.database_url import engine_options
+    assert engine_options("postgresql+psycopg://ops@db.example/x")["connect_args"] == {"connect_timeout": 10}
+    assert "connect_args" not in engine_options("postgresql+psycopg://ops@db.example/x?connect_timeout=60")
+    assert engine_options("sqlite:////srv/claudeops.db") == {}

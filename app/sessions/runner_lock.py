@@ -31,7 +31,7 @@ from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
-from app.database_url import shown_url
+from app.database_url import connect_args, shown_url
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +124,7 @@ class DatabaseLock:
         # Autocommit: the lock belongs to the connection, not to a transaction,
         # and a connection left idle in a transaction would hold back vacuum.
         self._engine = create_engine(url, poolclass=NullPool, isolation_level="AUTOCOMMIT",
-                                     connect_args={"application_name": holder_name()})
+                                     connect_args={"application_name": holder_name(), **connect_args(url)})
         self._connection: Optional[Connection] = None
         # verify runs on the heartbeat's thread, release on the stopping one:
         # a check in flight must not take the lock again after its release.
