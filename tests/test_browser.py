@@ -20,7 +20,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests import streamlines as sl
-from tests.support.browser import PageGuard, guarded_page, wait_for, write_script
+from tests.support.browser import PageGuard, guarded_page, trigger, wait_for, write_script
 from tests.support.service import Service
 
 pytestmark = pytest.mark.browser
@@ -79,13 +79,6 @@ def session(svc: Service, session_id: int) -> dict:
     status, body = svc.get(f"/api/v1/sessions/{session_id}")
     assert status == 200, body
     return body
-
-
-def trigger(svc: Service, steps: list[dict], **body) -> int:
-    write_script(svc.script_path, steps)
-    status, created = svc.post("/api/v1/sessions/trigger", body)
-    assert status == 201, created
-    return created["id"]
 
 
 def wait_status(svc: Service, session_id: int, *statuses: str, timeout: float = 20.0) -> dict:

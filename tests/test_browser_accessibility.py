@@ -22,7 +22,7 @@ from playwright.sync_api import expect
 
 from tests import streamlines as sl
 from tests.conftest import FAKE_CLAUDE
-from tests.support.browser import PageGuard, guarded_page, wait_for, write_script
+from tests.support.browser import PageGuard, guarded_page, trigger, wait_for, write_script
 from tests.support.service import Service
 
 pytestmark = pytest.mark.browser
@@ -72,13 +72,6 @@ def sessions(svc: Service) -> list[dict]:
 
 def wait_idle(svc: Service) -> None:
     wait_for(lambda: not [s for s in sessions(svc) if s["status"] in UNFINISHED], timeout=40, what="service idle")
-
-
-def trigger(svc: Service, steps: list[dict], **body) -> int:
-    write_script(svc.script_path, steps)
-    status, created = svc.post("/api/v1/sessions/trigger", body)
-    assert status == 201, created
-    return created["id"]
 
 
 def create_memory(svc: Service, observation: str, service: str | None, category: str, confidence: float) -> int:

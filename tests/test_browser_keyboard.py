@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import re
 import uuid
-from dataclasses import dataclass, field
 
 import pytest
 from playwright.sync_api import expect
 
 from tests import streamlines as sl
 from tests.conftest import FAKE_CLAUDE
-from tests.support.browser import PageGuard, guarded_page, wait_for, write_script
+from tests.support.browser import (ConfirmGuard, PageGuard, delete_all_memories, guarded_page, trigger,
+                                     wait_for, write_script)
 from tests.support.service import Service
 
 pytestmark = pytest.mark.browser
@@ -36,19 +36,6 @@ ACTIVE = "(() => { const e = document.activeElement; return !e || e === document
 
 # ---------------------------------------------------------------- fixtures
 
-@dataclass
-class ConfirmGuard(PageGuard):
-    """Accepts the confirm dialogs a test announced; any other dialog is a problem."""
-    expected: list[str] = field(default_factory=list)
-
-    def _on_dialog(self, dialog) -> None:
-        if dialog.type == "confirm" and self.expected and self.expected[0] == dialog.message:
-            self.expected.pop(0)
-            dialog.accept()
-            return
-        super()._on_dialog(dialog)
-
-
 @pytest.fixture(scope="module")
 def service(browser_service):
     status, body = browser_service.request("PUT", "/api/v1/config", {"CLAUDEOPS_MEMORY_REVIEW": True})
@@ -58,11 +45,7 @@ def service(browser_service):
 
 @pytest.fixture(autouse=True)
 def no_memories(service):
-    while True:
-        ids = [m["id"] for m in service.get("/api/v1/memories?limit=500")[1]["memories"]]
-        if not ids:
-            return
-        assert service.post("/api/v1/memories/bulk-delete", {"ids": ids})[0] == 200
+    delete_all_memories(service)
 
 
 @pytest.fixture
@@ -104,13 +87,6 @@ def memory(svc: Service, memory_id: int) -> dict:
     status, body = svc.get(f"/api/v1/memories/{memory_id}")
     assert status == 200, body
     return body
-
-
-def trigger(svc: Service, steps: list[dict], **body) -> int:
-    write_script(svc.script_path, steps)
-    status, created = svc.post("/api/v1/sessions/trigger", body)
-    assert status == 201, created
-    return created["id"]
 
 
 def wait_idle(svc: Service) -> None:
@@ -233,7 +209,7 @@ def test_delete_confirmed_by_keyboard_moves_to_the_next_row_and_says_what_is_lef
     create_memory(service, f"Third {tok}", confidence=0.7)
     page.goto("/memories")
     tab_to(page, f"#memory-{first} button.delete")
-    guard.expected.append(CONFIRM_DELETE_ONE)
+    guard.expect_confirm(CONFIRM_DELETE_ONE, accept=True)
     page.keyboard.press("Enter")
     expect(page.locator(f"#memory-{first}")).to_have_count(0)
     focus_on(page, f"#memory-{second} button.delete")

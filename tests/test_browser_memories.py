@@ -15,13 +15,12 @@ from __future__ import annotations
 import re
 import time
 import uuid
-from dataclasses import dataclass, field
 
 import pytest
 from playwright.sync_api import expect
 
 from tests import streamlines as sl
-from tests.support.browser import PageGuard, guarded_page, wait_for, write_script
+from tests.support.browser import ConfirmGuard, delete_all_memories, guarded_page, wait_for, write_script
 from tests.support.service import Service
 
 pytestmark = pytest.mark.browser
@@ -39,26 +38,6 @@ ROWS = "#memory-table tr.memory-row"
 
 
 # ---------------------------------------------------------------- fixtures
-
-@dataclass
-class ConfirmGuard(PageGuard):
-    """PageGuard that answers the confirm dialogs a test announced with
-    ``expect_confirm`` (in order, message matched exactly); any other dialog
-    is dismissed and recorded as a problem, as PageGuard does."""
-    expected: list[tuple[str, bool]] = field(default_factory=list)
-    answered: list[tuple[str, bool]] = field(default_factory=list)
-
-    def expect_confirm(self, message: str, accept: bool) -> None:
-        self.expected.append((message, accept))
-
-    def _on_dialog(self, dialog) -> None:
-        if dialog.type == "confirm" and self.expected and self.expected[0][0] == dialog.message:
-            message, accept = self.expected.pop(0)
-            self.answered.append((message, accept))
-            dialog.accept() if accept else dialog.dismiss()
-            return
-        super()._on_dialog(dialog)
-
 
 @pytest.fixture(scope="module")
 def service(browser_service):
@@ -109,17 +88,6 @@ def api_history(svc: Service, memory_id: int) -> list[str]:
     status, body = svc.get(f"/api/v1/memories/{memory_id}/history")
     assert status == 200, body
     return [h["action"] for h in body["history"]]
-
-
-def delete_all_memories(svc: Service) -> None:
-    while True:
-        status, body = svc.get("/api/v1/memories?limit=500")
-        assert status == 200, body
-        ids = [m["id"] for m in body["memories"]]
-        if not ids:
-            return
-        status, body = svc.post("/api/v1/memories/bulk-delete", {"ids": ids})
-        assert status == 200, body
 
 
 def settle(svc: Service, timeout: float = 20.0) -> None:

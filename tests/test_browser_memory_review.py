@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests import streamlines as sl
-from tests.support.browser import PageGuard, guarded_page, wait_for, write_script
+from tests.support.browser import PageGuard, delete_all_memories, guarded_page, wait_for, write_script
 
 pytestmark = pytest.mark.browser
 
@@ -29,11 +29,7 @@ def service(browser_service):
 
 @pytest.fixture(autouse=True)
 def no_memories(service):
-    while True:
-        ids = [m["id"] for m in service.get("/api/v1/memories?limit=500")[1]["memories"]]
-        if not ids:
-            return
-        assert service.post("/api/v1/memories/bulk-delete", {"ids": ids})[0] == 200
+    delete_all_memories(service)
 
 
 @pytest.fixture

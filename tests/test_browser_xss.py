@@ -20,7 +20,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests import streamlines as sl
-from tests.support.browser import PageGuard, guarded_page, wait_for, write_script
+from tests.support.browser import PageGuard, guarded_page, trigger, wait_for
 from tests.support.service import Service
 
 pytestmark = pytest.mark.browser
@@ -67,13 +67,6 @@ def sessions(svc: Service) -> list[dict]:
 
 def wait_idle(svc: Service) -> None:
     wait_for(lambda: not [s for s in sessions(svc) if s["status"] in UNFINISHED], timeout=40, what="service idle")
-
-
-def trigger(svc: Service, steps: list[dict], **body) -> int:
-    write_script(svc.script_path, steps)
-    status, created = svc.post("/api/v1/sessions/trigger", body)
-    assert status == 201, created
-    return created["id"]
 
 
 def store_hostile_service_names(svc: Service, tmp_path, tok: str) -> int:

@@ -120,3 +120,41 @@ def write_script(path: Path, steps: list[dict]) -> None:
     draft.write_text(json.dumps(steps))
     os.replace(draft, path)
 
+
+@dataclass
+class ConfirmGuard(PageGuard):
+    """PageGuard that answers the confirm dialogs a test announced with
+    ``expect_confirm`` (in order, message matched exactly); any other dialog
+    is dismissed and recorded as a problem, as PageGuard does."""
+    expected: list[tuple[str, bool]] = field(default_factory=list)
+    answered: list[tuple[str, bool]] = field(default_factory=list)
+
+    def expect_confirm(self, message: str, accept: bool) -> None:
+        self.expected.append((message, accept))
+
+    def _on_dialog(self, dialog) -> None:
+        if dialog.type == "confirm" and self.expected and self.expected[0][0] == dialog.message:
+            message, accept = self.expected.pop(0)
+            self.answered.append((message, accept))
+            dialog.accept() if accept else dialog.dismiss()
+            return
+        super()._on_dialog(dialog)
+
+
+def trigger(svc, steps: list[dict], **body) -> int:
+    """A session of the fake CLI running ``steps``, queued through the API; its id."""
+    write_script(svc.script_path, steps)
+    status, created = svc.post("/api/v1/sessions/trigger", body)
+    assert status == 201, created
+    return created["id"]
+
+
+def delete_all_memories(svc) -> None:
+    while True:
+        status, body = svc.get("/api/v1/memories?limit=500")
+        assert status == 200, body
+        ids = [m["id"] for m in body["memories"]]
+        if not ids:
+            return
+        status, body = svc.post("/api/v1/memories/bulk-delete", {"ids": ids})
+        assert status == 200, body
