@@ -25,9 +25,12 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from itertools import accumulate
 from typing import Callable, Iterable, Mapping, Optional
+from urllib.parse import quote
 
 import re2
 from flask import Flask, current_app
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 log = logging.getLogger(__name__)
 
@@ -387,6 +390,21 @@ def secret_env_values(patterns: Iterable[str], environ: Mapping[str, str]) -> li
             if any(fnmatchcase(name.upper(), pattern) for pattern in patterns)]
 
 
+def database_passwords(uri: Optional[str]) -> list[str]:
+    """The passwords in the database's URL (its own, and a client key's
+    ``sslpassword`` in its query), as written and percent-encoded: the agent's
+    environment holds the URL, and the service knows them for secrets."""
+    if not uri:
+        return []
+    try:
+        url = make_url(uri)
+    except ArgumentError:
+        return []
+    found = [url.password] + [value for key, value in url.query.items() if key.lower().endswith("password")]
+    values = [v for v in found if isinstance(v, str)]
+    return values + [quote(v, safe="") for v in values]
+
+
 def build(config: Mapping, settings: Iterable, environ: Optional[Mapping[str, str]] = None,
           withheld: bool = False) -> Redactor:
     """The application's redactor: secret environment values, every setting
@@ -397,6 +415,7 @@ def build(config: Mapping, settings: Iterable, environ: Optional[Mapping[str, st
     values = secret_env_values(config.get(ENV_SETTING, []), environ)
     values += [config.get(s.name) for s in settings if s.secret]
     values.append(config.get("SECRET_KEY"))
+    values += database_passwords(config.get("SQLALCHEMY_DATABASE_URI"))
     return Redactor((v for v in values if isinstance(v, str)),
                     withheld=WithheldValues.parse(environ.get(WITHHELD_ENV)) if withheld else None)
 

@@ -208,6 +208,17 @@ def test_settings_declared_secret_and_the_cookie_key_are_redacted(tmp_path, monk
     assert redactor.redact("cookie-signing-key-1 from-the-environment") == f"{R} {R}"
 
 
+def test_the_database_password_is_redacted_wherever_it_stands():
+    """The agent's environment holds CLAUDEOPS_DATABASE_URL: the password
+    it reads out of it is the service's own secret, not a bare word."""
+    config = {"SQLALCHEMY_DATABASE_URI": "postgresql+psycopg://ops:db%2Fpass-word-1@db.example/claudeops"
+                                         "?sslpassword=client-key-phrase"}
+    redactor = build(config, (), {})
+    assert (redactor.redact("the password is db/pass-word-1, db%2Fpass-word-1 encoded; client-key-phrase")
+            == f"the password is {R}, {R} encoded; {R}")
+    assert build({"SQLALCHEMY_DATABASE_URI": "sqlite:////srv/state/claudeops.db"}, (), {}).secret_count == 0
+
+
 def test_redact_env_setting_is_validated():
     assert load_settings(environ={"CLAUDEOPS_REDACT_ENV": " MY_KEY , *_PW ,"})["CLAUDEOPS_REDACT_ENV"] == ["MY_KEY", "*_PW"]
     with pytest.raises(ConfigError, match=r"CLAUDEOPS_REDACT_ENV='MY KEY': 'MY KEY' is not a variable name"):
