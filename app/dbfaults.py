@@ -38,7 +38,7 @@ def storage_fault(exc: BaseException) -> Optional[str]:
     if not isinstance(original, sqlite3.Error):
         # Other drivers raise OperationalError for the server or connection
         # failing; mistakes in SQL are ProgrammingError there.
-        return f"the database is unavailable ({original})"
+        return f"the database is unavailable ({_one_line(original)})"
     message = str(original).lower()
     for needle, description in _SQLITE_STORAGE_FAULTS:
         if needle in message:
@@ -108,5 +108,12 @@ def describe(exc: BaseException) -> str:
     if fault:
         return fault
     if isinstance(exc, SQLAlchemyError) and getattr(exc, "orig", None) is not None:
-        return f"a database error: {exc.orig}"
-    return f"{type(exc).__name__}: {exc}"
+        return f"a database error: {_one_line(exc.orig)}"
+    return f"{type(exc).__name__}: {_one_line(exc)}"
+
+
+def _one_line(error: BaseException) -> str:
+    """A driver's message on one line: libpq adds hints on lines of their
+    own ("\n\tIs the server running on that host…"), which would split a
+    log line and a session's status reason."""
+    return " ".join(str(error).split())

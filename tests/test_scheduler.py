@@ -369,7 +369,10 @@ def test_a_database_that_refuses_the_worker_is_one_line_in_the_log_not_a_traceba
         attempts.append(1)
         if len(attempts) == 2:
             instance.shutdown_event.set()
-        raise OperationalError("SELECT sessions", {}, ConnectionError("connection failed: Connection refused"))
+        # libpq's words, with its hint on a line of its own
+        raise OperationalError("SELECT sessions", {}, ConnectionError(
+            "connection failed: Connection refused\n\tIs the server running on that host and accepting TCP/IP "
+            "connections?"))
     monkeypatch.setattr(instance, "_run_next", unavailable)
     monkeypatch.setattr(instance._wake, "wait", lambda timeout: None)
     with caplog.at_level(logging.WARNING):
@@ -377,7 +380,8 @@ def test_a_database_that_refuses_the_worker_is_one_line_in_the_log_not_a_traceba
     records = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(records) == 2 and not any(r.exc_info for r in records)
     assert records[0].getMessage() == ("scheduler worker failed (the database is unavailable (connection failed: "
-                                       "Connection refused)); retrying")
+                                       "Connection refused Is the server running on that host and accepting "
+                                       "TCP/IP connections?)); retrying")
 
 
 def test_a_mistake_in_the_worker_keeps_its_traceback(app, monkeypatch, caplog):

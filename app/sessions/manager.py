@@ -181,7 +181,8 @@ def _run_session(session: Session, shutdown: Optional[threading.Event]) -> Sessi
         session = _after_refused_write(session)
         reason = (f"the session was ended because the database refused a write: {dbfaults.describe(exc)}; "
                   f"the run log keeps the CLI's output")
-        log.error("session %s: %s", session.id, reason)
+        # Its id as kept: reading session.id after the rollback asks the database again.
+        log.error("session %s: %s", handler.session_id, reason)
         return _finish(session, run, FAILED, reason, handler)
     session.exit_code = outcome.exit_code
     status, reason = decide_status(outcome, handler, config["CLAUDEOPS_CLAUDE_BIN"])
