@@ -21,7 +21,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
 from app import extensions
@@ -31,7 +31,9 @@ from app.models import Session, SessionActivity
 from app.sessions import control
 from app.sessions.manager import run_session
 from app.sessions.scheduler import SessionScheduler
+from app.web import DATABASE_UNAVAILABLE
 from plugins.events.models import Event
+from plugins.memory.models import Memory
 from tests import streamlines as sl
 from tests.conftest import FAKE_CLAUDE, make_app
 from tests.support.database import database_url, on_postgres, sqlite_only
@@ -418,6 +420,40 @@ def test_a_lock_held_past_the_busy_timeout_fails_the_session_clearly_and_the_nex
             scheduler.shutdown()
             db.session.remove()
     assert integrity(path) == "ok"
+
+
+@sqlite_only("SQLite's busy timeout")
+def test_a_write_refused_by_a_locked_database_answers_503_to_retry_and_writes_nothing(tmp_path, monkeypatch,
+                                                                                      caplog):
+    monkeypatch.setattr(extensions, "SQLITE_BUSY_TIMEOUT_MS", 200)
+    app = make_app(tmp_path)
+    client = app.test_client()
+    memory = {"category": "timing", "service": "web", "observation": "restarts take 40 s", "confidence": "0.7"}
+    with connect(db_path(app)) as holder:
+        holder.execute("BEGIN IMMEDIATE")   # the write lock, held past the busy timeout
+        api = client.post("/api/v1/memories", json=memory | {"confidence": 0.7})
+        page = client.post("/memories", data=memory)
+        htmx = client.post("/memories", data=memory, headers={"HX-Request": "true"})
+        holder.execute("ROLLBACK")
+    for response in (api, page, htmx):
+        assert response.status_code == 503
+        assert response.headers["Retry-After"] == "5"
+    assert api.get_json() == {"error": DATABASE_UNAVAILABLE}
+    assert "Database unavailable" in page.get_data(as_text=True)
+    assert DATABASE_UNAVAILABLE in page.get_data(as_text=True)
+    assert htmx.mimetype == "text/plain" and htmx.get_data(as_text=True) == DATABASE_UNAVAILABLE
+    # One line each in the log, saying what is wrong; no traceback.
+    refused = [r for r in caplog.records if "answered 503" in r.getMessage()]
+    assert [r.getMessage().split(" answered")[0] for r in refused] == ["POST /api/v1/memories", "POST /memories",
+                                                                       "POST /memories"]
+    assert all("the database is locked" in r.getMessage() and r.exc_info is None for r in refused)
+    assert "Traceback" not in caplog.text
+    # Nothing was half-written, and once the lock is gone the same request goes through.
+    with app.app_context():
+        assert db.session.scalar(select(func.count()).select_from(Memory)) == 0
+    assert client.post("/memories", data=memory, headers={"HX-Request": "true"}).status_code == 200
+    with app.app_context():
+        assert db.session.scalars(select(Memory.observation)).all() == ["restarts take 40 s"]
 
 
 class DatabaseFaultPlugin:

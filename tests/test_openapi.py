@@ -130,18 +130,26 @@ def test_document_lists_every_api_rule_and_nothing_else(seeded_app, document):
     assert ("PUT", "/memories/{memory_id}") in routed and ("GET", "/openapi.json") in routed
 
 
+def test_every_operation_documents_that_the_database_may_be_unavailable(document):
+    """A 503 with ``Retry-After`` while the database takes nothing (test_faults checks it)."""
+    operations = [item[method] for item in document["paths"].values() for method in item]
+    assert operations and all("503" in operation["responses"] for operation in operations)
+    assert document["paths"]["/health"]["get"]["responses"]["503"]["description"] == "the database does not answer"
+    assert "Retry-After" in document["paths"]["/memories"]["post"]["responses"]["503"]["description"]
+
+
 def test_every_operation_documents_its_error_statuses(document):
     """The statuses the views can answer besides success, as the code has them."""
     def statuses(path, method):
         # 401 and 403 (authentication) are on every guarded operation; test_auth checks them.
-        return set(document["paths"][path][method]["responses"]) - {"401", "403"}
+        return set(document["paths"][path][method]["responses"]) - {"401", "403", "503"}
     assert statuses("/sessions/trigger", "post") == {"201", "400", "415"}
     assert statuses("/sessions/{session_id}/stop", "post") == {"202", "404", "409"}
     assert statuses("/memories/{memory_id}", "put") == {"200", "400", "404", "415"}
     assert statuses("/memories/bulk-delete", "post") == {"200", "400", "404", "415"}
     assert statuses("/memories/{memory_id}/approve", "post") == {"200", "400", "404", "409", "415"}
     assert statuses("/memories/{memory_id}/reject", "post") == {"200", "400", "404", "409", "415"}
-    assert statuses("/health", "get") == {"200", "503"}
+    assert statuses("/health", "get") == {"200"}   # and its own 503 (the test above)
     for path, item in document["paths"].items():
         for method, operation in item.items():
             for status, answer in operation["responses"].items():

@@ -10,9 +10,11 @@ import pluggy
 from flask import Blueprint, Flask, Response, flash, redirect, render_template, request
 from flask_wtf.csrf import CSRFError
 from markupsafe import Markup, escape
+from sqlalchemy.exc import SQLAlchemyError
 from werkzeug.exceptions import HTTPException, NotFound
 from werkzeug.routing import BuildError
 
+from app.dbfaults import storage_fault
 from app.extensions import csrf
 from app.plugin_types import DashboardPage
 from app.plugins import PluginError, call_at_startup
@@ -106,6 +108,10 @@ STALE_PAGE = ("This page is out of date (you logged in again, or the service's k
               "nothing was changed. Reload the page, then try again.")
 NOT_FOUND = ("There is nothing at {path}: the address may be mistyped, or what it showed has been "
              "deleted since.")
+# Said to whoever asked, signed in or not: what is wrong goes only to the log
+# (a PostgreSQL error names the server's address).
+DATABASE_UNAVAILABLE = "The database is unavailable just now (the service log says why). Try again in a few seconds."
+RETRY_AFTER_S = 5
 OTHER_ADDRESS = ("Nothing was changed: this page was opened at {origin}, but the service sees itself as "
                  "{host}. Behind a reverse proxy, have it pass the Host header the browser sent, with "
                  "CLAUDEOPS_TRUSTED_PROXIES set (see Security in the README).")
@@ -164,6 +170,25 @@ def _register_error_handlers(app: Flask) -> None:
             # means where it matters (memories.js: the memory is gone).
             return Response(message, 404, mimetype="text/plain")
         return render_template("error.html", title="Not found", message=message), 404
+
+    @app.errorhandler(SQLAlchemyError)
+    def database_error(exc: SQLAlchemyError):
+        """A database that takes nothing (locked past the busy timeout, disk
+        full, a PostgreSQL server gone) is a 503 to retry, with one line in
+        the log rather than a traceback for every request and every poll."""
+        fault = storage_fault(exc)
+        if fault is None:
+            return unexpected(exc)
+        log.warning("%s %s answered 503: %s", request.method, request.path, fault)
+        if _wants_json():
+            response = json_error(DATABASE_UNAVAILABLE, 503)
+        elif is_htmx():
+            response = Response(DATABASE_UNAVAILABLE, 503, mimetype="text/plain")
+        else:
+            response = Response(render_template("error.html", title="Database unavailable",
+                                                message=DATABASE_UNAVAILABLE), 503)
+        response.headers["Retry-After"] = str(RETRY_AFTER_S)
+        return response
 
     @app.errorhandler(Exception)
     def unexpected(exc: Exception):

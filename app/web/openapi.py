@@ -45,7 +45,7 @@ def build_document() -> dict[str, Any]:
             continue
         paths.update(part.paths)
         schemas.update(part.schemas)
-    _declare_authentication(paths)
+    _declare_common_errors(paths)
     doc = {
         "openapi": OPENAPI_VERSION,
         "info": {
@@ -78,11 +78,15 @@ AUTH_ERRORS = {
     "401": error("authentication is on and the bearer token is missing or wrong (`WWW-Authenticate: Bearer`)"),
     "403": error("no credential is configured and the request came from another machine"),
 }
+# What any operation may answer while the database takes nothing (app/web/__init__.py).
+UNAVAILABLE = error("the database is unavailable just now (locked past the busy timeout, disk full, read-only, "
+                    "or the server not answering); `Retry-After` says when to try again")
 
 
-def _declare_authentication(paths: dict[str, Any]) -> None:
+def _declare_common_errors(paths: dict[str, Any]) -> None:
     """What app/auth.py answers before any view runs, on every operation it
-    guards; the health check needs nothing."""
+    guards (the health check needs nothing), and what every operation answers
+    while the database is unavailable."""
     for path, item in paths.items():
         for method, operation in item.items():
             if not isinstance(operation, dict) or "responses" not in operation:
@@ -92,6 +96,7 @@ def _declare_authentication(paths: dict[str, Any]) -> None:
             else:
                 for status, answer in AUTH_ERRORS.items():
                     operation["responses"].setdefault(status, answer)
+            operation["responses"].setdefault("503", UNAVAILABLE)
 
 
 def _contributions() -> list[tuple[str, OpenApiPaths]]:

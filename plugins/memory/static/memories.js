@@ -76,13 +76,15 @@ document.addEventListener("memory-saved", clearMemoryErrors);
 
 // A row action on a memory that is gone (deleted in another tab, by the API
 // or the CLI) answers 404: say so, and refresh the table. A refusal the
-// service explains in plain text (a page out of date) is shown as it says.
+// service explains in plain text (a page out of date, the database
+// unavailable) is shown as it says.
 document.addEventListener("htmx:responseError", function (evt) {
   var errors = document.getElementById("memory-errors");
   if (!errors || !document.getElementById("memory-table")) return;
   var xhr = evt.detail.xhr;
   var status = xhr.status;
-  var explained = status === 400 && (xhr.getResponseHeader("Content-Type") || "").indexOf("text/plain") === 0;
+  var explained = (status === 400 || status === 503)
+    && (xhr.getResponseHeader("Content-Type") || "").indexOf("text/plain") === 0;
   errors.innerHTML = "";
   var message = document.createElement("p");
   message.className = "flash flash-error";
