@@ -138,3 +138,34 @@ def browser_service(browser, tmp_path_factory):
     service.start()
     yield service
     service.terminate()
+
+
+@pytest.fixture(scope="module")
+def review_browser_service(browser_service):
+    """The module's service with memory review on: the agent's memories wait in the inbox."""
+    status, body = browser_service.request("PUT", "/api/v1/config", {"CLAUDEOPS_MEMORY_REVIEW": True})
+    assert status == 200, body
+    return browser_service
+
+
+OPERATOR_PASSWORD = "a long operator password"
+OPERATOR_TOKEN = "api-token-7d0c2b9f6e4a"
+
+
+@pytest.fixture(scope="module")
+def locked_browser_service(browser, tmp_path_factory):
+    """The real service on every address, so closed: the dashboard takes
+    ``OPERATOR_PASSWORD`` (the login page, Log out), the API ``OPERATOR_TOKEN``.
+    Its CLI answers every session with "All quiet."."""
+    from tests import streamlines as sl
+    from tests.support.browser import write_script
+    from tests.support.service import Service
+    root = tmp_path_factory.mktemp("locked")
+    script = root / "script.json"
+    write_script(script, sl.steps(sl.init(), sl.text("All quiet."), sl.result("All quiet.")))
+    service = Service(root / "state", {"CLAUDEOPS_INTERVAL": "0", "CLAUDEOPS_CLAUDE_BIN": str(FAKE_CLAUDE),
+                                       "FAKE_CLAUDE_SCRIPT": str(script), "CLAUDEOPS_PASSWORD": OPERATOR_PASSWORD,
+                                       "CLAUDEOPS_API_TOKEN": OPERATOR_TOKEN}, host="0.0.0.0")
+    service.start()
+    yield service
+    service.terminate()

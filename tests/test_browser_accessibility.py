@@ -21,16 +21,14 @@ from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
 from tests import streamlines as sl
-from tests.conftest import FAKE_CLAUDE
-from tests.support.browser import PageGuard, guarded_page, trigger, wait_for, write_script
+from tests.conftest import OPERATOR_PASSWORD
+from tests.support.browser import PageGuard, guarded_page, trigger, wait_for
 from tests.support.service import Service
 
 pytestmark = pytest.mark.browser
 
 FAILING_IMPACTS = ("serious", "critical")
 UNFINISHED = ("queued", "running")
-PASSWORD = "a long operator password"
-TOKEN = "api-token-5e1f0a7c9b2d"
 
 
 # ---------------------------------------------------------------- axe
@@ -227,23 +225,9 @@ def test_not_found_page(browser, service):
 
 # ---------------------------------------------------------------- login
 
-@pytest.fixture(scope="module")
-def locked_service(browser, tmp_path_factory):
-    """A service with a password: the login page and the Log out button."""
-    root = tmp_path_factory.mktemp("a11y-auth")
-    script = root / "script.json"
-    write_script(script, sl.steps(sl.init(), sl.result("idle")))
-    service = Service(root / "state", {"CLAUDEOPS_INTERVAL": "0", "CLAUDEOPS_CLAUDE_BIN": str(FAKE_CLAUDE),
-                                       "FAKE_CLAUDE_SCRIPT": str(script), "CLAUDEOPS_PASSWORD": PASSWORD,
-                                       "CLAUDEOPS_API_TOKEN": TOKEN}, host="0.0.0.0")
-    service.start()
-    yield service
-    service.terminate()
-
-
-def test_login_page_and_a_page_with_log_out(browser, locked_service):
+def test_login_page_and_a_page_with_log_out(browser, locked_browser_service):
     guard = PageGuard()
-    with guarded_page(browser, locked_service.base_url, guard) as page:
+    with guarded_page(browser, locked_browser_service.base_url, guard) as page:
         page.goto("/login")
         assert_accessible(page, "the login page")
 
@@ -255,7 +239,7 @@ def test_login_page_and_a_page_with_log_out(browser, locked_service):
         guard.http_errors.clear()   # the 401 is the state under test
         guard.console_errors.clear()
 
-        page.fill("input[name=password]", PASSWORD)
+        page.fill("input[name=password]", OPERATOR_PASSWORD)
         page.click("button[type=submit]")
         expect(page.get_by_role("button", name="Log out")).to_be_visible()
         assert_accessible(page, "the Overview when logged in")

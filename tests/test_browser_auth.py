@@ -5,28 +5,15 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests import streamlines as sl
-from tests.conftest import FAKE_CLAUDE
-from tests.support.browser import PageGuard, guarded_page, wait_for, write_script
-from tests.support.service import Service
+from tests.conftest import OPERATOR_PASSWORD, OPERATOR_TOKEN
+from tests.support.browser import PageGuard, guarded_page, wait_for
 
 pytestmark = pytest.mark.browser
 
-PASSWORD = "a long operator password"
-TOKEN = "api-token-7d0c2b9f6e4a"
-
 
 @pytest.fixture(scope="module")
-def service(browser, tmp_path_factory):
-    root = tmp_path_factory.mktemp("auth")
-    script = root / "script.json"
-    write_script(script, sl.steps(sl.init(), sl.text("All quiet."), sl.result("All quiet.")))
-    service = Service(root / "state", {"CLAUDEOPS_INTERVAL": "0", "CLAUDEOPS_CLAUDE_BIN": str(FAKE_CLAUDE),
-                                       "FAKE_CLAUDE_SCRIPT": str(script), "CLAUDEOPS_PASSWORD": PASSWORD,
-                                       "CLAUDEOPS_API_TOKEN": TOKEN}, host="0.0.0.0")
-    service.start()
-    yield service
-    service.terminate()
+def service(locked_browser_service):
+    return locked_browser_service
 
 
 def test_login_then_run_now_then_logout(browser, service):
@@ -34,7 +21,7 @@ def test_login_then_run_now_then_logout(browser, service):
     with guarded_page(browser, service.base_url, guard) as page:
         page.goto("/sessions")
         expect(page).to_have_url(f"{service.base_url}/login?next=/sessions")
-        page.fill("input[name=password]", PASSWORD)
+        page.fill("input[name=password]", OPERATOR_PASSWORD)
         page.click("button[type=submit]")
         expect(page).to_have_url(f"{service.base_url}/sessions")
         # The login cookie is out of reach of any script on the page.
@@ -50,7 +37,7 @@ def test_login_then_run_now_then_logout(browser, service):
         expect(page).to_have_url(f"{service.base_url}/login")
         page.goto("/")
         expect(page).to_have_url(f"{service.base_url}/login?next=/")
-    status, sessions = service.get("/api/v1/sessions", headers={"Authorization": f"Bearer {TOKEN}"})
+    status, sessions = service.get("/api/v1/sessions", headers={"Authorization": f"Bearer {OPERATOR_TOKEN}"})
     assert status == 200 and sessions["sessions"][0]["prompt"] == "check the disks"
 
 
@@ -72,8 +59,8 @@ def test_the_api_answers_only_with_the_token(service):
     assert service.get("/api/v1/sessions", headers={"Authorization": "Bearer wrong"})[0] == 401
     assert service.post("/api/v1/sessions/trigger", {"prompt": "x"})[0] == 401
     status, body = service.post("/api/v1/sessions/trigger", {"prompt": "from the API"},
-                                headers={"Authorization": f"Bearer {TOKEN}"})
+                                headers={"Authorization": f"Bearer {OPERATOR_TOKEN}"})
     assert status == 201
     wait_for(lambda: service.get(f"/api/v1/sessions/{body['id']}",
-                                 headers={"Authorization": f"Bearer {TOKEN}"})[1]["status"] == "completed",
+                                 headers={"Authorization": f"Bearer {OPERATOR_TOKEN}"})[1]["status"] == "completed",
              what="the API's session completed")

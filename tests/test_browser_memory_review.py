@@ -21,10 +21,8 @@ INBOX_ROWS = "#memory-inbox tr.proposed-row"
 
 
 @pytest.fixture(scope="module")
-def service(browser_service):
-    status, body = browser_service.request("PUT", "/api/v1/config", {"CLAUDEOPS_MEMORY_REVIEW": True})
-    assert status == 200, body
-    return browser_service
+def service(review_browser_service):
+    return review_browser_service
 
 
 @pytest.fixture(autouse=True)

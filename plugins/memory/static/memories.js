@@ -97,30 +97,13 @@ document.addEventListener("htmx:responseError", function (evt) {
 });
 
 // Escape in a row being edited (the table's or the inbox's) cancels the edit,
-// as its Cancel button does, and focus goes back to the row's Edit button:
-// a keyboard user keeps their place.
-var cancelledByKey = null;
-
+// as its Cancel button does; focus then goes back to the row's Edit button
+// (the row's data-refocus, app/static/swaps.js): a keyboard user keeps their place.
 document.addEventListener("keydown", function (evt) {
   if (evt.key !== "Escape" || !evt.target.closest) return;
   var editing = evt.target.closest("tr.editing");
   var cancel = editing && editing.querySelector("button.cancel");
   if (!cancel) return;
   evt.preventDefault();
-  cancelledByKey = editing.id;
   cancel.click();
-});
-
-document.addEventListener("htmx:afterSettle", function () {
-  if (!cancelledByKey) return;
-  var restored = document.getElementById(cancelledByKey);
-  if (!restored || restored.classList.contains("editing")) return;
-  cancelledByKey = null;
-  var buttons = restored.querySelectorAll("button");
-  for (var i = 0; i < buttons.length; i++) {
-    if (buttons[i].textContent.trim().indexOf("Edit") === 0) {
-      buttons[i].focus();
-      return;
-    }
-  }
 });

@@ -1,0 +1,156 @@
+// What an htmx swap does to a keyboard user, on every page (the layout loads it).
+//
+// Focus. A swap that replaces the element holding keyboard focus (a row
+// redrawn after Pin, Save or a slider step; a row removed after Delete or
+// Approve; a block after a pager link) drops focus to <body>, and the next
+// Tab starts again at the top of the page. Focus goes back instead:
+//   1. to the same control (tag, name, type and class; the same text first)
+//      in what now carries the id of the element around it (the row);
+//   2. else to what data-refocus (a selector, on the control or around it)
+//      names there: the row's Edit button after its edit is saved or cancelled;
+//   3. else to the first control there (an edit row's text box);
+//   4. where that element is gone, to the same control (or the data-refocus
+//      one, or the first) of the row that followed it, else the one before;
+//   5. else to the nearest element around it that is still there.
+// A control with an id of its own htmx puts focus back on by itself.
+//
+// Announcements. Text a swapped-in block marks data-announce (a count of
+// rows) is read out by the layout's live region when the swap answers the
+// operator (a filter, a pager link, a refresh after a change), never a poll:
+// a live region swapped in with its block is not reliably announced.
+
+var FOCUSABLE = "a[href], button:not([disabled]), input:not([type=hidden]):not([disabled]), " +
+  "select:not([disabled]), textarea:not([disabled]), summary, [tabindex]:not([tabindex='-1'])";
+
+// Not htmx's own classes: the control that sent the request has htmx-request until the swap.
+function controlKey(elt) {
+  var classes = Array.prototype.filter.call(elt.classList, function (c) { return c.indexOf("htmx-") !== 0; });
+  return [elt.tagName, elt.getAttribute("name") || "", elt.getAttribute("type") || "", classes.join(" ")].join("|");
+}
+
+function focusables(scope) {
+  return Array.prototype.filter.call(scope.querySelectorAll(FOCUSABLE), function (elt) {
+    return elt.getClientRects().length > 0;
+  });
+}
+
+function idsOf(elements) {
+  var ids = [];
+  for (var i = 0; i < elements.length; i++) if (elements[i].id) ids.push(elements[i].id);
+  return ids;
+}
+
+function siblings(elt, forward) {
+  var found = [];
+  for (var s = forward ? elt.nextElementSibling : elt.previousElementSibling; s;
+       s = forward ? s.nextElementSibling : s.previousElementSibling) found.push(s);
+  return found;
+}
+
+function ancestors(elt) {
+  var found = [];
+  for (var a = elt.parentElement; a && a !== document.body; a = a.parentElement) found.push(a);
+  return found;
+}
+
+// Where focus was, described by ids and kinds that survive the swap.
+// A block that took focus itself (see restore) is its own holder.
+function remember(active) {
+  var holder = active.id ? active : active.parentElement && active.parentElement.closest("[id]");
+  if (!holder) return null;
+  var refocus = active.closest("[data-refocus]");
+  return {
+    holder: holder.id, key: controlKey(active), text: active.textContent.trim(),
+    refocus: refocus ? refocus.getAttribute("data-refocus") : null,
+    after: idsOf(siblings(holder, true)), before: idsOf(siblings(holder, false)),
+    around: idsOf(ancestors(holder))
+  };
+}
+
+function controlIn(scope, memo) {
+  var same = focusables(scope).filter(function (elt) { return controlKey(elt) === memo.key; });
+  var sameText = same.filter(function (elt) { return elt.textContent.trim() === memo.text; });
+  var named = memo.refocus && scope.querySelector(memo.refocus);
+  return sameText[0] || same[0] || named || focusables(scope)[0] || null;
+}
+
+function restore(memo) {
+  var active = document.activeElement;
+  if (active && active !== document.body) return;   // htmx (by id) or the operator has placed it
+  var holder = document.getElementById(memo.holder);
+  var target = holder && controlIn(holder, memo);
+  var rows = memo.after.concat(memo.before);
+  for (var i = 0; !holder && !target && i < rows.length; i++) {
+    var row = document.getElementById(rows[i]);
+    target = row && controlIn(row, memo);
+  }
+  var blocks = (holder ? [holder.id] : []).concat(memo.around);
+  for (var j = 0; !target && j < blocks.length; j++) {
+    var block = document.getElementById(blocks[j]);
+    if (!block) continue;
+    // A block left with no control (an emptied inbox) takes focus itself: its text says why.
+    target = focusables(block)[0] || block;
+    if (target === block && !block.hasAttribute("tabindex")) block.setAttribute("tabindex", "-1");
+  }
+  if (target) target.focus();
+}
+
+// Only focus the keyboard put there (:focus-visible; a button clicked with the
+// mouse is not): focus inside a polled block holds its polls (polling.js), and
+// after a click the block should go on showing what changes.
+var pending = null;
+
+function beforeSwap(evt) {
+  var target = evt.detail.target;
+  var active = document.activeElement;
+  if (!target || !active || active === document.body || !target.contains(active)) return;
+  if (!active.matches(":focus-visible")) return;
+  var memo = remember(active);
+  if (!memo) return;
+  pending = memo;
+  // htmx swaps right after this event. New content answers keys only once
+  // htmx has settled it (afterSettle, below); a row removed brings nothing to
+  // settle, and a swap called off (shouldSwap = false) left focus where it was.
+  setTimeout(function () {
+    if (pending !== memo) return;
+    var focused = document.activeElement && document.activeElement !== document.body;
+    if (focused || !document.getElementById(memo.holder)) {
+      pending = null;
+      restore(memo);
+    }
+  }, 0);
+}
+
+document.addEventListener("htmx:beforeSwap", beforeSwap);
+document.addEventListener("htmx:oobBeforeSwap", beforeSwap);
+
+document.addEventListener("htmx:afterSettle", function () {
+  if (!pending) return;
+  var memo = pending;
+  pending = null;
+  restore(memo);
+});
+
+document.addEventListener("htmx:afterSwap", function (evt) {
+  var config = evt.detail.requestConfig;
+  var region = document.getElementById("announcer");
+  if (!region || !config || !config.triggeringEvent || !evt.target.querySelector) return;
+  var said = evt.target.querySelector("[data-announce]");
+  if (!said) return;
+  // Emptied first: the same words again (a refresh that changed no count) are still read.
+  region.textContent = "";
+  setTimeout(function () { region.textContent = said.textContent.trim(); }, 50);
+});
+
+// A page loaded after a form was sent (Run now, Stop, Save changes, Import)
+// says what came of it at the top of <main>: focus goes there, or to the
+// first field the form refused, so it is read at once and the next Tab goes
+// on from there instead of through the sidebar.
+document.addEventListener("DOMContentLoaded", function () {
+  var refused = document.querySelector("main [aria-invalid=true]");
+  var flash = document.querySelector("main [data-flash]");
+  var target = refused || flash;
+  if (!target) return;
+  if (target === flash) flash.setAttribute("tabindex", "-1");
+  target.focus();
+});
