@@ -24,7 +24,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
-from app import extensions
+from app import create_app, extensions
 from app.extensions import db
 from app.hookspecs import hookimpl
 from app.models import Session, SessionActivity
@@ -244,7 +244,7 @@ def test_scheduler_killed_mid_session_ends_the_cli_group_and_recovers_on_restart
     second = scheduler_process()
     interrupted = session_status(killed_id)
     assert interrupted.status == "interrupted"
-    assert interrupted.status_reason == "interrupted: the service stopped while this session was running"
+    assert interrupted.status_reason == "the service stopped while this session was running"
     assert events_of(killed_id) == after_kill
     next_id = control.enqueue(trigger="api").id
     wait_for(lambda: session_status(next_id).finished, timeout=20, what="the next session finished")
@@ -454,6 +454,26 @@ def test_a_write_refused_by_a_locked_database_answers_503_to_retry_and_writes_no
     assert client.post("/memories", data=memory, headers={"HX-Request": "true"}).status_code == 200
     with app.app_context():
         assert db.session.scalars(select(Memory.observation)).all() == ["restarts take 40 s"]
+
+
+def test_a_database_server_that_does_not_answer_is_a_503_that_does_not_name_it(tmp_path, caplog):
+    from tests.support.service import free_port
+    port = free_port()   # nothing listens there
+    app = create_app({"TESTING": True, "CLAUDEOPS_STATE_DIR": str(tmp_path / "state"), "CLAUDEOPS_RESULTS_DIR": "",
+                      "CLAUDEOPS_WORKDIR": "", "CLAUDEOPS_SECRET_KEY": "test-secret",
+                      "CLAUDEOPS_DATABASE_URL": f"postgresql+psycopg://ops:hunter2@127.0.0.1:{port}/claudeops"})
+    client = app.test_client()
+    for path, kind in (("/memories", "text/html"), ("/events", "text/html"), ("/api/v1/memories", "application/json")):
+        response = client.get(path)
+        assert response.status_code == 503, path
+        assert response.mimetype == kind and response.headers["Retry-After"] == "5"
+        body = response.get_data(as_text=True)
+        assert DATABASE_UNAVAILABLE in body and str(port) not in body and "hunter2" not in body
+    # The log says what is wrong, once a request, and keeps the password out.
+    lines = [r.getMessage() for r in caplog.records if "answered 503" in r.getMessage()]
+    assert len(lines) == 3 and all("the database is unavailable" in line and "Connection refused" in line
+                                   for line in lines), lines
+    assert "hunter2" not in caplog.text and "Traceback" not in caplog.text
 
 
 class DatabaseFaultPlugin:

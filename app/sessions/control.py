@@ -150,7 +150,7 @@ def mark_interrupted() -> int:
     count = db.session.execute(
         update(Session).where(Session.status == RUNNING)
         .values(status=INTERRUPTED, ended_at=utcnow(),
-                status_reason="interrupted: the service stopped while this session was running")).rowcount
+                status_reason="the service stopped while this session was running")).rowcount
     db.session.commit()
     return count
 
