@@ -552,3 +552,41 @@ def test_config_setting_names_break_only_at_underscores(page):
         return [document.querySelectorAll("#runtime-settings tbody td:first-child code").length, split];
     }""")
     assert split[0] > 30 and split[1] == [], split
+
+
+# ---------------------------------------------------------------- the service gone and back
+
+def test_a_page_says_while_its_polls_fail_and_recovers_on_its_own(browser, tmp_path_factory):
+    """The service stopped under an open page (a restart, an upgrade): the page
+    says that what it shows may be out of date, keeps polling, and drops the
+    warning at the first poll answered once the service is back."""
+    from tests.conftest import FAKE_CLAUDE
+    root = tmp_path_factory.mktemp("restarted")
+    script = root / "script.json"
+    write_script(script, sl.steps(sl.init(), sl.result("idle")))
+    restarted = Service(root / "state", {"CLAUDEOPS_INTERVAL": "0", "CLAUDEOPS_CLAUDE_BIN": str(FAKE_CLAUDE),
+                                         "FAKE_CLAUDE_SCRIPT": str(script)}, workers=1)
+    restarted.start()
+    guard = PageGuard()
+    try:
+        with guarded_page(browser, restarted.base_url, guard) as page:
+            page.goto("/events")
+            trouble = page.locator("#poll-trouble")
+            expect(trouble).to_be_hidden()
+            restarted.terminate()
+            # The events page polls every 5 s.
+            expect(trouble).to_be_visible(timeout=15_000)
+            expect(trouble).to_have_text("Lost contact with the service: what this page shows may be out of date. "
+                                         "Trying again every few seconds.")
+            expect(trouble).to_have_attribute("role", "alert")
+            restarted.start()
+            expect(trouble).to_be_hidden(timeout=15_000)
+            expect(trouble).to_have_text("")
+            # The browser's line for each refused connection, and htmx's for each failed
+            # poll, are the state under test.
+            expected = ("net::ERR_CONNECTION_REFUSED", "htmx:sendError", "htmx:afterRequest")
+            assert any("ERR_CONNECTION_REFUSED" in line for line in guard.console_errors)
+            assert all(any(part in line for part in expected) for line in guard.console_errors), guard.console_errors
+            guard.console_errors.clear()
+    finally:
+        restarted.terminate()
