@@ -743,3 +743,39 @@ def test_an_action_on_a_memory_deleted_elsewhere_says_so_and_refreshes(page, ser
     assert [e for e in guard.http_errors if "404" not in e] == []
     guard.http_errors.clear()
     guard.console_errors[:] = [e for e in guard.console_errors if "404" not in e]
+
+
+def test_a_database_unavailable_to_an_action_and_to_the_polls_is_said_once_without_a_storm(page, service, guard):
+    """The service answers 503 (its database locked, full or gone: test_faults
+    checks the service's side), played here by the browser's own routing."""
+    tok = token()
+    memory = api_create(service, f"Waiting out an outage {tok}", service=f"svc-{tok}")
+    page.goto("/memories")
+    expect(row(page, memory["id"])).to_be_visible()
+    unavailable = {"status": 503, "content_type": "text/plain", "headers": {"Retry-After": "5"},
+                   "body": "The database is unavailable just now (the service log says why). Try again in a few seconds."}
+    table = re.compile(r"/memories(\?.*)?$")
+    table_requests = []
+    page.on("request", lambda request: table_requests.append(request.url) if table.search(request.url) else None)
+    page.route(table, lambda route: route.fulfill(**unavailable))
+    page.route(re.compile(r"/memories/\d+/pin$"), lambda route: route.fulfill(**unavailable))
+
+    row(page, memory["id"]).get_by_role("button", name="Pin").click()
+    expect(page.locator("#memory-errors")).to_have_text(unavailable["body"])
+    # No refresh after a server error: it would fail the same way, and its
+    # failure would ask for the next at once. At most the table's own poll (every 5 s).
+    page.wait_for_timeout(2_000)
+    assert len(table_requests) <= 1, table_requests
+    assert api_memory(service, memory["id"])["pinned"] is False
+
+    # The polls fail (once focus has left the table, which holds them): the page
+    # says so at the top, and the row's error stays as it was.
+    page.evaluate("document.activeElement.blur()")
+    trouble = page.locator("#poll-trouble")
+    expect(trouble).to_have_text("The service or its database is unavailable just now: what this page shows may be "
+                                 "out of date. Trying again every few seconds.", timeout=12_000)
+    expect(page.locator("#memory-errors")).to_have_text(unavailable["body"])
+    page.unroute(table)
+    expect(trouble).to_be_hidden(timeout=12_000)
+    guard.http_errors.clear()   # the 503s are the state under test
+    guard.console_errors.clear()

@@ -77,10 +77,13 @@ document.addEventListener("memory-saved", clearMemoryErrors);
 // A row action on a memory that is gone (deleted in another tab, by the API
 // or the CLI) answers 404: say so, and refresh the table. A refusal the
 // service explains in plain text (a page out of date, the database
-// unavailable) is shown as it says.
+// unavailable) is shown as it says. A failed poll is polling.js's to report;
+// and after a server error (5xx) no refresh: it would fail the same way, and
+// its own failure would ask for the next refresh at once.
 document.addEventListener("htmx:responseError", function (evt) {
   var errors = document.getElementById("memory-errors");
   if (!errors || !document.getElementById("memory-table")) return;
+  if (isPoll(evt.detail.requestConfig)) return;   // polling.js, loaded by the layout
   var xhr = evt.detail.xhr;
   var status = xhr.status;
   var explained = (status === 400 || status === 503)
@@ -93,7 +96,7 @@ document.addEventListener("htmx:responseError", function (evt) {
     : explained ? xhr.responseText
     : "The request failed (HTTP " + status + "); see the service log.";
   errors.appendChild(message);
-  htmx.trigger(document.body, "memories-changed");
+  if (status < 500) htmx.trigger(document.body, "memories-changed");
 });
 
 // Escape in a row being edited (the table's or the inbox's) cancels the edit,
