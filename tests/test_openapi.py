@@ -141,7 +141,8 @@ def test_every_operation_documents_that_the_database_may_be_unavailable(document
 def test_every_operation_documents_its_error_statuses(document):
     """The statuses the views can answer besides success, as the code has them."""
     def statuses(path, method):
-        # 401 and 403 (authentication) are on every guarded operation; test_auth checks them.
+        # 401 and 403 (authentication) are on every guarded operation, test_auth checks them;
+        # 503 is on every operation (the test above).
         return set(document["paths"][path][method]["responses"]) - {"401", "403", "503"}
     assert statuses("/sessions/trigger", "post") == {"201", "400", "415"}
     assert statuses("/sessions/{session_id}/stop", "post") == {"202", "404", "409"}
