@@ -775,6 +775,14 @@ def test_a_database_unavailable_to_an_action_and_to_the_polls_is_said_once_witho
     expect(trouble).to_have_text("The service or its database is unavailable just now: what this page shows may be "
                                  "out of date. Trying again every few seconds.", timeout=12_000)
     expect(page.locator("#memory-errors")).to_have_text(unavailable["body"])
+    # The review inbox's own polls (every 5 s) are answered meanwhile: that says
+    # nothing of the table's, and the warning stays, not hidden for a moment.
+    page.evaluate("""() => { window.hiddenAgain = 0; const banner = document.getElementById('poll-trouble');
+        new MutationObserver(() => { if (banner.hidden) window.hiddenAgain++; })
+            .observe(banner, {attributes: true, attributeFilter: ['hidden']}); }""")
+    page.wait_for_timeout(6_000)
+    assert page.evaluate("window.hiddenAgain") == 0
+    expect(trouble).to_be_visible()
     page.unroute(table)
     expect(trouble).to_be_hidden(timeout=12_000)
     guard.http_errors.clear()   # the 503s are the state under test

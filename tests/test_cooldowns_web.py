@@ -138,7 +138,7 @@ def test_a_page_past_the_last_one_says_so_and_leads_to_the_last_page(client):
         assert message_cells(far) == [] and "No actions." not in far
         assert "No actions on this page (there are 130)." in far
         assert pager_links(far) == {"← newer": "/cooldowns?page=2"}
-        assert '<span class="card-detail" id="cooldown-count">130 actions</span>' in far
+        assert '<span class="card-detail" id="cooldown-count" data-announce>130 actions</span>' in far
     last = client.get("/cooldowns?page=2").get_data(as_text=True)
     assert message_cells(last) == [f"a{n}" for n in range(30, 0, -1)] and "130 actions, page 2 of 2" in last
     alone = client.get("/cooldowns?service=db&page=3").get_data(as_text=True)

@@ -22,34 +22,47 @@ document.addEventListener("htmx:beforeSwap", function (evt) {
 });
 
 // A poll that fails (the service restarting, the database unavailable) leaves
-// the page as it was, and htmx goes on polling: say that what the page shows
-// may be out of date, until a poll succeeds again. Only polls: what an
-// operator's own action met, the page that sent it says (memories.js).
+// its block as it was, and htmx goes on polling: say that what the page shows
+// may be out of date, until every block whose poll failed has been answered
+// again (a page polls several blocks; one answered says nothing of the
+// others). Only polls: what an operator's own action met, the page that sent
+// it says (memories.js).
 var OUT_OF_DATE = ": what this page shows may be out of date. Trying again every few seconds.";
+var failingPolls = [];   // the blocks whose last poll failed
 
-function pollTrouble(message) {
+function pollFailed(block, message) {
+  if (failingPolls.indexOf(block) < 0) failingPolls.push(block);
   var banner = document.getElementById("poll-trouble");
-  if (!banner) return;
-  if (message === null) {
-    banner.hidden = true;
-    banner.textContent = "";
-  } else if (banner.textContent !== message) {   // said once, not again at every failed poll
+  if (banner && banner.textContent !== message) {   // said once, not again at every failed poll
     banner.textContent = message;
     banner.hidden = false;
   }
 }
 
+function pollAnswered(block) {
+  // A block gone from the page (replaced by a swap) polls no more.
+  failingPolls = failingPolls.filter(function (b) { return b !== block && document.body.contains(b); });
+  var banner = document.getElementById("poll-trouble");
+  if (banner && failingPolls.length === 0 && !banner.hidden) {
+    banner.hidden = true;
+    banner.textContent = "";
+  }
+}
+
 document.addEventListener("htmx:sendError", function (evt) {
-  if (isPoll(evt.detail.requestConfig)) pollTrouble("Lost contact with the service" + OUT_OF_DATE);
+  var config = evt.detail.requestConfig;
+  if (isPoll(config)) pollFailed(config.elt, "Lost contact with the service" + OUT_OF_DATE);
 });
 
 document.addEventListener("htmx:responseError", function (evt) {
-  if (!isPoll(evt.detail.requestConfig)) return;
+  var config = evt.detail.requestConfig;
+  if (!isPoll(config)) return;
   var status = evt.detail.xhr.status;
-  pollTrouble((status === 503 ? "The service or its database is unavailable just now"
+  pollFailed(config.elt, (status === 503 ? "The service or its database is unavailable just now"
     : "The service answered HTTP " + status + " (the service log says why)") + OUT_OF_DATE);
 });
 
 document.addEventListener("htmx:afterRequest", function (evt) {
-  if (isPoll(evt.detail.requestConfig) && evt.detail.successful) pollTrouble(null);
+  var config = evt.detail.requestConfig;
+  if (isPoll(config) && evt.detail.successful) pollAnswered(config.elt);
 });
