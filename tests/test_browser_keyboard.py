@@ -305,6 +305,41 @@ def test_the_review_inbox_by_keyboard(page, service):
     focus_on(page, "#memory-bulk-bar button")
 
 
+FOCUS_WATCH = """() => {
+  // At the end of every task that changed <main> (a swap), where is keyboard focus?
+  window.focusSeenOnBody = 0;
+  new MutationObserver(() => {
+    if (document.activeElement === document.body) window.focusSeenOnBody++;
+  }).observe(document.querySelector("main"), {childList: true, subtree: true});
+}"""
+
+
+def test_focus_is_back_before_a_key_pressed_after_a_swap_could_be_handled(page, service):
+    # A key handled while focus is on <body> (between a swap and focus put
+    # back) goes on from where the replaced block was: a Tab lands past it.
+    # Focus must be back by the end of the task that swapped, for a block
+    # redrawn (a refresh) and for a row removed (Approve) alike.
+    tok = token()
+    first, second = import_proposals(service, f"Watched A {tok}", f"Watched B {tok}")
+    page.goto("/memories")
+    order = page.locator("#memory-inbox tr.proposed-row").evaluate_all("rows => rows.map(r => +r.dataset.id)")
+    tab_to(page, f"#proposed-{order[0]} button.approve")
+    page.evaluate(FOCUS_WATCH)
+
+    page.evaluate("() => { document.getElementById('memory-inbox').dataset.old = '1';"
+                  " htmx.trigger(document.body, 'memories-changed'); }")
+    expect(page.locator("#memory-inbox[data-old]")).to_have_count(0)   # redrawn
+    focus_on(page, f"#proposed-{order[0]} button.approve")
+    assert page.evaluate("window.focusSeenOnBody") == 0, "focus was on <body> after the inbox was redrawn"
+
+    page.keyboard.press("Enter")
+    wait_for(lambda: memory(service, order[0])["status"] == "approved", timeout=5, what="approved")
+    expect(page.locator(f"#proposed-{order[0]}")).to_have_count(0)
+    focus_on(page, f"#proposed-{order[1]} button.approve")
+    assert sorted(order) == sorted([first, second])
+    assert page.evaluate("window.focusSeenOnBody") == 0, "focus was on <body> after the row was removed"
+
+
 def test_approve_in_the_table_keeps_focus_in_the_row(page, service):
     (proposed,) = import_proposals(service, f"Proposed in the table {token()}")
     page.goto("/memories")

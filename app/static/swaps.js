@@ -108,27 +108,29 @@ function beforeSwap(evt) {
   var memo = remember(active);
   if (!memo) return;
   pending = memo;
-  // htmx swaps right after this event. New content answers keys only once
-  // htmx has settled it (afterSettle, below); a row removed brings nothing to
-  // settle, and a swap called off (shouldSwap = false) left focus where it was.
-  setTimeout(function () {
-    if (pending !== memo) return;
-    var focused = document.activeElement && document.activeElement !== document.body;
-    if (focused || !document.getElementById(memo.holder)) {
-      pending = null;
-      restore(memo);
-    }
-  }, 0);
 }
 
-document.addEventListener("htmx:beforeSwap", beforeSwap);
-document.addEventListener("htmx:oobBeforeSwap", beforeSwap);
-
-document.addEventListener("htmx:afterSettle", function () {
+// Focus goes back in the task that swapped, before a key pressed meanwhile
+// is handled: new content answers keys only once htmx has settled it
+// (afterSettle; the layout settles at once). A row removed brings nothing to
+// settle, and a swap called off (shouldSwap = false) left focus where it
+// was: both are done with when the response has been handled (afterOnLoad,
+// in the same task). A swap given a settle delay of its own waits for it.
+function restorePending() {
   if (!pending) return;
   var memo = pending;
   pending = null;
   restore(memo);
+}
+
+document.addEventListener("htmx:beforeSwap", beforeSwap);
+document.addEventListener("htmx:oobBeforeSwap", beforeSwap);
+document.addEventListener("htmx:afterSettle", restorePending);
+
+document.addEventListener("htmx:afterOnLoad", function () {
+  if (!pending) return;
+  var focused = document.activeElement && document.activeElement !== document.body;
+  if (focused || !document.getElementById(pending.holder)) restorePending();
 });
 
 document.addEventListener("htmx:afterSwap", function (evt) {
