@@ -4,6 +4,8 @@ history, the same outcomes; and the candidates of many pairs read in one
 statement are those each pair's own query reads."""
 from __future__ import annotations
 
+import random
+
 import pytest
 from sqlalchemy import select
 
@@ -12,7 +14,7 @@ from app.extensions import db
 from plugins.memory import batch, store
 from plugins.memory.candidates import MAX_CANDIDATES, candidates, candidates_of_pairs
 from plugins.memory.markers import parse_memory_markers
-from plugins.memory.models import REJECTED, Memory, MemoryHistory
+from plugins.memory.models import DEFAULT_CONFIDENCE, REJECTED, Memory, MemoryHistory
 from tests.conftest import make_app
 from tests.memory_helpers import add_memory, new_run
 
@@ -192,3 +194,79 @@ def test_a_contradiction_then_a_confirmed_proposal_against_the_same_memory_as_on
     target_row = next(m for m in memories if m.observation == "Postgres vacuum runs nightly at 02:00")
     assert (target_row.confidence, target_row.active) == (0.2, False)
     assert [h.action for h in history if h.memory_id == target_row.id] == ["contradicted", "deactivated"]
+
+
+# A long stream of markers over a few services and categories, drawn so
+# that every path is taken many times and in every order: a pair with more
+# live memories than a marker is compared with (so which memories are the
+# candidates shifts as confidences move), repeats of memories the same
+# batch created, contradictions of them, rejected memories said again, and
+# proposals a second session confirms.
+THINGS = ("cache", "queue", "mount", "certificate", "replica", "index", "cron job", "socket")
+ACTIONS = ("expires", "drains", "resyncs", "rebuilds", "restarts", "stalls")
+PAIRS = (("timing", "web"), ("behavior", "web"), ("timing", None), ("dependency", "nas"))
+
+
+def _observation(rng, service) -> str:
+    """Of 48 topics; one in four negated, and one of three durations: a
+    repeat, a contradiction or a new topic, each often."""
+    negated = "never " if rng.random() < 0.25 else ""
+    return (f"{(service or 'the proxy').capitalize()} {rng.choice(THINGS)} {negated}{rng.choice(ACTIONS)} "
+            f"after {rng.choice((5, 30, 90))} minutes")
+
+
+def _random_markers(rng, count: int, restated: list[Memory]) -> str:
+    """``count`` markers, and each of ``restated`` said again somewhere among them."""
+    said = [(category, service, _observation(rng, service)) for category, service in
+            (rng.choice(PAIRS) for _ in range(count))]
+    for memory in restated:
+        said.insert(rng.randrange(len(said) + 1), (memory.category, memory.service, memory.observation))
+    return "\n".join(f"[MEMORY:{category}:{service or 'general'}] {text}" for category, service, text in said)
+
+
+def _random_seed(rng, proposer_session_id: int) -> list[Memory]:
+    """The memories the stream starts from; returns the proposed ones."""
+    # Most at the confidence a new memory starts with, past the most a marker
+    # is compared with: where a new one goes among equals decides which are
+    # the candidates.
+    for _ in range(MAX_CANDIDATES + 20):
+        add_memory(_observation(rng, "web"), service="web", category="timing",
+                   confidence=rng.choice((0.5, DEFAULT_CONFIDENCE, DEFAULT_CONFIDENCE, DEFAULT_CONFIDENCE, 0.9)))
+    proposed = []
+    for category, service in PAIRS:
+        for status in (REJECTED, "proposed", "approved"):
+            memory = add_memory(_observation(rng, service), service=service, category=category,
+                                confidence=round(rng.uniform(0.3, 0.9), 2))
+            memory.status = status
+            if status == "proposed":
+                memory.session_id = proposer_session_id
+                proposed.append(memory)
+    db.session.commit()
+    return proposed
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_a_long_random_batch_records_what_one_by_one_records(tmp_path, seed):
+    results = {}
+    for way in ("one by one", "batch"):
+        rng = random.Random(seed)
+        app = make_app(tmp_path / way.replace(" ", "-"))
+        with app.app_context():
+            runtime.change({"CLAUDEOPS_MEMORY_REVIEW": "true" if seed % 2 else "false",
+                            "CLAUDEOPS_MEMORY_MAX_PER_SESSION": 10**6})
+            proposer = new_run()
+            proposed = _random_seed(rng, proposer.session_id)
+            markers = parse_memory_markers(_random_markers(rng, 150, proposed))
+            run = new_run()
+            if way == "batch":
+                outcomes = batch.record_all(markers, run)
+            else:
+                outcomes = [store.record_observation(m.category, m.service, m.observation, run) for m in markers]
+            relations = [(o.relation, o.memory.id if o.memory else None, o.approved) for o in outcomes]
+            db.session.commit()
+            results[way] = (relations, _state())
+    assert results["batch"] == results["one by one"]
+    relations = [relation for relation, _, _ in results["batch"][0]]
+    assert {store.CREATED, store.REPEATED, store.CONTRADICTED, store.REINFORCED, store.ALREADY_REJECTED} <= \
+        set(relations), relations
+    assert any(approved for _, _, approved in results["batch"][0]), "no proposal was confirmed"
