@@ -88,6 +88,28 @@ def _state():
     return memories, history
 
 
+LIMITLESS = 10**6
+
+
+def _record(way: str, markers, limit: int):
+    """Record ``markers`` for a new session ``way`` ("batch" or "one by one",
+    within the session's ``limit`` of new memories): what each did, and then
+    every memory and history row."""
+    run = new_run()
+    if way == "batch":
+        outcomes = batch.record_all(markers, run)
+    else:
+        outcomes, created = [], 0
+        for marker in markers:
+            outcome = store.record_observation(marker.category, marker.service, marker.observation, run,
+                                               may_create=created < limit)
+            created += outcome.relation in (store.CREATED, store.CONTRADICTED)
+            outcomes.append(outcome)
+    relations = [(o.relation, o.memory.id if o.memory else None, o.approved) for o in outcomes]
+    db.session.commit()
+    return relations, _state()
+
+
 @pytest.mark.parametrize("review", ["false", "true"])
 @pytest.mark.parametrize("limit", [3, 100])
 def test_a_batch_records_what_one_by_one_records(tmp_path, review, limit):
@@ -98,19 +120,7 @@ def test_a_batch_records_what_one_by_one_records(tmp_path, review, limit):
         with app.app_context():
             runtime.change({"CLAUDEOPS_MEMORY_REVIEW": review, "CLAUDEOPS_MEMORY_MAX_PER_SESSION": limit})
             _seed()
-            run = new_run()
-            if way == "batch":
-                outcomes = batch.record_all(markers, run)
-            else:
-                outcomes, created = [], 0
-                for marker in markers:
-                    outcome = store.record_observation(marker.category, marker.service, marker.observation, run,
-                                                       may_create=created < limit)
-                    created += outcome.relation in (store.CREATED, store.CONTRADICTED)
-                    outcomes.append(outcome)
-            relations = [(o.relation, o.memory.id if o.memory else None, o.approved) for o in outcomes]
-            db.session.commit()
-            results[way] = (relations, _state())
+            results[way] = _record(way, markers, limit)
     assert results["batch"] == results["one by one"]
     relations = [relation for relation, _, _ in results["batch"][0]]
     # The stream covers every path: a new memory, a repeat of it, a contradiction,
@@ -179,14 +189,7 @@ def test_a_contradiction_then_a_confirmed_proposal_against_the_same_memory_as_on
                                   session_id=proposer.session_id)
             proposal.status, proposal.contradicts_id = "proposed", target.id
             db.session.commit()
-            run = new_run()
-            if way == "batch":
-                outcomes = batch.record_all(markers, run)
-            else:
-                outcomes = [store.record_observation(m.category, m.service, m.observation, run) for m in markers]
-            relations = [(o.relation, o.memory.id, o.approved) for o in outcomes]
-            db.session.commit()
-            results[way] = (relations, _state())
+            results[way] = _record(way, markers, LIMITLESS)
     assert results["batch"] == results["one by one"]
     relations, (memories, history) = results["batch"]
     assert [(relation, approved) for relation, _, approved in relations] == [(store.CONTRADICTED, False),
@@ -253,18 +256,11 @@ def test_a_long_random_batch_records_what_one_by_one_records(tmp_path, seed):
         app = make_app(tmp_path / way.replace(" ", "-"))
         with app.app_context():
             runtime.change({"CLAUDEOPS_MEMORY_REVIEW": "true" if seed % 2 else "false",
-                            "CLAUDEOPS_MEMORY_MAX_PER_SESSION": 10**6})
+                            "CLAUDEOPS_MEMORY_MAX_PER_SESSION": LIMITLESS})
             proposer = new_run()
             proposed = _random_seed(rng, proposer.session_id)
             markers = parse_memory_markers(_random_markers(rng, 150, proposed))
-            run = new_run()
-            if way == "batch":
-                outcomes = batch.record_all(markers, run)
-            else:
-                outcomes = [store.record_observation(m.category, m.service, m.observation, run) for m in markers]
-            relations = [(o.relation, o.memory.id if o.memory else None, o.approved) for o in outcomes]
-            db.session.commit()
-            results[way] = (relations, _state())
+            results[way] = _record(way, markers, LIMITLESS)
     assert results["batch"] == results["one by one"]
     relations = [relation for relation, _, _ in results["batch"][0]]
     assert {store.CREATED, store.REPEATED, store.CONTRADICTED, store.REINFORCED, store.ALREADY_REJECTED} <= \
