@@ -8,10 +8,12 @@ the session with a clear reason rather than let it run on recording nothing.
 """
 from __future__ import annotations
 
+import itertools
 import sqlite3
-from typing import Optional
+import time
+from typing import Iterator, Optional
 
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
 
 from app import extensions
 
@@ -45,6 +47,46 @@ def storage_fault(exc: BaseException) -> Optional[str]:
             busy = f"{extensions.SQLITE_BUSY_TIMEOUT_MS / 1000:g}"
             return f"{description.format(busy=busy)} ({original})"
     return None
+
+
+# How long a session and the scheduler's lock wait for a database server
+# that went away to come back (a restart takes seconds), and the pauses
+# between their attempts: growing, then the last over and over.
+OUTAGE_SECONDS = 60.0
+RETRY_PAUSES = (0.5, 1.0, 2.0, 5.0)
+
+
+def outage_pauses() -> Iterator[float]:
+    """The pause before each attempt while a server is away; none once the
+    next would end past OUTAGE_SECONDS from the first."""
+    give_up_at = time.monotonic() + OUTAGE_SECONDS
+    for attempt in itertools.count():
+        pause = RETRY_PAUSES[min(attempt, len(RETRY_PAUSES) - 1)]
+        if time.monotonic() + pause > give_up_at:
+            return
+        yield pause
+
+
+# PostgreSQL's SQLSTATEs for a server that went away and comes back: a
+# connection failure (class 08), and a server shutting down or starting up
+# (admin_shutdown, crash_shutdown, cannot_connect_now).
+_SERVER_RESTARTING = ("57P01", "57P02", "57P03")
+
+
+def passing(exc: BaseException) -> bool:
+    """Whether ``exc`` is a database server that went away and may well
+    come back (a restart, a dropped connection), which is worth waiting
+    for; not a fault that stays until an operator acts (a full disk, a
+    role's missing privilege) nor SQLite's, which has no server and has
+    already waited out its busy timeout."""
+    if not isinstance(exc, DBAPIError) or isinstance(exc.orig, sqlite3.Error):
+        return False
+    if exc.connection_invalidated:   # SQLAlchemy saw the connection drop
+        return True
+    state = getattr(exc.orig, "sqlstate", None)
+    # No SQLSTATE: the client library's own failure to reach the server.
+    return isinstance(exc, OperationalError) and (state is None or state.startswith("08")
+                                                  or state in _SERVER_RESTARTING)
 
 
 # A table or column this version uses and the database lacks: SQLite's

@@ -4,16 +4,20 @@ the SQLite tuning holds on PostgreSQL too."""
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import flask_migrate
+import psycopg
 import pytest
 from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 
+from app import dbfaults
 from app.extensions import db
 from app.models import Session
 from app.timeutil import isoformat, utcnow
@@ -302,3 +306,22 @@ def test_a_connect_timeout_in_the_url_is_kept():
     assert engine_options("postgresql+psycopg://ops@db.example/x")["connect_args"] == {"connect_timeout": 10}
     assert "connect_args" not in engine_options("postgresql+psycopg://ops@db.example/x?connect_timeout=60")
     assert engine_options("sqlite:////srv/claudeops.db") == {}
+
+
+@pytest.mark.parametrize("error, invalidated, passes", [
+    (psycopg.OperationalError("connection failed: Connection refused"), False, True),   # no SQLSTATE: unreachable
+    (psycopg.errors.AdminShutdown("terminating connection due to administrator command"), False, True),
+    (psycopg.errors.CannotConnectNow("the database system is starting up"), False, True),
+    (psycopg.errors.ConnectionFailure("connection failure"), False, True),
+    (psycopg.errors.DiskFull("could not extend file"), False, False),   # stays until an operator acts
+    (psycopg.errors.InsufficientPrivilege("permission denied for schema public"), False, False),
+    (psycopg.errors.UndefinedTable("relation \"nowhere\" does not exist"), False, False),
+    (psycopg.InterfaceError("the connection is closed"), True, True),   # SQLAlchemy saw it drop
+    (sqlite3.OperationalError("database is locked"), False, False),     # the busy timeout has been waited out
+    (sqlite3.OperationalError("disk I/O error"), True, False),
+])
+def test_only_a_database_server_that_went_away_is_waited_for(error, invalidated, passes):
+    driver_error = sqlite3.Error if isinstance(error, sqlite3.Error) else psycopg.Error
+    wrapped = DBAPIError.instance("SELECT 1", {}, error, driver_error, connection_invalidated=invalidated)
+    assert dbfaults.passing(wrapped) is passes
+    assert dbfaults.passing(error) is False   # a driver's own error, not through SQLAlchemy

@@ -65,3 +65,13 @@ def test_invalid_setting_names_the_variable():
     assert result.returncode == 1
     assert result.stderr.strip() == "Error: invalid configuration: CLAUDEOPS_INTERVAL='soon': must be a whole number"
     assert load_settings(environ={"CLAUDEOPS_TIER1_ALLOWED_TOOLS": " Bash , Read ,"})["CLAUDEOPS_TIER1_ALLOWED_TOOLS"] == ["Bash", "Read"]
+
+
+def test_the_wait_for_a_database_server_that_went_away_is_the_one_the_docs_state():
+    from app import dbfaults
+    wait = f"{dbfaults.OUTAGE_SECONDS:g} s"
+    readme = " ".join(README.split())
+    guide = " ".join((PROJECT_ROOT / "docs" / "plugins.md").read_text().split())
+    assert f"the session waits for it (up to {wait})" in readme and f"past {wait} it ends as `failed`" in readme
+    assert f"the database is still unreachable after {wait}" in readme
+    assert f"is waited for instead, up to {wait}" in guide

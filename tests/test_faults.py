@@ -24,7 +24,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
-from app import create_app, extensions
+from app import create_app, dbfaults, extensions
 from app.extensions import db
 from app.hookspecs import hookimpl
 from app.models import Session, SessionActivity
@@ -32,11 +32,13 @@ from app.sessions import control
 from app.sessions.manager import run_session
 from app.sessions.scheduler import SessionScheduler
 from app.web import DATABASE_UNAVAILABLE
+from plugins.cooldowns.models import CooldownAction
 from plugins.events.models import Event
 from plugins.memory.models import Memory
 from tests import streamlines as sl
 from tests.conftest import FAKE_CLAUDE, make_app
-from tests.support.database import database_url, on_postgres, sqlite_only
+from tests.support.database import (database_url, on_postgres, restart_server, restartable, server_answers,
+                                     sqlite_only)
 from tests.support.faults import (SchedulerProcess, assert_group_ends, bind_read_only, connect, integrity,
                                   mount_tmpfs, read_pid, read_pid_and_group, unmount, wait_for)
 from tests.support.service import Service
@@ -510,6 +512,152 @@ def test_a_plugin_meeting_a_locked_database_ends_the_session_instead_of_dropping
             "the session was ended because the database refused a write: the database is locked")
         assert events_of(second.id) == ["first"]
         db.session.remove()
+
+
+class ServerGoneAway(Exception):
+    """What a database driver raises when its server went away (psycopg's
+    OperationalError for a restarted PostgreSQL, say)."""
+
+
+def server_gone_away() -> OperationalError:
+    return OperationalError("SELECT id FROM memories", {}, ServerGoneAway("server closed the connection unexpectedly"),
+                            connection_invalidated=True)
+
+
+class ServerGoingAwayPlugin:
+    """Meets a database server that went away in the marker hook, as a
+    plugin's query would: for the first ``times`` text blocks that say so."""
+
+    def __init__(self, times: int):
+        self.times = times
+
+    @hookimpl
+    def claudeops_markers(self, text, run):
+        if "the server goes away" in text and self.times > 0:
+            self.times -= 1
+            raise server_gone_away()
+        return None
+
+
+def session_going_through_an_outage() -> list[dict]:
+    """A first batch committed before the outage (the commit interval
+    passes), then a batch of every marker kind that meets it."""
+    return (sl.steps(sl.init(), sl.text("[EVENT:info:web] before")) + [{"sleep": 0.8}]
+            + sl.steps(sl.text("[EVENT:info:web] one\n[MEMORY:timing:web] restarts take 40 s"),
+                       sl.text("[COOLDOWN:restart:web] success — restarted after its health check failed"),
+                       sl.tool_use("systemctl status web"), sl.tool_result("active (running)"),
+                       sl.text("the server goes away [EVENT:warning:web] two"), sl.text("[EVENT:info:web] three"),
+                       sl.result()))
+
+
+def test_a_database_server_gone_away_for_a_moment_costs_the_session_nothing(tmp_path, fake_cli, caplog):
+    app = make_app(tmp_path, plugins=[ServerGoingAwayPlugin(times=2)])
+    fake_cli(session_going_through_an_outage())
+    with app.app_context():
+        session = run_session(control.claim(control.enqueue().id))
+        assert session.status == "completed", session.status_reason
+        # The batch the outage took was read again, twice, and written once: every record once, in order.
+        # (The new memory's notice is an event too, written with the memory, at the batch's end.)
+        assert events_of(session.id) == ["before", "one", "two", "New memory #1 [timing:web]: restarts take 40 s",
+                                         "three"]
+        assert db.session.scalars(select(Memory.observation)).all() == ["restarts take 40 s"]
+        assert db.session.scalar(select(func.count()).select_from(CooldownAction)) == 1
+        assert activity_kinds(session.id) == ["text", "marker", "text", "marker", "marker", "text", "marker",
+                                              "tool_use", "tool_result", "text", "marker", "text", "marker"]
+        assert session.response == "\n\n".join([
+            "[EVENT:info:web] before", "[EVENT:info:web] one\n[MEMORY:timing:web] restarts take 40 s",
+            "[COOLDOWN:restart:web] success — restarted after its health check failed",
+            "the server goes away [EVENT:warning:web] two", "[EVENT:info:web] three"])
+        db.session.remove()
+    gone = [r.getMessage() for r in caplog.records if "are read again" in r.getMessage()]
+    assert len(gone) == 2 and all("server closed the connection unexpectedly" in line for line in gone), gone
+    assert "the database is back" in caplog.text
+
+
+def test_a_database_server_gone_for_longer_than_a_session_waits_fails_it_clearly(tmp_path, fake_cli, cli_pid_file,
+                                                                                  monkeypatch, caplog):
+    monkeypatch.setattr(dbfaults, "OUTAGE_SECONDS", 1.2)   # one pause of 0.5 s, then not the next of 1 s
+    app = make_app(tmp_path, plugins=[ServerGoingAwayPlugin(times=100)])
+    fake_cli(session_going_through_an_outage())
+    with app.app_context():
+        started = time.monotonic()
+        session = run_session(control.claim(control.enqueue().id))
+        assert time.monotonic() - started < 10
+        assert session.status == "failed"
+        assert session.status_reason == (
+            "the session was ended because the database refused a write: the database is unavailable (server "
+            "closed the connection unexpectedly); the run log keeps the CLI's output")
+        assert events_of(session.id) == ["before"]   # the batch before the outage, kept
+        db.session.remove()
+    _, pgid = read_pid_and_group(cli_pid_file)
+    assert_group_ends(pgid, within=1)
+    assert len([r for r in caplog.records if "are read again" in r.getMessage()]) == 1
+    assert "the database did not come back within 1.2 s" in caplog.text
+
+
+def test_a_service_stopping_while_a_session_waits_for_the_database_server_waits_no_longer(tmp_path, fake_cli,
+                                                                                           cli_pid_file):
+    app = make_app(tmp_path, plugins=[ServerGoingAwayPlugin(times=100)])
+    fake_cli(session_going_through_an_outage())
+    shutdown = threading.Event()
+    stopping = threading.Timer(2.0, shutdown.set)   # while the session waits, a minute at most
+    with app.app_context():
+        started = time.monotonic()
+        stopping.start()
+        session = run_session(control.claim(control.enqueue().id), shutdown)
+        assert time.monotonic() - started < 6
+        assert session.status == "failed"
+        assert "the database is unavailable (server closed the connection unexpectedly)" in session.status_reason
+        assert events_of(session.id) == ["before"]
+        db.session.remove()
+    _, pgid = read_pid_and_group(cli_pid_file)
+    assert_group_ends(pgid, within=1)
+
+
+class RestartingPlugin:
+    """Stops the PostgreSQL server under the session for ``down_for``
+    seconds the first time a text block says so, between two of its own
+    queries: the second meets the server gone, with the batch's transaction
+    open, and the session's attempts to write the batch again meet it gone
+    too until it is back."""
+
+    def __init__(self, down_for: float):
+        self.down_for = down_for
+        self.outage: threading.Thread | None = None
+
+    @hookimpl
+    def claudeops_markers(self, text, run):
+        if "restart the server" in text and self.outage is None:
+            db.session.execute(select(func.count()).select_from(Event))
+            self.outage = threading.Thread(target=restart_server, args=(self.down_for,))
+            self.outage.start()
+            wait_for(lambda: not server_answers(), timeout=30, what="the server stopped")
+            db.session.execute(select(func.count()).select_from(Event))
+        return None
+
+
+@pytest.mark.skipif(not restartable(), reason="PostgreSQL only: needs bin/test --postgres's own server to restart")
+def test_a_postgresql_restart_mid_session_loses_nothing_and_the_session_goes_on(tmp_path, fake_cli, caplog):
+    plugin = RestartingPlugin(down_for=2.0)
+    app = make_app(tmp_path, plugins=[plugin])
+    fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:web] before")) + [{"sleep": 0.8}]
+             + sl.steps(sl.text("[EVENT:info:web] one\n[MEMORY:timing:web] restarts take 40 s"),
+                        sl.text("restart the server [EVENT:warning:web] two"), sl.text("[EVENT:info:web] three"))
+             + [{"sleep": 0.8}] + sl.steps(sl.text("[EVENT:info:web] after"), sl.result()))
+    with app.app_context():
+        started = time.monotonic()
+        session = run_session(control.claim(control.enqueue().id))
+        plugin.outage.join(30)
+        assert session.status == "completed", session.status_reason
+        assert time.monotonic() - started >= 2.0   # it did wait for the server
+        assert [message for message in events_of(session.id) if not message.startswith("New memory")] == [
+            "before", "one", "two", "three", "after"]
+        assert db.session.scalars(select(Memory.observation)).all() == ["restarts take 40 s"]
+        db.session.remove()
+    waits = [r.getMessage() for r in caplog.records if "are read again" in r.getMessage()]
+    # The first attempt, half a second on, still found no server.
+    assert len(waits) >= 2 and "waiting 0.5 s for it" in waits[0] and "waiting 1 s for it" in waits[1], waits
+    assert "the database is back" in caplog.text
 
 
 # --- the disk ----------------------------------------------------------------------

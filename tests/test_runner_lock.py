@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import threading
 import time
 
 import pytest
@@ -18,7 +19,7 @@ from app.sessions.runner_lock import RunnerLock, SchedulerAlreadyRunning
 from app.sessions.scheduler import SessionScheduler
 from tests import streamlines as sl
 from tests.conftest import FAKE_CLAUDE, make_app
-from tests.support.database import postgres_only
+from tests.support.database import postgres_only, restart_server, restartable, server_answers
 from tests.support.service import CLAUDEOPS, Service
 
 pytestmark = postgres_only("advisory locks; a SQLite database is locked by a file beside it (tests/test_scheduler.py)")
@@ -118,6 +119,23 @@ def test_a_lost_connection_takes_the_lock_again_when_no_one_else_has(two_hosts, 
     with pytest.raises(SchedulerAlreadyRunning):
         other.acquire()
     assert not scheduler.shutdown_event.is_set()
+
+
+@pytest.mark.skipif(not restartable(), reason="needs bin/test --postgres's own server to restart")
+def test_a_server_restart_keeps_the_scheduler_and_its_lock(two_hosts, tmp_path, caplog):
+    first, _second, start = two_hosts
+    scheduler = start(first)
+    outage = threading.Thread(target=restart_server, args=(2.0,))
+    outage.start()
+    wait_for(lambda: not server_answers())
+    # The check waits for the server and takes the lock again once it is back.
+    assert scheduler.verify_lock() is True
+    outage.join(30)
+    assert not scheduler.shutdown_event.is_set()
+    assert "cannot take the scheduler's database lock again yet" in caplog.text
+    other = RunnerLock(str(tmp_path / "host-b" / "state"), first.config["CLAUDEOPS_DATABASE_URL"])
+    with pytest.raises(SchedulerAlreadyRunning):
+        other.acquire()
 
 
 def test_a_scheduler_whose_lock_went_to_another_stops_its_session(two_hosts, fake_cli, tmp_path):

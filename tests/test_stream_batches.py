@@ -96,12 +96,27 @@ def test_a_burst_of_lines_is_committed_in_batches(app):
 
 def test_a_burst_of_large_outputs_is_committed_before_it_holds_too_much_text(app, monkeypatch):
     monkeypatch.setattr(activity, "COMMIT_INTERVAL_SECONDS", 3600)   # the text held decides, not the clock
+    monkeypatch.setattr(activity, "COMMIT_EVERY_BYTES", 10**12)     # and not the lines' own bytes
     # Of each, what is kept until its batch is redacted: twice what is shown.
     size, kept = 100_000, activity.UNREDACTED_KEPT
     lines = 2 * activity.COMMIT_EVERY_CHARS // kept
     commits = commits_for([line(sl.tool_result(f"{n} " + "x" * size)) for n in range(lines)])
     assert count(SessionActivity, SessionActivity.kind == "tool_result") == lines < activity.COMMIT_EVERY_LINES
     assert commits in (2, 3), f"{commits} commits for {lines} lines of {size} characters"   # the last at close
+
+
+def test_a_burst_of_long_lines_is_committed_before_the_lines_kept_hold_too_much(app, monkeypatch):
+    """The lines of a batch are kept until it is committed (to be read again
+    if the database server goes away): their bytes bound the batch too, here
+    where the text they add to the activity log does not."""
+    monkeypatch.setattr(activity, "COMMIT_INTERVAL_SECONDS", 3600)
+    lines = [line(sl.tool_result(f"{n} " + "x" * 1_000_000)) for n in range(20)]
+    total = sum(map(len, lines))
+    assert total > 2 * activity.COMMIT_EVERY_BYTES and 20 * activity.UNREDACTED_KEPT < activity.COMMIT_EVERY_CHARS
+    commits = commits_for(lines)
+    assert count(SessionActivity, SessionActivity.kind == "tool_result") == 20
+    # One each time the lines kept reach the bound, and the last at close.
+    assert commits == -(-total // activity.COMMIT_EVERY_BYTES), f"{commits} commits for {total} bytes"
 
 
 class WritesThenFails:

@@ -6,16 +6,25 @@ and anything the CLI itself wrote never do, so text a tool printed can never
 become an event or a memory. The agent's text is redacted once, before the
 plugins see it; every row this module writes is redacted here, since its
 batched Core inserts bypass the ORM listener of app/db_redaction.py.
+
+A database server that goes away mid-session (PostgreSQL restarted, the
+connection dropped: ``dbfaults.passing``) takes the batch's transaction
+with it, not the session: the handler keeps the lines it has read since the
+last commit, waits for the server, and reads them again into a new
+transaction, plugins and all. Every other database fault ends the session.
 """
 from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
-from typing import Optional
+from typing import Callable, Optional, TypeVar, Union
 
 import orjson
+from sqlalchemy.exc import SQLAlchemyError
 
+from app import dbfaults, marker_queue
 from app.bulk_insert import BulkInsert
 from app.extensions import db
 from app.models import Session, SessionActivity
@@ -45,6 +54,9 @@ COMMIT_INTERVAL_SECONDS = 0.5
 # what their markers refer to, and a commit.
 COMMIT_EVERY_LINES = 2_000
 COMMIT_EVERY_CHARS = 4_000_000
+# The lines themselves are kept until their batch is committed (to be read
+# again if the server goes away): so much of them, and the batch is written.
+COMMIT_EVERY_BYTES = 8_000_000
 
 _insert_activity = BulkInsert(SessionActivity.__table__, ("session_id", "kind", "title", "body", "created_at"))
 
@@ -53,19 +65,25 @@ _insert_activity = BulkInsert(SessionActivity.__table__, ("session_id", "kind", 
 _TITLE = SessionActivity.__table__.c.title
 _CLI_SESSION_ID = Session.__table__.c.cli_session_id
 
+Entry = Union[bytes, int]   # a line as read, or the size of one too long to read
+T = TypeVar("T")
+
 
 class StreamHandler:
     """Consumes one session's stdout lines as they arrive.
 
     Call ``commit_if_due`` between reads as well (a quiet stream's last rows
-    must not wait for the next line) and ``close`` at the end."""
+    must not wait for the next line) and ``close`` at the end. Any other
+    read of the database between lines goes through ``unless_gone``."""
 
-    def __init__(self, session: Session, run: RunInfo):
+    def __init__(self, session: Session, run: RunInfo, shutdown: Optional[threading.Event] = None):
         self.session = session
         # Kept apart: every commit expires ``session``, and reading its id
         # again would cost a SELECT for every batch.
         self.session_id = session.id
         self.run = run
+        # Once set, a database that went away is no longer waited for.
+        self.shutdown = shutdown or threading.Event()
         self.redactor = redactor()
         self.response_tail = ResponseTail(MAX_RESPONSE_CHARS)
         self.markers = MarkerFanOut(run)
@@ -78,45 +96,84 @@ class StreamHandler:
         self._rows: list[dict] = []          # activity not yet written
         self._pending: list[tuple[dict, PendingRecords]] = []   # rows standing for records to come
         self._unredacted: list[tuple[dict, int]] = []   # rows of it not yet redacted, each with what was cut
-        self._lines_since_commit = 0
+        self._batch: list[Entry] = []        # what was read since the last commit
+        self._batch_bytes = 0
         self._chars_since_commit = 0
         self._last_commit = time.monotonic()
+        self._committed = self._state()
 
     @property
     def response(self) -> str:
         return self.response_tail.text()
 
     def handle_line(self, line: bytes) -> None:
-        self.line_number += 1
-        try:
-            items = stream.parse_line(line)
-        except stream.StreamError as exc:
-            self.skipped += 1
-            log.warning("session %s: skipped stream line %d: %s", self.session_id, self.line_number, exc)
-            self._add("warning", f"skipped line {self.line_number}", f"{exc}: {_preview(line)}")
-        else:
-            for item in items:
-                self._handle_item(item)
-        self._lines_since_commit += 1
-        self.commit_if_due()
+        self._batch.append(line)
+        self._batch_bytes += len(line)
+        try:   # not through unless_gone: a call less for every line
+            self._read(line)
+            self._commit_if_due()
+        except SQLAlchemyError as exc:
+            self._survive(exc)
 
     def handle_oversized(self, size: int) -> None:
-        self.line_number += 1
-        self.skipped += 1
-        log.warning("session %s: skipped stream line %d of %d bytes (over the line limit)",
-                    self.session_id, self.line_number, size)
-        self._add("warning", f"skipped line {self.line_number}",
-                  f"{size} bytes, over CLAUDEOPS_MAX_LINE_BYTES; kept in the run log only")
-        self._lines_since_commit += 1
-        self.commit_if_due()
+        self._batch.append(size)
+        self.unless_gone(self._take, size)
 
     def commit_if_due(self) -> None:
-        if (self._lines_since_commit >= COMMIT_EVERY_LINES or self._chars_since_commit >= COMMIT_EVERY_CHARS
-                or time.monotonic() - self._last_commit >= COMMIT_INTERVAL_SECONDS):
-            self.commit()
+        self.unless_gone(self._commit_if_due)
 
     def commit(self) -> None:
         """Write the pending activity and commit it with the plugins' rows."""
+        self.unless_gone(self._commit)
+
+    def close(self) -> None:
+        """The stream has ended (or the session is being given up): write the rest."""
+        self.commit()
+
+    def unless_gone(self, work: Callable[..., T], *args) -> Optional[T]:
+        """``work(*args)``; if the database server went away meanwhile, the
+        batch read again and written once it is back, and None."""
+        try:
+            return work(*args)
+        except SQLAlchemyError as exc:
+            self._survive(exc)
+            return None
+
+    def _survive(self, exc: SQLAlchemyError) -> None:
+        if not dbfaults.passing(exc):
+            raise exc
+        self._write_again(exc)
+
+    def _take(self, entry: Entry) -> None:
+        self._read(entry)
+        self._commit_if_due()
+
+    def _read(self, entry: Entry) -> None:
+        self.line_number += 1
+        if isinstance(entry, int):
+            self.skipped += 1
+            log.warning("session %s: skipped stream line %d of %d bytes (over the line limit)",
+                        self.session_id, self.line_number, entry)
+            self._add("warning", f"skipped line {self.line_number}",
+                      f"{entry} bytes, over CLAUDEOPS_MAX_LINE_BYTES; kept in the run log only")
+            return
+        try:
+            items = stream.parse_line(entry)
+        except stream.StreamError as exc:
+            self.skipped += 1
+            log.warning("session %s: skipped stream line %d: %s", self.session_id, self.line_number, exc)
+            self._add("warning", f"skipped line {self.line_number}", f"{exc}: {_preview(entry)}")
+        else:
+            for item in items:
+                self._handle_item(item)
+
+    def _commit_if_due(self) -> None:
+        if (len(self._batch) >= COMMIT_EVERY_LINES or self._chars_since_commit >= COMMIT_EVERY_CHARS
+                or self._batch_bytes >= COMMIT_EVERY_BYTES
+                or time.monotonic() - self._last_commit >= COMMIT_INTERVAL_SECONDS):
+            self._commit()
+
+    def _commit(self) -> None:
         self.markers.flush()
         if self._pending:
             self._fill_pending()
@@ -128,13 +185,60 @@ class StreamHandler:
             self._rows = []
         db.session.commit()
         self.markers.committed()
-        self._lines_since_commit = 0
+        self._batch = []
+        self._batch_bytes = 0
         self._chars_since_commit = 0
         self._last_commit = time.monotonic()
+        self._committed = self._state()
 
-    def close(self) -> None:
-        """The stream has ended (or the session is being given up): write the rest."""
-        self.commit()
+    def _state(self) -> tuple:
+        """What reading the batch changes besides rows: kept at each commit,
+        to go back to if the batch has to be read again."""
+        return self.line_number, self.skipped, self.result, self.retrying_api, self.response_tail.copy()
+
+    def _write_again(self, gone: SQLAlchemyError) -> None:
+        """The server went away, and the batch's transaction with it: wait
+        for it (at most dbfaults.OUTAGE_SECONDS), then read the batch again,
+        from the state of the last commit, and write it. Raises the last
+        fault if the server is not back in time, or any fault that is not
+        its absence."""
+        for pause in dbfaults.outage_pauses():
+            log.warning("session %s: %s; waiting %g s for it, then the %d lines read since the last commit "
+                        "are read again", self.session_id, dbfaults.describe(gone), pause, len(self._batch))
+            if self.shutdown.wait(pause):
+                break   # the service is stopping: the session ends with the fault
+            self._start_batch_again()
+            try:
+                for entry in self._batch:
+                    self._read(entry)
+                self._commit()
+            except SQLAlchemyError as exc:
+                if not dbfaults.passing(exc):
+                    raise
+                gone = exc
+                continue
+            log.warning("session %s: the database is back; the lines since the last commit are written",
+                        self.session_id)
+            return
+        else:
+            log.error("session %s: the database did not come back within %g s", self.session_id,
+                      dbfaults.OUTAGE_SECONDS)
+        raise gone
+
+    def _start_batch_again(self) -> None:
+        """Back to the last commit: the transaction rolled back (the
+        plugins' rows and caches with it), what they queued for their flush
+        dropped, and the handler's own state as it was then."""
+        try:
+            db.session.rollback()
+        except SQLAlchemyError:
+            db.session().invalidate()   # the scoped session proxies no invalidate()
+        marker_queue.drop_session(self.session_id)
+        self.markers.committed()
+        self.line_number, self.skipped, self.result, self.retrying_api, tail = self._committed
+        self.response_tail = tail.copy()
+        self._rows, self._pending, self._unredacted = [], [], []
+        self._chars_since_commit = 0
 
     def _handle_item(self, item: stream.Item) -> None:
         if isinstance(item, stream.AssistantText):

@@ -32,7 +32,7 @@ from sqlalchemy.exc import InvalidRequestError
 from sqlalchemy.orm import Session, SessionTransaction
 
 from app import staged_rows
-from app.dbfaults import storage_fault
+from app.dbfaults import passing, storage_fault
 from app.extensions import db
 from app.plugin_types import MarkerRecord, PendingRecords, RunInfo
 from app.plugins import of_type, plugin_manager
@@ -104,8 +104,8 @@ class MarkerFanOut:
                 # refuses is this plugin's failure, not the next one's.
                 session.flush()
             except Exception as exc:
-                if storage_fault(exc):
-                    raise   # the database's failure, not this plugin's: the session ends with it
+                if storage_fault(exc) or passing(exc):
+                    raise   # the database's failure, not this plugin's: the stream handler's to meet
                 log.exception("plugin %s failed in %s", impl.plugin_name, HOOK)
                 self._undo(session, staged)
                 continue
@@ -132,7 +132,7 @@ class MarkerFanOut:
                 impl.function(*(kwargs[name] for name in impl.argnames))
                 session.flush()
             except Exception as exc:
-                if storage_fault(exc):
+                if storage_fault(exc) or passing(exc):
                     raise
                 log.exception("plugin %s failed in %s", impl.plugin_name, FLUSH_HOOK)
                 self._undo(session, staged)

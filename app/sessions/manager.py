@@ -168,7 +168,7 @@ def _run_session(session: Session, shutdown: Optional[threading.Event]) -> Sessi
                          env=child_env(session), cwd=workdir, log_path=Path(session.log_path),
                          timeout_seconds=config["CLAUDEOPS_SESSION_TIMEOUT"],
                          max_line_bytes=config["CLAUDEOPS_MAX_LINE_BYTES"], redactor=redactor())
-    handler = StreamHandler(session, run)
+    handler = StreamHandler(session, run, shutdown)
     try:
         outcome = run_process(command, handler.handle_line,
                               _committing(handler, _stop_poller(session.id, shutdown)), handler.handle_oversized)
@@ -261,10 +261,12 @@ def _stop_poller(session_id: int, shutdown: Optional[threading.Event]):
 def _committing(handler: StreamHandler, should_stop):
     """The runner asks ``should_stop`` between reads, a few times a second
     even while the CLI is quiet: the moment to write what the handler holds,
-    so the last lines before a pause reach the dashboard without waiting."""
+    so the last lines before a pause reach the dashboard without waiting.
+    Its read of a stop request, in the handler's transaction, meets a
+    database server that went away as the handler's writes would."""
     def check() -> Optional[str]:
         handler.commit_if_due()
-        return should_stop()
+        return handler.unless_gone(should_stop)
 
     return check
 

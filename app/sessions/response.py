@@ -24,6 +24,11 @@ class ResponseTail:
         while self.kept > self.limit and len(self.blocks) > 1:
             self.kept -= len(self.blocks.popleft()) + len(SEPARATOR)
 
+    def copy(self) -> "ResponseTail":
+        other = ResponseTail(self.limit)
+        other.blocks, other.kept, other.total = self.blocks.copy(), self.kept, self.total
+        return other
+
     def text(self) -> str:
         joined = SEPARATOR.join(self.blocks)
         if len(joined) > self.limit:   # one block longer than the limit on its own

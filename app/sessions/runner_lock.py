@@ -31,6 +31,7 @@ from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
+from app import dbfaults
 from app.database_url import connect_args, shown_url
 
 log = logging.getLogger(__name__)
@@ -130,11 +131,14 @@ class DatabaseLock:
         # a check in flight must not take the lock again after its release.
         self._guard = threading.Lock()
         self._released = False
+        # Set as release begins, so that a check waiting out an outage gives up at once.
+        self._releasing = threading.Event()
 
     def acquire(self) -> None:
         try:
             with self._guard:
                 self._released = False
+                self._releasing.clear()
                 locked = self._try_lock()
         except SQLAlchemyError as exc:
             raise RunnerLockError(f"cannot take the scheduler's lock in the database "
@@ -158,13 +162,24 @@ class DatabaseLock:
                 log.warning("lost the connection that holds the scheduler's database lock (%s); taking it again",
                             _first_line(exc))
                 self._close()
-        try:
-            return self._try_lock()
-        except SQLAlchemyError as exc:
-            log.error("cannot take the scheduler's database lock again: %s", _first_line(exc))
-            return False
+        # A server that went away (restarted) is waited for, the running
+        # session with it: the lock is free again once it is back.
+        pauses = dbfaults.outage_pauses()
+        while True:
+            try:
+                return self._try_lock()
+            except SQLAlchemyError as exc:
+                pause = next(pauses, None) if dbfaults.passing(exc) else None
+                if pause is None:
+                    log.error("cannot take the scheduler's database lock again: %s", _first_line(exc))
+                    return False
+                log.warning("cannot take the scheduler's database lock again yet (%s); trying again in %g s",
+                            _first_line(exc), pause)
+            if self._releasing.wait(pause):
+                return False
 
     def release(self) -> None:
+        self._releasing.set()
         with self._guard:
             self._released = True
             self._close()   # ending the connection ends its advisory lock

@@ -140,6 +140,8 @@ class SessionScheduler:
             return False
         if self._lock_lost or self._lock.verify():
             return not self._lock_lost
+        if self.shutdown_event.is_set():   # given back by a shutdown while the check waited
+            return False
         log.error("this scheduler no longer holds the database's runner lock; it stops running sessions")
         self._lock_lost = True
         threading.Thread(target=self.shutdown, name="scheduler-stop", daemon=True).start()

@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import OperationalError
 
 POSTGRES_ENV = "CLAUDEOPS_TEST_POSTGRES_URL"
 DATABASE_PREFIX = "claudeops_test_"
@@ -94,6 +98,47 @@ def drop_created_since(count: int) -> None:
 def _admin_engine() -> Engine:
     global _admin
     if _admin is None:
-        # CREATE and DROP DATABASE cannot run inside a transaction.
-        _admin = create_engine(server_url(), isolation_level="AUTOCOMMIT", pool_size=1)
+        # CREATE and DROP DATABASE cannot run inside a transaction; the
+        # pre-ping outlives a test's restart of the server (restart_server).
+        _admin = create_engine(server_url(), isolation_level="AUTOCOMMIT", pool_size=1, pool_pre_ping=True)
     return _admin
+
+
+def restartable() -> bool:
+    """Whether the server is ``bin/test --postgres``'s own, which a test may
+    restart: its data directory lies beside its socket (bin/_postgres)."""
+    host = make_url(server_url()).query.get("host") if on_postgres() else None
+    return bool(host) and (Path(host) / "data" / "postmaster.pid").exists()
+
+
+def restart_server(down_for: float = 0.0) -> None:
+    """Restart the test server as an operator restarts theirs: every
+    connection is ended, and for a moment (at least ``down_for`` seconds)
+    none is taken."""
+    data = Path(make_url(server_url()).query["host"]) / "data"
+    if not down_for:
+        _pg_ctl(data, "--mode=fast", "restart")
+        return
+    # Started again as it was: postmaster.opts holds the running server's command line.
+    _program, *options = shlex.split((data / "postmaster.opts").read_text())
+    _pg_ctl(data, "--mode=fast", "stop")
+    time.sleep(down_for)
+    _pg_ctl(data, f"--options={shlex.join(options)}", "start")
+
+
+def _pg_ctl(data: Path, *args: str) -> None:
+    pg_ctl = max(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"), key=lambda path: int(path.parts[-3]))
+    # --log: without it the server would write to, and hold open, this call's output.
+    argv = [str(pg_ctl), f"--pgdata={data}", f"--log={data.parent / 'server.log'}", "--wait", *args]
+    if os.getuid() == 0:   # the cluster belongs to the postgres user (bin/_postgres)
+        argv = ["runuser", "-u", "postgres", "--"] + argv
+    subprocess.run(argv, check=True, capture_output=True, timeout=60)
+
+
+def server_answers() -> bool:
+    try:
+        with _admin_engine().connect() as connection:
+            connection.execute(text("SELECT 1"))
+        return True
+    except OperationalError:
+        return False
