@@ -574,6 +574,48 @@ def test_a_database_server_gone_away_for_a_moment_costs_the_session_nothing(tmp_
     assert "the database is back" in caplog.text
 
 
+class GoneAsItCommits:
+    """The connection lost just as the server carried out the COMMIT of the
+    batch holding "three": the batch is stored, yet the driver reports that
+    the commit failed."""
+
+    armed = sprung = False
+
+    @hookimpl
+    def claudeops_markers(self, text, run):
+        if "] three" in text:
+            self.armed = True
+        return None
+
+    def wrap(self, do_commit):
+        def commit_then_fail(dbapi_connection):
+            do_commit(dbapi_connection)
+            if self.armed and not self.sprung:
+                self.sprung = True
+                raise server_gone_away()
+        return commit_then_fail
+
+
+def test_a_batch_the_server_committed_as_it_went_away_is_not_written_again(tmp_path, fake_cli, monkeypatch,
+                                                                             caplog):
+    trap = GoneAsItCommits()
+    app = make_app(tmp_path, plugins=[trap])
+    fake_cli(session_going_through_an_outage())
+    with app.app_context():
+        monkeypatch.setattr(db.engine.dialect, "do_commit", trap.wrap(db.engine.dialect.do_commit))
+        session = run_session(control.claim(control.enqueue().id))
+        assert trap.sprung
+        assert session.status == "completed", session.status_reason
+        # Each once: "three" and the new memory's notice in the batch as it was first written.
+        assert events_of(session.id) == ["before", "one", "two", "three",
+                                         "New memory #1 [timing:web]: restarts take 40 s"]
+        assert db.session.scalars(select(Memory.observation)).all() == ["restarts take 40 s"]
+        assert len(activity_kinds(session.id)) == 13
+        db.session.remove()
+    assert "the database is back, and had committed the last batch" in caplog.text
+    assert "are read again" in caplog.text
+
+
 def test_a_database_server_gone_for_longer_than_a_session_waits_fails_it_clearly(tmp_path, fake_cli, cli_pid_file,
                                                                                   monkeypatch, caplog):
     monkeypatch.setattr(dbfaults, "OUTAGE_SECONDS", 1.2)   # one pause of 0.5 s, then not the next of 1 s

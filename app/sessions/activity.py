@@ -22,6 +22,7 @@ import time
 from typing import Callable, Optional, TypeVar, Union
 
 import orjson
+from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from app import dbfaults, marker_queue
@@ -98,6 +99,10 @@ class StreamHandler:
         self._unredacted: list[tuple[dict, int]] = []   # rows of it not yet redacted, each with what was cut
         self._batch: list[Entry] = []        # what was read since the last commit
         self._batch_bytes = 0
+        # Activity rows written, and of them committed: only this handler
+        # writes the session's. And whether a COMMIT is under way.
+        self._activity_rows = self._activity_rows_committed = 0
+        self._committing = False
         self._chars_since_commit = 0
         self._last_commit = time.monotonic()
         self._committed = self._state()
@@ -182,8 +187,15 @@ class StreamHandler:
         if self._rows:
             # The table, not the mapped class: a plain executemany, no ORM bookkeeping.
             _insert_activity(db.session.connection(), self._rows)
+            self._activity_rows += len(self._rows)
             self._rows = []
+        self._committing = True
         db.session.commit()
+        self._batch_written()
+
+    def _batch_written(self) -> None:
+        self._committing = False
+        self._activity_rows_committed = self._activity_rows
         self.markers.committed()
         self._batch = []
         self._batch_bytes = 0
@@ -207,8 +219,12 @@ class StreamHandler:
                         "are read again", self.session_id, dbfaults.describe(gone), pause, len(self._batch))
             if self.shutdown.wait(pause):
                 break   # the service is stopping: the session ends with the fault
-            self._start_batch_again()
             try:
+                if self._written_after_all():
+                    log.warning("session %s: the database is back, and had committed the last batch",
+                                self.session_id)
+                    return
+                self._start_batch_again()
                 for entry in self._batch:
                     self._read(entry)
                 self._commit()
@@ -225,19 +241,34 @@ class StreamHandler:
                       dbfaults.OUTAGE_SECONDS)
         raise gone
 
+    def _written_after_all(self) -> bool:
+        """Whether the server committed the batch before the connection
+        went: a COMMIT the connection's loss interrupted may have been
+        carried out. Told by the session's activity rows, written in the
+        same transaction as every plugin's rows (a batch without any holds
+        none of a plugin's either, and is harmless to write again)."""
+        if not self._committing or self._activity_rows == self._activity_rows_committed:
+            return False
+        _roll_back()
+        stored = db.session.scalar(select(func.count()).select_from(SessionActivity).where(
+            SessionActivity.session_id == self.session_id))
+        if stored != self._activity_rows:
+            return False
+        self._batch_written()
+        return True
+
     def _start_batch_again(self) -> None:
         """Back to the last commit: the transaction rolled back (the
         plugins' rows and caches with it), what they queued for their flush
         dropped, and the handler's own state as it was then."""
-        try:
-            db.session.rollback()
-        except SQLAlchemyError:
-            db.session().invalidate()   # the scoped session proxies no invalidate()
+        _roll_back()
         marker_queue.drop_session(self.session_id)
         self.markers.committed()
         self.line_number, self.skipped, self.result, self.retrying_api, tail = self._committed
         self.response_tail = tail.copy()
         self._rows, self._pending, self._unredacted = [], [], []
+        self._activity_rows = self._activity_rows_committed
+        self._committing = False
         self._chars_since_commit = 0
 
     def _handle_item(self, item: stream.Item) -> None:
@@ -328,6 +359,15 @@ class StreamHandler:
             row["title"], row["body"] = title, body
             _shorten(row, cut)
         self._unredacted = []
+
+
+def _roll_back() -> None:
+    """The transaction the server took with it, given up; if even a
+    rollback fails on what is left of the connection, the connection too."""
+    try:
+        db.session.rollback()
+    except SQLAlchemyError:
+        db.session().invalidate()   # the scoped session proxies no invalidate()
 
 
 def _shorten(row: dict, cut: int = 0) -> None:
