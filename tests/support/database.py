@@ -111,14 +111,10 @@ def restartable() -> bool:
     return bool(host) and (Path(host) / "data" / "postmaster.pid").exists()
 
 
-def restart_server(down_for: float = 0.0) -> None:
+def restart_server(down_for: float) -> None:
     """Restart the test server as an operator restarts theirs: every
-    connection is ended, and for a moment (at least ``down_for`` seconds)
-    none is taken."""
+    connection is ended, and for ``down_for`` seconds none is taken."""
     data = Path(make_url(server_url()).query["host"]) / "data"
-    if not down_for:
-        _pg_ctl(data, "--mode=fast", "restart")
-        return
     # Started again as it was: postmaster.opts holds the running server's command line.
     _program, *options = shlex.split((data / "postmaster.opts").read_text())
     _pg_ctl(data, "--mode=fast", "stop")
