@@ -22,15 +22,12 @@ from playwright.sync_api import expect
 
 from tests import streamlines as sl
 from tests.conftest import OPERATOR_PASSWORD
-from tests.support.browser import PageGuard, guarded_page, trigger, wait_for
+from tests.support.browser import PageGuard, escalation_of, guarded_page, trigger, wait_idle
 from tests.support.service import Service
 
 pytestmark = pytest.mark.browser
 
 FAILING_IMPACTS = ("serious", "critical")
-UNFINISHED = ("queued", "running")
-
-
 # ---------------------------------------------------------------- axe
 
 def axe_violations(page) -> list[dict]:
@@ -62,14 +59,6 @@ def service(browser_service):
     status, body = browser_service.request("PUT", "/api/v1/config", {"CLAUDEOPS_MEMORY_REVIEW": True})
     assert status == 200, body
     return browser_service
-
-
-def sessions(svc: Service) -> list[dict]:
-    return svc.get("/api/v1/sessions?limit=100")[1]["sessions"]
-
-
-def wait_idle(svc: Service) -> None:
-    wait_for(lambda: not [s for s in sessions(svc) if s["status"] in UNFINISHED], timeout=40, what="service idle")
 
 
 def create_memory(svc: Service, observation: str, service: str | None, category: str, confidence: float) -> int:
@@ -106,8 +95,7 @@ def data(service) -> dict:
                       sl.text(f"Restarted web {tok}."),
                       sl.result(f"Restarted the web container; the proxy answers again {tok}.")))
     parent = trigger(service, steps, prompt=f"Why is the web slow? {tok}", start_tier=2)
-    wait_idle(service)
-    child = next(s["id"] for s in sessions(service) if s["parent_id"] == parent)
+    child = escalation_of(service, parent)["id"]
     failed = trigger(service, sl.steps(sl.init(), sl.text(f"Looking {tok}")) + [{"stderr": "boom"}, {"exit": 2}])
     wait_idle(service)
 

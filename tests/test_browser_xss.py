@@ -20,7 +20,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests import streamlines as sl
-from tests.support.browser import PageGuard, guarded_page, trigger, wait_for
+from tests.support.browser import PageGuard, escalation_of, guarded_page, trigger, wait_idle
 from tests.support.service import Service
 
 pytestmark = pytest.mark.browser
@@ -42,9 +42,6 @@ HOSTILE_SERVICE = f'"><img src={PROBE}/svc onerror=alert(1)>'
 # What the payloads would create if they were markup.
 INJECTED = ("main script:not([src]), main img, main svg, main iframe, main #pwn, main [hx-trigger=load], "
             "main a[href^='javascript']")
-UNFINISHED = ("queued", "running")
-
-
 @pytest.fixture(scope="module")
 def service(browser_service):
     return browser_service
@@ -59,14 +56,6 @@ def guard():
 def page(browser, service, guard):
     with guarded_page(browser, service.base_url, guard, width=1400) as page:
         yield page
-
-
-def sessions(svc: Service) -> list[dict]:
-    return svc.get("/api/v1/sessions?limit=100")[1]["sessions"]
-
-
-def wait_idle(svc: Service) -> None:
-    wait_for(lambda: not [s for s in sessions(svc) if s["status"] in UNFINISHED], timeout=40, what="service idle")
 
 
 def store_hostile_service_names(svc: Service, tmp_path, tok: str) -> int:
@@ -133,8 +122,7 @@ def test_hostile_text_everywhere_is_shown_as_text_and_nothing_runs(page, service
     for kind in ("text", "marker", "tool_use", "tool_result"):
         expect(activity.locator(f"li.act-{kind}").first).to_contain_text(PAYLOADS[0])
 
-    wait_idle(service)
-    child = next(s for s in sessions(service) if s["parent_id"] == parent)
+    child = escalation_of(service, parent)
     failed = trigger(service, sl.steps(sl.init(), sl.text(f"{tok} failing")) + [{"stderr": HOSTILE}, {"exit": 2}])
     wait_idle(service)
     assert service.get(f"/api/v1/sessions/{failed}")[1]["status"] == "failed"

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.support.waiting import wait_for  # noqa: F401  (the browser tests' import)
+from tests.support.waiting import wait_for
 
 CHROMIUM_ENV = "CLAUDEOPS_TEST_CHROMIUM"
 
@@ -147,6 +147,28 @@ def trigger(svc, steps: list[dict], **body) -> int:
     status, created = svc.post("/api/v1/sessions/trigger", body)
     assert status == 201, created
     return created["id"]
+
+
+UNFINISHED = ("queued", "running")
+
+
+def sessions(svc) -> list[dict]:
+    return svc.get("/api/v1/sessions?limit=100")[1]["sessions"]
+
+
+def wait_idle(svc) -> None:
+    wait_for(lambda: not [s for s in sessions(svc) if s["status"] in UNFINISHED], timeout=40, what="service idle")
+
+
+def escalation_of(svc, parent: int) -> dict:
+    """The session ``parent`` escalated to, once it has run. It is queued
+    just after ``parent`` is recorded as ended: an idle service before
+    then does not mean there is none."""
+    def child():
+        return next((s for s in sessions(svc) if s["parent_id"] == parent), None)
+    wait_for(child, timeout=40, what=f"the escalation of session {parent} queued")
+    wait_idle(svc)
+    return child()
 
 
 def delete_all_memories(svc) -> None:
