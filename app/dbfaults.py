@@ -9,13 +9,18 @@ the session with a clear reason rather than let it run on recording nothing.
 from __future__ import annotations
 
 import itertools
+import logging
 import sqlite3
+import threading
 import time
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional, TypeVar
 
 from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
 
 from app import extensions
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # SQLite reports storage conditions as OperationalError, exactly like a
 # mistake in SQL ("no such table"), so only its message tells them apart.
@@ -87,6 +92,50 @@ def passing(exc: BaseException) -> bool:
     # No SQLSTATE: the client library's own failure to reach the server.
     return isinstance(exc, OperationalError) and (state is None or state.startswith("08")
                                                   or state in _SERVER_RESTARTING)
+
+
+def waiting_out(work: Callable[[], T], what: str, shutdown: Optional[threading.Event] = None) -> T:
+    """``work()``; if the database server went away meanwhile (``passing``),
+    the transaction rolled back and ``work()`` again once it is back, for at
+    most OUTAGE_SECONDS, or until ``shutdown`` is set. ``work`` must leave
+    the database as one call would however often it runs from a rolled-back
+    transaction: it writes what it means to have written, and commits. Raises
+    the last fault if the server is not back in time, and any other at once.
+    ``what`` names the work in the log ("session 7: recording its end")."""
+    try:
+        return work()
+    except SQLAlchemyError as exc:
+        if not passing(exc):
+            raise
+        gone = exc
+    shutdown = shutdown or threading.Event()
+    for pause in outage_pauses():
+        log.warning("%s: %s; waiting %g s for it, then trying again", what, describe(gone), pause)
+        if shutdown.wait(pause):
+            break   # the service is stopping: no more waiting
+        try:
+            roll_back()
+            result = work()
+        except SQLAlchemyError as exc:
+            if not passing(exc):
+                raise
+            gone = exc
+            continue
+        log.warning("%s: the database is back, and it is done", what)
+        return result
+    else:
+        log.error("%s: the database did not come back within %g s", what, OUTAGE_SECONDS)
+    raise gone
+
+
+def roll_back() -> None:
+    """The transaction a server that went away took with it, given up; if
+    even a rollback fails on what is left of the connection, the connection
+    too."""
+    try:
+        extensions.db.session.rollback()
+    except SQLAlchemyError:
+        extensions.db.session().invalidate()   # the scoped session proxies no invalidate()
 
 
 # A table or column this version uses and the database lacks: SQLite's

@@ -211,7 +211,8 @@ def claudeops_session_starting(run):
     :returns: ``None``.
 
     All implementations are called. One that raises is logged; the session
-    still runs.
+    still runs. One that meets a database server gone away is rolled back
+    and called again once it is back.
     """
 
 
@@ -226,7 +227,9 @@ def claudeops_session_finished(run, result):
     :param SessionResult result: its status, reason, response and costs.
     :returns: ``None``.
 
-    All implementations are called. One that raises is logged.
+    All implementations are called. One that raises is logged. One that
+    meets a database server gone away is rolled back and called again once
+    it is back: keep what it does outside the database idempotent.
     """
 
 

@@ -8,13 +8,15 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import logging
-from typing import Any, Iterable, Iterator
+import threading
+from functools import partial
+from typing import Any, Iterable, Iterator, Optional
 
 import pluggy
 from flask import current_app
 
 from app import hookspecs
-from app.dbfaults import storage_fault
+from app.dbfaults import roll_back, storage_fault, waiting_out
 from app.extensions import db
 
 log = logging.getLogger(__name__)
@@ -69,7 +71,8 @@ def plugin_manager() -> pluggy.PluginManager:
     return current_app.extensions["claudeops.plugins"]
 
 
-def call_each(hook_name: str, commit_each: bool = False, **kwargs: Any) -> list[Any]:
+def call_each(hook_name: str, commit_each: bool = False, shutdown: Optional[threading.Event] = None,
+              **kwargs: Any) -> list[Any]:
     """Call every implementation of a hook on its own, in pluggy's order.
 
     Unlike ``pm.hook.X(...)``, an implementation that raises is logged and
@@ -84,13 +87,18 @@ def call_each(hook_name: str, commit_each: bool = False, **kwargs: Any) -> list[
     A database that cannot store anything (locked, full, read-only) is not
     the plugin's fault: that error is raised to the caller, so a session ends
     with a clear reason instead of running on while every record is dropped.
+    With ``commit_each`` and ``shutdown`` (the event that ends a wait when the
+    service stops), a database server that went away for a moment is waited
+    for instead: the implementation that met it is called again once it is
+    back (``dbfaults.waiting_out``), the ones before it not.
     """
-    return [result for _, result in results_by_plugin(hook_name, commit_each, **kwargs)]
+    return [result for _, result in results_by_plugin(hook_name, commit_each, shutdown, **kwargs)]
 
 
-def results_by_plugin(hook_name: str, commit_each: bool = False, **kwargs: Any) -> list[tuple[str, Any]]:
+def results_by_plugin(hook_name: str, commit_each: bool = False, shutdown: Optional[threading.Event] = None,
+                      **kwargs: Any) -> list[tuple[str, Any]]:
     """``call_each``, each result with the name of the plugin that gave it."""
-    return list(_each_result(hook_name, commit_each, kwargs))
+    return list(_each_result(hook_name, commit_each, kwargs, shutdown))
 
 
 def call_first(hook_name: str, expected: type | tuple[type, ...] = object, **kwargs: Any) -> Any:
@@ -115,7 +123,8 @@ def collect(hook_name: str, expected: type | tuple[type, ...], **kwargs: Any) ->
             for item in of_type(plugin, hook_name, result, expected)]
 
 
-def _each_result(hook_name: str, commit_each: bool, kwargs: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+def _each_result(hook_name: str, commit_each: bool, kwargs: dict[str, Any],
+                 shutdown: Optional[threading.Event] = None) -> Iterator[tuple[str, Any]]:
     """(plugin name, result) of each implementation as it is called: a
     caller that stops reading calls no more of them."""
     caller = getattr(plugin_manager().hook, hook_name)
@@ -123,19 +132,29 @@ def _each_result(hook_name: str, commit_each: bool, kwargs: dict[str, Any]) -> I
         db.session.commit()   # the caller's own changes are no plugin's to lose
     for impl in _callable_impls(caller):
         try:
-            result = impl.function(*(kwargs[name] for name in impl.argnames))
-            if commit_each:
-                # In the try: a row the database refuses only now is this plugin's failure too.
-                db.session.commit()
+            if commit_each and shutdown is not None:
+                result = waiting_out(partial(_call_and_commit, impl, kwargs),
+                                     f"plugin {impl.plugin_name} in {hook_name}", shutdown)
+            elif commit_each:
+                result = _call_and_commit(impl, kwargs)
+            else:
+                result = impl.function(*(kwargs[name] for name in impl.argnames))
         except Exception as exc:
             if commit_each:
-                db.session.rollback()
+                roll_back()   # on what a server that went away left of the connection too
             if storage_fault(exc):
                 raise
             log.exception("plugin %s failed in %s", impl.plugin_name, hook_name)
             continue
         if result is not None:
             yield impl.plugin_name, result
+
+
+def _call_and_commit(impl: Any, kwargs: dict[str, Any]) -> Any:
+    result = impl.function(*(kwargs[name] for name in impl.argnames))
+    # A row the database refuses only now is this implementation's failure too.
+    db.session.commit()
+    return result
 
 
 def call_at_startup(pm: pluggy.PluginManager, hook_name: str,

@@ -325,3 +325,65 @@ def test_only_a_database_server_that_went_away_is_waited_for(error, invalidated,
     wrapped = DBAPIError.instance("SELECT 1", {}, error, driver_error, connection_invalidated=invalidated)
     assert dbfaults.passing(wrapped) is passes
     assert dbfaults.passing(error) is False   # a driver's own error, not through SQLAlchemy
+
+
+def _gone() -> DBAPIError:
+    return DBAPIError.instance("SELECT 1", {}, psycopg.errors.AdminShutdown("terminating connection"), psycopg.Error)
+
+
+def test_waiting_out_a_server_that_went_away_does_the_work_again_from_a_rolled_back_transaction(tmp_path,
+                                                                                                  caplog):
+    from tests.conftest import make_app
+    attempts: list[bool] = []
+
+    def work() -> str:
+        attempts.append(db.session().in_transaction())   # what the last attempt began is rolled back first
+        db.session.execute(text("SELECT 1"))
+        if len(attempts) < 3:
+            raise _gone()
+        return "done"
+
+    with make_app(tmp_path).app_context():
+        assert dbfaults.waiting_out(work, "the work") == "done"
+        db.session.remove()
+    assert attempts == [False, False, False]
+    assert "the work: the database is unavailable (terminating connection); waiting 0.5 s" in caplog.text
+    assert "the work: the database is back, and it is done" in caplog.text
+
+
+def test_waiting_out_raises_any_other_fault_at_once_and_ends_with_the_outage_or_the_service(tmp_path, monkeypatch):
+    import threading
+    import time
+    from tests.conftest import make_app
+
+    def fails_with(error: Exception):
+        attempts: list[float] = []
+
+        def work() -> None:
+            attempts.append(time.monotonic())
+            raise error
+        return work, attempts
+
+    with make_app(tmp_path).app_context():
+        full, attempts = fails_with(DBAPIError.instance("INSERT", {}, psycopg.errors.DiskFull("disk full"),
+                                                        psycopg.Error))
+        with pytest.raises(DBAPIError, match="disk full"):
+            dbfaults.waiting_out(full, "the work")
+        assert len(attempts) == 1   # not waited for: it stays until an operator acts
+
+        monkeypatch.setattr(dbfaults, "OUTAGE_SECONDS", 1.2)   # one pause of 0.5 s, then not the next of 1 s
+        away, attempts = fails_with(_gone())
+        with pytest.raises(DBAPIError, match="terminating connection"):
+            dbfaults.waiting_out(away, "the work")
+        assert len(attempts) == 2 and 0.5 <= attempts[1] - attempts[0] < 1.0
+
+        monkeypatch.setattr(dbfaults, "OUTAGE_SECONDS", 60.0)
+        stopping = threading.Event()
+        threading.Timer(0.7, stopping.set).start()
+        away, attempts = fails_with(_gone())
+        started = time.monotonic()
+        with pytest.raises(DBAPIError, match="terminating connection"):
+            dbfaults.waiting_out(away, "the work", stopping)
+        assert time.monotonic() - started < 3   # during the second pause, of 1 s
+        assert len(attempts) == 2
+        db.session.remove()

@@ -75,3 +75,4 @@ def test_the_wait_for_a_database_server_that_went_away_is_the_one_the_docs_state
     assert f"the session waits for it (up to {wait})" in readme and f"past {wait} it ends as `failed`" in readme
     assert f"the database is still unreachable after {wait}" in readme
     assert f"is waited for instead, up to {wait}" in guide
+    assert f"or in steps 7 and 8, is waited for too (up to {wait})" in readme

@@ -18,9 +18,11 @@ import subprocess
 import threading
 import time
 import tracemalloc
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from sqlalchemy import event as sqlalchemy_event
 from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
@@ -700,6 +702,135 @@ def test_a_postgresql_restart_mid_session_loses_nothing_and_the_session_goes_on(
     # The first attempt, half a second on, still found no server.
     assert len(waits) >= 2 and "waiting 0.5 s for it" in waits[0] and "waiting 1 s for it" in waits[1], waits
     assert "the database is back" in caplog.text
+
+
+@contextmanager
+def before_each_flush(listener):
+    """``listener`` called before each flush of the app's database session within the block."""
+    sqlalchemy_event.listen(db.session, "before_flush", listener)
+    try:
+        yield
+    finally:
+        sqlalchemy_event.remove(db.session, "before_flush", listener)
+
+
+class GoingAwayAtTheEnd:
+    """Meets a database server gone away after the CLI has ended: as the
+    session's end is committed, in a plugin's ``claudeops_session_finished``
+    (after it wrote a row), and as the escalation it asks for is committed,
+    each the first ``times`` times."""
+
+    def __init__(self, times: int):
+        self.left = {"end": times, "finished": times, "escalation": times}
+
+    def _meets(self, what: str) -> bool:
+        if self.left[what] > 0:
+            self.left[what] -= 1
+            return True
+        return False
+
+    def before_flush(self, orm_session, _context, _instances):
+        for row in list(orm_session.dirty) + list(orm_session.new):
+            if isinstance(row, Session) and row.status == "completed" and self._meets("end"):
+                raise server_gone_away()
+            if isinstance(row, Session) and row.trigger == "escalation" and self._meets("escalation"):
+                raise server_gone_away()
+
+    @hookimpl
+    def claudeops_session_finished(self, run, result):
+        db.session.add(Event(session_id=run.session_id, tier=run.tier, level="info", service=None,
+                             message=f"finished: {result.status}"))
+        db.session.flush()
+        if self._meets("finished"):
+            raise server_gone_away()
+
+    @hookimpl
+    def claudeops_escalation(self, run, result):
+        return "the web tier still answers 502" if run.tier == 1 else None
+
+
+def test_a_database_server_gone_away_as_a_session_ends_costs_it_nothing(tmp_path, fake_cli, caplog):
+    """The CLI's work is done: its session is recorded completed, with its
+    response and figures, every plugin told once and its escalation queued
+    once, as if the server had never gone."""
+    outage = GoingAwayAtTheEnd(times=2)
+    app = make_app(tmp_path, plugins=[outage])
+    fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:web] checked"), sl.result("checked", cost=0.25, turns=3)))
+    with app.app_context():
+        with before_each_flush(outage.before_flush):
+            session = run_session(control.claim(control.enqueue().id))
+        assert outage.left == {"end": 0, "finished": 0, "escalation": 0}
+        assert session.status == "completed", session.status_reason
+        assert (session.response, session.cost_usd, session.num_turns, session.exit_code) == (
+            "[EVENT:info:web] checked", 0.25, 3, 0)
+        children = db.session.scalars(select(Session).where(Session.parent_id == session.id)).all()
+        assert [(child.tier, child.status, child.escalation_reason) for child in children] == [
+            (2, "queued", "the web tier still answers 502")]
+        assert events_of(session.id) == ["checked", "finished: completed",
+                                         f"Session #{session.id} escalated to tier 2 (investigate) as session "
+                                         f"#{children[0].id}: the web tier still answers 502"]
+        db.session.remove()
+    waits = [r.getMessage() for r in caplog.records if "waiting" in r.getMessage()]
+    for what in ("recording its end", "in claudeops_session_finished", "considering its escalation"):
+        mine = [line for line in waits if what in line]
+        assert len(mine) == 2 and "waiting 0.5 s for it" in mine[0] and "waiting 1 s for it" in mine[1], waits
+        assert "server closed the connection unexpectedly" in mine[0]
+    assert caplog.text.count("the database is back, and it is done") == 3
+
+
+def test_a_database_server_gone_for_longer_than_its_end_waits_leaves_the_session_to_the_scheduler(
+        tmp_path, fake_cli, monkeypatch, caplog):
+    monkeypatch.setattr(dbfaults, "OUTAGE_SECONDS", 1.2)   # one pause of 0.5 s, then not the next of 1 s
+    outage = GoingAwayAtTheEnd(times=100)
+    app = make_app(tmp_path, plugins=[outage])
+    fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:web] checked"), sl.result("checked")))
+    with app.app_context():
+        session_id = control.claim(control.enqueue().id).id
+        with before_each_flush(outage.before_flush), pytest.raises(
+                OperationalError, match="server closed the connection unexpectedly"):
+            run_session(db.session.get(Session, session_id))
+        dbfaults.roll_back()
+        # Still running: the scheduler records it failed once the database takes it (_record_unfinished).
+        assert db.session.get(Session, session_id).status == "running"
+        assert events_of(session_id) == ["checked"]
+        db.session.remove()
+    assert f"session {session_id}: recording its end: the database did not come back within 1.2 s" in caplog.text
+
+
+class RestartAsTheSessionEnds:
+    """Stops the PostgreSQL server for ``down_for`` seconds just as the
+    session's end is about to be written: the commit meets it gone."""
+
+    def __init__(self, down_for: float):
+        self.down_for = down_for
+        self.outage: threading.Thread | None = None
+
+    def before_flush(self, orm_session, _context, _instances):
+        ending = any(isinstance(row, Session) and row.status == "completed" for row in orm_session.dirty)
+        if ending and self.outage is None:
+            self.outage = threading.Thread(target=restart_server, args=(self.down_for,))
+            self.outage.start()
+            wait_for(lambda: not server_answers(), timeout=30, what="the server stopped")
+
+
+@pytest.mark.skipif(not restartable(), reason="PostgreSQL only: needs bin/test --postgres's own server to restart")
+def test_a_postgresql_restart_as_a_session_ends_is_waited_for(tmp_path, fake_cli, caplog):
+    restart = RestartAsTheSessionEnds(down_for=2.0)
+    app = make_app(tmp_path)
+    fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:web] checked"), sl.result("checked", cost=0.25)))
+    with app.app_context():
+        with before_each_flush(restart.before_flush):
+            session = run_session(control.claim(control.enqueue().id))
+        restart.outage.join(30)
+        assert session.status == "completed", session.status_reason
+        db.session.expire_all()   # read back from the server, not from what this session holds
+        assert (session.status, session.response, session.cost_usd) == (
+            "completed", "[EVENT:info:web] checked", 0.25)
+        assert events_of(session.id) == ["checked"]
+        db.session.remove()
+    waits = [r.getMessage() for r in caplog.records if "recording its end" in r.getMessage()]
+    assert "waiting 0.5 s for it" in waits[0], waits
+    assert "the database is back, and it is done" in waits[-1], waits
 
 
 # --- the disk ----------------------------------------------------------------------

@@ -249,7 +249,7 @@ class StreamHandler:
         none of a plugin's either, and is harmless to write again)."""
         if not self._committing or self._activity_rows == self._activity_rows_committed:
             return False
-        _roll_back()
+        dbfaults.roll_back()
         stored = db.session.scalar(select(func.count()).select_from(SessionActivity).where(
             SessionActivity.session_id == self.session_id))
         if stored != self._activity_rows:
@@ -261,7 +261,7 @@ class StreamHandler:
         """Back to the last commit: the transaction rolled back (the
         plugins' rows and caches with it), what they queued for their flush
         dropped, and the handler's own state as it was then."""
-        _roll_back()
+        dbfaults.roll_back()
         marker_queue.drop_session(self.session_id)
         self.markers.committed()
         self.line_number, self.skipped, self.result, self.retrying_api, tail = self._committed
@@ -359,15 +359,6 @@ class StreamHandler:
             row["title"], row["body"] = title, body
             _shorten(row, cut)
         self._unredacted = []
-
-
-def _roll_back() -> None:
-    """The transaction the server took with it, given up; if even a
-    rollback fails on what is left of the connection, the connection too."""
-    try:
-        db.session.rollback()
-    except SQLAlchemyError:
-        db.session().invalidate()   # the scoped session proxies no invalidate()
 
 
 def _shorten(row: dict, cut: int = 0) -> None:

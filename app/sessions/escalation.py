@@ -13,10 +13,12 @@ and an event says what would have been.
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Optional
 
 from sqlalchemy import select
 
+from app import dbfaults
 from app.config import TIERS
 from app.extensions import db
 from app.models import COMPLETED, QUEUED, Session
@@ -31,7 +33,13 @@ log = logging.getLogger(__name__)
 MAX_REASON_CHARS = 2000
 
 
-def consider(session: Session, run: RunInfo, result: SessionResult) -> Optional[Session]:
+def consider(session: Session, run: RunInfo, result: SessionResult,
+             shutdown: Optional[threading.Event] = None) -> Optional[Session]:
+    """The child session queued if a plugin asks for one and the host
+    grants it, else None (a notice says why not, where that matters). A
+    database server that goes away before the child is queued raises with
+    nothing committed, so ``consider`` may simply be called again; the
+    notices wait for it themselves."""
     # Each plugin asked on its own: one that raises must not silence the others' requests.
     # A reason is a string: True or a number would escalate "because True".
     reason = call_first("claudeops_escalation", str, run=run, result=result)
@@ -44,13 +52,13 @@ def consider(session: Session, run: RunInfo, result: SessionResult) -> Optional[
     refusal = _refusal(session, result, next_tier)
     if refusal:
         notice("warning" if refusal[0] else "info", f"Session #{session.id} asked to escalate to tier "
-               f"{next_tier} ({reason}); {refusal[1]}", run)
+               f"{next_tier} ({reason}); {refusal[1]}", run, shutdown)
         return None
     child = control.enqueue(tier=next_tier, prompt=session.prompt, trigger="escalation",
                             parent_id=session.id, escalation_reason=reason)
     log.info("session %s escalated to tier %s as session %s: %s", session.id, next_tier, child.id, reason)
     notice("warning", f"Session #{session.id} escalated to tier {next_tier} ({TIERS[next_tier]}) as "
-           f"session #{child.id}: {reason}", run)
+           f"session #{child.id}: {reason}", run, shutdown)
     return child
 
 
@@ -91,14 +99,20 @@ def stop_beyond_maximum() -> None:
             notice("warning", f"Escalation session #{session_id} (tier {tier}) was not run: {why}", None)
 
 
-def notice(level: str, message: str, run: Optional[RunInfo]) -> None:
-    """Tell the operator through whatever records notices (the events plugin)."""
-    try:
+def notice(level: str, message: str, run: Optional[RunInfo], shutdown: Optional[threading.Event] = None) -> None:
+    """Tell the operator through whatever records notices (the events
+    plugin). A database server that went away is waited for (until
+    ``shutdown``, at most dbfaults.OUTAGE_SECONDS); a notice that cannot be
+    recorded is logged, and costs its caller nothing."""
+    def record() -> None:
         call_each("claudeops_notice", level=level, message=message, service=None, run=run)
         db.session.commit()
+
+    try:
+        dbfaults.waiting_out(record, "recording a notice", shutdown)
     except Exception:
         log.exception("could not record notice: %s", message)
-        db.session.rollback()
+        dbfaults.roll_back()
 
 
 def queued_child(session: Session) -> Optional[Session]:

@@ -12,6 +12,7 @@ import logging
 import os
 import threading
 import time
+from functools import partial
 from pathlib import Path
 from typing import Optional
 
@@ -143,12 +144,12 @@ def _run_session(session: Session, shutdown: Optional[threading.Event]) -> Sessi
                            / f"session-{session.id:06d}-{session.started_at:%Y%m%dT%H%M%SZ}.ndjson")
     db.session.commit()
     run = run_info(session)
-    call_each("claudeops_session_starting", run=run, commit_each=True)
+    call_each("claudeops_session_starting", run=run, commit_each=True, shutdown=shutdown)
 
     try:
         prompt = tier_prompt(config["CLAUDEOPS_PROMPTS_DIR"], session.tier, session.prompt)
     except PromptError as exc:
-        return _finish(session, run, FAILED, str(exc), None)
+        return _finish(session, run, FAILED, str(exc), shutdown=shutdown)
     workdir = config["CLAUDEOPS_WORKDIR"]
     Path(workdir).mkdir(parents=True, exist_ok=True)
     # Plugins build it from stored records, redacted already; a plugin's own text is redacted here.
@@ -159,7 +160,7 @@ def _run_session(session: Session, shutdown: Optional[threading.Event]) -> Sessi
         return _finish(session, run, FAILED,
                        f"the system prompt is {size:,} bytes, more than the {MAX_ARGUMENT_BYTES:,} one command-line "
                        "argument may hold: lower CLAUDEOPS_MEMORY_BUDGET, or a plugin's prompt section is too long "
-                       "(the session's system prompt is kept for you to see which)", None)
+                       "(the session's system prompt is kept for you to see which)", shutdown=shutdown)
 
     cli_settings = merge_settings(collect("claudeops_cli_settings", dict, run=run))
     mcp_config = session_mcp_config(claudeops_command())
@@ -183,10 +184,9 @@ def _run_session(session: Session, shutdown: Optional[threading.Event]) -> Sessi
                   f"the run log keeps the CLI's output")
         # Its id as kept: reading session.id after the rollback asks the database again.
         log.error("session %s: %s", handler.session_id, reason)
-        return _finish(session, run, FAILED, reason, handler)
-    session.exit_code = outcome.exit_code
+        return _finish(session, run, FAILED, reason, shutdown, handler)
     status, reason = decide_status(outcome, handler, config["CLAUDEOPS_CLAUDE_BIN"])
-    return _finish(session, run, status, reason, handler)
+    return _finish(session, run, status, reason, shutdown, handler, outcome.exit_code)
 
 
 def _ended_with_the_service(outcome: ProcessOutcome, handler: StreamHandler,
@@ -272,27 +272,39 @@ def _committing(handler: StreamHandler, should_stop):
 
 
 def _finish(session: Session, run: RunInfo, status: str, reason: Optional[str],
-            handler: Optional[StreamHandler]) -> Session:
+            shutdown: Optional[threading.Event], handler: Optional[StreamHandler] = None,
+            exit_code: Optional[int] = None) -> Session:
+    """Record how the session ended, then tell the plugins and ask whether
+    to escalate. The CLI's work is done by now: a database server that goes
+    away meanwhile (``dbfaults.passing``) is waited for, as the stream
+    handler waits for it, rather than let the session be recorded failed."""
+    shutdown = shutdown or threading.Event()   # without one, the wait ends only with OUTAGE_SECONDS
     result = handler.result if handler else None
     reason = redactor().redact(reason)   # it may quote the CLI's stderr or an API error; it is logged below
-    session.status = status
-    session.status_reason = reason
-    session.ended_at = utcnow()
+    # All of it set again on each attempt: a rollback takes back what was set before.
+    ended = {"status": status, "status_reason": reason, "ended_at": utcnow()}
+    if exit_code is not None:
+        ended["exit_code"] = exit_code
     if handler is not None:
-        session.response = handler.response
+        ended["response"] = handler.response
     if result is not None:
-        session.cost_usd = result.cost_usd
-        session.num_turns = result.num_turns
-        session.duration_ms = result.duration_ms
-        session.is_error = result.is_error
-    db.session.commit()
+        ended.update(cost_usd=result.cost_usd, num_turns=result.num_turns, duration_ms=result.duration_ms,
+                     is_error=result.is_error)
+
+    def record_end() -> None:
+        for name, value in ended.items():
+            setattr(session, name, value)
+        db.session.commit()
+
+    dbfaults.waiting_out(record_end, f"session {run.session_id}: recording its end", shutdown)
     # A session that failed or timed out is what an operator watching at WARNING wants to see.
     log.log(logging.WARNING if status in (FAILED, TIMED_OUT) else logging.INFO,
-            "session %s %s%s", session.id, status, f": {reason}" if reason else "")
+            "session %s %s%s", run.session_id, status, f": {reason}" if reason else "")
     result = SessionResult(
         status=status, reason=reason, response=session.response or "", cost_usd=session.cost_usd,
         num_turns=session.num_turns, duration_ms=session.duration_ms, is_error=session.is_error,
         cli_session_id=session.cli_session_id)
-    call_each("claudeops_session_finished", run=run, commit_each=True, result=result)
-    escalation.consider(session, run, result)
+    call_each("claudeops_session_finished", run=run, commit_each=True, shutdown=shutdown, result=result)
+    dbfaults.waiting_out(partial(escalation.consider, session, run, result, shutdown),
+                         f"session {run.session_id}: considering its escalation", shutdown)
     return session
