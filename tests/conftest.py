@@ -107,6 +107,24 @@ def run_session_now(app):
 
 # --- the browser tests' shared service and browser ------------------------------
 
+@pytest.fixture
+def guard():
+    """The confirm dialogs a test announces (``guard.expect``) before it
+    causes them: those are accepted, any other dialog fails the test."""
+    from tests.support.browser import ConfirmGuard
+    return ConfirmGuard()
+
+
+@pytest.fixture
+def page(browser, service, guard):
+    """A page of the module's ``service``, guarded (tests/support/browser.py);
+    a confirm dialog announced and never shown fails the test too."""
+    from tests.support.browser import guarded_page
+    with guarded_page(browser, service.base_url, guard, width=1400) as page:
+        yield page
+    assert not guard.expected, f"confirm dialogs announced but never shown: {guard.expected}"
+
+
 @pytest.fixture(scope="module")
 def browser():
     """Debian's chromium through Playwright, one per test module; skips when

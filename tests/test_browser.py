@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests import streamlines as sl
-from tests.support.browser import PageGuard, guarded_page, trigger, wait_for, write_script
+from tests.support.browser import PageGuard, guarded_page, token, trigger, wait_for, write_script
 from tests.support.service import Service
 
 pytestmark = pytest.mark.browser
@@ -92,10 +91,6 @@ def mark_loaded(page) -> str:
 
 def assert_not_reloaded(page, token: str) -> None:
     assert page.evaluate("window.__loadToken") == token, "the page was reloaded"
-
-
-def token() -> str:
-    return uuid.uuid4().hex[:10]
 
 
 def event_rows(page) -> list[dict]:

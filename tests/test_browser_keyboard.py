@@ -15,20 +15,18 @@ refused value); login and logout on a service with a password.
 from __future__ import annotations
 
 import re
-import uuid
 
 import pytest
 from playwright.sync_api import expect
 
 from tests import streamlines as sl
 from tests.conftest import OPERATOR_PASSWORD
-from tests.support.browser import (ConfirmGuard, PageGuard, delete_all_memories, guarded_page, trigger,
-                                     wait_for, write_script)
+from tests.support.browser import (PageGuard, api_memory, delete_all_memories, guarded_page, stop_all, token,
+                                   trigger, wait_for, write_script)
 from tests.support.service import Service
 
 pytestmark = pytest.mark.browser
 
-UNFINISHED = ("queued", "running")
 CONFIRM_DELETE_ONE = "Delete this memory? This cannot be undone."
 
 ACTIVE = "(() => { const e = document.activeElement; return !e || e === document.body ? 'BODY' : e.outerHTML })()"
@@ -46,23 +44,7 @@ def no_memories(service):
     delete_all_memories(service)
 
 
-@pytest.fixture
-def guard():
-    return ConfirmGuard()
-
-
-@pytest.fixture
-def page(browser, service, guard):
-    with guarded_page(browser, service.base_url, guard, width=1400) as page:
-        yield page
-    assert not guard.expected, f"confirm dialogs announced but never shown: {guard.expected}"
-
-
 # ---------------------------------------------------------------- helpers
-
-def token() -> str:
-    return uuid.uuid4().hex[:8]
-
 
 def create_memory(svc: Service, observation: str, confidence: float = 0.7) -> int:
     status, body = svc.post("/api/v1/memories", {"service": "web", "category": "timing",
@@ -79,20 +61,6 @@ def import_proposals(svc: Service, *observations: str) -> list[int]:
     assert status == 201, body
     proposed = svc.get("/api/v1/memories/review")[1]["memories"]
     return [next(m["id"] for m in proposed if m["observation"] == o) for o in observations]
-
-
-def memory(svc: Service, memory_id: int) -> dict:
-    status, body = svc.get(f"/api/v1/memories/{memory_id}")
-    assert status == 200, body
-    return body
-
-
-def wait_idle(svc: Service) -> None:
-    def unfinished():
-        return [s for s in svc.get("/api/v1/sessions?limit=100")[1]["sessions"] if s["status"] in UNFINISHED]
-    for s in unfinished():
-        svc.post(f"/api/v1/sessions/{s['id']}/stop")
-    wait_for(lambda: not unfinished(), timeout=30, what="service idle")
 
 
 def active(page) -> str:
@@ -171,13 +139,13 @@ def test_row_actions_keep_focus_in_their_row(page, service):
 
     tab_to(page, f"{row} button.pin")
     page.keyboard.press("Enter")
-    wait_for(lambda: memory(service, mid)["pinned"], timeout=5, what="pinned")
+    wait_for(lambda: api_memory(service, mid)["pinned"], timeout=5, what="pinned")
     focus_on(page, f"{row} button.pin")
     expect(page.locator(f"{row} button.pin")).to_have_text("Unpin")
 
     tab_to(page, f"{row} input[type=range]", key="Shift+Tab")
     page.keyboard.press("ArrowLeft")
-    wait_for(lambda: memory(service, mid)["confidence"] == pytest.approx(0.75), timeout=5, what="confidence set")
+    wait_for(lambda: api_memory(service, mid)["confidence"] == pytest.approx(0.75), timeout=5, what="confidence set")
     expect(page.locator(f"{row} output.confidence-value")).to_have_text("0.75")
     focus_on(page, f"{row} input[type=range]")
 
@@ -189,7 +157,7 @@ def test_row_actions_keep_focus_in_their_row(page, service):
     page.keyboard.press("Tab")
     focus_on(page, f"{row} button.save")
     page.keyboard.press("Enter")
-    wait_for(lambda: memory(service, mid)["observation"].endswith("(60 s)"), timeout=5, what="saved")
+    wait_for(lambda: api_memory(service, mid)["observation"].endswith("(60 s)"), timeout=5, what="saved")
     focus_on(page, f"{row}:not(.editing) button.edit")
 
     # Escape cancels an edit, and focus is back on Edit.
@@ -197,7 +165,7 @@ def test_row_actions_keep_focus_in_their_row(page, service):
     focus_on(page, f"{row}.editing textarea")
     page.keyboard.press("Escape")
     focus_on(page, f"{row}:not(.editing) button.edit")
-    assert memory(service, other)["confidence"] == pytest.approx(0.5)
+    assert api_memory(service, other)["confidence"] == pytest.approx(0.5)
 
 
 def test_delete_confirmed_by_keyboard_moves_to_the_next_row_and_says_what_is_left(page, service, guard):
@@ -234,7 +202,7 @@ def test_bulk_actions_by_keyboard_say_what_came_of_them(page, service):
     page.keyboard.type("0.4")
     page.keyboard.press("Tab")
     page.keyboard.press("Enter")
-    wait_for(lambda: [memory(service, m)["confidence"] for m in ids] == [0.4, 0.4, 0.7], timeout=5,
+    wait_for(lambda: [api_memory(service, m)["confidence"] for m in ids] == [0.4, 0.4, 0.7], timeout=5,
              what="bulk confidence")
     expect(page.locator("#memory-errors")).to_be_empty()
     announced(page, "3 memories")
@@ -270,7 +238,7 @@ def test_the_review_inbox_by_keyboard(page, service):
 
     tab_to(page, f"#proposed-{first} button.approve")
     page.keyboard.press("Enter")
-    wait_for(lambda: memory(service, first)["status"] == "approved", timeout=5, what="approved")
+    wait_for(lambda: api_memory(service, first)["status"] == "approved", timeout=5, what="approved")
     expect(page.locator(f"#proposed-{first}")).to_have_count(0)
     focus_on(page, f"#proposed-{second} button.approve")
 
@@ -288,8 +256,8 @@ def test_the_review_inbox_by_keyboard(page, service):
     page.keyboard.type(" (edited)")
     tab_to(page, f"#proposed-{second} button.save")
     page.keyboard.press("Enter")
-    wait_for(lambda: memory(service, second)["status"] == "approved", timeout=5, what="approved with edits")
-    assert memory(service, second)["observation"].endswith("(edited)")
+    wait_for(lambda: api_memory(service, second)["status"] == "approved", timeout=5, what="approved with edits")
+    assert api_memory(service, second)["observation"].endswith("(edited)")
     focus_on(page, f"#proposed-{third} button.edit-approve")
 
     tab_to(page, f"#proposed-{third} input[name=reason]")
@@ -297,7 +265,7 @@ def test_the_review_inbox_by_keyboard(page, service):
     page.keyboard.press("Tab")
     focus_on(page, f"#proposed-{third} button.reject")
     page.keyboard.press("Enter")
-    wait_for(lambda: memory(service, third)["status"] == "rejected", timeout=5, what="rejected")
+    wait_for(lambda: api_memory(service, third)["status"] == "rejected", timeout=5, what="rejected")
     # The inbox is empty: it takes focus itself, and says so.
     focus_on(page, "#memory-inbox")
     expect(page.locator("#memory-inbox-empty")).to_have_text("Nothing awaits review.")
@@ -333,7 +301,7 @@ def test_focus_is_back_before_a_key_pressed_after_a_swap_could_be_handled(page, 
     assert page.evaluate("window.focusSeenOnBody") == 0, "focus was on <body> after the inbox was redrawn"
 
     page.keyboard.press("Enter")
-    wait_for(lambda: memory(service, order[0])["status"] == "approved", timeout=5, what="approved")
+    wait_for(lambda: api_memory(service, order[0])["status"] == "approved", timeout=5, what="approved")
     expect(page.locator(f"#proposed-{order[0]}")).to_have_count(0)
     focus_on(page, f"#proposed-{order[1]} button.approve")
     assert sorted(order) == sorted([first, second])
@@ -346,7 +314,7 @@ def test_approve_in_the_table_keeps_focus_in_the_row(page, service):
     row = f"#memory-table #memory-{proposed}"
     tab_to(page, f"{row} button.approve")
     page.keyboard.press("Enter")
-    wait_for(lambda: memory(service, proposed)["status"] == "approved", timeout=5, what="approved")
+    wait_for(lambda: api_memory(service, proposed)["status"] == "approved", timeout=5, what="approved")
     expect(page.locator(f"{row} button.approve")).to_have_count(0)
     focus_on(page, f"{row} button.pin")
 
@@ -355,7 +323,7 @@ def test_approve_in_the_table_keeps_focus_in_the_row(page, service):
 
 def test_events_pager_and_filter_by_keyboard(page, service):
     tok = token()
-    wait_idle(service)
+    stop_all(service)
     for batch in (range(1, 61), range(61, 111)):   # the default per-session limit is 100
         lines = "\n".join(f"[EVENT:info:kbd-{tok}] {tok} e{n}" for n in batch)
         seeded = trigger(service, sl.steps(sl.init(), sl.text(lines), sl.result("seeded")))
@@ -383,7 +351,7 @@ def test_events_pager_and_filter_by_keyboard(page, service):
 # ---------------------------------------------------------------- sessions
 
 def test_run_now_and_stop_by_keyboard(page, service):
-    wait_idle(service)
+    stop_all(service)
     write_script(service.script_path, sl.steps(sl.init(), sl.text("Looking at the disks.")) + [{"sleep": 30}])
     try:
         page.goto("/sessions")
@@ -405,7 +373,7 @@ def test_run_now_and_stop_by_keyboard(page, service):
         focus_on(page, "main [role=status]")
         expect(page.locator("main [role=status]")).to_have_text(re.compile(r"Stop requested for session #\d+"))
     finally:
-        wait_idle(service)
+        stop_all(service)
 
 
 # ---------------------------------------------------------------- config

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import re
 import time
-import uuid
 
 import pytest
 from playwright.sync_api import expect
 
 from tests import streamlines as sl
-from tests.support.browser import ConfirmGuard, delete_all_memories, guarded_page, wait_for, write_script
+from tests.support.browser import (UNFINISHED, api_memory, delete_all_memories, stop_all, token, wait_for,
+                                   write_script)
 from tests.support.service import Service
 
 pytestmark = pytest.mark.browser
@@ -32,7 +32,6 @@ CONFIRM_DELETE_ONE = "Delete this memory? This cannot be undone."
 CONFIRM_DELETE_SELECTED = "Delete the selected memories? This cannot be undone."
 
 LOAD_TOKEN = "window.__loadToken = Math.random().toString(36).slice(2)"
-UNFINISHED = ("queued", "running")
 POLL_PERIOD_S = 5      # the table's `every 5s`
 ROWS = "#memory-table tr.memory-row"
 
@@ -52,23 +51,7 @@ def no_memories(service):
     yield
 
 
-@pytest.fixture
-def guard():
-    return ConfirmGuard()
-
-
-@pytest.fixture
-def page(browser, service, guard):
-    with guarded_page(browser, service.base_url, guard, width=1400) as page:
-        yield page
-    assert not guard.expected, f"confirm dialogs announced but never shown: {guard.expected}"
-
-
 # ---------------------------------------------------------------- helpers
-
-def token() -> str:
-    return uuid.uuid4().hex[:8]
-
 
 def api_create(svc: Service, observation: str, service: str | None = None, category: str = "timing",
                confidence: float = 0.7) -> dict:
@@ -78,25 +61,10 @@ def api_create(svc: Service, observation: str, service: str | None = None, categ
     return body
 
 
-def api_memory(svc: Service, memory_id: int) -> dict:
-    status, body = svc.get(f"/api/v1/memories/{memory_id}")
-    assert status == 200, body
-    return body
-
-
 def api_history(svc: Service, memory_id: int) -> list[str]:
     status, body = svc.get(f"/api/v1/memories/{memory_id}/history")
     assert status == 200, body
     return [h["action"] for h in body["history"]]
-
-
-def settle(svc: Service, timeout: float = 20.0) -> None:
-    """Stop whatever session is queued or running, and wait until it has ended."""
-    def unfinished():
-        return [s for s in svc.get("/api/v1/sessions?limit=100")[1]["sessions"] if s["status"] in UNFINISHED]
-    for session in unfinished():
-        svc.post(f"/api/v1/sessions/{session['id']}/stop")
-    wait_for(lambda: not unfinished(), timeout=timeout, what="service idle")
 
 
 def row(page, memory_id: int):
@@ -611,7 +579,7 @@ def test_the_page_of_the_table_is_in_the_url_with_the_filters(page, service):
 
 
 def test_a_memory_from_a_running_session_appears_live(page, service):
-    settle(service)
+    stop_all(service)
     page.goto("/memories")
     expect(page.locator("#memory-table td.empty")).to_be_visible()
     loaded = mark_loaded(page)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,6 +159,26 @@ def sessions(svc) -> list[dict]:
 
 def wait_idle(svc) -> None:
     wait_for(lambda: not [s for s in sessions(svc) if s["status"] in UNFINISHED], timeout=40, what="service idle")
+
+
+def stop_all(svc, timeout: float = 30.0) -> None:
+    """Stop whatever session is queued or running, and wait until it has ended."""
+    def unfinished():
+        return [s for s in sessions(svc) if s["status"] in UNFINISHED]
+    for session in unfinished():
+        svc.post(f"/api/v1/sessions/{session['id']}/stop")
+    wait_for(lambda: not unfinished(), timeout=timeout, what="service idle")
+
+
+def token() -> str:
+    """A word no other test wrote: what a test looks for is its own."""
+    return uuid.uuid4().hex[:8]
+
+
+def api_memory(svc, memory_id: int) -> dict:
+    status, body = svc.get(f"/api/v1/memories/{memory_id}")
+    assert status == 200, body
+    return body
 
 
 def escalation_of(svc, parent: int) -> dict:
