@@ -6,13 +6,15 @@ polls never destroy an edit or a typed reason, and the Events page tells of
 each proposal."""
 from __future__ import annotations
 
+import re
 import uuid
 
 import pytest
 from playwright.sync_api import expect
 
 from tests import streamlines as sl
-from tests.support.browser import PageGuard, delete_all_memories, guarded_page, wait_for, write_script
+from tests.support.browser import (PageGuard, api_memory, delete_all_memories, guarded_page, wait_for,
+                                   write_script)
 
 pytestmark = pytest.mark.browser
 
@@ -34,12 +36,6 @@ def no_memories(service):
 def page(browser, service):
     with guarded_page(browser, service.base_url, PageGuard(), width=1400) as page:
         yield page
-
-
-def api_memory(service, memory_id: int) -> dict:
-    status, body = service.get(f"/api/v1/memories/{memory_id}")
-    assert status == 200, body
-    return body
 
 
 def run_session(service, *texts: str) -> int:
@@ -213,3 +209,33 @@ def test_the_memories_page_fits_the_window_with_long_text(browser, service, widt
         for action in editing.locator("td.actions button").all():
             box = action.bounding_box()
             assert box["x"] >= 0 and box["x"] + box["width"] <= widths[1], (action.text_content(), box, widths)
+
+
+def test_an_inbox_refresh_landing_while_an_edit_form_is_on_its_way_leaves_it_to_open(page, service):
+    """Approve refreshes the inbox. Should that refresh land while the next
+    row's Edit & approve is still fetching its form, it is not swapped in:
+    it would replace the row the form is for, and the form would be lost."""
+    tok = uuid.uuid4().hex[:8]
+    import_proposal(service, f"Answers 302 when healthy {tok}")
+    import_proposal(service, f"Restarts cleanly under load {tok}")
+    page.goto("/memories")
+    first, second = page.locator(INBOX_ROWS).evaluate_all("rows => rows.map(r => +r.dataset.id)")
+    refreshes, forms = [], []
+    # Each held until released below.
+    page.route(re.compile(r"/memories/inbox$"), lambda route: refreshes.append(route))
+    page.route(re.compile(rf"/memories/{second}/review$"), lambda route: forms.append(route))
+
+    page.locator(f"#proposed-{first} button.approve").click()
+    expect(page.locator(f"#proposed-{first}")).to_have_count(0)
+    wait_for(lambda: (page.wait_for_timeout(50), refreshes)[1], timeout=10, what="the inbox's refresh sent")
+    page.locator(f"#proposed-{second} button.edit-approve").click()
+    wait_for(lambda: (page.wait_for_timeout(50), forms)[1], timeout=10, what="the edit form asked for")
+    for refresh in refreshes:   # the refresh lands first
+        refresh.fallback()
+    page.wait_for_timeout(500)
+    forms[0].fallback()
+    expect(page.locator(f"#proposed-{second}.editing textarea[name=observation]")).to_be_visible()
+    page.unroute(re.compile(r"/memories/inbox$"))
+    page.unroute(re.compile(rf"/memories/{second}/review$"))
+    assert api_memory(service, first)["status"] == "approved"
+    assert api_memory(service, second)["status"] == "proposed"

@@ -53,14 +53,25 @@ document.addEventListener("memory-added", function () {
   if (form) form.reset();
 });
 
+// An action of the operator's in the block still on its way (htmx marks the
+// control that sent it): an edit form being fetched, say.
+function actionOnItsWay(block) {
+  return !!block.querySelector(".htmx-request");
+}
+
 // A refresh that was already on its way when the operator started working
 // must not land on top of that: by the rules above, as they stand when it
-// arrives (a poll while the block is busy, any refresh over unsaved work).
+// arrives (a poll while the block is busy, any refresh over unsaved work),
+// nor, if it is the block's own refresh, over an action of theirs not yet
+// answered: it would replace the row that answer is for, and the answer
+// (the edit form asked for) would be lost. Their action brings the next
+// refresh, or the polls do once they are done.
 document.addEventListener("htmx:beforeSwap", function (evt) {
   var config = evt.detail.requestConfig;
   var target = evt.detail.target;
   if (!target || POLLED.indexOf(target.id) < 0 || !config) return;
-  if (config.triggeringEvent ? unsavedWork(target) : !memoriesIdle(target.id)) {
+  var busy = config.triggeringEvent ? unsavedWork(target) : !memoriesIdle(target.id);
+  if (busy || (config.elt === target && actionOnItsWay(target))) {
     evt.detail.shouldSwap = false;
   }
 });
