@@ -96,33 +96,40 @@ def passing(exc: BaseException) -> bool:
 
 def waiting_out(work: Callable[[], T], what: str, shutdown: Optional[threading.Event] = None) -> T:
     """``work()``; if the database server went away meanwhile (``passing``),
-    the transaction rolled back and ``work()`` again once it is back, for at
-    most OUTAGE_SECONDS, or until ``shutdown`` is set. ``work`` must leave
-    the database as one call would however often it runs from a rolled-back
-    transaction: it writes what it means to have written, and commits. Raises
-    the last fault if the server is not back in time, and any other at once.
+    ``work()`` again once it is back (``wait_out``). ``work`` must leave the
+    database as one call would however often it runs from a rolled-back
+    transaction: it writes what it means to have written, and commits.
     ``what`` names the work in the log ("session 7: recording its end")."""
     try:
         return work()
     except SQLAlchemyError as exc:
         if not passing(exc):
             raise
-        gone = exc
+        result = wait_out(exc, work, what, shutdown)
+    log.warning("%s: the database is back, and it is done", what)
+    return result
+
+
+def wait_out(gone: SQLAlchemyError, again: Callable[[], T], what: str,
+             shutdown: Optional[threading.Event] = None, then: str = "trying again") -> T:
+    """After ``gone`` (``passing``): pause, roll the transaction back and
+    ``again()``, with the pauses of ``outage_pauses``, until it goes through;
+    its result. Raises the last fault if the server is not back within
+    OUTAGE_SECONDS or ``shutdown`` is set meanwhile, and any fault that is
+    not its absence at once. ``then`` says in the log what is done once the
+    pause is over."""
     shutdown = shutdown or threading.Event()
     for pause in outage_pauses():
-        log.warning("%s: %s; waiting %g s for it, then trying again", what, describe(gone), pause)
+        log.warning("%s: %s; waiting %g s for it, then %s", what, describe(gone), pause, then)
         if shutdown.wait(pause):
             break   # the service is stopping: no more waiting
         try:
             roll_back()
-            result = work()
+            return again()
         except SQLAlchemyError as exc:
             if not passing(exc):
                 raise
             gone = exc
-            continue
-        log.warning("%s: the database is back, and it is done", what)
-        return result
     else:
         log.error("%s: the database did not come back within %g s", what, OUTAGE_SECONDS)
     raise gone

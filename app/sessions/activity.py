@@ -210,36 +210,27 @@ class StreamHandler:
 
     def _write_again(self, gone: SQLAlchemyError) -> None:
         """The server went away, and the batch's transaction with it: wait
-        for it (at most dbfaults.OUTAGE_SECONDS), then read the batch again,
-        from the state of the last commit, and write it. Raises the last
-        fault if the server is not back in time, or any fault that is not
-        its absence."""
-        for pause in dbfaults.outage_pauses():
-            log.warning("session %s: %s; waiting %g s for it, then the %d lines read since the last commit "
-                        "are read again", self.session_id, dbfaults.describe(gone), pause, len(self._batch))
-            if self.shutdown.wait(pause):
-                break   # the service is stopping: the session ends with the fault
-            try:
-                if self._written_after_all():
-                    log.warning("session %s: the database is back, and had committed the last batch",
-                                self.session_id)
-                    return
-                self._start_batch_again()
-                for entry in self._batch:
-                    self._read(entry)
-                self._commit()
-            except SQLAlchemyError as exc:
-                if not dbfaults.passing(exc):
-                    raise
-                gone = exc
-                continue
-            log.warning("session %s: the database is back; the lines since the last commit are written",
-                        self.session_id)
-            return
-        else:
-            log.error("session %s: the database did not come back within %g s", self.session_id,
-                      dbfaults.OUTAGE_SECONDS)
-        raise gone
+        for it (dbfaults.wait_out, which rolls the transaction back), then
+        read the batch again, from the state of the last commit, and write
+        it. Raises the last fault if the server is not back in time, or any
+        fault that is not its absence."""
+        had_committed = dbfaults.wait_out(
+            gone, self._batch_again, f"session {self.session_id}", self.shutdown,
+            then=f"the {len(self._batch)} lines read since the last commit are read again")
+        log.warning("session %s: the database is back%s", self.session_id,
+                    ", and had committed the last batch" if had_committed
+                    else "; the lines since the last commit are written")
+
+    def _batch_again(self) -> bool:
+        """The batch written, unless the server had committed it after all
+        (then True)."""
+        if self._written_after_all():
+            return True
+        self._start_batch_again()
+        for entry in self._batch:
+            self._read(entry)
+        self._commit()
+        return False
 
     def _written_after_all(self) -> bool:
         """Whether the server committed the batch before the connection
@@ -249,7 +240,6 @@ class StreamHandler:
         none of a plugin's either, and is harmless to write again)."""
         if not self._committing or self._activity_rows == self._activity_rows_committed:
             return False
-        dbfaults.roll_back()
         stored = db.session.scalar(select(func.count()).select_from(SessionActivity).where(
             SessionActivity.session_id == self.session_id))
         if stored != self._activity_rows:
@@ -258,10 +248,9 @@ class StreamHandler:
         return True
 
     def _start_batch_again(self) -> None:
-        """Back to the last commit: the transaction rolled back (the
-        plugins' rows and caches with it), what they queued for their flush
+        """Back to the last commit (the transaction, rolled back, took the
+        plugins' rows and caches with it): what they queued for their flush
         dropped, and the handler's own state as it was then."""
-        dbfaults.roll_back()
         marker_queue.drop_session(self.session_id)
         self.markers.committed()
         self.line_number, self.skipped, self.result, self.retrying_api, tail = self._committed
