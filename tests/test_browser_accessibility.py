@@ -28,6 +28,8 @@ from tests.support.service import Service
 pytestmark = pytest.mark.browser
 
 FAILING_IMPACTS = ("serious", "critical")
+
+
 # ---------------------------------------------------------------- axe
 
 def axe_violations(page) -> list[dict]:

@@ -157,17 +157,19 @@ def sessions(svc) -> list[dict]:
     return svc.get("/api/v1/sessions?limit=100")[1]["sessions"]
 
 
+def unfinished(svc) -> list[dict]:
+    return [s for s in sessions(svc) if s["status"] in UNFINISHED]
+
+
 def wait_idle(svc) -> None:
-    wait_for(lambda: not [s for s in sessions(svc) if s["status"] in UNFINISHED], timeout=40, what="service idle")
+    wait_for(lambda: not unfinished(svc), timeout=40, what="service idle")
 
 
 def stop_all(svc, timeout: float = 30.0) -> None:
     """Stop whatever session is queued or running, and wait until it has ended."""
-    def unfinished():
-        return [s for s in sessions(svc) if s["status"] in UNFINISHED]
-    for session in unfinished():
+    for session in unfinished(svc):
         svc.post(f"/api/v1/sessions/{session['id']}/stop")
-    wait_for(lambda: not unfinished(), timeout=timeout, what="service idle")
+    wait_for(lambda: not unfinished(svc), timeout=timeout, what="service idle")
 
 
 def token() -> str:
