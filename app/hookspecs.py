@@ -140,7 +140,9 @@ def claudeops_prompt_context(run):
 
     All implementations are called; the host puts the environment section first
     and then joins the sections by ascending ``position``, then ``name``, into
-    ``--append-system-prompt``. One that raises is logged and left out.
+    ``--append-system-prompt``. One that raises is logged and left out. One
+    that meets a database server gone away is rolled back and called again
+    once it is back.
     """
 
 

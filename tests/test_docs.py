@@ -76,3 +76,4 @@ def test_the_wait_for_a_database_server_that_went_away_is_the_one_the_docs_state
     assert f"the database is still unreachable after {wait}" in readme
     assert f"is waited for instead, up to {wait}" in guide
     assert f"or in steps 7 and 8, is waited for too (up to {wait})" in readme
+    assert f"goes away in steps 2 and 3 is waited for (up to {wait})" in readme

@@ -20,9 +20,11 @@ import time
 import tracemalloc
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Callable
 
 import pytest
 from sqlalchemy import event as sqlalchemy_event
+from sqlalchemy import inspect as sqlalchemy_inspect
 from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
@@ -30,6 +32,7 @@ from app import create_app, dbfaults, extensions
 from app.extensions import db
 from app.hookspecs import hookimpl
 from app.models import Session, SessionActivity
+from app.plugin_types import PromptSection
 from app.sessions import control
 from app.sessions.manager import run_session
 from app.sessions.scheduler import SessionScheduler
@@ -714,20 +717,36 @@ def before_each_flush(listener):
         sqlalchemy_event.remove(db.session, "before_flush", listener)
 
 
-class GoingAwayAtTheEnd:
+class Outages:
+    """Where a database server is met gone away, and how many more times at each place."""
+
+    def __init__(self, times: int, places: tuple[str, ...]):
+        self.left = dict.fromkeys(places, times)
+
+    def _meets(self, place: str) -> bool:
+        if self.left[place] > 0:
+            self.left[place] -= 1
+            return True
+        return False
+
+
+def given_up_in(outage: Outages, session_id: int) -> None:
+    """The session run through ``outage``, which lasts until its wait gives up
+    with the server's absence; what was left of the transaction rolled back."""
+    with before_each_flush(outage.before_flush), pytest.raises(
+            OperationalError, match="server closed the connection unexpectedly"):
+        run_session(db.session.get(Session, session_id))
+    dbfaults.roll_back()
+
+
+class GoingAwayAtTheEnd(Outages):
     """Meets a database server gone away after the CLI has ended: as the
     session's end is committed, in a plugin's ``claudeops_session_finished``
     (after it wrote a row), and as the escalation it asks for is committed,
     each the first ``times`` times."""
 
     def __init__(self, times: int):
-        self.left = {"end": times, "finished": times, "escalation": times}
-
-    def _meets(self, what: str) -> bool:
-        if self.left[what] > 0:
-            self.left[what] -= 1
-            return True
-        return False
+        super().__init__(times, ("end", "finished", "escalation"))
 
     def before_flush(self, orm_session, _context, _instances):
         for row in list(orm_session.dirty) + list(orm_session.new):
@@ -786,10 +805,7 @@ def test_a_database_server_gone_for_longer_than_its_end_waits_leaves_the_session
     fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:web] checked"), sl.result("checked")))
     with app.app_context():
         session_id = control.claim(control.enqueue().id).id
-        with before_each_flush(outage.before_flush), pytest.raises(
-                OperationalError, match="server closed the connection unexpectedly"):
-            run_session(db.session.get(Session, session_id))
-        dbfaults.roll_back()
+        given_up_in(outage, session_id)
         # Still running: the scheduler records it failed once the database takes it (_record_unfinished).
         assert db.session.get(Session, session_id).status == "running"
         assert events_of(session_id) == ["checked"]
@@ -797,38 +813,133 @@ def test_a_database_server_gone_for_longer_than_its_end_waits_leaves_the_session
     assert f"session {session_id}: recording its end: the database did not come back within 1.2 s" in caplog.text
 
 
-class RestartAsTheSessionEnds:
-    """Stops the PostgreSQL server for ``down_for`` seconds just as the
-    session's end is about to be written: the commit meets it gone."""
+class RestartAsWritten:
+    """Stops the PostgreSQL server for ``down_for`` seconds just before the
+    first flush that writes a session row ``writing`` picks out: the
+    commit meets it gone."""
 
-    def __init__(self, down_for: float):
+    def __init__(self, down_for: float, writing: Callable[[Session], bool]):
         self.down_for = down_for
+        self.writing = writing
         self.outage: threading.Thread | None = None
 
     def before_flush(self, orm_session, _context, _instances):
-        ending = any(isinstance(row, Session) and row.status == "completed" for row in orm_session.dirty)
-        if ending and self.outage is None:
+        if self.outage is None and any(isinstance(row, Session) and self.writing(row) for row in orm_session.dirty):
             self.outage = threading.Thread(target=restart_server, args=(self.down_for,))
             self.outage.start()
             wait_for(lambda: not server_answers(), timeout=30, what="the server stopped")
 
+    def run_a_session(self) -> Session:
+        """A session run through the restart: completed, and to be read back from the server."""
+        with before_each_flush(self.before_flush):
+            session = run_session(control.claim(control.enqueue().id))
+        self.outage.join(30)
+        assert session.status == "completed", session.status_reason
+        db.session.expire_all()   # read back from the server, not from what this session holds
+        return session
+
 
 @pytest.mark.skipif(not restartable(), reason="PostgreSQL only: needs bin/test --postgres's own server to restart")
 def test_a_postgresql_restart_as_a_session_ends_is_waited_for(tmp_path, fake_cli, caplog):
-    restart = RestartAsTheSessionEnds(down_for=2.0)
+    restart = RestartAsWritten(down_for=2.0, writing=lambda row: row.status == "completed")
     app = make_app(tmp_path)
     fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:web] checked"), sl.result("checked", cost=0.25)))
     with app.app_context():
-        with before_each_flush(restart.before_flush):
-            session = run_session(control.claim(control.enqueue().id))
-        restart.outage.join(30)
-        assert session.status == "completed", session.status_reason
-        db.session.expire_all()   # read back from the server, not from what this session holds
+        session = restart.run_a_session()
         assert (session.status, session.response, session.cost_usd) == (
             "completed", "[EVENT:info:web] checked", 0.25)
         assert events_of(session.id) == ["checked"]
         db.session.remove()
     waits = [r.getMessage() for r in caplog.records if "recording its end" in r.getMessage()]
+    assert "waiting 0.5 s for it" in waits[0], waits
+    assert "the database is back, and it is done" in waits[-1], waits
+
+
+
+def _being_set(row, column: str) -> bool:
+    """Whether the flush about to happen writes a new value to ``row``'s ``column``."""
+    return bool(sqlalchemy_inspect(row).attrs[column].history.added)
+
+
+class GoingAwayAtTheStart(Outages):
+    """Meets a database server gone away before the CLI starts: as the
+    session's model and run log are committed, in a plugin's
+    ``claudeops_prompt_context`` (after it wrote a row), and as the system
+    prompt is committed, each the first ``times`` times."""
+
+    SECTION = "The web tier sits behind a proxy."
+
+    def __init__(self, times: int):
+        super().__init__(times, ("start", "prompt context", "system prompt"))
+
+    def before_flush(self, orm_session, _context, _instances):
+        for row in orm_session.dirty:
+            if isinstance(row, Session) and _being_set(row, "log_path") and self._meets("start"):
+                raise server_gone_away()
+            if isinstance(row, Session) and _being_set(row, "system_prompt") and self._meets("system prompt"):
+                raise server_gone_away()
+
+    @hookimpl
+    def claudeops_prompt_context(self, run):
+        db.session.add(Event(session_id=run.session_id, tier=run.tier, level="info", service=None,
+                             message="prompt built"))
+        db.session.flush()
+        if self._meets("prompt context"):
+            raise server_gone_away()
+        return PromptSection(name="outage", text=self.SECTION, position=300)
+
+
+def test_a_database_server_gone_away_as_a_session_starts_costs_it_nothing(tmp_path, fake_cli, caplog):
+    """The session starts once the server is back, with its model, run log
+    and whole system prompt recorded, and the plugin's row written once."""
+    outage = GoingAwayAtTheStart(times=2)
+    app = make_app(tmp_path, plugins=[outage])
+    fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:web] checked"), sl.result("checked")))
+    with app.app_context():
+        with before_each_flush(outage.before_flush):
+            session = run_session(control.claim(control.enqueue().id))
+        assert outage.left == {"start": 0, "prompt context": 0, "system prompt": 0}
+        assert session.status == "completed", session.status_reason
+        assert session.model == app.config["CLAUDEOPS_TIER1_MODEL"]
+        assert Path(session.log_path).is_file()
+        assert session.system_prompt.count(GoingAwayAtTheStart.SECTION) == 1
+        assert events_of(session.id) == ["prompt built", "checked"]
+        db.session.remove()
+    waits = [r.getMessage() for r in caplog.records if "waiting" in r.getMessage()]
+    for what in ("recording its start", "in claudeops_prompt_context", "recording its system prompt"):
+        mine = [line for line in waits if what in line]
+        assert len(mine) == 2 and "waiting 0.5 s for it" in mine[0] and "waiting 1 s for it" in mine[1], waits
+    assert caplog.text.count("the database is back, and it is done") == 3
+
+
+def test_a_database_server_gone_for_longer_than_a_session_start_waits_leaves_it_to_the_scheduler(
+        tmp_path, fake_cli, cli_pid_file, monkeypatch, caplog):
+    monkeypatch.setattr(dbfaults, "OUTAGE_SECONDS", 1.2)   # one pause of 0.5 s, then not the next of 1 s
+    outage = GoingAwayAtTheStart(times=100)
+    app = make_app(tmp_path, plugins=[outage])
+    fake_cli(sl.steps(sl.init(), sl.result("checked")))
+    with app.app_context():
+        session_id = control.claim(control.enqueue().id).id
+        given_up_in(outage, session_id)
+        session = db.session.get(Session, session_id)
+        # Still running, nothing of its start stored: the scheduler records it failed once the database takes it.
+        assert (session.status, session.log_path, session.system_prompt) == ("running", None, None)
+        db.session.remove()
+    assert not cli_pid_file.exists()   # the CLI never started
+    assert f"session {session_id}: recording its start: the database did not come back within 1.2 s" in caplog.text
+
+
+@pytest.mark.skipif(not restartable(), reason="PostgreSQL only: needs bin/test --postgres's own server to restart")
+def test_a_postgresql_restart_as_a_session_starts_is_waited_for(tmp_path, fake_cli, caplog):
+    restart = RestartAsWritten(down_for=2.0, writing=lambda row: _being_set(row, "system_prompt"))
+    app = make_app(tmp_path)
+    fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:web] checked"), sl.result("checked")))
+    with app.app_context():
+        session = restart.run_a_session()
+        assert session.status == "completed" and "## Reporting events" in session.system_prompt
+        assert events_of(session.id) == ["checked"]
+        db.session.remove()
+    waits = [r.getMessage() for r in caplog.records if "recording its system prompt" in r.getMessage()]
     assert "waiting 0.5 s for it" in waits[0], waits
     assert "the database is back, and it is done" in waits[-1], waits
 

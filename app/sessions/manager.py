@@ -127,9 +127,10 @@ def merge_settings(fragments: list) -> dict:
 
 def run_session(session: Session, shutdown: Optional[threading.Event] = None) -> Session:
     """Run a session already marked running (see ``control.claim_next``)."""
-    session_id = session.id
+    # Its id as kept: reading session.id after a rollback asks the database again, which may be gone.
+    session_id = inspect(session).identity[0]
     try:
-        return _run_session(session, shutdown)
+        return _run_session(session, session_id, shutdown)
     finally:
         # What plugins queued and the session's last commit did not write
         # (the database refused it, or the session ended on an error) never
@@ -137,24 +138,25 @@ def run_session(session: Session, shutdown: Optional[threading.Event] = None) ->
         marker_queue.drop_session(session_id)
 
 
-def _run_session(session: Session, shutdown: Optional[threading.Event]) -> Session:
+def _run_session(session: Session, session_id: int, shutdown: Optional[threading.Event]) -> Session:
     config = current_app.config
-    session.model = setting(f"CLAUDEOPS_TIER{session.tier}_MODEL")
-    session.log_path = str(Path(config["CLAUDEOPS_RESULTS_DIR"])
-                           / f"session-{session.id:06d}-{session.started_at:%Y%m%dT%H%M%SZ}.ndjson")
-    db.session.commit()
-    run = run_info(session)
-    call_each("claudeops_session_starting", run=run, commit_each=True, shutdown=shutdown)
+    # What ends a wait for a database server that went away, as _finish's:
+    # without a shutdown event, only OUTAGE_SECONDS.
+    waits = shutdown or threading.Event()
+    run = dbfaults.waiting_out(partial(_record_start, session), f"session {session_id}: recording its start", waits)
+    call_each("claudeops_session_starting", run=run, commit_each=True, shutdown=waits)
 
     try:
-        prompt = tier_prompt(config["CLAUDEOPS_PROMPTS_DIR"], session.tier, session.prompt)
+        # From ``run``: the starting hooks' commits expired the session's row.
+        prompt = tier_prompt(config["CLAUDEOPS_PROMPTS_DIR"], run.tier, run.operator_prompt)
     except PromptError as exc:
         return _finish(session, run, FAILED, str(exc), shutdown=shutdown)
     workdir = config["CLAUDEOPS_WORKDIR"]
     Path(workdir).mkdir(parents=True, exist_ok=True)
     # Plugins build it from stored records, redacted already; a plugin's own text is redacted here.
-    session.system_prompt = redactor().redact(system_prompt(run, workdir))
-    db.session.commit()
+    appended = redactor().redact(system_prompt(run, workdir, waits))
+    dbfaults.waiting_out(partial(_record_system_prompt, session, appended),
+                         f"session {session_id}: recording its system prompt", waits)
     size = len(session.system_prompt.encode("utf-8", "surrogatepass"))
     if size > MAX_ARGUMENT_BYTES:
         return _finish(session, run, FAILED,
@@ -187,6 +189,26 @@ def _run_session(session: Session, shutdown: Optional[threading.Event]) -> Sessi
         return _finish(session, run, FAILED, reason, shutdown, handler)
     status, reason = decide_status(outcome, handler, config["CLAUDEOPS_CLAUDE_BIN"])
     return _finish(session, run, status, reason, shutdown, handler, outcome.exit_code)
+
+
+def _record_start(session: Session) -> RunInfo:
+    """The session's model and run log, stored; what the plugins are told of
+    it. Sets everything again if run again after a rollback, which takes
+    back what was set before it."""
+    session.model = setting(f"CLAUDEOPS_TIER{session.tier}_MODEL")
+    session.log_path = str(Path(current_app.config["CLAUDEOPS_RESULTS_DIR"])
+                           / f"session-{session.id:06d}-{session.started_at:%Y%m%dT%H%M%SZ}.ndjson")
+    db.session.commit()
+    return run_info(session)
+
+
+def _record_system_prompt(session: Session, appended: str) -> None:
+    """The system prompt stored, and the session's row read back at once:
+    the CLI's command line reads it, and a read then, with the server gone,
+    would not be waited for."""
+    session.system_prompt = appended
+    db.session.commit()
+    db.session.refresh(session)
 
 
 def _ended_with_the_service(outcome: ProcessOutcome, handler: StreamHandler,

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import logging
 import platform
+import threading
 from pathlib import Path
+from typing import Optional
 
 from app.config import TIERS
 from app.plugin_types import PromptSection, RunInfo
@@ -59,9 +61,14 @@ def environment_section(run: RunInfo, workdir: str) -> str:
     return "\n".join(lines)
 
 
-def system_prompt(run: RunInfo, workdir: str) -> str:
+def system_prompt(run: RunInfo, workdir: str, shutdown: Optional[threading.Event] = None) -> str:
+    """The text of ``--append-system-prompt``. Each plugin's rows are
+    committed after its section; with ``shutdown``, a database server gone
+    away meanwhile is waited for and that plugin asked again
+    (``app.plugins.call_each``)."""
     sections = [_as_section(plugin, result)
-                for plugin, result in results_by_plugin("claudeops_prompt_context", run=run, commit_each=True)]
+                for plugin, result in results_by_plugin("claudeops_prompt_context", commit_each=True,
+                                                        shutdown=shutdown, run=run)]
     ordered = sorted((s for s in sections if s and s.text.strip()), key=lambda s: (s.position, s.name))
     return "\n\n".join([environment_section(run, workdir)] + [s.text.strip() for s in ordered])
 
