@@ -55,6 +55,28 @@ def test_matcher_picks_the_closest_candidate():
     assert match("Anything at all", []) == Match("distinct")
 
 
+def test_a_memory_said_again_is_the_one_reinforced_beside_a_more_trusted_one_on_its_topic():
+    """The more trusted memory covers the same words as the observation
+    (a full overlap of the shorter one) and comes first; the memory that
+    says it exactly, or one it agrees with, is still the closer."""
+    candidates = [Candidate(1, "Tempo takes 45s to start"), Candidate(2, "Tempo takes 30s to start after a restart")]
+    assert match("Tempo takes 30s to start after a restart", candidates, "tempo") == Match("reinforce", 2)
+    assert match("Tempo takes 45s to start", candidates, "tempo") == Match("reinforce", 1)
+    same_words = [Candidate(1, "Nightly backup takes 20 minutes"), Candidate(2, "Nightly backup takes 40 minutes")]
+    assert match("The nightly backup takes 40 minutes", same_words) == Match("reinforce", 2)
+    assert match("The nightly backup takes 30 minutes", same_words) == Match("contradict", 1)
+
+
+def test_a_memory_said_again_by_another_session_is_reinforced_not_made_twice(app):
+    trusted = add_memory("Tempo takes 45s to start", service="tempo", confidence=1.0)
+    first = remember("[MEMORY:timing:tempo] Tempo takes 30s to start after a restart", new_run())
+    assert (first.relation, first.target.id) == ("contradicted", trusted.id)
+    again = remember("[MEMORY:timing:tempo] Tempo takes 30s to start after a restart", new_run())
+    assert (again.relation, again.memory.id) == ("reinforced", first.memory.id)
+    assert [(m.observation, m.confidence) for m in all_memories()] == [
+        ("Tempo takes 45s to start", 0.8), ("Tempo takes 30s to start after a restart", 0.8)]
+
+
 def test_matching_only_considers_the_same_service_and_category(app):
     add_memory("Takes 60s to start after restart", service="jellyfin", category="timing")
     add_memory("Takes 60s to start after restart", service="plex", category="behavior")
