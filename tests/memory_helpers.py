@@ -14,10 +14,14 @@ from plugins.memory import store
 from plugins.memory.models import Memory, MemoryHistory
 
 
-def new_run(tier: int = 1) -> RunInfo:
-    """A session row, as a running session would have, and its RunInfo."""
-    session = Session(tier=tier, trigger="api", status="running", model="haiku", created_at=utcnow(),
-                      started_at=utcnow())
+def new_run(tier: int = 1, escalated_from: RunInfo | None = None) -> RunInfo:
+    """A session row, as a running session would have, and its RunInfo;
+    with ``escalated_from``, the next tier's session of that one's chain."""
+    if escalated_from is not None:
+        tier = escalated_from.tier + 1
+    session = Session(tier=tier, trigger="escalation" if escalated_from else "api", status="running", model="haiku",
+                      created_at=utcnow(), started_at=utcnow(),
+                      parent_id=escalated_from.session_id if escalated_from else None)
     db.session.add(session)
     db.session.commit()
     return run_info(session)

@@ -181,6 +181,23 @@ def test_a_session_reinforces_a_memory_once(app):
     assert [m.confidence for m in all_memories()] == [0.9]
 
 
+def test_an_escalation_chain_reinforces_a_memory_once(app):
+    """An escalated session is shown what the tiers before it recorded:
+    saying it again is a repeat, as it would be within one session."""
+    add_memory("Takes 60s to start after restart")
+    observe = new_run()   # each session of the chain runs once the one before it has ended
+    assert remember("[MEMORY:timing:jellyfin] Takes about 60 seconds to start", observe).relation == "reinforced"
+    investigate = new_run(escalated_from=observe)
+    assert remember("[MEMORY:timing:jellyfin] Takes 60 seconds to start", investigate).relation == "repeated"
+    created = remember("[MEMORY:dependency:jellyfin] Needs the NAS mount for its library", investigate).memory
+    remediate = new_run(escalated_from=investigate)
+    assert remember("[MEMORY:timing:jellyfin] It takes 60s to start", remediate).relation == "repeated"
+    assert remember("[MEMORY:dependency:jellyfin] Needs the NAS mount for the library", remediate).relation == "repeated"
+    assert [m.confidence for m in all_memories()] == [0.8, 0.7]
+    assert remember("[MEMORY:timing:jellyfin] Takes 60 seconds to start", new_run()).relation == "reinforced"
+    assert [m.confidence for m in all_memories()] == [0.9, 0.7] and created.confidence == 0.7
+
+
 def test_what_a_rolled_back_batch_wrote_is_not_held_against_the_session(app):
     """The per-session tally (new memories, memories vouched for) follows the
     transaction: rows a rollback took are not counted as the session's."""

@@ -197,11 +197,12 @@ def test_a_session_of_the_same_escalation_chain_does_not_confirm(app, review_on)
     child = session(root)
     grandchild = session(child)
     memory = remember("[MEMORY:timing:nas] Scrub takes six hours on the big pool", run_info(child)).memory
-    remember("[MEMORY:timing:nas] The scrub takes 6 hours on the big pool", run_info(grandchild))
-    assert (memory.status, memory.confidence) == ("proposed", 0.8)   # reinforced, but by its own chain
+    again = remember("[MEMORY:timing:nas] The scrub takes 6 hours on the big pool", run_info(grandchild))
+    # Shown what its chain recorded, it only repeats it: neither confirmed nor reinforced.
+    assert again.relation == "repeated" and (memory.status, memory.confidence) == ("proposed", 0.7)
     independent = session()
     recorded = remember("[MEMORY:timing:nas] Scrub of the big pool takes six hours", run_info(independent))
-    assert recorded.approved and memory.status == "approved" and memory.confidence == 0.9
+    assert recorded.approved and memory.status == "approved" and memory.confidence == 0.8
 
 
 def test_a_rejected_memory_is_not_brought_back(app, fake_cli, review_on):

@@ -122,9 +122,9 @@ def test_decay_and_listings_use_their_indexes(app):
     from plugins.events.relevance import trouble_in_window
     window = plan(trouble_in_window(utcnow() - timedelta(hours=24)))
     assert "ix_events_created_at (created_at>?)" in window and "TEMP B-TREE" not in window, window
-    # What a session has vouched for, read once per session: its own history rows only.
+    # What a session has vouched for, read once per session: its chain's own history rows only.
     from plugins.memory.tally import vouched_query
-    assert "ix_memory_history_session_id_action" in plan(vouched_query(7))
+    assert "ix_memory_history_session_id_action" in plan(vouched_query([7, 5]))
     # A memory marker's candidates: its service and category, not every active memory.
     from plugins.memory.candidates import MOST_TRUSTED, QUERIES
     for general in (True, False):

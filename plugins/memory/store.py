@@ -24,7 +24,6 @@ from typing import Iterable, Optional
 from sqlalchemy import select
 
 from app.extensions import db
-from app.models import Session
 from app.plugin_types import RunInfo
 from app.plugins import call_first
 from app.timeutil import utcnow
@@ -36,7 +35,7 @@ from plugins.memory.models import (ACTIVE_THRESHOLD, APPROVED, CATEGORIES, DECAY
                                    GENERAL, MAX_SERVICE_CHARS, PROPOSED, REJECTED, Memory, MemoryHistory)
 from plugins.memory.relevance import relevant_services, scheduled_run
 from plugins.memory.settings import MAX_OBSERVATION, max_observation_chars, review_on
-from plugins.memory.tally import note_confirmed, note_created, note_reinforced, tally
+from plugins.memory.tally import escalation_chain, note_confirmed, note_created, note_reinforced, tally
 
 log = logging.getLogger(__name__)
 
@@ -193,7 +192,8 @@ def decide(category: str, service: Optional[str], observation: str, run: RunInfo
         # An agent repeating itself is not confirmation: a session creates or
         # reinforces a given memory once at most.
         if target.id in tally(run.session_id).vouched:
-            log.info("session %s repeated memory %s; not counted as reinforcement", run.session_id, target.id)
+            log.info("session %s repeated memory %s, which it or its escalation chain recorded already; "
+                     "not counted as reinforcement", run.session_id, target.id)
             return Recorded(REPEATED, target)
         reinforce(target, observation, run=run)
         note_reinforced(run.session_id, target.id)
@@ -290,7 +290,7 @@ def _confirm_proposal(memory: Memory, run: RunInfo) -> bool:
     if memory.status != PROPOSED:
         return False
     proposer = memory.session_id
-    if proposer is not None and _chain_root(proposer) == _chain_root(run.session_id):
+    if proposer is not None and escalation_chain(proposer)[-1] == escalation_chain(run.session_id)[-1]:
         log.info("memory %s: reinforced within the escalation chain that proposed it; still proposed", memory.id)
         return False
     by = f"session #{proposer}" if proposer is not None else "an earlier session"
@@ -298,17 +298,6 @@ def _confirm_proposal(memory: Memory, run: RunInfo) -> bool:
                   detail=f"confirmed by session #{run.session_id}, a second session after {by} proposed it")
     note_confirmed(run.session_id)
     return True
-
-
-def _chain_root(session_id: int) -> int:
-    """The first session of ``session_id``'s escalation chain (tiers only
-    go up, so a chain is a few sessions long)."""
-    for _ in range(10):
-        parent = db.session.scalar(select(Session.parent_id).where(Session.id == session_id))
-        if parent is None:
-            break
-        session_id = parent
-    return session_id
 
 
 def _repeats_rejected(category: str, service: Optional[str], observation: str, candidates: list[Candidate],

@@ -1,7 +1,9 @@
 """What one session has done to the memories so far: how many it created,
-which it created or reinforced, and how many proposals it confirmed. Both are checked for every memory marker
-of a stream; they are read from the tables once per session and then kept up
-to date as the session writes, in the database session's ``info``.
+which it or an earlier session of its escalation chain created or
+reinforced, and how many proposals it confirmed. They are checked for every
+memory marker of a stream; they are read from the tables once per session
+and then kept up to date as the session writes, in the database session's
+``info``.
 
 A rollback (the database refused a batch, a plugin failed, the session was
 given up) may take rows they count: they are read again on the next use.
@@ -14,6 +16,7 @@ from sqlalchemy import event, func, select
 from sqlalchemy.orm import Session
 
 from app.extensions import db
+from app.models import Session as SessionRow
 from plugins.memory.models import Memory, MemoryHistory
 
 TALLIES = "claudeops.memory.session_tallies"
@@ -24,7 +27,10 @@ VOUCHED = ("created", "proposed", "reinforced")
 @dataclass
 class Tally:
     created: int                                   # new memories, contradicting ones included
-    vouched: set[int] = field(default_factory=set)  # memories it created or reinforced
+    # Memories it, or a session before it in its escalation chain, created or
+    # reinforced: an escalated session is shown what the tiers before it
+    # recorded, so saying it again is no more a confirmation than its own repeat.
+    vouched: set[int] = field(default_factory=set)
     confirmed: int = 0                             # proposals it confirmed (each approved by it)
 
 
@@ -32,17 +38,29 @@ def tally(session_id: int) -> Tally:
     tallies = db.session.info.setdefault(TALLIES, {})
     if session_id not in tallies:
         created = db.session.scalar(select(func.count()).select_from(Memory).where(Memory.session_id == session_id))
-        vouched = set(db.session.scalars(vouched_query(session_id)))
+        vouched = set(db.session.scalars(vouched_query(escalation_chain(session_id))))
         confirmed = db.session.scalar(select(func.count()).select_from(MemoryHistory).where(
             MemoryHistory.session_id == session_id, MemoryHistory.action == "approved"))
         tallies[session_id] = Tally(created, vouched, confirmed)
     return tallies[session_id]
 
 
-def vouched_query(session_id: int):
-    """The memories the session created or reinforced (an index on session and action)."""
+def escalation_chain(session_id: int) -> list[int]:
+    """The session, then each one before it in its escalation chain, back
+    to the first (tiers only go up, so a chain is a few sessions long)."""
+    chain = [session_id]
+    for _ in range(10):
+        parent = db.session.scalar(select(SessionRow.parent_id).where(SessionRow.id == chain[-1]))
+        if parent is None:
+            break
+        chain.append(parent)
+    return chain
+
+
+def vouched_query(session_ids: list[int]):
+    """The memories the sessions created or reinforced (an index on session and action)."""
     return select(MemoryHistory.memory_id).distinct().where(
-        MemoryHistory.session_id == session_id, MemoryHistory.action.in_(VOUCHED))
+        MemoryHistory.session_id.in_(session_ids), MemoryHistory.action.in_(VOUCHED))
 
 
 def note_created(session_id: int, memory_id: int) -> None:
