@@ -1,6 +1,8 @@
 """The JSON API: sessions, events, health, and its errors."""
 from __future__ import annotations
 
+import io
+
 import pytest
 
 from app.extensions import db
@@ -200,6 +202,44 @@ def test_offset_beyond_any_driver_is_400(client):
 def test_nul_in_a_query_is_400(client, path):
     response = client.get(path)
     assert response.status_code == 400 and "must not contain NUL characters" in response.get_json()["error"]
+
+
+@pytest.mark.parametrize("path", ["/events?service=%00", "/memories?q=a%00b", "/memories/inbox?x%00=1",
+                                  "/sessions?status=%00"])
+def test_nul_in_a_dashboard_address_is_400_and_nothing_is_queried(client, path, caplog):
+    """As on the API: no filter can match a NUL, and the page does not echo one."""
+    response = client.get(path)
+    assert response.status_code == 400
+    assert "must not contain NUL characters" in response.get_data(as_text=True)
+    assert "\x00" not in response.get_data(as_text=True)
+    assert "NUL character" not in " ".join(r.getMessage() for r in caplog.records if r.name == "app.portable_text")
+    htmx = client.get(path, headers={"HX-Request": "true"})
+    assert htmx.status_code == 400 and htmx.mimetype == "text/plain"
+
+
+def test_a_request_body_over_the_limit_is_413_and_nothing_is_done(client, caplog):
+    from app.web import MAX_REQUEST_BYTES
+    body = b'{"prompt": "' + b" " * MAX_REQUEST_BYTES + b'"}'
+    response = client.post("/api/v1/sessions/trigger", data=body, content_type="application/json")
+    assert response.status_code == 413
+    assert response.get_json()["error"].startswith("Nothing was done: the request is larger than the 32 MiB")
+    assert db.session.query(Session).count() == 0
+    assert f"refused POST /api/v1/sessions/trigger: a body of {len(body)} bytes, over {MAX_REQUEST_BYTES}" \
+        in caplog.text
+    # Just within the limit, the same request is read (and refused for what it says, not its size).
+    response = client.post("/api/v1/sessions/trigger", data=b'{"prompt": "' + b"x" * 30_000 + b'"}',
+                           content_type="application/json")
+    assert response.status_code == 400 and "the limit is 20000" in response.get_json()["error"]
+
+
+def test_a_dashboard_upload_over_the_limit_is_413_on_a_page(client):
+    from app.web import MAX_REQUEST_BYTES
+    response = client.post("/memories/import", data={"file": (io.BytesIO(b"x" * (MAX_REQUEST_BYTES + 1)), "big.json")},
+                           content_type="multipart/form-data")
+    assert response.status_code == 413
+    page = response.get_data(as_text=True)
+    assert "larger than the 32 MiB this service takes" in page and "claudeops memories import FILE" in page
+    assert "<nav" in page   # within the layout, the sidebar to go on from
 
 
 def test_nul_in_a_body_is_400_and_nothing_is_queued(client):

@@ -77,3 +77,10 @@ def test_the_wait_for_a_database_server_that_went_away_is_the_one_the_docs_state
     assert f"is waited for instead, up to {wait}" in guide
     assert f"or in steps 7 and 8, is waited for too (up to {wait})" in readme
     assert f"goes away in steps 2 and 3 is waited for (up to {wait})" in readme
+
+
+def test_the_request_body_limit_is_the_one_the_readme_states():
+    from app.web import MAX_REQUEST_BYTES
+    readme = " ".join(README.split())
+    assert f"A request body over {MAX_REQUEST_BYTES // (1024 * 1024)} MiB, on the API or a dashboard form, is a 413" \
+        in readme

@@ -142,8 +142,8 @@ def test_every_operation_documents_its_error_statuses(document):
     """The statuses the views can answer besides success, as the code has them."""
     def statuses(path, method):
         # 401 and 403 (authentication) are on every guarded operation, test_auth checks them;
-        # 503 is on every operation (the test above).
-        return set(document["paths"][path][method]["responses"]) - {"401", "403", "503"}
+        # 503 is on every operation (the test above), 413 on every one that takes a body (below).
+        return set(document["paths"][path][method]["responses"]) - {"401", "403", "413", "503"}
     assert statuses("/sessions/trigger", "post") == {"201", "400", "415"}
     assert statuses("/sessions/{session_id}/stop", "post") == {"202", "404", "409"}
     assert statuses("/memories/{memory_id}", "put") == {"200", "400", "404", "415"}
@@ -153,6 +153,7 @@ def test_every_operation_documents_its_error_statuses(document):
     assert statuses("/health", "get") == {"200"}   # and its own 503 (the test above)
     for path, item in document["paths"].items():
         for method, operation in item.items():
+            assert ("413" in operation["responses"]) == (method in ("post", "put", "patch")), (method, path)
             for status, answer in operation["responses"].items():
                 if status.startswith(("4", "5")) and status != "503":
                     assert answer["content"]["application/json"]["schema"] == {

@@ -11,7 +11,7 @@ from flask import Blueprint, Flask, Response, flash, redirect, render_template, 
 from flask_wtf.csrf import CSRFError
 from markupsafe import Markup, escape
 from sqlalchemy.exc import SQLAlchemyError
-from werkzeug.exceptions import HTTPException, NotFound
+from werkzeug.exceptions import HTTPException, NotFound, RequestEntityTooLarge
 from werkzeug.routing import BuildError
 
 from app.dbfaults import storage_fault
@@ -19,7 +19,7 @@ from app.extensions import csrf
 from app.plugin_types import DashboardPage
 from app.plugins import PluginError, call_at_startup
 from app.timeutil import isoformat
-from app.web.apiutil import ApiError, json_error, reject_nul_in_query
+from app.web.apiutil import ApiError, json_error, nul_in_query
 from app.web.headers import register_security_headers
 from app.web.htmx import is_htmx
 from app.web.refused_forms import page_with_typed_text
@@ -28,6 +28,10 @@ from app.web.row_ids import RowIdConverter
 log = logging.getLogger(__name__)
 
 API_PREFIX = "/api/v1"
+# The largest request body taken: a memory import of the most the web takes
+# (1,000 memories, their history included) fits several times over. A larger
+# one is refused (413) before it is read, not parsed whole in a worker first.
+MAX_REQUEST_BYTES = 32 * 1024 * 1024
 
 
 def register_web(app: Flask, pm: pluggy.PluginManager) -> None:
@@ -35,6 +39,7 @@ def register_web(app: Flask, pm: pluggy.PluginManager) -> None:
     from app.web.config_page import config_page
     from app.web.openapi import openapi_api
 
+    app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
     # Before any rule is added: rules bind their converters when registered.
     app.url_map.converters["int"] = RowIdConverter
 
@@ -55,9 +60,13 @@ def register_web(app: Flask, pm: pluggy.PluginManager) -> None:
     _refuse_dead_links(app, pages)
 
     @app.before_request
-    def refuse_nul_in_api_queries():
+    def refuse_nul_in_queries():
+        problem = nul_in_query()
+        if problem is None:
+            return None
         if _wants_json():
-            reject_nul_in_query()
+            raise ApiError(problem)
+        return _page_error("Not a valid address", f"Nothing to show: the {problem}.", 400)
 
     register_security_headers(app)
     _register_error_handlers(app)
@@ -112,9 +121,19 @@ NOT_FOUND = ("There is nothing at {path}: the address may be mistyped, or what i
 # (a PostgreSQL error names the server's address).
 DATABASE_UNAVAILABLE = "The database is unavailable just now (the service log says why). Try again in a few seconds."
 RETRY_AFTER_S = 5
+TOO_LARGE = ("Nothing was done: the request is larger than the {most} MiB this service takes. "
+             "A larger memory import goes through `claudeops memories import FILE`.")
 OTHER_ADDRESS = ("Nothing was changed: this page was opened at {origin}, but the service sees itself as "
                  "{host}. Behind a reverse proxy, have it pass the Host header the browser sent, with "
                  "CLAUDEOPS_TRUSTED_PROXIES set (see Security in the README).")
+
+
+def _page_error(title: str, message: str, status: int) -> Response:
+    """An error on a dashboard page, within the layout; to htmx, which swaps
+    no error response, the message as plain text."""
+    if is_htmx():
+        return Response(message, status, mimetype="text/plain")
+    return Response(render_template("error.html", title=title, message=message), status)
 
 
 def _register_error_handlers(app: Flask) -> None:
@@ -161,15 +180,22 @@ def _register_error_handlers(app: Flask) -> None:
     @app.errorhandler(NotFound)
     def not_found(exc: NotFound):
         """A dashboard page within the layout, with the sidebar to go on from,
-        instead of Werkzeug's bare page; the API keeps its JSON error."""
+        instead of Werkzeug's bare page; the API keeps its JSON error.
+        (htmx swaps no error response; the page's script says what it
+        means where it matters: memories.js, the memory is gone.)"""
         if _wants_json():
             return http_error(exc)
-        message = NOT_FOUND.format(path=request.path)
-        if is_htmx():
-            # htmx swaps no error response; the page's script says what it
-            # means where it matters (memories.js: the memory is gone).
-            return Response(message, 404, mimetype="text/plain")
-        return render_template("error.html", title="Not found", message=message), 404
+        return _page_error("Not found", NOT_FOUND.format(path=request.path), 404)
+
+    @app.errorhandler(RequestEntityTooLarge)
+    def too_large(exc: RequestEntityTooLarge):
+        log.warning("refused %s %s: a body of %s bytes, over %s", request.method, request.path,
+                    request.content_length if request.content_length is not None else "more than that",
+                    MAX_REQUEST_BYTES)
+        message = TOO_LARGE.format(most=MAX_REQUEST_BYTES // (1024 * 1024))
+        if _wants_json():
+            return json_error(message, 413)
+        return _page_error("Too large", message, 413)
 
     @app.errorhandler(SQLAlchemyError)
     def database_error(exc: SQLAlchemyError):
@@ -182,11 +208,8 @@ def _register_error_handlers(app: Flask) -> None:
         log.warning("%s %s answered 503: %s", request.method, request.path, fault)
         if _wants_json():
             response = json_error(DATABASE_UNAVAILABLE, 503)
-        elif is_htmx():
-            response = Response(DATABASE_UNAVAILABLE, 503, mimetype="text/plain")
         else:
-            response = Response(render_template("error.html", title="Database unavailable",
-                                                message=DATABASE_UNAVAILABLE), 503)
+            response = _page_error("Database unavailable", DATABASE_UNAVAILABLE, 503)
         response.headers["Retry-After"] = str(RETRY_AFTER_S)
         return response
 

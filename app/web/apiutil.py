@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Optional
 
 from flask import jsonify, request
 
@@ -94,12 +94,14 @@ def json_kind(value: Any) -> str:
     return "a boolean" if isinstance(value, bool) else "a number"
 
 
-def reject_nul_in_query() -> None:
-    """400 for a NUL character in a query parameter's name or value: no
-    filter can match one, and PostgreSQL refuses it in a query."""
+def nul_in_query() -> Optional[str]:
+    """What is wrong with a query parameter whose name or value holds a NUL
+    character (no filter can match one, and PostgreSQL refuses it in a
+    query), or None."""
     for name, value in request.args.items(multi=True):
         if NUL in name or NUL in value:
-            raise ApiError(f"query parameter {name.replace(NUL, '')!r} must not contain NUL characters")
+            return f"query parameter {name.replace(NUL, '')!r} must not contain NUL characters"
+    return None
 
 
 def _holds_nul(value: Any) -> bool:

@@ -12,7 +12,7 @@ from flask import Blueprint, Flask, current_app
 
 from app.plugin_types import OpenApiPaths
 from app.plugins import plugin_manager
-from app.web import API_PREFIX
+from app.web import API_PREFIX, MAX_REQUEST_BYTES
 from app.web.apidoc import ERROR_SCHEMA, ERROR_SCHEMA_NAME, error
 
 log = logging.getLogger(__name__)
@@ -83,10 +83,16 @@ UNAVAILABLE = error("the database is unavailable just now (locked past the busy 
                     "or the server not answering); `Retry-After` says when to try again")
 
 
+TOO_LARGE = error(f"the request body is larger than the {MAX_REQUEST_BYTES // (1024 * 1024)} MiB the service takes; "
+                  "nothing was done")
+TAKES_A_BODY = ("post", "put", "patch")
+
+
 def _declare_common_errors(paths: dict[str, Any]) -> None:
     """What app/auth.py answers before any view runs, on every operation it
-    guards (the health check needs nothing), and what every operation answers
-    while the database is unavailable."""
+    guards (the health check needs nothing), what every operation answers
+    while the database is unavailable, and what one that takes a body
+    answers for one over the limit."""
     for path, item in paths.items():
         for method, operation in item.items():
             if not isinstance(operation, dict) or "responses" not in operation:
@@ -97,6 +103,8 @@ def _declare_common_errors(paths: dict[str, Any]) -> None:
                 for status, answer in AUTH_ERRORS.items():
                     operation["responses"].setdefault(status, answer)
             operation["responses"].setdefault("503", UNAVAILABLE)
+            if method in TAKES_A_BODY:
+                operation["responses"].setdefault("413", TOO_LARGE)
 
 
 def _contributions() -> list[tuple[str, OpenApiPaths]]:
