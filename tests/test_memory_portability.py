@@ -4,6 +4,7 @@ import that reinforces instead of duplicating."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -145,6 +146,15 @@ def test_a_bad_entry_refuses_the_whole_file(app):
          "memory 3: category must be one of"),
         ({"format": "claudeops-memories", "version": 1, "memories": [good | {"confidence": "high"}]},
          "memory 1: confidence must be a number"),
+        # A number in text is Markdown's; in JSON it is refused, as the API refuses it.
+        ({"format": "claudeops-memories", "version": 1, "memories": [good | {"confidence": "0.5"}]},
+         "memory 1: confidence must be a number, not str '0.5'"),
+        ({"format": "claudeops-memories", "version": 1,
+          "memories": [good | {"history": [{"action": "created", "actor": "session", "confidence_after": "0.7"}]}]},
+         "memory 1: history confidence_after must be a number, not str '0.7'"),
+        ({"format": "claudeops-memories", "version": 1,
+          "memories": [good | {"created_at": "2026-01-02T00:00:00Z", "updated_at": "2025-01-01T00:00:00Z"}]},
+         "memory 1: updated_at (2025-01-01T00:00:00Z) is before created_at (2026-01-02T00:00:00Z)"),
         ({"format": "claudeops-memories", "version": 1, "memories": [good | {"active": True, "confidence": 0.1}]},
          "memory 1: active with confidence 0.1"),
         ({"format": "claudeops-memories", "version": 1, "memories": [good | {"created_at": "yesterday"}]},
@@ -164,7 +174,7 @@ def test_a_bad_entry_refuses_the_whole_file(app):
         ({"memories": []}, "not a memories export"),
     ]
     for document, message in cases:
-        with pytest.raises(portability.ImportRefused, match=message.replace("(", r"\(")):
+        with pytest.raises(portability.ImportRefused, match=re.escape(message)):
             portability.import_entries(portability.parse_json(document), source="x")
     with pytest.raises(portability.ImportRefused, match="line 2: expected"):
         portability.parse("## jellyfin\n- timing: takes 60s\n")

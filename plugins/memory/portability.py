@@ -195,7 +195,7 @@ def _entry(item: Any, number: int) -> Entry:
             service=store.clean_service(item.get("service")),
             category=store.clean_category(item.get("category")),
             observation=store.clean_observation(item.get("observation")),
-            confidence=store.parse_confidence(item.get("confidence", 0.7)),
+            confidence=_confidence(item.get("confidence", 0.7), "confidence"),
             active=_flag(item, "active", True), pinned=_flag(item, "pinned", False),
             tier=_whole(item, "tier", 1, 1, 3), decayed_weeks=_whole(item, "decayed_weeks", 0, 0, 10_000),
             status=_review_state(item.get("status", APPROVED)),
@@ -207,7 +207,16 @@ def _entry(item: Any, number: int) -> Entry:
         fail(str(exc))
     if entry.active and entry.confidence < ACTIVE_THRESHOLD:
         fail(f"active with confidence {entry.confidence}, below {ACTIVE_THRESHOLD}")
+    if entry.created_at and entry.updated_at and entry.updated_at < entry.created_at:
+        fail(f"updated_at ({item['updated_at']}) is before created_at ({item['created_at']})")
     return entry
+
+
+def _confidence(value, name: str) -> float:
+    """A JSON number, as the API takes it (text is Markdown's, not JSON's), clamped to [0, 1]."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} must be a number, not {type(value).__name__} {value!r:.40}")
+    return store.parse_confidence(value)
 
 
 def _review_state(value) -> str:
@@ -276,7 +285,7 @@ def _history_rows(rows) -> list[dict]:
             raise ValueError(f"history actor must be one of {', '.join(ACTORS)}")
         for name in ("confidence_before", "confidence_after"):
             if row.get(name) is not None:
-                store.parse_confidence(row[name])
+                _confidence(row[name], f"history {name}")
         if row.get("detail") is not None and not isinstance(row["detail"], str):
             raise ValueError("history detail must be text")
         if "\x00" in row["action"] or "\x00" in (row.get("detail") or ""):
