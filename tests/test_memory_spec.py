@@ -1,8 +1,10 @@
 """SPEC-0015, scenario by scenario. Each test is named after its scenario."""
 from __future__ import annotations
 
+import json
 import logging
 import re
+from datetime import timedelta
 
 import flask_migrate
 import pytest
@@ -10,7 +12,7 @@ from sqlalchemy import inspect, text
 
 from app.config import PROJECT_ROOT
 from app.extensions import db
-from app.timeutil import utcnow
+from app.timeutil import isoformat, utcnow
 from plugins.memory import store
 from plugins.memory.context import build_memory_context
 from plugins.memory.markers import MEMORY_MARKER, parse_memory_markers
@@ -26,7 +28,9 @@ def test_migration_creates_memories_table(app):
     assert columns["service"]["nullable"] is True
     for name in ("category", "observation", "confidence", "active", "created_at", "updated_at", "tier"):
         assert columns[name]["nullable"] is False, name
-    assert "0.7" in str(columns["confidence"]["default"]) and "1" in str(columns["tier"]["default"])
+    # As reflected: "0.7" or "'0.7'" on SQLite, "0.7" or "'0.7'::double precision" on PostgreSQL.
+    assert float(column_default(columns["confidence"])) == 0.7 and column_default(columns["tier"]) == "1"
+    assert column_default(columns["active"]) in ("1", "true")
     if db.engine.dialect.name == "sqlite":
         ddl = db.session.execute(text("SELECT sql FROM sqlite_master WHERE name = 'memories'")).scalar()
         assert "id INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT" in ddl
@@ -37,6 +41,11 @@ def test_migration_creates_memories_table(app):
     assert (("session_id",), "sessions", ("id",)) in foreign_keys
     indexes = {tuple(i["column_names"]) for i in inspect(db.engine).get_indexes("memories")}
     assert {("service", "active"), ("confidence", "active"), ("category",)} <= indexes
+
+
+def column_default(column: dict) -> str:
+    """A reflected server default, without its quotes or PostgreSQL's cast."""
+    return re.sub(r"::[\w ]+$", "", str(column["default"])).strip("'()")
 
 
 def test_migration_is_idempotent(app):
@@ -103,7 +112,7 @@ def test_memory_linked_to_session(app):
     (memory,) = all_memories()
     assert memory.session_id == run.session_id
     assert memory.created_at == memory.updated_at
-    assert memory.created_at >= before and memory.created_at.tzinfo is not None
+    assert before <= memory.created_at <= utcnow() and memory.created_at.utcoffset() == timedelta(0)
 
 
 # --- Requirement: All Tiers Can Write Memories --------------------------------
@@ -151,12 +160,20 @@ def test_memories_injected_at_session_start(app, fake_cli, run_session_now):
     assert system == session.system_prompt
 
 
-def test_no_active_memories(app):
+def test_no_active_memories(app, fake_cli, run_session_now):
+    from tests import streamlines as sl
     add_memory("Below the threshold", confidence=0.2, active=True)
     add_memory("Inactive", confidence=0.9, active=False)
     assert build_memory_context(2000).text == ""
     from plugins.memory import claudeops_prompt_context
     assert claudeops_prompt_context(new_run()) is None
+    # The session's system prompt, as the CLI was given it, has no memory section at all.
+    argv_file = fake_cli(sl.steps(sl.init(), sl.result()))
+    session = run_session_now()
+    argv = json.loads(argv_file.read_text())["argv"]
+    system = argv[argv.index("--append-system-prompt") + 1]
+    assert system == session.system_prompt and "## Reporting events" in system
+    assert "Operational Memory" not in system and "Below the threshold" not in system
 
 
 def test_memories_grouped_by_service(app):
@@ -182,6 +199,8 @@ def test_budget_enforced_with_many_memories(app):
     n = len(context.included)
     assert re.fullmatch(rf"## Operational Memory \({n} of 50 memories, ~[\d,]+ tokens\)", header)
     assert 10 < n < 50
+    # The budget is used up: what is left would not hold the next memory's line (~100 tokens).
+    assert 2000 - context.tokens < 100
     # The highest-confidence memories are the ones included.
     included = sorted(m.confidence for m in context.included)
     excluded = [m.confidence for m in all_memories() if m not in context.included]
@@ -221,8 +240,11 @@ def test_default_confidence_on_creation(app):
 def test_low_confidence_memory_excluded_from_prompt(app):
     add_memory("Trusted", confidence=0.8)
     add_memory("Doubtful", confidence=0.2)
+    add_memory("At the threshold", confidence=0.3)
+    add_memory("Just below it", confidence=0.29)
     text_ = build_memory_context(2000).text
-    assert "Trusted" in text_ and "Doubtful" not in text_
+    assert "Trusted" in text_ and "At the threshold" in text_   # confidence >= 0.3
+    assert "Doubtful" not in text_ and "Just below it" not in text_
 
 
 def test_confidence_clamped_to_valid_range(app, client):
@@ -312,6 +334,10 @@ def test_memories_page_renders(app, client):
     html = client.get("/memories").get_data(as_text=True)
     for header in ("Service", "Category", "Observation", "Confidence", "Status", "Updated", "Session"):
         assert f"<th>{header}</th>" in html
+    for memory in all_memories():
+        assert memory.observation in html and f'<td><span class="badge">{memory.category}</span></td>' in html
+        stamp = isoformat(memory.updated_at)   # the last update, date and time of day
+        assert f"<time><span>{stamp[:10]}</span><span>{stamp[10:]}</span></time>" in html
     assert '<td class="service">general</td>' in html and '<td class="service">jellyfin</td>' in html
     assert 'class="bar"' in html and 'type="range"' in html
     assert 'href="/sessions/1"' in html
