@@ -145,12 +145,19 @@ def _refuse_other_sites() -> Optional[Response]:
     be the same origin as the service and read and do anything), and a
     request that changes something must not come from another origin (the
     API takes no CSRF token, and a form or fetch from any site would reach
-    it). Browsers always say a request's origin when it changes something."""
-    host = _hostname("//" + request.host) or ""
-    if not (is_loopback(host) or host.endswith(".localhost")):
-        return _refuse_open(f"this service has no credential configured and answers only to a loopback name "
-                            f"(localhost, 127.0.0.1, [::1]), not {host!r}; set CLAUDEOPS_PASSWORD and "
-                            "CLAUDEOPS_API_TOKEN to serve it under another name")
+    it). Browsers always say a request's origin when it changes something.
+    Behind a trusted proxy (which ``serve`` refuses without a credential)
+    the Host the request arrived with must be a loopback name too: a page's
+    script may set X-Forwarded-Host to one."""
+    arrived = request.environ.get("werkzeug.proxy_fix.orig", {}).get("HTTP_HOST")
+    for named in (request.host, arrived):
+        if named is None:
+            continue
+        host = _hostname("//" + named) or ""
+        if not (is_loopback(host) or host.endswith(".localhost")):
+            return _refuse_open(f"this service has no credential configured and answers only to a loopback name "
+                                f"(localhost, 127.0.0.1, [::1]), not {host!r}; set CLAUDEOPS_PASSWORD and "
+                                "CLAUDEOPS_API_TOKEN to serve it under another name")
     if request.method in ("GET", "HEAD", "OPTIONS"):
         return None
     origin = request.headers.get("Origin")

@@ -148,6 +148,13 @@ def serve(host: str, port: int, workers: int):
         raise click.ClickException(
             f"refusing to listen on {host}: anyone who reaches it could run the agent. Set CLAUDEOPS_PASSWORD "
             "(dashboard) and CLAUDEOPS_API_TOKEN (API) first, or listen on 127.0.0.1")
+    proxies = current_app.config["CLAUDEOPS_TRUSTED_PROXIES"]
+    if proxies and not credentials_configured(current_app.config):
+        # A proxy's requests come from loopback, whoever sent them to it.
+        raise click.ClickException(
+            f"refusing to serve behind a reverse proxy (CLAUDEOPS_TRUSTED_PROXIES={proxies}) with no credential: "
+            "anyone who reaches the proxy could run the agent. Set CLAUDEOPS_PASSWORD (dashboard) and "
+            "CLAUDEOPS_API_TOKEN (API) first")
     try:
         sys.exit(run_service(current_app._get_current_object(), host, port, workers))
     except (RunnerLockError, MigrationError, StateDirError) as exc:
