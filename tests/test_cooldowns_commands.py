@@ -210,6 +210,12 @@ def test_prefixes_chains_and_wrappers(line, expected):
     ("env -C /srv/jellyfin docker compose up -d", [(R, "jellyfin")]),
     ("sudo --chdir=/srv/jellyfin docker compose up -d", [(R, "jellyfin")]),
     ("env - docker restart jellyfin", [(R, "jellyfin")]),
+    # env -S runs the words of its value, with any words after it
+    ("env -S 'docker restart jellyfin'", [(R, "jellyfin")]),
+    ("env -iS 'docker restart jellyfin'", [(R, "jellyfin")]),
+    ("env --split-string='docker restart' jellyfin", [(R, "jellyfin")]),
+    ("env '-Ssystemctl restart nginx'", [(R, "nginx")]),
+    ("env -uS docker restart jellyfin", [(R, "jellyfin")]),   # -u's variable is S; then the command
     # a case pattern's ")" ends no subshell
     ("(cd /srv/jellyfin && case $y in a) docker compose up -d;; esac)", [(R, "jellyfin")]),
 ])

@@ -327,6 +327,9 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | None:
             options, rest = _read_options(words[1:], PREFIX_COMMANDS[name])
             if name == "env" and rest[:1] == ["-"]:   # `env -` is `env -i`
                 options, rest = options + [("-i", None)], rest[1:]
+            split = _env_split_string(options) if name == "env" else None
+            if split is not None:   # `env -S 'docker restart x'` runs the words of its value
+                return Wrapped(" ".join([split, *map(shlex.quote, rest)]), True)
             if _resets_env(name, options):
                 env, inherits_env = {}, False   # what was set or exported before does not reach the command
             chdir = _chdir(name, options) or chdir
@@ -375,6 +378,22 @@ def _read_options(args: list[str], with_value: set[str]) -> tuple[list[tuple[str
             found.append(tuple(arg.split("=", 1)) if arg.startswith("--") and "=" in arg else (arg, None))
             i += 1
     return found, args[i:]
+
+
+def _env_split_string(options: list[tuple[str, Optional[str]]]) -> Optional[str]:
+    """The value of env's ``-S``/``--split-string`` (``-iS VALUE``,
+    ``-SVALUE`` and ``--split-string=VALUE`` too), if it was given one."""
+    for option, value in options:
+        if option in ("-S", "--split-string"):
+            return value
+        if option.startswith("--"):
+            continue
+        for place, letter in enumerate(option[1:], 1):
+            if letter == "S":
+                return option[place + 1:] or value
+            if f"-{letter}" in PREFIX_COMMANDS["env"]:
+                break   # the rest of the cluster is that option's value (-uS: the variable S)
+    return None
 
 
 def _resets_env(name: str, options: list[tuple[str, Optional[str]]]) -> bool:
