@@ -36,6 +36,7 @@ from werkzeug.wrappers import Response
 from app import logins
 from app.extensions import limiter
 from app.web.apiutil import json_error
+from app.web.origins import origin_host
 
 log = logging.getLogger(__name__)
 
@@ -162,19 +163,9 @@ def _refuse_other_sites() -> Optional[Response]:
         return None
     origin = request.headers.get("Origin")
     cross_site = request.headers.get("Sec-Fetch-Site") == "cross-site"
-    if cross_site or (origin is not None and _origin_host(origin) != request.host.lower()):
+    if cross_site or (origin is not None and origin_host(origin) != request.host.lower()):
         return _refuse_open(f"a request from another site ({origin or 'cross-site'}) may not change anything here")
     return None
-
-
-def _origin_host(origin: str) -> Optional[str]:
-    """``Origin: http://127.0.0.1:8080`` as a Host header names the same
-    (``null``, or anything that is not a URL: None, another site)."""
-    try:
-        parts = urlsplit(origin)
-    except ValueError:   # "http://[", say
-        return None
-    return parts.netloc.lower() if parts.scheme in ("http", "https") and parts.netloc else None
 
 
 def _hostname(url: str) -> Optional[str]:

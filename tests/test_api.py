@@ -224,7 +224,7 @@ def test_a_request_body_over_the_limit_is_413_and_nothing_is_done(client, caplog
     assert response.status_code == 413
     assert response.get_json()["error"].startswith("Nothing was done: the request is larger than the 32 MiB")
     assert db.session.query(Session).count() == 0
-    assert f"refused POST /api/v1/sessions/trigger: a body of {len(body)} bytes, over {MAX_REQUEST_BYTES}" \
+    assert f"refused POST /api/v1/sessions/trigger: a body of {len(body)} bytes, over {MAX_REQUEST_BYTES} bytes" \
         in caplog.text
     # Just within the limit, the same request is read (and refused for what it says, not its size).
     response = client.post("/api/v1/sessions/trigger", data=b'{"prompt": "' + b"x" * 30_000 + b'"}',

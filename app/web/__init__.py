@@ -189,8 +189,8 @@ def _register_error_handlers(app: Flask) -> None:
 
     @app.errorhandler(RequestEntityTooLarge)
     def too_large(exc: RequestEntityTooLarge):
-        log.warning("refused %s %s: a body of %s bytes, over %s", request.method, request.path,
-                    request.content_length if request.content_length is not None else "more than that",
+        size = f"{request.content_length} bytes" if request.content_length is not None else "no stated size"
+        log.warning("refused %s %s: a body of %s, over %s bytes", request.method, request.path, size,
                     MAX_REQUEST_BYTES)
         message = TOO_LARGE.format(most=MAX_REQUEST_BYTES // (1024 * 1024))
         if _wants_json():

@@ -10,9 +10,10 @@ token: the operator logged in again in another tab) uses it too.
 from __future__ import annotations
 
 from typing import Callable, Optional
-from urllib.parse import urlsplit
 
 from flask import Response, request
+
+from app.web.origins import from_this_origin
 
 _PAGES: dict[str, Callable[[str], Response]] = {}
 
@@ -29,16 +30,4 @@ def page_with_typed_text(message: str) -> Optional[Response]:
     forged (refused for its missing CSRF token) would otherwise come back
     filled in with its text, and a valid token, one click from running."""
     page = _PAGES.get(request.endpoint)
-    return page(message) if page is not None and _sent_from_here() else None
-
-
-def _sent_from_here() -> bool:
-    """What the browser says of the form's origin: the same as the service's."""
-    if request.headers.get("Sec-Fetch-Site") == "same-origin":
-        return True
-    origin = request.headers.get("Origin")
-    try:
-        parts = urlsplit(origin) if origin else None
-    except ValueError:
-        return False
-    return parts is not None and parts.scheme in ("http", "https") and parts.netloc.lower() == request.host.lower()
+    return page(message) if page is not None and from_this_origin() else None

@@ -189,8 +189,9 @@ def decide(category: str, service: Optional[str], observation: str, run: RunInfo
     if match.relation != REINFORCE and not may_create:
         return Recorded(REFUSED, None)
     if match.relation == REINFORCE:
-        # An agent repeating itself is not confirmation: a session creates or
-        # reinforces a given memory once at most.
+        # An agent repeating itself is not confirmation: a session, with the
+        # sessions before it in its escalation chain, creates or reinforces a
+        # given memory once at most.
         if target.id in tally(run.session_id).vouched:
             log.info("session %s repeated memory %s, which it or its escalation chain recorded already; "
                      "not counted as reinforcement", run.session_id, target.id)
