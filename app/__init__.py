@@ -18,6 +18,7 @@ from app.config import PROJECT_ROOT, SETTINGS, Setting, derive_paths, load_setti
 from app.database_url import engine_options, sqlalchemy_url
 from app.extensions import csrf, db, limiter, migrate
 from app.plugins import call_at_startup, make_plugin_manager
+from app.state_files import created_once
 
 MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
 
@@ -113,20 +114,5 @@ def _secure_the_session_cookie(app: Flask) -> None:
 
 
 def _state_secret_key(config: dict) -> str:
-    """One key for every worker: generated once, kept in the state directory
-    (readable by the service's user only)."""
-    path = Path(config["CLAUDEOPS_STATE_DIR"]) / "secret_key"
-    if not path.exists():
-        # Written aside, then linked into place: a worker racing us reads
-        # either no file or a complete one, and the first link wins.
-        draft = path.with_name(f".secret_key.{os.getpid()}")
-        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(secrets.token_hex(32))
-        try:
-            os.link(draft, path)
-        except FileExistsError:
-            pass
-        finally:
-            draft.unlink()
-    return path.read_text().strip()
+    """One key for every worker: generated once, kept in the state directory."""
+    return created_once(Path(config["CLAUDEOPS_STATE_DIR"]) / "secret_key", lambda: secrets.token_hex(32))

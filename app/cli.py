@@ -275,7 +275,9 @@ def prune(dry_run: bool):
     Then print every retention setting in force.
 
     The scheduler does the same at start and daily; this runs it by hand.
-    Rows are deleted in batches, so it may run beside the service."""
+    Rows are deleted in batches, so it may run beside the service. A session
+    whose run logs are in another host's results directory (the scheduler's,
+    with a dashboard on this one) is left whole to that host's retention."""
     from app.retention import periods_in_force
     from app.retention import prune as prune_now
     report = prune_now(dry_run=dry_run)
@@ -283,8 +285,11 @@ def prune(dry_run: bool):
         click.echo("Would remove (a dry run: nothing was removed):" if dry_run else "Removed:")
         for line in report.lines():
             click.echo(f"  {line}")
-    else:
+    elif not report.left_to_their_host:
         click.echo("Nothing is past its retention.")
+    if report.left_to_their_host:
+        click.echo(f"Left to the host that ran them: {report.left_to_their_host} sessions' logs (their run "
+                   "logs are in its results directory, and its scheduler removes them)")
     click.echo("Retention in force:")
     for name, days in periods_in_force():
         click.echo(f"  {name}={days} ({f'{days} days' if days else 'kept forever'})")

@@ -49,6 +49,8 @@ class Session(db.Model):
     exit_code: Mapped[int | None] = mapped_column(Integer)
     cli_session_id: Mapped[str | None] = mapped_column(String(64))
     log_path: Mapped[str | None] = mapped_column(Text)
+    # The results directory the run log went to (app/sessions/results_dir.py).
+    results_dir_id: Mapped[str | None] = mapped_column(String(32))
     # Escalation: the session that asked for this one, and why.
     parent_id: Mapped[int | None] = mapped_column(ForeignKey("sessions.id", ondelete="SET NULL"), index=True)
     escalation_reason: Mapped[str | None] = mapped_column(Text)

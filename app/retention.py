@@ -34,6 +34,8 @@ class PruneReport:
     # What was removed (or would be), by what it is ("activity entries"), in order.
     counts: dict[str, int] = field(default_factory=dict)
     bytes_freed: int = 0
+    # Sessions past retention whose run logs another host's results directory holds.
+    left_to_their_host: int = 0
 
     @property
     def anything(self) -> bool:
@@ -53,6 +55,7 @@ def prune(dry_run: bool = False, batch_size: int = BATCH_SIZE, now: datetime | N
         report.counts.update({"sessions' logs": logs.sessions, "activity entries": logs.activity_entries,
                               RUN_LOG_FILES: logs.files})
         report.bytes_freed = logs.bytes
+        report.left_to_their_host = logs.left_to_their_host
     if stopping():   # the service is shutting down: the plugins prune next time
         return report
     for plugin, counts in results_by_plugin("claudeops_prune", commit_each=True, now=now, dry_run=dry_run,

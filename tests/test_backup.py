@@ -13,7 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 from app.backup import BackupError, database_file
 from app.cli import main
@@ -83,7 +83,7 @@ def test_a_backup_is_one_checked_snapshot_taken_while_the_database_is_written(ap
         thread.join()
     assert result.exit_code == 0, result.output
     copy = tmp_path / "copy.db"
-    assert result.output.startswith(f"Backed up to {copy} (") and "schema 0015_dashboard_logins" in result.output
+    assert result.output.startswith(f"Backed up to {copy} (") and "schema 0016_session_results_dir" in result.output
     assert 2_020 <= events_in(copy) < 2_000 + len(written)
     assert not Path(f"{copy}-wal").exists()   # a file of its own, whatever the source's journal
     assert copy.stat().st_mode & 0o777 == 0o600
@@ -262,11 +262,14 @@ def test_restore_migrates_a_backup_made_by_an_older_version(app, tmp_path):
     old = sqlite3.connect(backup)
     with old:
         old.execute("DROP TABLE dashboard_logins")
+        old.execute("ALTER TABLE sessions DROP COLUMN results_dir_id")
         old.execute("UPDATE alembic_version SET version_num = '0014_retention'")
     old.close()
     assert invoke(app, "restore", backup).exit_code == 0
     db.session.remove()
     assert db.session.scalar(select(func.count()).select_from(db.metadata.tables["dashboard_logins"])) == 0
+    columns = {row[1] for row in db.session.execute(text("PRAGMA table_info(sessions)"))}
+    assert "results_dir_id" in columns   # 0016 ran too
 
 
 def test_restore_refuses_what_it_cannot_use_and_changes_nothing(app, tmp_path):

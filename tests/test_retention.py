@@ -19,6 +19,7 @@ from app.models import COMPLETED, FAILED, RUNNING, Session, SessionActivity
 from app.runtime import change
 from app.sessions import control
 from app.sessions.log_pruning import old_sessions
+from app.sessions.results_dir import ID_FILE, existing_id, results_dir_id
 from app.sessions.scheduler import RETENTION_HOURS, RETENTION_JOB_ID, SessionScheduler
 from app.timeutil import utcnow
 from plugins.cooldowns.models import CooldownAction
@@ -203,6 +204,58 @@ def test_a_link_outside_the_results_dir_to_a_file_inside_is_never_deleted(app, f
     db.session.commit()
     retention.prune()
     assert link.is_symlink() and inside.exists()
+
+
+def test_a_host_without_a_sessions_run_logs_leaves_it_whole_to_the_host_that_has_them(
+        app, fake_cli, run_session_now, tmp_path):
+    """One database, two hosts: the scheduler's, which holds the run logs in
+    its results directory, and a dashboard's, where ``claudeops prune`` finds
+    none of them and must not take them for gone."""
+    from app.cli import main
+    fake_cli(SCRIPT)
+    ran_here = ran_days_ago(run_session_now, 100)
+    files = run_logs(ran_here)
+    results_dir = Path(app.config["CLAUDEOPS_RESULTS_DIR"])
+    assert ran_here.results_dir_id == (results_dir / ID_FILE).read_text()
+    assert (results_dir / ID_FILE).stat().st_mode & 0o777 == 0o600
+    assert run_session_now().results_dir_id == ran_here.results_dir_id   # one id per directory
+    before = failed_days_ago(100, activity=3)   # recorded no results directory: pruned anywhere, as before
+    dashboard = make_app(tmp_path / "dashboard", CLAUDEOPS_DATABASE_URL=app.config["CLAUDEOPS_DATABASE_URL"])
+    assert not any((Path(dashboard.config["CLAUDEOPS_RESULTS_DIR"])).iterdir())
+
+    with dashboard.app_context():
+        dry = dashboard.test_cli_runner().invoke(main, ["prune", "--dry-run"])
+        assert dry.exit_code == 0, dry.output
+        assert "  1 sessions' logs\n" in dry.output
+        report = retention.prune()
+        assert (report.counts["sessions' logs"], report.left_to_their_host) == (1, 1)
+        done = dashboard.test_cli_runner().invoke(main, ["prune"])
+        assert done.output.startswith("Left to the host that ran them: 1 sessions' logs (their run logs are in its "
+                                      "results directory, and its scheduler removes them)\nRetention in force:\n")
+        db.session.remove()
+
+    db.session.expire_all()
+    assert activity_count(before.id) == 0 and db.session.get(Session, before.id).logs_removed_at is not None
+    assert activity_count(ran_here.id) > 0 and all(path.exists() for path in files)
+    assert db.session.get(Session, ran_here.id).logs_removed_at is None
+    # The scheduler's host removes them.
+    report = retention.prune()
+    assert (report.counts["sessions' logs"], report.counts["run log files"], report.left_to_their_host) == (1, 2, 0)
+    db.session.expire_all()
+    assert activity_count(ran_here.id) == 0 and not any(path.exists() for path in files)
+    assert db.session.get(Session, ran_here.id).logs_removed_at is not None
+
+
+def test_a_results_directory_that_cannot_take_its_id_is_said_and_the_session_records_none(tmp_path, caplog):
+    not_a_directory = tmp_path / "results"
+    not_a_directory.write_text("a file")
+    with caplog.at_level(logging.WARNING, logger="app.sessions.results_dir"):
+        assert results_dir_id(not_a_directory) is None
+    assert f"cannot record the id of the results directory {not_a_directory}" in caplog.text
+    assert existing_id(tmp_path) is None
+    made = results_dir_id(tmp_path)
+    assert len(made) == 32 and existing_id(tmp_path) == made == results_dir_id(tmp_path)
+    assert sorted(path.name for path in tmp_path.iterdir()) == [ID_FILE, "results"]   # no draft left
 
 
 def test_the_session_page_says_the_activity_log_was_removed(app, client, fake_cli, run_session_now):

@@ -6,7 +6,10 @@ The session's row is kept (status, cost, prompt, response, escalation links):
 events, memories and history point at it. It records when its logs were
 removed, which the session page says instead of showing an empty log.
 Queued and running sessions are never touched, and no file outside the
-results directory is ever deleted, whatever a row's ``log_path`` says.
+results directory is ever deleted, whatever a row's ``log_path`` says. A
+session whose run logs went to another results directory (the scheduler's,
+on another host: app/sessions/results_dir.py) is left whole to the
+retention of the host that has them.
 """
 from __future__ import annotations
 
@@ -17,12 +20,13 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from flask import current_app
-from sqlalchemy import select, update
+from sqlalchemy import func, or_, select, update
 
 from app.batched_delete import count_rows, delete_in_batches, stopping
 from app.extensions import db
 from app.models import FINISHED_STATUSES, Session, SessionActivity
 from app.runtime import setting
+from app.sessions.results_dir import existing_id
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +44,8 @@ class LogPruning:
     activity_entries: int = 0
     files: int = 0
     bytes: int = 0
+    # Past retention, but their run logs are in another results directory.
+    left_to_their_host: int = 0
 
 
 def prune_session_logs(now: datetime, dry_run: bool, batch_size: int) -> LogPruning | None:
@@ -50,9 +56,15 @@ def prune_session_logs(now: datetime, dry_run: bool, batch_size: int) -> LogPrun
         return None
     cutoff = now - timedelta(days=days)
     results_dir = Path(current_app.config["CLAUDEOPS_RESULTS_DIR"]).resolve()
-    old = db.session.execute(old_sessions(cutoff)).all()
+    here = existing_id(results_dir)
+    old = db.session.execute(old_sessions(cutoff, here)).all()
+    done = LogPruning(left_to_their_host=db.session.scalar(
+        select(func.count()).select_from(old_sessions(cutoff, here, elsewhere=True).subquery())))
+    if done.left_to_their_host:
+        log.info("retention: %d sessions past retention keep their logs: their run logs are in another "
+                 "results directory (the scheduler's host), whose retention removes them",
+                 done.left_to_their_host)
     db.session.commit()   # nothing held while files are looked at
-    done = LogPruning()
     for start in range(0, len(old), SESSIONS_PER_ROUND):
         chunk = old[start:start + SESSIONS_PER_ROUND]
         ids = [session_id for session_id, _ in chunk]
@@ -88,12 +100,17 @@ def prune_session_logs(now: datetime, dry_run: bool, batch_size: int) -> LogPrun
     return done
 
 
-def old_sessions(cutoff: datetime):
+def old_sessions(cutoff: datetime, here: str | None = None, elsewhere: bool = False):
     """The finished sessions that ended before ``cutoff`` and still have their
-    logs (by ix_sessions_logs_removed_at_ended_at): id and run log path."""
+    logs (by ix_sessions_logs_removed_at_ended_at): id and run log path; of
+    them, those whose run logs went to the results directory ``here`` names
+    (or to none recorded), or with ``elsewhere`` the others."""
+    recorded_here = Session.results_dir_id.is_(None)
+    if here is not None:
+        recorded_here = or_(recorded_here, Session.results_dir_id == here)
     return (select(Session.id, Session.log_path)
             .where(Session.logs_removed_at.is_(None), Session.ended_at < cutoff,
-                   Session.status.in_(FINISHED_STATUSES))
+                   Session.status.in_(FINISHED_STATUSES), ~recorded_here if elsewhere else recorded_here)
             .order_by(Session.ended_at))
 
 

@@ -33,6 +33,7 @@ from app.runtime import setting
 from app.sessions import control, escalation
 from app.sessions.activity import StreamHandler
 from app.sessions.prompts import PromptError, system_prompt, tier_prompt
+from app.sessions.results_dir import results_dir_id
 from app.sessions.runner import CLICommand, ProcessOutcome, run_process
 from app.timeutil import utcnow
 
@@ -196,8 +197,9 @@ def _record_start(session: Session) -> RunInfo:
     it. Sets everything again if run again after a rollback, which takes
     back what was set before it."""
     session.model = setting(f"CLAUDEOPS_TIER{session.tier}_MODEL")
-    session.log_path = str(Path(current_app.config["CLAUDEOPS_RESULTS_DIR"])
-                           / f"session-{session.id:06d}-{session.started_at:%Y%m%dT%H%M%SZ}.ndjson")
+    results_dir = Path(current_app.config["CLAUDEOPS_RESULTS_DIR"])
+    session.log_path = str(results_dir / f"session-{session.id:06d}-{session.started_at:%Y%m%dT%H%M%SZ}.ndjson")
+    session.results_dir_id = results_dir_id(results_dir)
     db.session.commit()
     return run_info(session)
 
