@@ -213,22 +213,25 @@ def test_a_host_without_a_sessions_run_logs_leaves_it_whole_to_the_host_that_has
     none of them and must not take them for gone."""
     from app.cli import main
     fake_cli(SCRIPT)
-    ran_here = ran_days_ago(run_session_now, 100)
+    ran_here = ran_days_ago(run_session_now, 92)   # 90 days' retention
     files = run_logs(ran_here)
     results_dir = Path(app.config["CLAUDEOPS_RESULTS_DIR"])
     assert ran_here.results_dir_id == (results_dir / ID_FILE).read_text()
     assert (results_dir / ID_FILE).stat().st_mode & 0o777 == 0o600
     assert run_session_now().results_dir_id == ran_here.results_dir_id   # one id per directory
     before = failed_days_ago(100, activity=3)   # recorded no results directory: pruned anywhere, as before
+    # Left by its host a week past its retention: no host's, pruned anywhere.
+    forsaken = ran_days_ago(run_session_now, 90 + 7 + 1)
     dashboard = make_app(tmp_path / "dashboard", CLAUDEOPS_DATABASE_URL=app.config["CLAUDEOPS_DATABASE_URL"])
     assert not any((Path(dashboard.config["CLAUDEOPS_RESULTS_DIR"])).iterdir())
 
     with dashboard.app_context():
         dry = dashboard.test_cli_runner().invoke(main, ["prune", "--dry-run"])
         assert dry.exit_code == 0, dry.output
-        assert "  1 sessions' logs\n" in dry.output
+        assert "  2 sessions' logs\n" in dry.output
         report = retention.prune()
-        assert (report.counts["sessions' logs"], report.left_to_their_host) == (1, 1)
+        assert (report.counts["sessions' logs"], report.left_to_their_host) == (2, 1)
+        assert report.counts["run log files"] == 0   # the forsaken session's are not on this host
         done = dashboard.test_cli_runner().invoke(main, ["prune"])
         assert done.output.startswith("Left to the host that ran them: 1 sessions' logs (their run logs are in its "
                                       "results directory, and its scheduler removes them)\nRetention in force:\n")
@@ -236,6 +239,7 @@ def test_a_host_without_a_sessions_run_logs_leaves_it_whole_to_the_host_that_has
 
     db.session.expire_all()
     assert activity_count(before.id) == 0 and db.session.get(Session, before.id).logs_removed_at is not None
+    assert activity_count(forsaken.id) == 0 and db.session.get(Session, forsaken.id).logs_removed_at is not None
     assert activity_count(ran_here.id) > 0 and all(path.exists() for path in files)
     assert db.session.get(Session, ran_here.id).logs_removed_at is None
     # The scheduler's host removes them.

@@ -9,7 +9,9 @@ Queued and running sessions are never touched, and no file outside the
 results directory is ever deleted, whatever a row's ``log_path`` says. A
 session whose run logs went to another results directory (the scheduler's,
 on another host: app/sessions/results_dir.py) is left whole to the
-retention of the host that has them.
+retention of the host that has them, for ``LEFT_TO_THEIR_HOST`` past its
+retention: a session still there then is no host's (that host is gone, or
+its results directory was replaced), and is pruned wherever retention runs.
 """
 from __future__ import annotations
 
@@ -34,6 +36,8 @@ LOG_RETENTION = "CLAUDEOPS_LOG_RETENTION_DAYS"
 # Sessions handled together: their activity rows are deleted in batches of
 # rows, whatever the number of sessions, and then the sessions are marked.
 SESSIONS_PER_ROUND = 100
+# The scheduler holding a session's run logs prunes daily: a week is ample.
+LEFT_TO_THEIR_HOST = timedelta(days=7)
 
 
 @dataclass
@@ -103,9 +107,10 @@ def prune_session_logs(now: datetime, dry_run: bool, batch_size: int) -> LogPrun
 def old_sessions(cutoff: datetime, here: str | None = None, elsewhere: bool = False):
     """The finished sessions that ended before ``cutoff`` and still have their
     logs (by ix_sessions_logs_removed_at_ended_at): id and run log path; of
-    them, those whose run logs went to the results directory ``here`` names
-    (or to none recorded), or with ``elsewhere`` the others."""
-    recorded_here = Session.results_dir_id.is_(None)
+    them, those this host prunes: their run logs went to the results
+    directory ``here`` names (or to none recorded), or no host pruned them
+    in ``LEFT_TO_THEIR_HOST``; with ``elsewhere`` the others."""
+    recorded_here = or_(Session.results_dir_id.is_(None), Session.ended_at < cutoff - LEFT_TO_THEIR_HOST)
     if here is not None:
         recorded_here = or_(recorded_here, Session.results_dir_id == here)
     return (select(Session.id, Session.log_path)
