@@ -17,7 +17,7 @@ from app import db_redaction, redaction
 from app.config import PROJECT_ROOT, SETTINGS, Setting, derive_paths, load_settings
 from app.database_url import engine_options, sqlalchemy_url
 from app.extensions import csrf, db, limiter, migrate
-from app.plugins import call_at_startup, make_plugin_manager
+from app.plugins import PluginError, call_at_startup, make_plugin_manager
 from app.state_files import created_once
 
 MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
@@ -35,7 +35,7 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
     pm = make_plugin_manager(extra_plugins=plugins,
                              load_entry_points=test_config.get("CLAUDEOPS_LOAD_ENTRY_POINTS", True))
     app.extensions["claudeops.plugins"] = pm
-    settings = SETTINGS + tuple(setting for _, setting in call_at_startup(pm, "claudeops_settings", Setting))
+    settings = SETTINGS + _plugin_settings(pm)
     app.extensions["claudeops.settings"] = settings
     app.config.update(load_settings(settings=settings))
     if test_config:
@@ -111,6 +111,25 @@ def _secure_the_session_cookie(app: Flask) -> None:
                       # The cookie keeps the expiry of the login; a page that
                       # polls every few seconds would otherwise push it on forever.
                       SESSION_REFRESH_EACH_REQUEST=False)
+
+
+def _plugin_settings(pm) -> tuple[Setting, ...]:
+    """The plugins' settings. One named like the host's or another plugin's
+    stops the start, naming both: it would take the other's place without a
+    word (its default, its parser, whether it may change at run time). So
+    does a name outside ``CLAUDEOPS_*``, the service's own variables."""
+    declared = call_at_startup(pm, "claudeops_settings", Setting)
+    declared_by = {setting.name: "the host" for setting in SETTINGS}
+    # In the order the plugins were registered: the newcomer is named as the one at fault.
+    for plugin, setting in reversed(declared):
+        if not setting.name.startswith("CLAUDEOPS_"):
+            raise PluginError(f"plugin {plugin} declares the setting {setting.name!r}: "
+                              "a setting's name begins with CLAUDEOPS_")
+        if setting.name in declared_by:
+            raise PluginError(f"plugin {plugin} declares the setting {setting.name}, "
+                              f"which {declared_by[setting.name]} declares already")
+        declared_by[setting.name] = f"plugin {plugin}"
+    return tuple(setting for _, setting in declared)
 
 
 def _state_secret_key(config: dict) -> str:

@@ -10,7 +10,7 @@ import importlib.metadata
 import logging
 import threading
 from functools import partial
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 import pluggy
 from flask import current_app
@@ -53,9 +53,33 @@ def make_plugin_manager(extra_plugins: Iterable[Any] = (), load_entry_points: bo
         pm.register(plugin)
     try:
         pm.check_pending()
-    except pluggy.PluginValidationError as exc:   # its message names the plugin and the hook
-        raise PluginError(str(exc)) from exc
+    except pluggy.PluginValidationError as exc:
+        # pluggy names the plugin by its module's repr; the operator knows it by its name.
+        reason = str(exc).split(" in plugin <", 1)[0]
+        raise PluginError(f"plugin {pm.get_name(exc.plugin) or exc.plugin}: {reason}") from exc
+    _refuse_wrappers(pm)
     return pm
+
+
+def _refuse_wrappers(pm: pluggy.PluginManager) -> None:
+    """A hook wrapper of a hook the host calls stops the start, naming the
+    plugin and the hook: the host calls each implementation on its own (one
+    that raises costs only its own results), so a wrapper, which needs
+    pluggy's own call loop, would never be called, and no one would know."""
+    for caller in vars(pm.hook).values():
+        if not (isinstance(caller, pluggy.HookCaller) and _called_by_the_host(caller)):
+            continue
+        for impl in caller.get_hookimpls():
+            if impl.hookwrapper or impl.wrapper:
+                raise PluginError(f"plugin {impl.plugin_name}: {caller.name} is a hook wrapper, which the host "
+                                  "never calls (it calls each implementation on its own); implement it plainly")
+
+
+def _called_by_the_host(caller: pluggy.HookCaller) -> bool:
+    """A hook of the host's or of a built-in plugin's: those the host calls.
+    A hook an installed plugin declares is called as that plugin sees fit."""
+    declared_in = getattr(caller.spec.namespace, "__name__", "") if caller.spec else ""
+    return declared_in == hookspecs.__name__ or declared_in.startswith(tuple(f"{name}." for name in BUILTIN_PLUGINS))
 
 
 def _load_entry_point(pm: pluggy.PluginManager, name: str) -> None:
@@ -101,17 +125,24 @@ def results_by_plugin(hook_name: str, commit_each: bool = False, shutdown: Optio
     return list(_each_result(hook_name, commit_each, kwargs, shutdown))
 
 
-def call_first(hook_name: str, expected: type | tuple[type, ...] = object, **kwargs: Any) -> Any:
+def call_first(hook_name: str, expected: type | tuple[type, ...] = object,
+               meaningful: Optional[Callable[[Any], Any]] = None, **kwargs: Any) -> Any:
     """The first answer that is not ``None``, asking each implementation on
     its own in pluggy's order, for a ``firstresult`` hook: one that raises is
     logged and the next one is asked, where ``pm.hook.X(...)`` would give up
-    on them all; so is one whose answer is not of the ``expected`` type,
-    the warning naming the plugin. ``None`` when nobody answers."""
+    on them all; so is one whose answer is not of the ``expected`` type, or
+    for which ``meaningful`` is false (an empty reason would otherwise
+    silence the plugins after it), the warning naming the plugin. ``None``
+    when nobody answers."""
     for plugin, result in _each_result(hook_name, False, kwargs):
-        if isinstance(result, expected):
+        if not isinstance(result, expected):
+            log.warning("plugin %s returned %s from %s, not %s; ignored, the next plugin is asked",
+                        plugin, type(result).__name__, hook_name, _type_names(expected))
+        elif meaningful is not None and not meaningful(result):
+            log.warning("plugin %s returned %r from %s, which says nothing; ignored, the next plugin is asked",
+                        plugin, result, hook_name)
+        else:
             return result
-        log.warning("plugin %s returned %s from %s, not %s; ignored, the next plugin is asked",
-                    plugin, type(result).__name__, hook_name, _type_names(expected))
     return None
 
 

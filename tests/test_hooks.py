@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import inspect
+import logging
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from app.extensions import db
 from app.hookspecs import hookimpl
 from app.models import SessionActivity
 from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PendingRecords, PromptSection
-from app.plugins import BUILTIN_PLUGINS, ENTRY_POINT_GROUP, make_plugin_manager, plugin_manager
+from app.plugins import BUILTIN_PLUGINS, ENTRY_POINT_GROUP, PluginError, make_plugin_manager, plugin_manager
 from app.sessions import activity
 from plugins.events.models import Event
 from tests import streamlines as sl
@@ -26,6 +27,12 @@ from tests.conftest import make_app
 
 HOOK_NAMES = sorted(name for name, _ in inspect.getmembers(hookspecs, inspect.isfunction)
                     if name.startswith("claudeops_"))
+
+
+def named(name: str, plugin):
+    """``plugin`` registered under ``name``, as an installed one is under its entry point's."""
+    plugin.__name__ = name
+    return plugin
 
 
 def all_hookspecs() -> dict:
@@ -55,13 +62,25 @@ def test_every_hookspec_documents_its_call_semantics():
             f"{hook}: say whether results are collected or the first answer wins"
 
 
-def test_misspelt_hookimpl_fails_loudly():
+def test_misspelt_hookimpl_fails_loudly_naming_the_plugin():
     class Typo:
         @hookimpl
         def claudeops_marker(self, text, run):  # missing "s"
             return None
-    with pytest.raises(Exception, match="unknown hook 'claudeops_marker'"):
-        make_plugin_manager([Typo()], load_entry_points=False)
+    with pytest.raises(PluginError, match="^plugin typo: unknown hook 'claudeops_marker'$"):
+        make_plugin_manager([named("typo", Typo())], load_entry_points=False)
+
+
+@pytest.mark.parametrize("hook, impl", [
+    ("claudeops_markers", lambda self, text, run: (yield)),
+    ("claudeops_memory_match", lambda self, category, service, observation, candidates: (yield)),
+])
+@pytest.mark.parametrize("style", [{"wrapper": True}, {"hookwrapper": True}])
+def test_a_hook_wrapper_of_a_hook_the_host_calls_stops_the_start(hook, impl, style):
+    """The host calls each implementation on its own: a wrapper would never be called."""
+    wrapping = type("Wrapping", (), {hook: hookimpl(**style)(impl)})()
+    with pytest.raises(PluginError, match=f"^plugin wrapping: {hook} is a hook wrapper, which the host never calls"):
+        make_plugin_manager([named("wrapping", wrapping)], load_entry_points=False)
 
 
 def test_builtin_plugins_are_registered_by_name(app):
@@ -818,6 +837,27 @@ def test_hook_claudeops_stats_adds_figures(tmp_path):
 
     stats = make_app(tmp_path, plugins=[Figures(), Broken()]).test_client().get("/api/v1/stats").get_json()
     assert stats["widgets_broken"] == 3 and stats["runs"] == 0
+
+
+def test_a_plugins_stats_figure_never_takes_the_place_of_anothers(tmp_path, caplog):
+    class Usurper:
+        @hookimpl
+        def claudeops_stats(self):
+            return {"runs": -1, "widgets_broken": 99, "widgets_fixed": 1}
+
+    class Widgets:
+        @hookimpl(tryfirst=True)   # asked before the other: its figure stands
+        def claudeops_stats(self):
+            return {"widgets_broken": 3}
+
+    app = make_app(tmp_path, plugins=[named("usurper", Usurper()), named("widgets", Widgets())])
+    with caplog.at_level(logging.WARNING, logger="app.web.api"):
+        stats = app.test_client().get("/api/v1/stats").get_json()
+    assert (stats["runs"], stats["widgets_broken"], stats["widgets_fixed"]) == (0, 3, 1)
+    assert "plugin usurper: its claudeops_stats figure 'runs' is the host's already; ignored" in caplog.text
+    assert ("plugin usurper: its claudeops_stats figure 'widgets_broken' is plugin widgets's already; "
+            "ignored") in caplog.text
+    assert caplog.text.count("ignored") == 2, caplog.text
 
 
 def test_hook_claudeops_mcp_tools_serves_a_plugins_tool(tmp_path):

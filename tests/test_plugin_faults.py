@@ -10,6 +10,7 @@ from flask import Blueprint
 from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
 
+from app.config import Setting
 from app.extensions import db
 from app.hookspecs import hookimpl
 from app.marker_queue import MarkerQueue
@@ -113,17 +114,21 @@ def test_a_failing_escalation_plugin_does_not_cancel_the_marker(tmp_path, fake_c
     assert "plugin broken_judge failed in claudeops_escalation" in caplog.text
 
 
-@pytest.mark.parametrize("answer", [True, 1, ["why"]])
-def test_an_escalation_answer_that_is_not_text_is_logged_and_the_next_plugin_asked(tmp_path, fake_cli, caplog,
-                                                                                  answer):
+@pytest.mark.parametrize("answer, said", [
+    (True, "bool from claudeops_escalation, not str"), (1, "int from claudeops_escalation, not str"),
+    (["why"], "list from claudeops_escalation, not str"),
+    # Installed plugins are asked before the built-in ones: a blank answer must not silence [ESCALATE].
+    ("", "'' from claudeops_escalation, which says nothing"),
+    ("  \n ", "'  \\n ' from claudeops_escalation, which says nothing")])
+def test_an_escalation_answer_that_is_not_a_reason_is_logged_and_the_next_plugin_asked(tmp_path, fake_cli, caplog,
+                                                                                      answer, said):
     app = make_app(tmp_path, plugins=[plugin("loose_judge", claudeops_escalation=lambda run, result: answer)])
     fake_cli(sl.steps(sl.init(), sl.text("[ESCALATE] the disk needs a closer look"), sl.result("done")))
     with app.app_context():
         session = run_one()
         child = db.session.scalars(select(Session).where(Session.parent_id == session.id)).one()
         assert (child.tier, child.escalation_reason) == (2, "the disk needs a closer look")
-    assert (f"plugin loose_judge returned {type(answer).__name__} from claudeops_escalation, not str; "
-            "ignored, the next plugin is asked") in caplog.text
+    assert f"plugin loose_judge returned {said}; ignored, the next plugin is asked" in caplog.text
 
 
 def test_a_failing_memory_matcher_leaves_the_marker_to_the_next(tmp_path, fake_cli, caplog):
@@ -219,6 +224,21 @@ def test_an_installed_plugin_that_cannot_be_imported_stops_the_start(tmp_path, m
 def test_a_start_up_hook_that_raises_stops_the_start_naming_the_plugin(tmp_path, hook):
     with pytest.raises(PluginError, match=f"^plugin broken failed in {hook}: RuntimeError: plugin bug$"):
         make_app(tmp_path, plugins=[plugin("broken", **{hook: raises})])
+
+
+@pytest.mark.parametrize("name, owner", [("CLAUDEOPS_INTERVAL", "the host"),
+                                         ("CLAUDEOPS_EVENTS_MAX_PER_SESSION", "plugin plugins.events")])
+def test_a_setting_named_like_anothers_stops_the_start_naming_both(tmp_path, name, owner):
+    taker = plugin("taker", claudeops_settings=lambda: [Setting(name, "5", "mine now", int)])
+    with pytest.raises(PluginError, match=f"^plugin taker declares the setting {name}, which {owner} declares already$"):
+        make_app(tmp_path, plugins=[taker])
+
+
+def test_a_setting_outside_the_services_names_stops_the_start(tmp_path):
+    stray = plugin("stray", claudeops_settings=lambda: [Setting("TODO_LIMIT", "5", "a limit", int)])
+    with pytest.raises(PluginError, match="^plugin stray declares the setting 'TODO_LIMIT': "
+                                          "a setting's name begins with CLAUDEOPS_$"):
+        make_app(tmp_path, plugins=[stray])
 
 
 def test_a_sidebar_link_to_no_view_stops_the_start(tmp_path):

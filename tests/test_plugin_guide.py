@@ -39,6 +39,8 @@ def test_guide_plugin_end_to_end(tmp_path, monkeypatch, fake_cli):
     assert app.extensions["claudeops.plugins"].get_plugin(entry_name) is not None
     fake_cli(sl.steps(sl.init(), sl.text("Backups look old.\n[TODO:nas] Check the <b>backup</b> job"),
                       sl.tool_use("echo '[TODO:evil] from a tool'"), sl.tool_result("[TODO:evil] from a tool"),
+                      sl.text("[TODO:web] Renew the cert [EVENT:warning:web] the cert expires in 9 days"),
+                      sl.text("\n".join(f"[TODO:loop] task {n}" for n in range(25))),
                       sl.result()))
     with app.app_context():
         from app.sessions import control
@@ -50,7 +52,10 @@ def test_guide_plugin_end_to_end(tmp_path, monkeypatch, fake_cli):
 
     client = app.test_client()
     todos = client.get("/api/v1/todo").get_json()
-    assert todos == {"todos": [{"service": "nas", "task": "Check the <b>backup</b> job", "session_id": 1}]}
+    # The task ends where the next marker begins; past the limit, nothing more is stored.
+    assert todos["todos"][:2] == [{"service": "nas", "task": "Check the <b>backup</b> job", "session_id": 1},
+                                  {"service": "web", "task": "Renew the cert", "session_id": 1}]
+    assert [todo["task"] for todo in todos["todos"][2:]] == [f"task {n}" for n in range(18)]
     # Its documentation joins the API's, and the answer matches it.
     doc = client.get("/api/v1/openapi.json").get_json()
     answer = "#/paths/~1todo/get/responses/200/content/application~1json/schema"
@@ -62,4 +67,4 @@ def test_guide_plugin_end_to_end(tmp_path, monkeypatch, fake_cli):
     overview = client.get("/").get_data(as_text=True)
     assert "Open tasks" in overview and 'href="/todo"' in overview
     activity = client.get(f"/sessions/{session.id}").get_data(as_text=True)
-    assert "todo:nas" in activity
+    assert "todo:nas" in activity and activity.count("over 20 tasks") == 7

@@ -41,9 +41,10 @@ def consider(session: Session, run: RunInfo, result: SessionResult,
     nothing committed, so ``consider`` may simply be called again; the
     notices wait for it themselves."""
     # Each plugin asked on its own: one that raises must not silence the others' requests.
-    # A reason is a string: True or a number would escalate "because True".
-    reason = call_first("claudeops_escalation", str, run=run, result=result)
-    if not reason or not reason.strip():
+    # A reason is a string: True or a number would escalate "because True";
+    # a blank one, asked first, would silence the plugins after it.
+    reason = call_first("claudeops_escalation", str, meaningful=str.strip, run=run, result=result)
+    if reason is None:
         return None
     # Redacted before the cut: cut first, a secret running past it would be
     # kept by its first half, which the redactor no longer knows.

@@ -1,6 +1,7 @@
 """The host's JSON API under /api/v1: health and sessions."""
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 
 from flask import Blueprint, current_app
@@ -9,12 +10,15 @@ from sqlalchemy import func, select, text
 from app.config import TIERS
 from app.extensions import db
 from app.models import COMPLETED, FINISHED_STATUSES, SchedulerState, Session
-from app.plugins import collect
+from app.plugins import of_type, results_by_plugin
 from app.timeutil import isoformat, utcnow
 from app.sessions import control
 from app.web.apiutil import ApiError, json_body, page, pagination
 
+log = logging.getLogger(__name__)
+
 api = Blueprint("api", __name__)
+
 
 @api.get("/health")
 def health():
@@ -51,8 +55,15 @@ def stats():
         "scheduler": {"running": alive, "pid": state.pid if alive else None,
                       "heartbeat_at": isoformat(state.heartbeat_at) if state else None},
     }
-    for contribution in collect("claudeops_stats", dict):
-        figures.update(contribution)
+    given_by = dict.fromkeys(figures, "the host")
+    for plugin, result in results_by_plugin("claudeops_stats"):
+        for contribution in of_type(plugin, "claudeops_stats", result, dict):
+            for name, value in contribution.items():
+                if name in given_by:   # a plugin's figure never takes another's place
+                    log.warning("plugin %s: its claudeops_stats figure %r is %s's already; ignored",
+                                plugin, name, given_by[name])
+                    continue
+                figures[name], given_by[name] = value, f"plugin {plugin}"
     return figures
 
 

@@ -52,7 +52,8 @@ def index():
     severity = _choice("severity", SEVERITIES, strict=False)
     service = request.args.get("service", "").strip() or None
     incidents = db.session.scalars(_ordered(_filtered(status, severity, service)).limit(PAGE_SIZE)).all()
-    services = db.session.scalars(select(Incident.service).distinct().order_by(Incident.service)).all()
+    # Sorted here, not by ORDER BY: PostgreSQL's collation may order text otherwise than SQLite.
+    services = sorted(db.session.scalars(select(Incident.service).distinct()))
     return render_page("incidents/index.html", "incidents/_rows.html", incidents=incidents,
                        statuses=STATUSES, severities=SEVERITIES, services=services,
                        status=status, severity=severity, service=service, page_size=PAGE_SIZE)
