@@ -9,18 +9,35 @@ from pathlib import Path
 
 import pytest
 
-from app.config import PROJECT_ROOT, SETTINGS, ConfigError, load_settings
+from app.config import PROJECT_ROOT, SETTINGS, ConfigError, Setting, load_settings
+from app.plugins import BUILTIN_PLUGINS, HOST_PLUGINS, call_at_startup
 
 README = (PROJECT_ROOT / "README.md").read_text()
 
 
 def test_readme_configuration_table_matches_the_settings(app):
-    """The host's settings and those the built-in plugins declare."""
+    """The host's settings and those the built-in plugins declare, in the
+    order the service lists them. A package installed beside the service
+    (docs/plugins.md has its author run this suite) adds settings of its own
+    to the list; they are not the README's to describe."""
     settings = app.extensions["claudeops.settings"]
     assert settings[:len(SETTINGS)] == SETTINGS
+    pm = app.extensions["claudeops.plugins"]
+    installed = {pm.get_name(plugin) for plugin, _ in pm.list_plugin_distinfo()}   # none in the service's own
+    declared = call_at_startup(pm, "claudeops_settings", Setting)
+    assert {plugin for plugin, _ in declared} <= set(HOST_PLUGINS + BUILTIN_PLUGINS) | installed
+    theirs = [setting for plugin, setting in declared if plugin in installed]
+    builtin = SETTINGS + tuple(setting for plugin, setting in declared if plugin not in installed)
+    # The service lists each of them once: the built-ins' in this order, an
+    # installed package's (well-formed, named apart) wherever it puts them.
+    assert len(settings) == len(builtin) + len(theirs) and all(setting in settings for setting in theirs)
+    assert tuple(setting for setting in settings if setting not in theirs) == builtin
+    for setting in theirs:
+        assert re.fullmatch(r"CLAUDEOPS_\w+", setting.name) and isinstance(setting.default, str), setting
+        assert setting.help.strip() and setting.name not in {s.name for s in builtin}, setting
     rows = re.findall(r"^\| `(CLAUDEOPS_\w+)` \| (.+?) \| (.+?) \|$", README, re.M)
-    assert [name for name, _, _ in rows] == [s.name for s in settings]
-    for (name, default, meaning), setting in zip(rows, settings):
+    assert [name for name, _, _ in rows] == [s.name for s in builtin]
+    for (name, default, meaning), setting in zip(rows, builtin):
         expected = f"`{setting.default.replace(str(PROJECT_ROOT), '<checkout>')}`" if setting.default else "(empty)"
         assert default == expected, name
         assert meaning == setting.help, name

@@ -29,7 +29,7 @@ from sqlalchemy import Column, String, create_engine, inspect, text
 from app.config import PROJECT_ROOT
 from app.extensions import db
 from app.models import SessionActivity
-from app.plugins import ENTRY_POINT_GROUP
+from app.plugins import ENTRY_POINT_GROUP, call_at_startup
 from tests import streamlines as sl
 from tests.conftest import FAKE_CLAUDE, make_app
 from tests.support.browser import wait_for
@@ -121,6 +121,23 @@ def host_heads() -> set[str]:
     return set(script_directory().get_heads()) - {BRANCH_HEAD}
 
 
+def migration_dirs_by_plugin() -> list[tuple[str, str]]:
+    """(plugin, directory) of every claudeops_migration_dirs answer."""
+    pm = current_app.extensions["claudeops.plugins"]
+    return [(plugin, str(directory))
+            for plugin, directory in call_at_startup(pm, "claudeops_migration_dirs", (str, os.PathLike))]
+
+
+def other_plugins_revisions() -> set[str]:
+    """The revisions of other packages installed beside the service (as
+    docs/plugins.md has their authors run this suite with): their own
+    branches, not this plugin's or the host's. None in the service's own
+    environment."""
+    theirs = {Path(directory).resolve() for plugin, directory in migration_dirs_by_plugin() if plugin != PLUGIN_NAME}
+    return {revision.revision for revision in script_directory().walk_revisions()
+            if Path(revision.path).resolve().parent in theirs}
+
+
 def system_prompt_of(argv_file: Path) -> str:
     argv = json.loads(argv_file.read_text())["argv"]
     return argv[argv.index("--append-system-prompt") + 1]
@@ -147,7 +164,15 @@ def test_discovered_through_the_entry_point_from_the_installed_copy(app, install
     assert (package_dir / "templates" / "incidents" / "index.html").is_file()
     assert (package_dir / "templates" / "incidents" / "_rows.html").is_file()
     assert (package_dir / "migrations" / "incidents_0001_incidents.py").is_file()
-    assert app.extensions["claudeops.migration_dirs"] == [str(package_dir.resolve() / "migrations")]
+    # Its own directory, once; a directory any other plugin declares is an
+    # installed package's (none in the service's own environment), never a
+    # built-in's: they keep their tables in the host's revisions.
+    by_plugin = migration_dirs_by_plugin()
+    assert app.extensions["claudeops.migration_dirs"] == [directory for _, directory in by_plugin]
+    assert [directory for plugin, directory in by_plugin if plugin == PLUGIN_NAME] == [
+        str(package_dir.resolve() / "migrations")]
+    installed_plugins = {pm.get_name(plugin) for plugin, _ in pm.list_plugin_distinfo()}
+    assert {plugin for plugin, _ in by_plugin} <= installed_plugins
 
 
 def test_not_loaded_when_entry_points_are_off(installed, tmp_path):
@@ -224,9 +249,13 @@ def test_host_revisions_that_rebuild_sessions_keep_its_links(app, fake_cli, run_
     # As at start-up, nothing else holds the tables: PostgreSQL's DDL would
     # wait for this test's own open transaction.
     db.session.commit()
+    heads = alembic_versions()
     flask_migrate.downgrade(revision="0003_memories")
-    assert alembic_versions() == {"0003_memories", BRANCH_HEAD}
+    # Another installed package's branch is its own affair: whether it stays
+    # depends on the host revision it needs.
+    assert alembic_versions() - other_plugins_revisions() == {"0003_memories", BRANCH_HEAD}
     flask_migrate.upgrade(revision="heads")
+    assert alembic_versions() == heads
     assert incidents()["nas"].opened_session_id == session_id
 
 

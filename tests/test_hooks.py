@@ -394,7 +394,18 @@ def test_hook_claudeops_marker_tags_of_the_builtins_begin_their_markers():
 
 # --- claudeops_prompt_context ---------------------------------------------
 
-def test_hook_claudeops_prompt_context_sections_in_documented_order(tmp_path, fake_cli):
+def installed_plugins(pm) -> set[str]:
+    """The names of the plugins loaded through the entry-point group: packages
+    installed beside the service, as docs/plugins.md has their authors run
+    this suite with. None in the service's own environment."""
+    return {pm.get_name(plugin) for plugin, _ in pm.list_plugin_distinfo()}
+
+
+def headings_of(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("## ")]
+
+
+def test_hook_claudeops_prompt_context_sections_in_documented_order(tmp_path, fake_cli, monkeypatch):
     class Late:
         @hookimpl
         def claudeops_prompt_context(self, run):
@@ -420,15 +431,48 @@ def test_hook_claudeops_prompt_context_sections_in_documented_order(tmp_path, fa
         def claudeops_prompt_context(self, run):
             raise ValueError("boom")
 
+    from app.sessions import prompts
+    answers = []   # (plugin, result) of every implementation, as the prompt's builder got them
+
+    def recording(hook_name, *args, **kwargs):
+        results = real_results_by_plugin(hook_name, *args, **kwargs)
+        if hook_name == "claudeops_prompt_context":
+            answers.extend(results)
+        return results
+    real_results_by_plugin = prompts.results_by_plugin
+    monkeypatch.setattr(prompts, "results_by_plugin", recording)
+
     app = make_app(tmp_path, plugins=[Late(), Early(), Plain(), Nothing(), Broken()])
     fake_cli(sl.steps(sl.init(), sl.result()))
     with app.app_context():
         from app.sessions import control
         from app.sessions.manager import run_session
         prompt = run_session(control.claim(control.enqueue(tier=3).id)).system_prompt
-    headings = [line for line in prompt.splitlines() if line.startswith("## ")]
-    assert headings == ["## Environment", "## Early section for tier 3", "## Reporting events", "## Cooldowns",
-                        "## Plain string section", "## Late section"]
+    headings = headings_of(prompt)
+
+    # An installed package's sections (none in the service's own environment)
+    # are well-formed, and are left aside: the host's, the built-ins' and
+    # these test plugins' are exactly these, in this order.
+    installed = installed_plugins(app.extensions["claudeops.plugins"])
+    ours = list(headings)
+    for plugin, result in answers:
+        if plugin not in installed:
+            continue
+        assert isinstance(result, (str, PromptSection)), (plugin, result)
+        if isinstance(result, PromptSection):
+            result.validate()
+        for heading in headings_of(result if isinstance(result, str) else result.text):
+            assert heading in ours, (plugin, heading, prompt)
+            ours.remove(heading)
+    assert ours == ["## Environment", "## Early section for tier 3", "## Reporting events", "## Cooldowns",
+                    "## Plain string section", "## Late section"]
+
+    # Every section, an installed package's too, where its position (then its
+    # name) puts it; a plain string counts as position 500.
+    sections = [PromptSection("", result, 500) if isinstance(result, str) else result
+                for _, result in answers if isinstance(result, (str, PromptSection))]
+    in_order = sorted(sections, key=lambda section: (section.position, section.name))
+    assert headings == ["## Environment"] + [h for section in in_order for h in headings_of(section.text)]
 
 
 # --- claudeops_dashboard_pages and claudeops_api_blueprints -----------------
