@@ -399,6 +399,43 @@ def test_sessions_list_fits_a_1024_px_window_with_a_long_request(browser, servic
         assert box["x"] + box["width"] <= widths[1], (box, widths)
 
 
+PHONE = 390
+
+
+def test_every_page_fits_a_phone_and_a_long_service_name_fits_the_memories_table(browser, service):
+    """At a phone's width the sidebar is a bar of links above the page and a
+    wide table scrolls by itself: no page is wider than the screen, and its
+    links are all in view. A service's name of 100 characters wraps in a
+    column of its own width, at any width: it once took the observation's room."""
+    tok = token()
+    long_service = "s" * 90 + tok
+    status, memory = service.post("/api/v1/memories", {
+        "service": long_service, "category": "timing", "observation": f"Slow to start after an upgrade {tok}"})
+    assert status == 201, memory
+    session_id = trigger(service, sl.steps(sl.init(), sl.text(f"[EVENT:warning:{long_service}] disk at 91% {tok}"),
+                                           sl.result("ok")))
+    settle(service)
+    pages = ["/", "/sessions", f"/sessions/{session_id}", "/events", "/memories", f"/memories/{memory['id']}",
+             "/cooldowns", "/config"]
+    with guarded_page(browser, service.base_url, PageGuard(), width=PHONE) as page:
+        for path in pages:
+            page.goto(path)
+            widths = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+            assert widths == [PHONE, PHONE], (path, widths)
+            for link in page.locator("nav.sidebar a").all():
+                box = link.bounding_box()
+                assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE, (path, link.text_content(), box)
+    with guarded_page(browser, service.base_url, PageGuard(), width=1280) as page:
+        page.goto(f"/memories?q={tok}")
+        row = page.locator(f"#memory-{memory['id']}")
+        expect(row).to_be_visible()
+        widths = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        assert widths[0] <= widths[1], widths
+        service_cell, observation = row.locator("td.service").bounding_box(), row.locator("td.observation").bounding_box()
+        # Uncapped, the name's column was 901 px wide and the observation's 118.
+        assert service_cell["width"] < 200 and observation["width"] > 150, (service_cell, observation)
+
+
 def test_back_after_filtering_restores_the_whole_events_page(page, service):
     """On a history-cache miss htmx re-fetches the page with HX-Request set; it
     must get the whole page back, not the rows fragment."""
