@@ -130,6 +130,9 @@ def test_add_memory_appears_without_reload_and_resets_the_form(page, service):
     expect(added).to_contain_text("operator")
     expect(page.locator("#memory-count")).to_have_text("1 memory")
     memory_id = int(added.get_attribute("data-id"))
+    # Said where it is in view: the new row may be far down the table, or on another page.
+    expect(page.locator("#memory-errors")).to_have_text(f"Added memory #{memory_id} (postgres, maintenance, "
+                                                        "confidence 0.9).")
 
     memory = api_memory(service, memory_id)
     assert (memory["service"], memory["category"], memory["observation"]) == (
@@ -145,7 +148,7 @@ def test_add_memory_appears_without_reload_and_resets_the_form(page, service):
     expect(form.locator("select[name=category]")).to_have_value("timing")
     expect(form.locator("textarea[name=observation]")).to_have_value("")
     expect(form.locator("input[name=confidence]")).to_have_value("0.7")
-    expect(page.locator("#memory-errors")).to_be_empty()
+    expect(page.locator("#memory-errors .flash-error")).to_have_count(0)
 
     # Only spaces passes the browser's `required`; the server refuses it, the
     # error shows above the table and the form keeps what was typed.
@@ -166,8 +169,10 @@ def test_add_memory_appears_without_reload_and_resets_the_form(page, service):
     # Correcting it adds the memory and clears the error.
     form.locator("textarea[name=observation]").fill("Evicts keys under memory pressure")
     form.get_by_role("button", name="Add").click()
-    expect(page.locator(ROWS, has_text="Evicts keys under memory pressure")).to_have_count(1)
-    expect(page.locator("#memory-errors")).to_be_empty()
+    added = page.locator(ROWS, has_text="Evicts keys under memory pressure")
+    expect(added).to_have_count(1)
+    expect(page.locator("#memory-errors")).to_have_text(
+        f"Added memory #{added.get_attribute('data-id')} (redis, behavior, confidence 0.6).")
     expect(form.locator("textarea[name=observation]")).to_have_value("")
     assert_not_reloaded(page, loaded)
 
@@ -711,6 +716,47 @@ def test_an_action_on_a_memory_deleted_elsewhere_says_so_and_refreshes(page, ser
     assert [e for e in guard.http_errors if "404" not in e] == []
     guard.http_errors.clear()
     guard.console_errors[:] = [e for e in guard.console_errors if "404" not in e]
+
+
+def test_a_bulk_action_with_nothing_selected_says_so_without_asking_or_sending(page, service, guard):
+    api_create(service, f"Kept {token()}")
+    page.goto("/memories")
+    bulk_requests = []
+    page.on("request", lambda request: bulk_requests.append(request.url) if "/memories/bulk" in request.url else None)
+    for action in ("Delete selected", "Set confidence of selected"):
+        page.evaluate("document.getElementById('memory-errors').innerHTML = ''")
+        page.get_by_role("button", name=action).click()   # no confirm expected: the guard fails on one
+        expect(page.locator("#memory-errors")).to_have_text("Select at least one memory first.")
+    page.wait_for_timeout(300)
+    assert bulk_requests == [] and guard.answered == []
+
+
+def test_an_action_that_never_reaches_the_service_says_so_and_the_page_recovers_with_focus_inside(
+        page, service, guard):
+    """The service stopped (played by the browser dropping the requests): a
+    Pin sent then says it was not done, and once the service answers again
+    the table's poll runs though focus is on that Pin (a block whose poll
+    failed is not held), so the warning at the top goes."""
+    tok = token()
+    memory = api_create(service, f"Waiting out a restart {tok}", service=f"svc-{tok}")
+    page.goto("/memories")
+    expect(row(page, memory["id"])).to_be_visible()
+    gone = re.compile(r"/memories(/inbox|/\d+/pin)?(\?.*)?$")
+    page.route(gone, lambda route: route.abort())
+    trouble = page.locator("#poll-trouble")
+    expect(trouble).to_contain_text("Lost contact with the service", timeout=12_000)
+
+    row(page, memory["id"]).get_by_role("button", name="Pin").focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#memory-errors")).to_have_text(
+        "Not done: the service did not answer (it may be restarting). Try again in a moment.")
+    assert api_memory(service, memory["id"])["pinned"] is False
+    assert page.evaluate("document.getElementById('memory-table').contains(document.activeElement)")
+
+    page.unroute(gone)
+    expect(trouble).to_be_hidden(timeout=12_000)
+    guard.http_errors.clear()   # the dropped requests are the state under test
+    guard.console_errors.clear()
 
 
 def test_a_database_unavailable_to_an_action_and_to_the_polls_is_said_once_without_a_storm(page, service, guard):

@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 
 from app.extensions import db
+from app.runtime import change
 from app.sessions import control
 from app.timeutil import utcnow
 from plugins.cooldowns import store
@@ -32,6 +33,14 @@ def seeded(app):
     store.record_outcome("redeployment", "sonarr", "success", "new image", None, 3, now=now - timedelta(hours=30))
     db.session.commit()
     return session
+
+
+def test_a_service_past_a_lowered_limit_is_said_to_be_over_it(app, client, seeded):
+    change({"CLAUDEOPS_COOLDOWN_RESTART_LIMIT": "1/4h"})
+    services = client.get("/cooldowns").get_data(as_text=True).split('id="cooldown-services"')[1]
+    jellyfin = services[services.index('data-service="jellyfin"'):]
+    jellyfin = jellyfin[:jellyfin.index("</tr>")]
+    assert "2 / 1 in 4h" in jellyfin and "over limit" in jellyfin and "at limit" not in jellyfin
 
 
 def test_api_lists_limits_usage_and_actions(client, seeded):

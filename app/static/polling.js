@@ -4,8 +4,12 @@
 // Only polls wait (they have no triggering event); a refresh the page asks
 // for, a filter or a pager link, still runs. (Decided here, not in
 // hx-trigger filters: those need eval, which the pages' CSP forbids.)
+// A block whose last poll failed is not held: it shows what may be out of
+// date, and only its own poll, answered, says it is not (and clears the
+// banner below); focus goes back where it was after the swap (swaps.js).
 function pollHeld(block) {
-  return !!block && block.hasAttribute("data-poll-holds-focus") && block.contains(document.activeElement);
+  return !!block && block.hasAttribute("data-poll-holds-focus") && block.contains(document.activeElement)
+    && failingPolls.indexOf(block) < 0;
 }
 
 function isPoll(config) {

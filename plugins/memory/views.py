@@ -76,10 +76,11 @@ def _error(message: str, status: int = 200):
     return response
 
 
-def _changed(*events: str):
+def _changed(*events: str, said: str = ""):
     """Success of a form that does not swap the table itself: clear the error
-    area and tell the table (and whoever listens) to refresh."""
-    response = make_response("")
+    area (or put ``said`` there) and tell the table (and whoever listens) to
+    refresh."""
+    response = make_response(render_template("memory/_done.html", message=said) if said else "")
     response.headers["HX-Retarget"] = "#memory-errors"
     response.headers["HX-Reswap"] = "innerHTML"
     response.headers["HX-Trigger"] = ", ".join(("memories-changed",) + events)
@@ -110,12 +111,14 @@ def index():
 @pages.post("/memories")
 def create():
     try:
-        store.create(request.form.get("category"), request.form.get("service"),
-                     request.form.get("observation", ""), request.form.get("confidence", "0.7"))
+        memory = store.create(request.form.get("category"), request.form.get("service"),
+                              request.form.get("observation", ""), request.form.get("confidence", "0.7"))
     except store.MemoryInputError as exc:
         return _error(f"Memory not added: {exc}")
     db.session.commit()
-    return _changed("memory-added")
+    # Said where errors are: the new row may be far down the table, or on another page.
+    return _changed("memory-added", said=f"Added memory #{memory.id} ({memory.service or 'general'}, "
+                                         f"{memory.category}, confidence {format_confidence(memory.confidence)}).")
 
 
 @pages.get("/memories/<int:memory_id>/row")

@@ -91,23 +91,47 @@ document.addEventListener("memory-saved", clearMemoryErrors);
 // unavailable) is shown as it says. A failed poll is polling.js's to report;
 // and after a server error (5xx) no refresh: it would fail the same way, and
 // its own failure would ask for the next refresh at once.
-document.addEventListener("htmx:responseError", function (evt) {
+function showMemoryError(text) {
   var errors = document.getElementById("memory-errors");
-  if (!errors || !document.getElementById("memory-table")) return;
-  if (isPoll(evt.detail.requestConfig)) return;   // polling.js, loaded by the layout
+  if (!errors) return;
+  errors.innerHTML = "";
+  var message = document.createElement("p");
+  message.className = "flash flash-error";
+  message.textContent = text;
+  errors.appendChild(message);
+}
+
+function onMemoriesPage() {
+  return !!document.getElementById("memory-errors") && !!document.getElementById("memory-table");
+}
+
+document.addEventListener("htmx:responseError", function (evt) {
+  if (!onMemoriesPage() || isPoll(evt.detail.requestConfig)) return;   // a poll: polling.js, loaded by the layout
   var xhr = evt.detail.xhr;
   var status = xhr.status;
   var explained = (status === 400 || status === 503)
     && (xhr.getResponseHeader("Content-Type") || "").indexOf("text/plain") === 0;
-  errors.innerHTML = "";
-  var message = document.createElement("p");
-  message.className = "flash flash-error";
-  message.textContent = status === 404
+  showMemoryError(status === 404
     ? "That memory no longer exists; the table has been refreshed."
     : explained ? xhr.responseText
-    : "The request failed (HTTP " + status + "); see the service log.";
-  errors.appendChild(message);
+    : "The request failed (HTTP " + status + "); see the service log.");
   if (status < 500) htmx.trigger(document.body, "memories-changed");
+});
+
+// An action that never reached the service (restarting, the network down):
+// nothing was done, and the operator must know it, not find out later.
+document.addEventListener("htmx:sendError", function (evt) {
+  if (!onMemoriesPage() || isPoll(evt.detail.requestConfig)) return;
+  showMemoryError("Not done: the service did not answer (it may be restarting). Try again in a moment.");
+});
+
+// A bulk action with no memory ticked is said at once, before Delete asks
+// whether to delete "the selected memories", and without a request.
+document.addEventListener("htmx:confirm", function (evt) {
+  if (!evt.detail.elt.closest || !evt.detail.elt.closest("#memory-bulk-bar")) return;
+  if (document.querySelector("#memory-table input[name=ids]:checked")) return;
+  evt.preventDefault();
+  showMemoryError("Select at least one memory first.");
 });
 
 // Escape in a row being edited (the table's or the inbox's) cancels the edit,
