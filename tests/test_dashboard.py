@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+from markupsafe import escape
 from sqlalchemy import select
 
 from app.extensions import db
@@ -89,6 +91,33 @@ def test_a_page_number_past_every_row_is_an_empty_page_not_an_error(client):
         assert ("#1" if path == "/sessions" else "Takes 60s to start") in first   # not a number: the first page
         far = client.get(f"{path}?page={10**20}").get_data(as_text=True)
         assert "Takes 60s to start" not in far and "/sessions/1" not in far
+
+
+@pytest.mark.parametrize("path, said", [
+    ("/events?level=bogus", ["the level 'bogus', none of info, warning, critical: every level is shown"]),
+    ("/events?before=abc", ["before='abc', which is not a number; the page is shown without it"]),
+    ("/memories?category=zzz&status=bogus&page=2x", [
+        "the category 'zzz', none of timing, dependency, behavior, remediation, maintenance: every category is shown",
+        "the status 'bogus', none of active, inactive, proposed, rejected: every status is shown",
+        "page='2x', which is not a number; the page is shown without it"]),
+    ("/cooldowns?action=reboot&outcome=maybe", [
+        "the action 'reboot', none of restart, redeployment: every action is shown",
+        "the outcome 'maybe', none of pending, success, failure, denied: every outcome is shown"]),
+    ("/sessions?page=%3Cscript%3E", ["page='<script>', which is not a number; the page is shown without it"]),
+    ("/sessions/1?before=x", ["before='x', which is not a number; the page is shown without it"]),
+])
+def test_a_filter_or_page_the_dashboard_does_not_know_is_said_to_be_ignored(client, path, said):
+    """A stale or edited link still shows its page, without the value it
+    cannot use, and says so instead of passing the whole list off as filtered."""
+    from tests.memory_helpers import add_memory
+    add_session(prompt="newest")
+    add_memory("Takes 60s to start")
+    html = client.get(path).get_data(as_text=True)
+    notices = re.findall(r'<p class="flash" role="status" data-ignored>(.*?)</p>', html)
+    assert notices == [str(escape(f"Ignored {message}.")) for message in said]
+    assert "Takes 60s to start" in client.get("/memories?category=zzz").get_data(as_text=True)
+    for good in ("/events?level=warn", "/memories?category=timing&page=1", "/cooldowns?action=restart"):
+        assert "data-ignored" not in client.get(good).get_data(as_text=True), good
 
 
 def test_the_sessions_list_past_its_last_page_says_so_and_leads_back(client):

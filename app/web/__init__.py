@@ -22,6 +22,7 @@ from app.timeutil import isoformat
 from app.web.apiutil import ApiError, json_error, nul_in_query
 from app.web.headers import register_security_headers
 from app.web.htmx import is_htmx
+from app.web.ignored_args import ignored
 from app.web.refused_forms import page_with_typed_text
 from app.web.row_ids import RowIdConverter
 
@@ -246,4 +247,4 @@ def _register_template_helpers(app: Flask) -> None:
 
     @app.context_processor
     def navigation():
-        return {"nav_pages": app.extensions["claudeops.nav"]}
+        return {"nav_pages": app.extensions["claudeops.nav"], "ignored_args": ignored}

@@ -11,7 +11,7 @@ none), and a page deep in a million rows costs one index range, not a walk
 past every row before it.
 
 Both are forgiving, as a link a person may edit should be: a number that is
-not one is the first page. Both are bounded, so that every driver takes the
+not one is the first page, and the page says so (app/web/ignored_args.py). Both are bounded, so that every driver takes the
 value (SQLite's integers are signed 64-bit; beyond that the driver raises
 instead of finding no rows).
 """
@@ -20,15 +20,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from flask import request
 from sqlalchemy import ColumnElement, Select, select
 
 from app.extensions import db
 from app.web.apiutil import MAX_ID, MAX_OFFSET
+from app.web.ignored_args import int_arg
 
 
 def page_number(page_size: int) -> int:
-    page = request.args.get("page", 1, type=int) or 1
+    page = int_arg("page") or 1
     return min(max(page, 1), MAX_OFFSET // page_size + 1)
 
 
@@ -41,7 +41,7 @@ class LogPage:
 
 
 def _id_arg(name: str) -> Optional[int]:
-    value = request.args.get(name, type=int)
+    value = int_arg(name)
     return None if value is None else min(max(value, 0), MAX_ID)
 
 

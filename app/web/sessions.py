@@ -11,6 +11,7 @@ from sqlalchemy import func, select
 from app.config import TIERS
 from app.extensions import db
 from app.models import Session, SessionActivity
+from app.web.ignored_args import int_arg
 from app.sessions import control, escalation
 from app.timeutil import utcnow
 from app.web.htmx import is_htmx, render_page
@@ -51,7 +52,7 @@ def detail(session_id: int):
     session = db.session.get(Session, session_id) or abort(404)
     # ?before=<id>: the entries before that one, a page back from the latest
     # (and not followed live: the poll appends to the latest).
-    before = bounded_row_id(request.args.get("before", 0, type=int) or 0) or None
+    before = bounded_row_id(int_arg("before") or 0) or None
     activity = _activity_before(session_id, before)
     earlier = _count_before(session_id, activity[0].id) if activity else 0
     return render_template("sessions/detail.html", session=session, activity=activity,

@@ -12,6 +12,7 @@ from app.timeutil import utcnow
 from app.web.apiutil import ApiError, page, pagination
 from app.web.filter_options import choices_state
 from app.web.htmx import render_page
+from app.web.ignored_args import ignore
 from app.web.paging import page_number
 from plugins.cooldowns import store
 from plugins.cooldowns.commands import normalise_service
@@ -26,18 +27,21 @@ PAGE_SIZE = 100
 
 def _filters(strict: bool) -> tuple[str | None, str | None, str | None]:
     """service, action and outcome from the query string. The page ignores a
-    value it does not know (a stale link); the API says what is wrong."""
+    value it does not know (a stale link), and says so; the API refuses it."""
     raw_service = (request.args.get("service") or "").strip()
     # One spelling per service, as the records have it: "Jellyfin", "jellyfin.service".
     service = (normalise_service(raw_service) or raw_service.lower()) if raw_service else None
     raw_action = (request.args.get("action") or "").strip()
     action = normalise_action(raw_action) if raw_action else None
     outcome = (request.args.get("outcome") or "").strip().lower() or None
-    if strict and raw_action and action is None:
-        raise ApiError(f"action must be one of {', '.join(ACTIONS)}, not {raw_action!r}")
+    if raw_action and action is None:
+        if strict:
+            raise ApiError(f"action must be one of {', '.join(ACTIONS)}, not {raw_action!r}")
+        ignore(f"the action {raw_action[:40]!r}, none of {', '.join(ACTIONS)}: every action is shown")
     if outcome not in (None, *OUTCOMES):
         if strict:
             raise ApiError(f"outcome must be one of {', '.join(OUTCOMES)}, not {outcome!r}")
+        ignore(f"the outcome {outcome[:40]!r}, none of {', '.join(OUTCOMES)}: every outcome is shown")
         outcome = None
     return service, action, outcome
 

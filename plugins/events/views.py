@@ -11,6 +11,7 @@ from app.listing import count_up_to, distinct_values
 from app.web.apiutil import ApiError, page, pagination
 from app.web.filter_options import choices_state
 from app.web.htmx import render_page
+from app.web.ignored_args import ignore
 from app.web.paging import newest_first
 from plugins.events.markers import LEVELS, normalise_level
 from plugins.events.models import Event
@@ -32,7 +33,10 @@ def _filtered(level: str | None, service: str | None):
 
 @pages.get("/events")
 def index():
-    level = normalise_level(request.args.get("level", "")) or None
+    raw_level = request.args.get("level", "")
+    level = normalise_level(raw_level) or None
+    if raw_level and level is None:
+        ignore(f"the level {raw_level[:40]!r}, none of {', '.join(LEVELS)}: every level is shown")
     service = request.args.get("service", "").strip() or None
     query = _filtered(level, service)
     shown = newest_first(query, Event.id, PAGE_SIZE)

@@ -19,6 +19,7 @@ from app.web.filter_options import choices_state
 from app.web.htmx import is_htmx, render_page
 from app.web.paging import page_number
 from plugins.memory import queries, review, store
+from app.web.ignored_args import ignore
 from plugins.memory.context import format_confidence
 from plugins.memory.models import CATEGORIES, Memory, MemoryHistory, MemoryInjection
 from plugins.memory.settings import max_observation_chars, review_on
@@ -37,13 +38,15 @@ def _confidence(value: float) -> str:
 
 
 def _filters() -> dict:
-    status = request.values.get("status", "")
-    return {
-        "service": request.values.get("service", "").strip(),
-        "category": request.values.get("category", "") if request.values.get("category") in CATEGORIES else "",
-        "status": status if status in queries.STATUSES else "",
-        "q": request.values.get("q", "").strip()[:200],
-    }
+    category, status = request.values.get("category", ""), request.values.get("status", "")
+    if category and category not in CATEGORIES:
+        ignore(f"the category {category[:40]!r}, none of {', '.join(CATEGORIES)}: every category is shown")
+        category = ""
+    if status and status not in queries.STATUSES:
+        ignore(f"the status {status[:40]!r}, none of {', '.join(queries.STATUSES)}: every status is shown")
+        status = ""
+    return {"service": request.values.get("service", "").strip(), "category": category, "status": status,
+            "q": request.values.get("q", "").strip()[:200]}
 
 
 def _table_context() -> dict:
