@@ -14,6 +14,14 @@
 //   5. else to the nearest element around it that is still there.
 // A control with an id of its own htmx puts focus back on by itself.
 //
+// Answers out of turn. An answer that arrives while a request sent after it
+// for the same element (the row) is still on its way is held back: swapped
+// in, it would replace the element that later answer is for, which would then
+// find its target gone and be dropped (Edit pressed while the row's slider
+// step is being answered: the edit form never opened). The later answer, the
+// newer, redraws the element itself; should it bring none (a refusal shown
+// above the table, a failure), the held answer is swapped in then.
+//
 // Announcements. Text a swapped-in block marks data-announce (a count of
 // rows) is read out by the layout's live region when the swap answers the
 // operator (a filter, a pager link, a refresh after a change), never a poll:
@@ -101,6 +109,7 @@ function restore(memo) {
 var pending = null;
 
 function beforeSwap(evt) {
+  if (evt.type === "htmx:beforeSwap" && holdBack(evt.detail)) return;
   var target = evt.detail.target;
   var active = document.activeElement;
   if (!target || !active || active === document.body || !target.contains(active)) return;
@@ -132,6 +141,86 @@ document.addEventListener("htmx:afterOnLoad", function () {
   var focused = document.activeElement && document.activeElement !== document.body;
   if (focused || !document.getElementById(pending.holder)) restorePending();
 });
+
+// The requests on their way, each with its place in the order sent, and the
+// answers held back. A request is on its way until its xhr's loadend, which
+// comes once htmx has handled its answer (or failure), even where the control
+// that sent it is gone from the page and its htmx events with it.
+var requestsSent = 0;
+var onItsWay = [];   // {xhr, target, place}
+var heldBack = [];   // {detail: the answer's htmx:beforeSwap detail, place}
+
+function placeOf(xhr) {
+  for (var i = 0; i < onItsWay.length; i++) if (onItsWay[i].xhr === xhr) return onItsWay[i].place;
+  return null;
+}
+
+function laterOnItsWay(target, place) {
+  return onItsWay.some(function (request) { return request.target === target && request.place > place; });
+}
+
+function holdBack(detail) {
+  var place = placeOf(detail.xhr);
+  if (!detail.shouldSwap || place === null || !laterOnItsWay(detail.target, place)) return false;
+  detail.shouldSwap = false;
+  heldBack.push({detail: detail, place: place});
+  return true;
+}
+
+// A request has ended: an answer held back for its element is dropped if the
+// element was redrawn meanwhile, else swapped in once no later request for it is on its way.
+document.addEventListener("htmx:beforeSend", function (evt) {
+  var request = {xhr: evt.detail.xhr, target: evt.detail.target, place: ++requestsSent};
+  onItsWay.push(request);
+  request.xhr.addEventListener("loadend", function () {
+    onItsWay = onItsWay.filter(function (other) { return other !== request; });
+    var held = heldBack;
+    heldBack = [];
+    held.forEach(function (answer) {
+      if (!document.body.contains(answer.detail.target)) return;
+      if (laterOnItsWay(answer.detail.target, answer.place)) heldBack.push(answer);
+      else swapHeldBack(answer.detail);
+    });
+  });
+});
+
+// The swap htmx would have made of a held answer, once the page has been
+// asked again (htmx:beforeSwap: a poll over focus, an edit open now, may decline it).
+// Its swap style is kept, not its modifiers: the layout settles at once anyway.
+function swapHeldBack(held) {
+  var asked = new CustomEvent("htmx:beforeSwap", {bubbles: true, cancelable: true,
+                                                  detail: Object.assign({}, held, {shouldSwap: true})});
+  if (!held.target.dispatchEvent(asked) || !asked.detail.shouldSwap) return;
+  var detail = asked.detail;
+  var source = detail.requestConfig.elt;   // the control that sent it (detail.elt is the target)
+  if (!document.body.contains(source)) source = null;
+  var declared = (source || detail.target).closest("[hx-swap], [data-hx-swap]");
+  var spec = detail.swapOverride || (declared && (declared.getAttribute("hx-swap") ||
+                                                  declared.getAttribute("data-hx-swap")));
+  var style = (spec || htmx.config.defaultSwapStyle).trim().split(/\s+/)[0];
+  var events = source || document.body;
+  htmx.swap(detail.target, detail.serverResponse, {swapStyle: style}, {
+    eventInfo: detail, contextElement: source || detail.target,
+    afterSwapCallback: function () { triggerFromHeader(detail.xhr, "HX-Trigger-After-Swap", events); },
+    afterSettleCallback: function () { triggerFromHeader(detail.xhr, "HX-Trigger-After-Settle", events); }
+  });
+}
+
+// What htmx does with an HX-Trigger-* header: a list of event names, or JSON
+// naming each event with its detail.
+function triggerFromHeader(xhr, header, elt) {
+  var events = xhr.getResponseHeader(header);
+  if (!events) return;
+  if (events.trim().charAt(0) !== "{") {
+    events.split(",").forEach(function (name) { htmx.trigger(elt, name.trim(), []); });
+    return;
+  }
+  events = JSON.parse(events);
+  Object.keys(events).forEach(function (name) {
+    var value = events[name];
+    htmx.trigger(elt, name, value !== null && typeof value === "object" ? value : {value: value});
+  });
+}
 
 document.addEventListener("htmx:afterSwap", function (evt) {
   var config = evt.detail.requestConfig;
