@@ -338,7 +338,8 @@ def test_memories_page_renders(app, client):
         assert memory.observation in html and f'<td><span class="badge">{memory.category}</span></td>' in html
         stamp = isoformat(memory.updated_at)   # the last update, date and time of day
         assert f"<time><span>{stamp[:10]}</span><span>{stamp[10:]}</span></time>" in html
-    assert '<td class="service">general</td>' in html and '<td class="service">jellyfin</td>' in html
+    assert '<td class="service"><span class="name">general</span></td>' in html
+    assert '<td class="service"><span class="name">jellyfin</span></td>' in html
     assert 'class="bar"' in html and 'type="range"' in html
     assert 'href="/sessions/1"' in html
     assert 'class="memory-row inactive"' in html and 'class="memory-row active"' in html
