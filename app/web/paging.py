@@ -11,9 +11,9 @@ none), and a page deep in a million rows costs one index range, not a walk
 past every row before it.
 
 Both are forgiving, as a link a person may edit should be: a number that is
-not one is the first page, and the page says so (app/web/ignored_args.py). Both are bounded, so that every driver takes the
-value (SQLite's integers are signed 64-bit; beyond that the driver raises
-instead of finding no rows).
+not one is the first page, and the page says so (app/web/ignored_args.py).
+Both are bounded, so that every driver takes the value (SQLite's integers
+are signed 64-bit; beyond that the driver raises instead of finding no rows).
 """
 from __future__ import annotations
 

@@ -11,10 +11,10 @@ from sqlalchemy import func, select
 from app.config import TIERS
 from app.extensions import db
 from app.models import Session, SessionActivity
-from app.web.ignored_args import int_arg
 from app.sessions import control, escalation
 from app.timeutil import utcnow
 from app.web.htmx import is_htmx, render_page
+from app.web.ignored_args import int_arg
 from app.web.paging import page_number
 from app.web.refused_forms import keeps_typed_text
 from app.web.row_ids import bounded_row_id

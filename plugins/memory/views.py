@@ -17,9 +17,9 @@ from app.web.apiutil import MAX_ID
 from app.models import Session
 from app.web.filter_options import choices_state
 from app.web.htmx import is_htmx, render_page
+from app.web.ignored_args import ignore
 from app.web.paging import page_number
 from plugins.memory import queries, review, store
-from app.web.ignored_args import ignore
 from plugins.memory.context import format_confidence
 from plugins.memory.models import CATEGORIES, Memory, MemoryHistory, MemoryInjection
 from plugins.memory.settings import max_observation_chars, review_on
