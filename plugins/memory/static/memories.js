@@ -85,12 +85,8 @@ function clearMemoryErrors() {
 document.addEventListener("memory-reviewed", clearMemoryErrors);
 document.addEventListener("memory-saved", clearMemoryErrors);
 
-// A row action on a memory that is gone (deleted in another tab, by the API
-// or the CLI) answers 404: say so, and refresh the table. A refusal the
-// service explains in plain text (a page out of date, the database
-// unavailable) is shown as it says. A failed poll is polling.js's to report;
-// and after a server error (5xx) no refresh: it would fail the same way, and
-// its own failure would ask for the next refresh at once.
+// What an action on the memories page came to, above the table (it sticks to
+// the top of the window: style.css).
 function showMemoryError(text) {
   var errors = document.getElementById("memory-errors");
   if (!errors) return;
@@ -105,6 +101,12 @@ function onMemoriesPage() {
   return !!document.getElementById("memory-errors") && !!document.getElementById("memory-table");
 }
 
+// A row action on a memory that is gone (deleted in another tab, by the API
+// or the CLI) answers 404: say so, and refresh the table. A refusal the
+// service explains in plain text (a page out of date, the database
+// unavailable) is shown as it says. A failed poll is polling.js's to report;
+// and after a server error (5xx) no refresh: it would fail the same way, and
+// its own failure would ask for the next refresh at once.
 document.addEventListener("htmx:responseError", function (evt) {
   if (!onMemoriesPage() || isPoll(evt.detail.requestConfig)) return;   // a poll: polling.js, loaded by the layout
   var xhr = evt.detail.xhr;
