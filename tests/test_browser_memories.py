@@ -224,6 +224,46 @@ def test_inline_edit_saves_and_cancel_restores(page, service):
     assert_not_reloaded(page, loaded)
 
 
+def test_inline_edit_moves_a_memory_to_another_service_and_category(page, service):
+    tok = token()
+    memory = api_create(service, f"Evicts keys under pressure {tok}", service=f"svc-{tok}", category="timing",
+                        confidence=0.8)
+    page.goto("/memories")
+    loaded = mark_loaded(page)
+    the_row = row(page, memory["id"])
+    the_row.get_by_role("button", name="Edit").click()
+    service_field = the_row.locator("input[name=service]")
+    expect(service_field).to_have_value(f"svc-{tok}")
+    expect(the_row.locator("select[name=category]")).to_have_value("timing")
+    service_field.fill(f"redis-{tok}")
+    the_row.locator("select[name=category]").select_option("behavior")
+    the_row.get_by_role("button", name="Save").click()
+
+    expect(the_row.locator("td.service")).to_have_text(f"redis-{tok}")
+    expect(the_row.locator("td .badge").first).to_have_text("behavior")
+    expect(the_row.locator("input[name=service]")).to_have_count(0)
+    saved = api_memory(service, memory["id"])
+    assert (saved["service"], saved["category"], saved["observation"], saved["confidence"]) == (
+        f"redis-{tok}", "behavior", f"Evicts keys under pressure {tok}", 0.8)
+    assert api_history(service, memory["id"]) == ["created", "edited", "edited"]
+    assert_not_reloaded(page, loaded)
+
+
+def test_add_memory_names_a_memory_it_restates(page, service):
+    tok = token()
+    old = api_create(service, f"Takes 60s to start after restart {tok}", service=f"svc-{tok}")
+    page.goto("/memories")
+    page.locator("#add-memory summary").click()
+    form = page.locator("#memory-add")
+    form.locator("input[name=service]").fill(f"svc-{tok}")
+    form.locator("textarea[name=observation]").fill(f"Takes about 60 seconds to start after a restart {tok}")
+    form.get_by_role("button", name="Add").click()
+    expect(page.locator(ROWS)).to_have_count(2)
+    expect(page.locator("#memory-errors")).to_contain_text(
+        f"Memory #{old['id']} of the same service and category says much the same: "
+        f"“Takes 60s to start after restart {tok}”.")
+
+
 def test_an_error_goes_once_a_later_change_works(page, service):
     tok = token()
     memory = api_create(service, f"Restart takes 30s {tok}", service=f"svc-{tok}")

@@ -7,8 +7,9 @@
 //   1. to the same control (tag, name, type and class; the same text first)
 //      in what now carries the id of the element around it (the row);
 //   2. else to what data-refocus (a selector, on the control or around it)
-//      names there: the row's Edit button after its edit is saved or cancelled;
-//   3. else to the first control there (an edit row's text box);
+//      names there: the row's Edit button after its edit is saved or cancelled,
+//      the observation's text box when Edit opens the form;
+//   3. else to the first control there;
 //   4. where that element is gone, to the same control (or the data-refocus
 //      one, or the first) of the row that followed it, else the one before;
 //   5. else to the nearest element around it that is still there.

@@ -399,6 +399,20 @@ def update(memory: Memory, *, observation=None, confidence=None, active=None, pi
     return memory
 
 
+def resembling(memory: Memory) -> Optional[tuple[str, Memory]]:
+    """Another live memory of ``memory``'s service and category that the
+    matcher says it restates (REINFORCE) or contradicts (CONTRADICT), with
+    which: what an operator who adds or edits one by hand is told, since an
+    operator's memory is stored as given, never merged."""
+    db.session.flush()   # its id, so that it is not its own candidate
+    live, _ = find_candidates(memory.category, memory.service, exclude=[memory.id])
+    match = ask_matcher(memory.category, memory.service, memory.observation, live)
+    if match.memory_id is None:
+        return None
+    other = db.session.get(Memory, match.memory_id)
+    return (match.relation, other) if other is not None else None
+
+
 def delete(memory: Memory) -> None:
     _history(memory, "deleted", memory.confidence, actor=OPERATOR,
              detail=f"[{memory.category}:{memory.service_label}] {memory.observation}")

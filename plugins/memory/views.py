@@ -118,10 +118,25 @@ def create():
                               request.form.get("observation", ""), request.form.get("confidence", "0.7"))
     except store.MemoryInputError as exc:
         return _error(f"Memory not added: {exc}")
+    similar = store.resembling(memory)
     db.session.commit()
     # Said where errors are: the new row may be far down the table, or on another page.
-    return _changed("memory-added", said=f"Added memory #{memory.id} ({memory.service or 'general'}, "
-                                         f"{memory.category}, confidence {format_confidence(memory.confidence)}).")
+    said = (f"Added memory #{memory.id} ({memory.service or 'general'}, {memory.category}, "
+            f"confidence {format_confidence(memory.confidence)}).")
+    return _changed("memory-added", said=said + _resemblance(similar))
+
+
+def _resemblance(similar) -> str:
+    """What an operator is told of a memory their new or edited one
+    restates or contradicts: both are kept, and one may be meant to go."""
+    if similar is None:
+        return ""
+    relation, other = similar
+    if relation == store.REINFORCE:
+        says, then = "says much the same", "Delete one of the two if they say the same."
+    else:
+        says, then = "says otherwise", "Delete the one that is wrong."
+    return f" Memory #{other.id} of the same service and category {says}: “{other.observation}”. {then}"
 
 
 @pages.get("/memories/<int:memory_id>/row")
@@ -131,14 +146,18 @@ def row(memory_id: int):
 
 @pages.get("/memories/<int:memory_id>/edit")
 def edit(memory_id: int):
-    return render_template("memory/_row_edit.html", memory=_get(memory_id), max_observation=max_observation_chars())
+    return render_template("memory/_row_edit.html", memory=_get(memory_id), categories=CATEGORIES,
+                           max_observation=max_observation_chars())
 
 
 @pages.put("/memories/<int:memory_id>")
 def update(memory_id: int):
+    """The row's edit form: its observation, and its service and category
+    when the form sends them (a field not sent is left as it is)."""
     memory = _get(memory_id)
+    edits = {name: request.form[name] for name in ("observation", "category", "service") if name in request.form}
     try:
-        store.update(memory, observation=request.form.get("observation", ""))
+        store.update(memory, **edits)
     except store.MemoryInputError as exc:
         return _error(f"Not saved: {exc}")
     db.session.commit()
