@@ -264,6 +264,36 @@ def test_add_memory_names_a_memory_it_restates(page, service):
         f"“Takes 60s to start after restart {tok}”.")
 
 
+def paste(page, field, text: str) -> None:
+    """Paste ``text`` into ``field`` as an operator does: the clipboard, then Ctrl+V."""
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=page.evaluate("location.origin"))
+    page.evaluate("text => navigator.clipboard.writeText(text)", text)
+    field.focus()
+    field.press("Control+V")
+
+
+def test_text_pasted_past_a_fields_limit_is_said_to_be_cut(page, service):
+    page.goto("/memories")
+    page.locator("#add-memory summary").click()
+    observation = page.locator("#memory-add textarea[name=observation]")
+    limit = int(observation.get_attribute("maxlength"))
+    observation.fill("Restarts ")
+    paste(page, observation, "x" * (limit + 100))
+    # The browser keeps what fits; the page says how much it left out.
+    expect(observation).to_have_value("Restarts " + "x" * (limit - len("Restarts ")))
+    expect(page.locator("#memory-errors .flash-error")).to_have_text(
+        f"The pasted text was cut at this field's limit of {limit} characters: "
+        f"its last {100 + len('Restarts ')} were left out.")
+
+    # What fits, pasted over a selection, is pasted without a word.
+    page.locator("#memory-errors").evaluate("block => block.innerHTML = ''")
+    observation.select_text()
+    paste(page, observation, "y" * limit)
+    expect(observation).to_have_value("y" * limit)
+    page.wait_for_timeout(200)
+    expect(page.locator("#memory-errors .flash-error")).to_have_count(0)
+
+
 def test_an_error_goes_once_a_later_change_works(page, service):
     tok = token()
     memory = api_create(service, f"Restart takes 30s {tok}", service=f"svc-{tok}")

@@ -127,6 +127,19 @@ document.addEventListener("htmx:sendError", function (evt) {
   showMemoryError("Not done: the service did not answer (it may be restarting). Try again in a moment.");
 });
 
+// Text pasted past a field's maxlength is cut by the browser without a word,
+// and the cut would be saved as if it were all: say how much was left out.
+document.addEventListener("paste", function (evt) {
+  var field = evt.target;
+  if (!onMemoriesPage() || !field.matches || !field.matches("textarea[maxlength], input[maxlength]")) return;
+  var pasted = evt.clipboardData ? evt.clipboardData.getData("text") : "";
+  var replaced = (field.selectionEnd || 0) - (field.selectionStart || 0);
+  var over = field.value.length - replaced + pasted.length - field.maxLength;
+  if (field.maxLength < 0 || over <= 0) return;
+  showMemoryError("The pasted text was cut at this field's limit of " + field.maxLength +
+                  " characters: its last " + over + " were left out.");
+});
+
 // A bulk action with no memory ticked is said at once, before Delete asks
 // whether to delete "the selected memories", and without a request.
 document.addEventListener("htmx:confirm", function (evt) {
