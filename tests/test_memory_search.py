@@ -46,6 +46,38 @@ def test_any_beginning_of_a_word_finds_it_even_where_it_stems_otherwise(app):
     assert found("jelly play") == []
 
 
+def test_accents_are_folded_either_way(app):
+    """What is typed without its accents finds the word written with them, and
+    the other way round, on either database."""
+    add_memory("Le proxy du café de Zürich répond lentement", service="proxy", category="behavior")
+    add_memory("Resume the naive backup after the cron", service="backup", category="maintenance")
+    for q in ("cafe", "zurich", "repond", "CAFÉ", "Zürich répond"):
+        assert found(q) == ["Le proxy du café de Zürich répond lentement"], q
+    for q in ("résumé", "naïve", "RÉSUMÉ naïve"):
+        assert found(q) == ["Resume the naive backup after the cron"], q
+    assert found("café backup") == []
+
+
+def test_without_unaccent_postgresql_search_goes_on_without_folding(app):
+    """Where migration 0017 could not create the unaccent extension, the
+    indexes stay on `english` and `simple`, and search uses them."""
+    if db.engine.dialect.name != "postgresql":
+        pytest.skip("SQLite's FTS5 folds accents by itself")
+    add_memory("Le proxy du café répond lentement", service="proxy", category="behavior")
+    flask_migrate.downgrade(revision="0016_session_results_dir")
+    search._pg_configurations.clear()
+    try:
+        assert search.pg_configurations() == search.PLAIN
+        assert found("café répond") == ["Le proxy du café répond lentement"]
+        assert found("cafe") == []
+    finally:
+        db.session.rollback()   # the searches' read locks would hold the index builds back
+        flask_migrate.upgrade(revision="heads")
+        search._pg_configurations.clear()
+    assert search.pg_configurations() == search.FOLDING
+    assert found("cafe") == ["Le proxy du café répond lentement"]
+
+
 def test_every_word_must_match_and_service_and_category_count(memories):
     assert found("nfs restart") == []
     assert found("postgres sundays") == ["Vacuum runs Sundays at 03:00"]

@@ -9,15 +9,19 @@ in every word first, best first.
 
 SQLite uses FTS5: ``memories_fts`` (porter stemming, BM25 rank) and
 ``memories_words_fts`` (no stemming); PostgreSQL its own text search, the
-`english` and `simple` configurations (``ts_rank``), over the expressions
-the GIN indexes were built on. An SQLite built without FTS5 falls back to
-case-insensitive word matching (LIKE), unranked.
+`claudeops_english` and `claudeops_simple` configurations (``ts_rank``),
+over the expressions the GIN indexes were built on. Both fold accents
+("cafe" finds "café", and "café" "cafe"); on a PostgreSQL database where
+migration 0017 could not create the `unaccent` extension, search uses
+`english` and `simple`, as the indexes then do, and does not. An SQLite
+built without FTS5 falls back to case-insensitive word matching (LIKE),
+unranked.
 """
 from __future__ import annotations
 
 import re
 
-from sqlalchemy import Float, Integer, column, false, func, literal_column, or_, select, text
+from sqlalchemy import Float, Integer, bindparam, column, false, func, literal_column, or_, select, text
 
 from app.extensions import db
 from plugins.memory.models import Memory
@@ -25,10 +29,10 @@ from plugins.memory.models import Memory
 MAX_WORDS = 10
 WORD = re.compile(r"\w+", re.UNICODE)
 # The indexed text on PostgreSQL; each must stay the expression of its index
-# (ix_memories_fts, ix_memories_words_fts).
+# (ix_memories_fts, ix_memories_words_fts), with the configurations of pg_configurations.
 PG_TEXT = "coalesce(memories.service, '') || ' ' || memories.category || ' ' || memories.observation"
-PG_STEMMED = f"to_tsvector('english', {PG_TEXT})"
-PG_WORDS = f"to_tsvector('simple', {PG_TEXT})"
+FOLDING = ("claudeops_english", "claudeops_simple")   # migrations/versions/0017_memory_search_accents.py
+PLAIN = ("english", "simple")
 
 
 def words(q: str) -> list[str]:
@@ -72,13 +76,29 @@ def _sqlite(query, terms: list[str]):
 
 
 def _postgresql(query, terms: list[str]):
-    stemmed, words = literal_column(PG_STEMMED), literal_column(PG_WORDS)
+    english, simple = pg_configurations()
+    stemmed = literal_column(f"to_tsvector('{english}', {PG_TEXT})")
+    words = literal_column(f"to_tsvector('{simple}', {PG_TEXT})")
     for term in terms:
         prefix = f"{term}:*"
-        query = query.where(or_(stemmed.op("@@")(func.to_tsquery("english", prefix)),
-                                words.op("@@")(func.to_tsquery("simple", prefix))))
-    every_term = func.to_tsquery("english", " & ".join(f"{term}:*" for term in terms))
+        query = query.where(or_(stemmed.op("@@")(func.to_tsquery(english, prefix)),
+                                words.op("@@")(func.to_tsquery(simple, prefix))))
+    every_term = func.to_tsquery(english, " & ".join(f"{term}:*" for term in terms))
     return query.order_by(func.ts_rank(stemmed, every_term).desc())
+
+
+_pg_configurations: dict[str, tuple[str, str]] = {}
+
+
+def pg_configurations() -> tuple[str, str]:
+    """The stemming and the plain configuration the indexes were built on
+    (per database, cached): those that fold accents where they exist."""
+    url = str(db.engine.url)
+    if url not in _pg_configurations:
+        present = db.session.scalar(text("SELECT count(*) FROM pg_ts_config WHERE cfgname IN :names")
+                                    .bindparams(bindparam("names", expanding=True)), {"names": list(FOLDING)})
+        _pg_configurations[url] = FOLDING if present == len(FOLDING) else PLAIN
+    return _pg_configurations[url]
 
 
 def _like(query, terms: list[str]):
