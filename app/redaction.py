@@ -47,7 +47,9 @@ ENV_SETTING = "CLAUDEOPS_REDACT_ENV"   # parsed in app.config
 _VALUE = r"[^\s\"'`\\,;&<>:{}\[\]][^\s\"'`\\,;&<>]*"
 _KEYWORDS = (r"password|passwd|passphrase|secret(?:[_-]?key)?|token|api[_-]?key|apikey|access[_-]?key"
              r"|private[_-]?key|credentials?")
-_QUOTE = r"(?:\\?[\"'])?"          # a quote, or an escaped one inside a JSON string
+# A quote, or an escaped one: inside a JSON string (\"), or inside JSON
+# kept in a JSON string, as a tool's output is in a raw line (\\\").
+_QUOTE = r"(?:\\*[\"'])?"
 _WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
 
@@ -106,10 +108,17 @@ def _starts_word(text: str, index: int) -> bool:
     return text[index - 1] in "nrt" and index >= 2 and _escaping(text, index - 2)
 
 
+# What names a secret in a shell or a template: $NAME, ${NAME}, ${NAME:-default},
+# $(command …). A default is a value of its own, redacted by itself (the
+# brace is then gone with it: still a name, so a second pass changes nothing).
+_VARIABLE = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*(?:[:?+=-][^}]*)?\}?|\(.*)")
+
+
 def _placeholder(value: str) -> bool:
     """``password=$DB_PASSWORD``, ``token: ****`` and our own replacement
-    name or hide a secret; they are not one."""
-    return value.startswith("$") or set(value) <= {"*"} or value == REPLACEMENT
+    name or hide a secret; they are not one. A value that merely begins
+    with "$" (``'$Up3r-S3cret'``) is one."""
+    return bool(_VARIABLE.fullmatch(value)) or set(value) <= {"*"} or value == REPLACEMENT
 
 
 def _word(value: str) -> bool:
@@ -148,7 +157,7 @@ SHAPES: tuple[Rule, ...] = (
         overlapping=True),
     Rule("--password value", re.compile(
         r"--?[\w-]*?(?:password|passwd|passphrase|token|secret|api-?key)[ \t]+(?P<secret>[^\s\"'\\-][^\s\"'\\]*)"),
-        "secret", keep=_placeholder, hints=("-pass", "-token", "-secret", "-api"), fold_case=True,
+        "secret", keep=_placeholder, hints=("pass", "token", "secret", "api"), fold_case=True,
         word_start=True, overlapping=True),
     Rule("API token", re.compile(
         r"sk-ant-[A-Za-z0-9_-]{20,}"                       # Anthropic

@@ -56,6 +56,12 @@ CAUGHT = [
     ("https://x/cb?access_token=abc123&state=9", f"https://x/cb?access_token={R}&state=9"),
     ("private_key => k3y", f"private_key => {R}"),
     ("mysql --password hunter2 --user bob", f"mysql --password {R} --user bob"),
+    ("mysqld --rootpassword Hunter2xyz && ngrok --authtoken 2abcDEF345ghi",
+     f"mysqld --rootpassword {R} && ngrok --authtoken {R}"),
+    ("DB_PASSWORD='$Up3r-S3cret' and API_TOKEN=${TOKEN:-d3fault-t0ken}",
+     f"DB_PASSWORD='{R}' and API_TOKEN=${{TOKEN:{R}"),   # a default given in the text may be the secret
+    # JSON kept in a JSON string (a Kubernetes last-applied-configuration annotation).
+    ('annotation: "{\\"password\\": \\"KubeSecretPw42\\"}"', f'annotation: "{{\\"password\\": \\"{R}\\"}}"'),
     ("postgres://admin:p4ss@db.example.com:5432/app", f"postgres://admin:{R}@db.example.com:5432/app"),
     ("redis://:p@ss:w0rd@cache:6379/0", f"redis://:{R}@cache:6379/0"),
     ("https://deploy:ghp_tok@github.com/o/r.git", f"https://deploy:{R}@github.com/o/r.git"),
@@ -76,6 +82,7 @@ LEFT_ALONE = [
     "password is required; the password field is empty",
     'password="" and token=',
     "password=$DB_PASSWORD token: **** secret=${VAULT_SECRET}",
+    "password=$db_password secret=$(cat /run/secrets/x) token=${API_TOKEN}",
     "max_tokens: 4096, token_count=5, tokens=12, password_min_length=8",
     "https://example.com:8080/path and ssh://git@github.com/o/r",
     "user@example.com wrote: see http://host/a:b@c",
