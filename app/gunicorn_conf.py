@@ -14,6 +14,17 @@ import signal
 
 PR_SET_PDEATHSIG = 1
 
+# gunicorn would believe X-Forwarded-Proto (and SCRIPT_NAME-style headers)
+# from 127.0.0.1, so any local user could pass a plain-http request off as
+# https. Which proxies are believed is the application's to say
+# (CLAUDEOPS_TRUSTED_PROXIES, through werkzeug's ProxyFix): gunicorn believes none.
+forwarded_allow_ips = ""
+
+# gunicorn's default, with the path (%(U)s) for the whole request line (%(r)s)
+# and no referrer: a search's words and a filter's values, anything an
+# operator typed, stay out of the journal, where redaction does not reach.
+access_log_format = '%(h)s %(l)s %(u)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s "%(a)s"'
+
 
 def on_starting(server):
     parent = os.getppid()

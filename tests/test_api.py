@@ -46,7 +46,7 @@ def test_trigger_defaults_to_tier_one_without_a_prompt(client):
     ({"start_tier": True}, "start_tier must be 1, 2 or 3, not True"),
     ({"prompt": 5}, "prompt must be a string"),
     ({"prompt": "x" * 20001}, "the limit is 20000"),
-    ({"prompt": "half a pair \udcff"}, "prompt must be text"),
+    ({"prompt": "half a pair \udcff"}, "prompt must not contain half of a surrogate pair"),
     ({"promt": "typo"}, "unknown field(s): promt"),
     ([1, 2], "the body must be a JSON object, not an array"),
     ("prompt", "the body must be a JSON object, not a string"),
@@ -240,6 +240,54 @@ def test_a_dashboard_upload_over_the_limit_is_413_on_a_page(client):
     page = response.get_data(as_text=True)
     assert "larger than the 32 MiB this service takes" in page and "claudeops memories import FILE" in page
     assert "<nav" in page   # within the layout, the sidebar to go on from
+
+
+def chunked(client, path: str, body: bytes, content_type: str):
+    """``body`` sent as a client streaming it does: no Content-Length, Transfer-Encoding: chunked."""
+    return client.post(path, input_stream=io.BytesIO(body), content_type=content_type,
+                       headers={"Transfer-Encoding": "chunked"}, environ_overrides={"wsgi.input_terminated": True})
+
+
+def test_a_body_of_unknown_length_past_the_limit_is_413_not_cut_short(client, caplog):
+    """Read to the limit and taken for all there is, an import would be done in part."""
+    from app.web import MAX_REQUEST_BYTES
+    from plugins.memory.models import Memory
+    first = "## jellyfin\n- [timing] Takes 60s to start (confidence: 0.8)\n"
+    last = "## plex\n- [timing] Takes 90s to start (confidence: 0.8)\n"
+    body = (first + "\n" * MAX_REQUEST_BYTES + last).encode()
+    response = chunked(client, "/api/v1/memories/import", body, "text/markdown")
+    assert response.status_code == 413, response.get_data(as_text=True)[:300]
+    assert response.get_json()["error"].startswith("Nothing was done: the request is larger than the 32 MiB")
+    assert db.session.query(Memory).count() == 0
+    assert "refused POST /api/v1/memories/import: a body of no stated size" in caplog.text
+    # Within the limit, the same way, it is read whole.
+    response = chunked(client, "/api/v1/memories/import", (first + last).encode(), "text/markdown")
+    assert response.status_code == 201 and response.get_json()["created"] == 2
+    response = chunked(client, "/api/v1/sessions/trigger", b'{"prompt": "check the NAS"}', "application/json")
+    assert response.status_code == 201, response.get_json()
+
+
+@pytest.mark.parametrize("path, body, where", [
+    ("/api/v1/memories", b'{"category": "timing", "service": "web", "observation": "x\\ud800y"}', "observation"),
+    ("/api/v1/memories", b'{"category": "timing", "service": "web", "observation": "ok", "\\udfff": 1}',
+     "a field's name"),
+    ("/api/v1/config", b'{"CLAUDEOPS_INTERVAL": "\\ud800"}', "CLAUDEOPS_INTERVAL"),
+    ("/api/v1/memories/import", b'{"format": "claudeops-memories", "version": 1, "memories": '
+                                b'[{"category": "timing", "observation": "a\\udc00"}]}', "memories[0].observation"),
+])
+def test_half_a_surrogate_pair_in_a_body_is_400(client, path, body, where):
+    """JSON may escape one ("\\ud800"); no database stores it."""
+    method = client.put if path == "/api/v1/config" else client.post
+    response = method(path, data=body, content_type="application/json")
+    assert response.status_code == 400, response.get_data(as_text=True)
+    assert f"{where} must not contain half of a surrogate pair" in response.get_json()["error"]
+
+
+def test_an_import_with_a_number_too_long_to_read_is_400(client):
+    body = b'{"format": "claudeops-memories", "version": ' + b"9" * 5000 + b', "memories": []}'
+    response = client.post("/api/v1/memories/import", data=body, content_type="application/json")
+    assert response.status_code == 400
+    assert response.get_json()["error"] == "nothing imported: not an export: it holds a number too long to read"
 
 
 def test_nul_in_a_body_is_400_and_nothing_is_queued(client):

@@ -118,3 +118,29 @@ def test_two_schedulers_started_at_once_on_a_new_database_one_is_refused_by_the_
             if process.poll() is None:
                 process.kill()
                 process.wait()
+
+
+def test_gunicorn_believes_no_forwarded_header_the_application_was_not_told_to(service):
+    """With CLAUDEOPS_TRUSTED_PROXIES at its default 0, a plain-http request
+    that claims https (from loopback, which gunicorn would believe by
+    default) is still plain http: its session cookie is not marked Secure."""
+    svc = service(session_seconds=0, workers=1)
+    import urllib.request
+    cookies = {}
+    for claim in ({}, {"X-Forwarded-Proto": "https"}):
+        request = urllib.request.Request(svc.base_url + "/memories", headers=claim)
+        with urllib.request.urlopen(request, timeout=10) as response:
+            cookies[bool(claim)] = response.headers["Set-Cookie"]
+    assert cookies[False] and "claudeops_session=" in cookies[False]   # the form's CSRF token is kept there
+    assert "Secure" not in cookies[False] and "Secure" not in cookies[True]
+
+
+def test_the_access_log_names_the_path_but_not_the_query_string(service):
+    svc = service(session_seconds=0, workers=1)
+    import urllib.request
+    request = urllib.request.Request(svc.base_url + "/memories?q=hunter2-typed-in-search",
+                                     headers={"Referer": svc.base_url + "/memories?q=referred-search"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 200
+    wait_for(lambda: '"GET /memories HTTP/1.1" 200' in svc.log(), timeout=10)
+    assert "hunter2-typed-in-search" not in svc.log() and "referred-search" not in svc.log()

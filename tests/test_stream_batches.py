@@ -182,8 +182,8 @@ def test_the_response_keeps_its_end_within_the_limit(app, monkeypatch):
     monkeypatch.setattr(activity, "MAX_RESPONSE_CHARS", 50)
     handler = new_handler()
     blocks = [f"block {n} " + "x" * 10 for n in range(10)]
-    for text in blocks:
-        handler.handle_line(line(sl.text(text)))
+    for block in blocks:
+        handler.handle_line(line(sl.text(block)))
     handler.close()
     kept = "\n\n".join(blocks[-2:])   # 18-character blocks: two and a separator fit in 50, three do not
     omitted = len("\n\n".join(blocks)) - len(kept)

@@ -61,6 +61,18 @@ def register_web(app: Flask, pm: pluggy.PluginManager) -> None:
     _refuse_dead_links(app, pages)
 
     @app.before_request
+    def refuse_a_body_of_unknown_length_past_the_limit():
+        """A body sent without its length (chunked) is read here, whole, up
+        to MAX_REQUEST_BYTES: werkzeug stops reading one at the limit without
+        a word, and a view would take what came before it for all of it (an
+        import half done). One that reaches the limit is refused (413)."""
+        if request.content_length is not None or "Transfer-Encoding" not in request.headers:
+            return
+        request.get_data(cache=True)   # what views and form parsing then read
+        if request.stream.is_exhausted:
+            raise RequestEntityTooLarge()
+
+    @app.before_request
     def refuse_nul_in_queries():
         problem = nul_in_query()
         if problem is None:

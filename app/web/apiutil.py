@@ -8,6 +8,7 @@ from typing import Any, Optional
 from flask import jsonify, request
 
 from app.listing import Total
+from app.portable_text import is_unicode
 from app.web.row_ids import MAX_ROW_ID
 
 DEFAULT_LIMIT = 50
@@ -62,7 +63,7 @@ def pagination() -> tuple[int, int]:
 
 def json_body() -> dict[str, Any]:
     """The request's JSON object, or 415 (not JSON) / 400 (not valid JSON,
-    not an object, or holding a NUL character)."""
+    not an object, or holding text no database stores: ``unstorable_text``)."""
     if not request.is_json:
         raise ApiError("send a JSON body with Content-Type: application/json", 415)
     data = request.get_data(cache=True)
@@ -76,8 +77,9 @@ def json_body() -> dict[str, Any]:
         raise ApiError("the body is nested too deeply") from None
     if not isinstance(body, dict):
         raise ApiError(f"the body must be a JSON object, not {json_kind(body)}")
-    if _holds_nul(body):
-        raise ApiError("the body must not contain NUL characters (\\u0000)")
+    problem = unstorable_text(body)
+    if problem:
+        raise ApiError(problem)
     return body
 
 
@@ -104,21 +106,28 @@ def nul_in_query() -> Optional[str]:
     return None
 
 
-def _holds_nul(value: Any) -> bool:
-    """Does any string (key or value) in a parsed JSON document hold a NUL?
-    Iterative, so a deep document cannot exhaust the stack."""
-    pending = [value]
+def unstorable_text(value: Any) -> Optional[str]:
+    """What a string (key or value) of a parsed JSON document holds that no
+    database stores, and where, for a message: a NUL, or half of a surrogate
+    pair (a JSON escape such as "\\ud800" alone). Iterative, so a deep
+    document cannot exhaust the stack."""
+    pending: list[tuple[str, Any]] = [("", value)]
     while pending:
-        item = pending.pop()
+        where, item = pending.pop()
         if isinstance(item, str):
             if NUL in item:
-                return True
+                return f"{where or 'the body'} must not contain NUL characters (\\u0000)"
+            if not is_unicode(item):
+                return (f"{where or 'the body'} must not contain half of a surrogate pair "
+                        "(a lone \\ud800-\\udfff escape)")
         elif isinstance(item, dict):
-            pending.extend(item.keys())
-            pending.extend(item.values())
+            for key, member in item.items():
+                pending.append((f"{where}.{key}" if where else str(key), member))
+                # Looked at first (popped before its value): a path holding it is never named.
+                pending.append((f"a field's name{' in ' + where if where else ''}", key))
         elif isinstance(item, list):
-            pending.extend(item)
-    return False
+            pending.extend((f"{where}[{index}]", member) for index, member in enumerate(item))
+    return None
 
 
 def page(items: list[dict], total: Total | int, limit: int, offset: int, key: str = "items") -> dict:

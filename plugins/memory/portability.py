@@ -20,7 +20,7 @@ from sqlalchemy.orm import selectinload
 from app.extensions import db
 from app.models import Session
 from app.timeutil import utcnow
-from app.web.apiutil import MAX_ID
+from app.web.apiutil import MAX_ID, unstorable_text
 from plugins.memory import candidates, store
 from plugins.memory.candidates import IdRuns, Pair
 from plugins.memory.context import format_confidence
@@ -149,8 +149,13 @@ def parse(text: str, fmt: str = "auto", most: int = MAX_IMPORT) -> list[Entry]:
             document = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ImportRefused(f"not valid JSON: {exc}") from None
+        except ValueError:   # Python reads no integer of more than 4,300 digits
+            raise ImportRefused("not an export: it holds a number too long to read") from None
         except RecursionError:
             raise ImportRefused("not an export: nested too deeply") from None
+        problem = unstorable_text(document)
+        if problem:
+            raise ImportRefused(f"in the file, {problem}")
         return parse_json(document, most)
     if fmt == "markdown":
         return parse_markdown(text, most)
