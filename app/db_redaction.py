@@ -14,6 +14,8 @@ texts, and for rows that pass ``redacted_values`` first.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from flask import current_app, has_app_context
 from sqlalchemy import String, event, inspect
 
@@ -49,16 +51,21 @@ def _redact_pending(session, flush_context, instances) -> None:
                     setattr(obj, key, cleaned)
 
 
-def redacted_values(model, values: dict) -> dict:
+def redacted_values(model, values: dict, seen: Optional[dict[str, str]] = None) -> dict:
     """A row for a bulk insert of ``model`` with its text values redacted,
-    as a flush would have written them."""
+    as a flush would have written them. ``seen``, kept by the caller across
+    rows, redacts a text that recurs (an action's name, a detail) once."""
     redactor = current_app.extensions.get("claudeops.redactor") if has_app_context() else None
     if redactor is None:
         return values
     for key in _text_keys(inspect(model)):
         value = values.get(key)
         if isinstance(value, str) and value:
-            values[key] = redactor.redact(value)
+            if seen is None:
+                values[key] = redactor.redact(value)
+            else:
+                cleaned = seen.get(value)
+                values[key] = cleaned if cleaned is not None else seen.setdefault(value, redactor.redact(value))
     return values
 
 

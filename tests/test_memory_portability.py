@@ -433,6 +433,39 @@ def test_an_imports_statements_do_not_grow_with_the_file(app, monkeypatch):
     assert max(largest) < 30
 
 
+def test_an_imports_history_is_written_in_one_statement_and_redacted(app):
+    """An export may hold hundreds of thousands of history rows: one
+    statement for all of them, every row's text redacted as a flush would
+    redact it, a text that recurs in each row it is in."""
+    from sqlalchemy import event
+    history = [{"action": "reinforced", "actor": "session", "confidence_before": 0.5, "confidence_after": 0.6,
+                "detail": "logged in with password=hunter2 to check", "created_at": "2026-01-02T03:04:05+00:00"}
+               for _ in range(40)]
+    document = {"format": "claudeops-memories", "version": 1,
+                "memories": [{"category": "timing", "service": f"svc{n}", "observation": f"Takes {n}0s to start",
+                              "history": history} for n in range(1, 4)]}
+    statements = []
+
+    def record(conn, cursor, statement, parameters, context, executemany):
+        if statement.lstrip().upper().startswith("INSERT INTO MEMORY_HISTORY"):
+            statements.append(len(parameters) if executemany else 1)
+    event.listen(db.engine, "before_cursor_execute", record)
+    try:
+        report = portability.import_entries(portability.parse(json.dumps(document)), source="big.json")
+    finally:
+        event.remove(db.engine, "before_cursor_execute", record)
+    db.session.commit()
+    assert report.created == 3
+    assert statements == [3 * 41]   # each memory's 40 rows and its "imported" one
+    details = db.session.scalars(select(MemoryHistory.detail).where(MemoryHistory.action == "reinforced")).all()
+    assert len(details) == 120 and set(details) == {"logged in with password=[redacted] to check"}
+    for memory in db.session.scalars(select(Memory)):
+        rows = db.session.scalars(select(MemoryHistory).where(MemoryHistory.memory_id == memory.id)
+                                  .order_by(MemoryHistory.id)).all()
+        assert [r.action for r in rows] == ["reinforced"] * 40 + ["imported"]
+        assert rows[0].created_at.year == 2026 and rows[0].confidence_after == 0.6
+
+
 def big_export(count: int) -> dict:
     return {"format": "claudeops-memories", "version": 1,
             "memories": [{"category": "timing", "service": "bulk", "observation": f"bulk {n} about thing{n}"}

@@ -111,23 +111,40 @@ def unstorable_text(value: Any) -> Optional[str]:
     database stores, and where, for a message: a NUL, or half of a surrogate
     pair (a JSON escape such as "\\ud800" alone). Iterative, so a deep
     document cannot exhaust the stack."""
-    pending: list[tuple[str, Any]] = [("", value)]
+    pending = [value]
     while pending:
-        where, item = pending.pop()
+        item = pending.pop()
         if isinstance(item, str):
             if NUL in item:
-                return f"{where or 'the body'} must not contain NUL characters (\\u0000)"
+                return f"{_where(value, item)} must not contain NUL characters (\\u0000)"
             if not is_unicode(item):
-                return (f"{where or 'the body'} must not contain half of a surrogate pair "
-                        "(a lone \\ud800-\\udfff escape)")
+                return f"{_where(value, item)} must not contain half of a surrogate pair (a lone \\ud800-\\udfff escape)"
         elif isinstance(item, dict):
-            for key, member in item.items():
-                pending.append((f"{where}.{key}" if where else str(key), member))
-                # Looked at first (popped before its value): a path holding it is never named.
-                pending.append((f"a field's name{' in ' + where if where else ''}", key))
+            pending.extend(item.keys())
+            pending.extend(item.values())
         elif isinstance(item, list):
-            pending.extend((f"{where}[{index}]", member) for index, member in enumerate(item))
+            pending.extend(item)
     return None
+
+
+def _where(document: Any, text: str) -> str:
+    """Where in ``document`` the string ``text`` is, for a message: a path
+    such as ``memories[3].observation``, or the object a key is in. A second
+    walk, only for a document that is refused: the first names no paths,
+    which for a large import cost more than the check itself."""
+    pending: list[tuple[str, Any]] = [("", document)]
+    while pending:
+        path, item = pending.pop()
+        if item is text:
+            return path or "the body"
+        if isinstance(item, dict):
+            for key, member in item.items():
+                if key is text:
+                    return f"a field's name in {path}" if path else "a field's name"
+                pending.append((f"{path}.{key}" if path else str(key), member))
+        elif isinstance(item, list):
+            pending.extend((f"{path}[{index}]", member) for index, member in enumerate(item))
+    return "the body"
 
 
 def page(items: list[dict], total: Total | int, limit: int, offset: int, key: str = "items") -> dict:
