@@ -178,7 +178,7 @@ def export_memories():
     from plugins.memory import portability
     fmt = request.args.get("format", "json")
     if fmt == "json":
-        return portability.export_json()
+        return Response(portability.export_json_text(indent=False), mimetype="application/json")
     if fmt == "markdown":
         return Response(portability.export_markdown(), mimetype="text/markdown")
     raise ApiError(f"format must be json or markdown, not {fmt!r}")

@@ -3,7 +3,6 @@ reject), and show the context the next session will be given."""
 from __future__ import annotations
 
 import contextlib
-import json
 from pathlib import Path
 
 import click
@@ -172,7 +171,7 @@ def export(fmt, output):
     """Write every memory, active or not, to a file."""
     from plugins.memory import portability
     if fmt == "json":
-        text = json.dumps(portability.export_json(), indent=2, ensure_ascii=False) + "\n"
+        text = portability.export_json_text()
     else:
         text = portability.export_markdown()
     _write(output, text)

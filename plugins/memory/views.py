@@ -5,7 +5,6 @@ bulk actions, Add Memory, a memory's history, and a preview of what the next
 session will be given."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from flask import Blueprint, abort, flash, make_response, redirect, render_template, request, url_for
@@ -294,7 +293,7 @@ def export(fmt: str):
     """A download of every memory: JSON (history included) or Markdown."""
     from plugins.memory import portability
     if fmt == "json":
-        body, mimetype = json.dumps(portability.export_json(), indent=2, ensure_ascii=False), "application/json"
+        body, mimetype = portability.export_json_text(), "application/json"
     elif fmt == "md":
         body, mimetype = portability.export_markdown(), "text/markdown"
     else:
