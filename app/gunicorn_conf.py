@@ -1,18 +1,21 @@
-"""gunicorn settings file for `claudeops serve` (loaded by path, so the
-master never imports the application).
+"""gunicorn settings file for the dashboard and API, by `claudeops serve`
+or by hand on a dashboard-only host (loaded by path, so the master never
+imports the application).
 
-The gunicorn master ends when `claudeops serve` does. serve stops it cleanly
-on SIGTERM and Ctrl-C; but if serve is killed outright (SIGKILL, the OOM
-killer) the master would go on serving without a scheduler, and keep the
-port, so that serve could not start again. The kernel's parent-death signal
-sends it SIGTERM instead, its ordinary graceful shutdown. Linux only; on
-another system this does nothing.
+Started by `claudeops serve` (which names itself in SERVE_PID_ENV), the
+gunicorn master ends when serve does. serve stops it cleanly on SIGTERM and
+Ctrl-C; but if serve is killed outright (SIGKILL, the OOM killer) the master
+would go on serving without a scheduler, and keep the port, so that serve
+could not start again. The kernel's parent-death signal sends it SIGTERM
+instead, its ordinary graceful shutdown. Linux only; on another system this
+does nothing. Started otherwise, by systemd or a shell, it is left alone.
 """
 import ctypes
 import os
 import signal
 
 PR_SET_PDEATHSIG = 1
+SERVE_PID_ENV = "CLAUDEOPS_SERVE_PID"   # app/serve.py sets it
 
 # gunicorn would believe X-Forwarded-Proto (and SCRIPT_NAME-style headers)
 # from 127.0.0.1, so any local user could pass a plain-http request off as
@@ -27,6 +30,9 @@ access_log_format = '%(h)s %(l)s %(u)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s "%(
 
 
 def on_starting(server):
+    serve = os.environ.pop(SERVE_PID_ENV, None)   # the workers have no use for it
+    if serve is None:
+        return
     parent = os.getppid()
     try:
         libc = ctypes.CDLL(None, use_errno=True)
@@ -35,5 +41,5 @@ def on_starting(server):
         failed = True
     if failed:
         server.log.warning("cannot ask to be ended with claudeops serve (pid %s)", parent)
-    elif parent == 1:   # serve died before the signal was asked for
+    elif str(parent) != serve:   # serve died before the signal was asked for
         os.kill(os.getpid(), signal.SIGTERM)

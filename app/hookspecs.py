@@ -317,8 +317,8 @@ def claudeops_escalation(run, result):
     :param SessionResult result: how it ended.
     :returns: the reason for escalating (a non-empty string), or ``None``.
         The host validates the request (not beyond ``CLAUDEOPS_MAX_TIER``, not
-        in dry run, not for a session that failed to run) and queues the next
-        tier as a child session.
+        in dry run, only for a session that completed: not one that failed,
+        timed out or was stopped) and queues the next tier as a child session.
 
     First result wins. Each implementation is asked on its own, in pluggy's
     order: one that raises is logged and the next one is asked.

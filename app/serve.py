@@ -115,7 +115,8 @@ def serve(app: Flask, host: str, port: int, workers: int) -> int:
         signal.signal(sig, lambda signum, _frame: stop.set())
 
     scheduler.start()
-    web = subprocess.Popen(gunicorn_command(host, port, workers), env=env)
+    # The gunicorn master ends with this process (app/gunicorn_conf.py).
+    web = subprocess.Popen(gunicorn_command(host, port, workers), env={**env, "CLAUDEOPS_SERVE_PID": str(os.getpid())})
     log.info("dashboard on http://%s:%d with %d worker(s); one scheduler in pid %d",
              host, port, workers, os.getpid())
     exit_code = 0

@@ -280,6 +280,25 @@ def test_the_schedule_is_not_armed_twice_while_its_job_is_firing(app, caplog):
         instance._aps.shutdown(wait=False)
 
 
+def test_a_session_whose_run_raised_is_recorded_failed_with_its_reason_redacted(app, monkeypatch, caplog):
+    from app.sessions import scheduler as scheduler_module
+
+    def broken(session, shutdown_event):
+        raise RuntimeError("could not connect to postgres://claudeops:s3cr3t-pw@db/claudeops")
+    monkeypatch.setattr(scheduler_module, "run_session", broken)
+    session_id = control.enqueue().id
+    instance = SessionScheduler(app)
+    with pytest.raises(RuntimeError):
+        instance._run_next()
+    instance._record_unfinished()
+    session = db.session.get(Session, session_id)
+    db.session.refresh(session)
+    assert session.status == "failed"
+    assert session.status_reason == ("the session could not be finished: RuntimeError: could not connect to "
+                                     "postgres://claudeops:[redacted]@db/claudeops")
+    assert "s3cr3t-pw" not in caplog.text and f"session {session_id} recorded as failed" in caplog.text
+
+
 @sqlite_only("a database file named outside the state directory")
 def test_two_state_directories_sharing_one_sqlite_file_run_sessions_in_one_process_only(tmp_path):
     from app.sessions.runner_lock import RunnerLock, SchedulerAlreadyRunning

@@ -10,7 +10,7 @@ import pytest
 
 from tests import streamlines as sl
 from tests.conftest import FAKE_CLAUDE
-from tests.support.faults import assert_group_ends, read_pid_and_group
+from tests.support.faults import assert_group_ends, group_alive, read_pid_and_group
 from tests.support.database import database_url
 from tests.support.service import CLAUDEOPS, Service
 from tests.support.waiting import wait_for
@@ -144,3 +144,42 @@ def test_the_access_log_names_the_path_but_not_the_query_string(service):
         assert response.status == 200
     wait_for(lambda: '"GET /memories HTTP/1.1" 200' in svc.log(), timeout=10)
     assert "hunter2-typed-in-search" not in svc.log() and "referred-search" not in svc.log()
+
+
+def test_gunicorn_started_by_hand_with_the_settings_file_outlives_the_shell_that_started_it(tmp_path):
+    """A dashboard-only host runs gunicorn with app/gunicorn_conf.py under
+    systemd or from a shell that exits: only `claudeops serve`'s own
+    gunicorn ends with its parent."""
+    import signal
+    import time
+    import urllib.request
+
+    from app.serve import gunicorn_command
+    from tests.conftest import make_app
+    from tests.support.database import database_env
+    from tests.support.service import free_port
+    make_app(tmp_path)   # the database, migrated as the scheduler's host would have it
+    port = free_port()
+    env = {**os.environ, "CLAUDEOPS_STATE_DIR": str(tmp_path / "state"), **database_env(tmp_path / "state")}
+    env.pop("CLAUDEOPS_SERVE_PID", None)
+    command = " ".join(f"'{part}'" for part in gunicorn_command("127.0.0.1", port, 1))
+    # The shell starts gunicorn in the background and exits at once: gunicorn is orphaned before it starts.
+    shell = subprocess.run(["sh", "-c", f"{command} > '{tmp_path}/gunicorn.log' 2>&1 & echo $!"],
+                           env=env, capture_output=True, text=True, check=True, start_new_session=True)
+    master = int(shell.stdout.strip())
+    group = os.getpgid(master)   # the shell's, which gunicorn and its workers stay in
+
+    def answers() -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health", timeout=5) as response:
+                return response.status == 200
+        except OSError:
+            return False
+    try:
+        wait_for(answers, timeout=30, what="gunicorn answering")
+        time.sleep(1.5)   # well past on_starting, which once ended a master whose parent had gone
+        assert answers(), (tmp_path / "gunicorn.log").read_text()
+    finally:
+        if group_alive(group):
+            os.killpg(group, signal.SIGTERM)
+        assert_group_ends(group, within=30)

@@ -33,7 +33,7 @@ from flask import Flask
 from sqlalchemy import update
 from sqlalchemy.exc import OperationalError
 
-from app import dbfaults, retention
+from app import dbfaults, redaction, retention
 from app.batched_delete import stop_pruning_on
 from app.extensions import db
 from app.models import SchedulerState
@@ -273,7 +273,10 @@ class SessionScheduler:
                 try:
                     run_session(session, self.shutdown_event)
                 except Exception as exc:
-                    self._unfinished[session_id] = f"the session could not be finished: {dbfaults.describe(exc)}"
+                    # Written by a plain UPDATE, which no flush redacts, and
+                    # a driver's message may quote a connection string.
+                    self._unfinished[session_id] = redaction.redactor().redact(
+                        f"the session could not be finished: {dbfaults.describe(exc)}")
                     raise
                 if trigger == SCHEDULE_TRIGGER:
                     self._last_ended = utcnow()
