@@ -17,6 +17,8 @@ from tests.support import database
 TESTS_DIR = Path(__file__).resolve().parent
 FAKE_CLAUDE = TESTS_DIR / "fake_claude.py"
 FIXTURES = TESTS_DIR / "fixtures"
+# What htmx sends: the views answer with a fragment, not the whole page.
+HTMX = {"HX-Request": "true"}
 
 
 def make_app(tmp_path: Path, plugins=(), **overrides):

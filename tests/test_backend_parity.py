@@ -18,6 +18,7 @@ from plugins.cooldowns import store as cooldowns
 from plugins.events.models import Event
 from plugins.memory.models import Memory
 from tests import streamlines as sl
+from tests.conftest import HTMX
 
 NUL = "\x00"
 
@@ -110,11 +111,11 @@ def test_ids_beyond_32_bits_are_not_found_on_every_backend(app, fake_cli, run_se
     assert client.post(f"/api/v1/sessions/{BEYOND_32_BITS}/stop").status_code == 404
     response = client.post("/api/v1/memories/bulk-delete", json={"ids": [BEYOND_32_BITS]})
     assert (response.status_code, response.get_json()) == (404, {"error": f"no memory with id {BEYOND_32_BITS}"})
-    live = client.get(f"/sessions/{session.id}/live?after={BEYOND_32_BITS}")
+    live = client.get(f"/sessions/{session.id}/live?after={BEYOND_32_BITS}", headers=HTMX)
     assert live.status_code == 200 and 'beforeend:#activity' not in live.get_data(as_text=True)  # nothing after it
-    assert 'beforeend:#activity' in client.get(f"/sessions/{session.id}/live?after=0").get_data(as_text=True)
+    assert 'beforeend:#activity' in client.get(f"/sessions/{session.id}/live?after=0", headers=HTMX).get_data(as_text=True)
     for below in (-1, -(2**31) - 1, -(2**63) - 1):   # before the first row: every row, on every backend
-        live = client.get(f"/sessions/{session.id}/live?after={below}")
+        live = client.get(f"/sessions/{session.id}/live?after={below}", headers=HTMX)
         assert live.status_code == 200 and 'beforeend:#activity' in live.get_data(as_text=True), below
 
 

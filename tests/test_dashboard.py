@@ -12,7 +12,7 @@ from app.extensions import db
 from app.models import Session, SessionActivity
 from app.timeutil import utcnow
 from plugins.events.models import Event
-from tests.conftest import make_app
+from tests.conftest import HTMX, make_app
 from tests.support.pages import message_cells, pager_links
 
 SCRIPT = "<script>alert('x')</script>"
@@ -184,6 +184,31 @@ def test_session_detail_shows_activity_kinds_and_badges(client):
     assert 'id="stop-button"' in html
 
 
+@pytest.mark.parametrize("fragment, page", [
+    ("/sessions/{session}/live?after=0", "/sessions/{session}"),
+    ("/memories/{memory}/row", "/memories/{memory}"),
+    ("/memories/{memory}/edit", "/memories/{memory}"),
+    ("/memories/{memory}/review", "/memories/{memory}"),
+    ("/memories/{memory}/inbox-row", "/memories/{memory}"),
+    ("/memories/inbox", "/memories"),
+])
+def test_a_fragment_opened_by_hand_sends_to_its_page(client, fragment, page):
+    """A new tab or a bookmark gets the page the piece belongs to, with the
+    layout, not a bare row or form; htmx still gets the piece."""
+    from tests.memory_helpers import add_memory
+    session = Session(trigger="manual", tier=1, status="completed", started_at=utcnow(), ended_at=utcnow())
+    db.session.add(session)
+    memory = add_memory("Takes 60s to start after restart")
+    db.session.commit()
+    ids = {"session": session.id, "memory": memory.id}
+    response = client.get(fragment.format(**ids))
+    assert response.status_code == 302 and response.headers["Location"] == page.format(**ids)
+    whole = client.get(page.format(**ids))
+    assert whole.status_code == 200 and "<nav" in whole.get_data(as_text=True)
+    piece = client.get(fragment.format(**ids), headers=HTMX)
+    assert piece.status_code == 200 and "<nav" not in piece.get_data(as_text=True)
+
+
 def test_live_fragment_appends_only_new_activity_and_stops_polling_when_done(client):
     session = add_session(status="running", started_at=utcnow())
     first = SessionActivity(session_id=session.id, kind="text", body="one", created_at=utcnow())
@@ -191,14 +216,14 @@ def test_live_fragment_appends_only_new_activity_and_stops_polling_when_done(cli
     db.session.commit()
     db.session.add(SessionActivity(session_id=session.id, kind="text", body="two", created_at=utcnow()))
     db.session.commit()
-    live = client.get(f"/sessions/{session.id}/live?after={first.id}").get_data(as_text=True)
+    live = client.get(f"/sessions/{session.id}/live?after={first.id}", headers=HTMX).get_data(as_text=True)
     assert "two" in live and ">one<" not in live
     assert 'hx-swap-oob="beforeend:#activity"' in live
     assert f"after={first.id + 1}" in live and 'hx-trigger="every 2s"' in live
 
     session.status, session.response = "completed", "All done"
     db.session.commit()
-    done = client.get(f"/sessions/{session.id}/live?after={first.id + 1}").get_data(as_text=True)
+    done = client.get(f"/sessions/{session.id}/live?after={first.id + 1}", headers=HTMX).get_data(as_text=True)
     assert "every 2s" not in done and "All done" in done and "Stop" not in done
 
 
@@ -211,7 +236,7 @@ def test_the_live_poll_shows_an_escalation_as_it_is_queued_and_follows_the_chain
     session.status, session.ended_at = "completed", utcnow()
     child = add_session(status="queued", trigger="escalation", tier=2, parent_id=session.id,
                         escalation_reason="postgres is down")
-    live = client.get(f"/sessions/{session.id}/live?after=0").get_data(as_text=True)
+    live = client.get(f"/sessions/{session.id}/live?after=0", headers=HTMX).get_data(as_text=True)
     chain = live[live.index('<div id="chain" hx-swap-oob="true">'):]
     assert "Escalation chain" in chain and f'href="/sessions/{child.id}">#{child.id}</a>' in chain
     assert "postgres is down" in chain and 'hx-trigger="every 2s"' in live
@@ -219,14 +244,14 @@ def test_the_live_poll_shows_an_escalation_as_it_is_queued_and_follows_the_chain
     child.status = "completed"
     session.ended_at = utcnow() - timedelta(minutes=1)
     db.session.commit()
-    done = client.get(f"/sessions/{session.id}/live?after=0").get_data(as_text=True)
+    done = client.get(f"/sessions/{session.id}/live?after=0", headers=HTMX).get_data(as_text=True)
     assert "every 2s" not in done and 'status-completed">completed</span></td>' in done
 
 
 def test_the_live_poll_waits_a_moment_after_the_end_for_an_escalation(client):
     """The escalation is decided just after the session's end is recorded."""
     session = add_session(status="completed", started_at=utcnow(), ended_at=utcnow())
-    live = client.get(f"/sessions/{session.id}/live?after=0").get_data(as_text=True)
+    live = client.get(f"/sessions/{session.id}/live?after=0", headers=HTMX).get_data(as_text=True)
     assert 'hx-trigger="every 2s"' in live and "Escalation chain" not in live
 
 
@@ -267,10 +292,10 @@ def test_the_live_poll_sends_a_bounded_batch_and_goes_on_until_it_has_caught_up(
     from app.web.sessions import ACTIVITY_PAGE
     session = add_session(status="completed", started_at=utcnow(), response="All done")
     ids = add_activity(session, ACTIVITY_PAGE + 5)
-    first = client.get(f"/sessions/{session.id}/live?after=0").get_data(as_text=True)
+    first = client.get(f"/sessions/{session.id}/live?after=0", headers=HTMX).get_data(as_text=True)
     assert shown_ids(first) == ids[:ACTIVITY_PAGE]
     assert f"after={ids[ACTIVITY_PAGE - 1]}" in first and 'hx-trigger="every 2s"' in first   # more to come
-    rest = client.get(f"/sessions/{session.id}/live?after={ids[ACTIVITY_PAGE - 1]}").get_data(as_text=True)
+    rest = client.get(f"/sessions/{session.id}/live?after={ids[ACTIVITY_PAGE - 1]}", headers=HTMX).get_data(as_text=True)
     assert shown_ids(rest) == ids[ACTIVITY_PAGE:] and "every 2s" not in rest and "All done" in rest
 
 

@@ -20,6 +20,7 @@ from plugins.memory.markers import MalformedOutcome, OutcomeMarker, parse_outcom
 from plugins.memory.models import Memory, MemoryHistory, MemoryInjection, TrackRecord
 from plugins.memory.outcomes import OutcomeRefused, record_outcome
 from tests import streamlines as sl
+from tests.conftest import HTMX
 from tests.memory_helpers import add_memory, all_memories, history, new_run
 from tests.test_memory_spec import memory_section, TIER_PROMPTS
 
@@ -241,7 +242,7 @@ def test_the_dashboard_shows_the_track_record(app, client):
     assert "failed: too slow" in detail
     assert "no outcome reported yet" in client.get(f"/memories/{untried.id}").get_data(as_text=True)
     # The row alone (after an edit) carries it too.
-    assert "2 worked" in client.get(f"/memories/{memory.id}/row").get_data(as_text=True)
+    assert "2 worked" in client.get(f"/memories/{memory.id}/row", headers=HTMX).get_data(as_text=True)
 
 
 def test_the_api_exposes_the_track_record_as_documented(app, client):

@@ -8,6 +8,7 @@ import re
 
 from app.extensions import db
 from plugins.memory.models import Memory, MemoryHistory
+from tests.conftest import HTMX
 from tests.memory_helpers import add_memory, all_memories
 
 
@@ -30,7 +31,7 @@ def test_a_rows_edit_form_offers_its_service_and_category(app, client):
     assert '<option value="timing" selected>' in form
     assert form.count("<option ") == len(re.findall(r"<option value=\"\w+\"", form)) > 1
     general = add_memory("Backups run at 03:00", category="maintenance", service=None)
-    form = client.get(f"/memories/{general.id}/edit").get_data(as_text=True)
+    form = client.get(f"/memories/{general.id}/edit", headers=HTMX).get_data(as_text=True)
     assert re.search(r'<input name="service" value=""', form) and 'placeholder="general"' in form
 
 

@@ -16,7 +16,7 @@ from app.extensions import db
 from app.runtime import change
 from plugins.memory import mcp_tools, portability, review
 from plugins.memory.models import Memory
-from tests.conftest import make_app
+from tests.conftest import HTMX, make_app
 from tests.memory_helpers import add_memory, all_memories, history, new_run, remember
 
 
@@ -72,7 +72,7 @@ def test_the_inbox_lists_what_awaits_review(guarded):
     db.session.delete(second)
     db.session.commit()
     change({"CLAUDEOPS_MEMORY_REVIEW": False})
-    empty = client.get("/memories/inbox").get_data(as_text=True)
+    empty = client.get("/memories/inbox", headers=HTMX).get_data(as_text=True)
     assert "Review inbox" not in empty and 'hx-get="/memories/inbox"' in empty
 
 
@@ -86,9 +86,9 @@ def test_approve_edit_and_approve_and_reject_from_the_inbox(guarded):
     assert approved.status_code == 200 and approved.get_data(as_text=True) == ""   # the inbox row goes
     assert approved.headers["HX-Trigger-After-Swap"] == "memories-changed, memory-reviewed"
 
-    form = client.get(f"/memories/{second.id}/review").get_data(as_text=True)
+    form = client.get(f"/memories/{second.id}/review", headers=HTMX).get_data(as_text=True)
     assert 'class="proposed-row editing"' in form and 'name="category"' in form and 'name="service"' in form
-    assert client.get(f"/memories/{second.id}/inbox-row").get_data(as_text=True).count("Edit &amp; approve") == 1
+    assert client.get(f"/memories/{second.id}/inbox-row", headers=HTMX).get_data(as_text=True).count("Edit &amp; approve") == 1
     edited = client.post(f"/memories/{second.id}/approve", headers=headers, data={
         "observation": "Scrub slows the shares on Sunday nights", "category": "timing", "service": "",
         "confidence": "0.85"})
@@ -110,7 +110,7 @@ def test_approve_edit_and_approve_and_reject_from_the_inbox(guarded):
         ("rejected", "Vacuum runs nightly", "maintenance", "postgres", 0.7)]
     assert [h[0] for h in history(second.id)] == ["proposed", "edited", "edited", "edited", "edited", "approved"]
     assert [(h[0], h[3]) for h in history(third.id)] == [("proposed", "session"), ("rejected", "operator")]
-    assert "Nothing awaits review." in client.get("/memories/inbox").get_data(as_text=True)
+    assert "Nothing awaits review." in client.get("/memories/inbox", headers=HTMX).get_data(as_text=True)
 
     # From the table, a rejected memory's row can be approved after all, and is redrawn;
     # whatever else the request carries (the page's filters) edits nothing.

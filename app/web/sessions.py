@@ -13,7 +13,7 @@ from app.extensions import db
 from app.models import Session, SessionActivity
 from app.sessions import control, escalation
 from app.timeutil import utcnow
-from app.web.htmx import is_htmx, render_page
+from app.web.htmx import fragment_of, is_htmx, render_page
 from app.web.ignored_args import int_arg
 from app.web.paging import page_number
 from app.web.refused_forms import keeps_typed_text
@@ -61,6 +61,7 @@ def detail(session_id: int):
 
 
 @sessions.get("/sessions/<int:session_id>/live")
+@fragment_of("sessions.detail")
 def live(session_id: int):
     """New activity since ``after`` plus the current header; polled while the session runs."""
     session = db.session.get(Session, session_id) or abort(404)

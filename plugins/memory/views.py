@@ -15,7 +15,7 @@ from app.runtime import setting
 from app.web.apiutil import MAX_ID
 from app.models import Session
 from app.web.filter_options import choices_state
-from app.web.htmx import is_htmx, render_page
+from app.web.htmx import fragment_of, is_htmx, render_page
 from app.web.ignored_args import ignore
 from app.web.paging import page_number
 from plugins.memory import queries, review, store
@@ -139,11 +139,13 @@ def _resemblance(similar) -> str:
 
 
 @pages.get("/memories/<int:memory_id>/row")
+@fragment_of("memory.detail")
 def row(memory_id: int):
     return _row(_get(memory_id))
 
 
 @pages.get("/memories/<int:memory_id>/edit")
+@fragment_of("memory.detail")
 def edit(memory_id: int):
     return render_template("memory/_row_edit.html", memory=_get(memory_id), categories=CATEGORIES,
                            max_observation=max_observation_chars())
@@ -218,18 +220,21 @@ def bulk():
 
 
 @pages.get("/memories/inbox")
+@fragment_of("memory.index")
 def inbox():
     """The review inbox alone: its own poll, and its refresh after a change."""
     return render_template("memory/_inbox.html", **_inbox_context())
 
 
 @pages.get("/memories/<int:memory_id>/review")
+@fragment_of("memory.detail")
 def review_edit(memory_id: int):
     return render_template("memory/_inbox_edit.html", memory=_get(memory_id), categories=CATEGORIES,
                            max_observation=max_observation_chars())
 
 
 @pages.get("/memories/<int:memory_id>/inbox-row")
+@fragment_of("memory.detail")
 def inbox_row(memory_id: int):
     return render_template("memory/_inbox_row.html", memory=_get(memory_id))
 
