@@ -22,7 +22,7 @@ from app.sessions.manager import run_session
 from plugins.cooldowns.models import CooldownAction
 from plugins.memory.models import Memory
 from tests import streamlines as sl
-from tests.conftest import make_app
+from tests.conftest import HTMX, make_app
 
 CLAUDEOPS = Path(sys.executable).with_name("claudeops")
 
@@ -137,7 +137,7 @@ def test_no_secret_reaches_a_log_the_database_the_dashboard_the_api_or_a_prompt(
            "/api/v1/cooldowns", "/api/v1/stats", "/api/v1/config"]
     shown = {}
     for path in pages + api:
-        response = client.get(path)
+        response = client.get(path, headers=HTMX if path.endswith("/live?after=0") else {})
         assert response.status_code == 200, path
         shown[path] = response.get_data(as_text=True)
     assert BEARER not in shown[f"/sessions/{second.id}"] and REPLACEMENT in shown[f"/sessions/{first.id}"]
