@@ -78,6 +78,46 @@ def test_json_round_trip_keeps_everything(app, tmp_path):
         assert all(m["session_id"] is None for m in again["memories"])
 
 
+@pytest.mark.parametrize("indent", [True, False])
+def test_the_streamed_export_is_the_document_a_batch_at_a_time(app, client, monkeypatch, indent):
+    """Memories and their history are read side by side, a few rows at a
+    time; a deleted memory's history (kept for the audit trail) is passed
+    over, and each memory keeps its own rows in their order."""
+    monkeypatch.setattr(portability, "EXPORT_BATCH", 2)
+    monkeypatch.setattr(portability, "CHUNK_CHARS", 100)   # a chunk every memory or two
+    seed()
+    gone = db.session.scalars(select(Memory).order_by(Memory.id)).first()   # ahead of every other's history
+    gone_id = gone.id
+    db.session.delete(gone)   # its history stays
+    db.session.commit()
+    assert db.session.scalar(select(func.count()).where(MemoryHistory.memory_id == gone_id)) > 0
+    chunks = list(portability.export_json_chunks(indent=indent))
+    assert len(chunks) > 3
+    text = "".join(chunks)
+    document = json.loads(text)
+    expected = portability.export_json()
+    assert {**document, "exported_at": None} == {**expected, "exported_at": None}
+    assert len(document["memories"]) == 5 and gone_id not in {m["id"] for m in document["memories"]}
+    histories = db.session.execute(select(MemoryHistory.memory_id, MemoryHistory.action).order_by(MemoryHistory.id))
+    by_memory = {}
+    for memory_id, action in histories:
+        by_memory.setdefault(memory_id, []).append(action)
+    assert {m["id"]: [h["action"] for h in m["history"]] for m in document["memories"]} == {
+        m["id"]: by_memory.get(m["id"], []) for m in document["memories"]}
+    assert text.startswith('{\n  "format": "claudeops-memories",\n' if indent else '{"format":"claudeops-memories",')
+    assert text.endswith("\n  ]\n}\n" if indent else "]}\n")
+    response = client.get("/api/v1/memories/export")
+    assert response.is_streamed and json.loads(response.get_data())["memories"] == expected["memories"]
+    download = client.get("/memories/export.json")
+    assert download.is_streamed and json.loads(download.get_data())["memories"] == expected["memories"]
+
+
+@pytest.mark.parametrize("indent", [True, False])
+def test_an_export_of_nothing_is_still_a_document(app, indent):
+    document = json.loads("".join(portability.export_json_chunks(indent=indent)))
+    assert document["memories"] == [] and document["format"] == "claudeops-memories"
+
+
 def test_restore_into_the_same_database_keeps_session_links(app):
     seed()
     exported = portability.export_json()

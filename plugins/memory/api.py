@@ -3,7 +3,7 @@ history, the review inbox (approve, reject), the context the next session
 will be given, export and import."""
 from __future__ import annotations
 
-from flask import Blueprint, Response, request
+from flask import Blueprint, Response, request, stream_with_context
 from sqlalchemy import select
 
 from app.extensions import db
@@ -178,7 +178,9 @@ def export_memories():
     from plugins.memory import portability
     fmt = request.args.get("format", "json")
     if fmt == "json":
-        return Response(portability.export_json_text(indent=False), mimetype="application/json")
+        # Streamed: a large export is never held whole in the worker.
+        return Response(stream_with_context(portability.export_json_chunks(indent=False)),
+                        mimetype="application/json")
     if fmt == "markdown":
         return Response(portability.export_markdown(), mimetype="text/markdown")
     raise ApiError(f"format must be json or markdown, not {fmt!r}")

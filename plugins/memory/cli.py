@@ -171,7 +171,7 @@ def export(fmt, output):
     """Write every memory, active or not, to a file."""
     from plugins.memory import portability
     if fmt == "json":
-        text = portability.export_json_text()
+        text = "".join(portability.export_json_chunks())
     else:
         text = portability.export_markdown()
     _write(output, text)

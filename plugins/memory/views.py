@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from flask import Blueprint, abort, flash, make_response, redirect, render_template, request, url_for
+from flask import (Blueprint, Response, abort, flash, make_response, redirect, render_template, request,
+                   stream_with_context, url_for)
 from sqlalchemy import select
 
 from app.extensions import db
@@ -298,13 +299,13 @@ def export(fmt: str):
     """A download of every memory: JSON (history included) or Markdown."""
     from plugins.memory import portability
     if fmt == "json":
-        body, mimetype = portability.export_json_text(), "application/json"
+        # Streamed: a large export is never held whole in the worker.
+        body, mimetype = stream_with_context(portability.export_json_chunks()), "application/json"
     elif fmt == "md":
         body, mimetype = portability.export_markdown(), "text/markdown"
     else:
         abort(404)
-    response = make_response(body)
-    response.mimetype = mimetype
+    response = Response(body, mimetype=mimetype)
     response.headers["Content-Disposition"] = f'attachment; filename="claudeops-memories.{fmt}"'
     return response
 
