@@ -155,9 +155,11 @@ SHAPES: tuple[Rule, ...] = (
         r"(?:" + _KEYWORDS + r")" + _QUOTE + r"[ \t]*(?:[:=]>?)[ \t]*" + _QUOTE + r"(?P<secret>" + _VALUE + ")"),
         "secret", keep=_placeholder, hints=("pass", "secret", "token", "key", "credential"), fold_case=True,
         overlapping=True),
+    # Hints as narrow as the pattern allows: "key" for api-key, not "api",
+    # which every status page's "GET /api/…" holds.
     Rule("--password value", re.compile(
         r"--?[\w-]*?(?:password|passwd|passphrase|token|secret|api-?key)[ \t]+(?P<secret>[^\s\"'\\-][^\s\"'\\]*)"),
-        "secret", keep=_placeholder, hints=("pass", "token", "secret", "api"), fold_case=True,
+        "secret", keep=_placeholder, hints=("pass", "token", "secret", "key"), fold_case=True,
         word_start=True, overlapping=True),
     Rule("API token", re.compile(
         r"sk-ant-[A-Za-z0-9_-]{20,}"                       # Anthropic

@@ -4,6 +4,7 @@ log written in chunks, and the database listener. docs/security.md lists
 the same shapes."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 
@@ -14,7 +15,7 @@ from sqlalchemy import text
 from app.config import ConfigError, load_settings
 from app.extensions import db
 from app.models import Session, SessionActivity
-from app.redaction import MIN_SECRET_LENGTH, REPLACEMENT, Redactor, build, secret_env_values
+from app.redaction import MIN_SECRET_LENGTH, REPLACEMENT, SHAPES, Redactor, build, secret_env_values
 from app.sessions import runlog
 from app.sessions.runlog import RedactedLog
 from tests import streamlines as sl
@@ -56,6 +57,7 @@ CAUGHT = [
     ("https://x/cb?access_token=abc123&state=9", f"https://x/cb?access_token={R}&state=9"),
     ("private_key => k3y", f"private_key => {R}"),
     ("mysql --password hunter2 --user bob", f"mysql --password {R} --user bob"),
+    ("curl --api-key k3yVa1ue https://x && tool -apikey K3Y2", f"curl --api-key {R} https://x && tool -apikey {R}"),
     ("mysqld --rootpassword Hunter2xyz && ngrok --authtoken 2abcDEF345ghi",
      f"mysqld --rootpassword {R} && ngrok --authtoken {R}"),
     ("DB_PASSWORD='$Up3r-S3cret' and API_TOKEN=${TOKEN:-d3fault-t0ken}",
@@ -111,6 +113,25 @@ def test_secret_values_are_redacted_wherever_they_stand(redactor):
     # Shorter than the minimum: ordinary text would be destroyed.
     assert redactor.redact("shorton and short") == "shorton and short"
     assert redactor.secret_count == 2
+
+
+def test_every_match_of_a_shape_holds_one_of_its_hints():
+    """A shape runs only on a text holding one of its hints: each hint it
+    could match without would be a secret let through."""
+    for rule in SHAPES:
+        unhinted = dataclasses.replace(rule, hints=())
+        for raw, _ in CAUGHT:
+            subject = raw.lower() if rule.fold_case else raw
+            for start, end in unhinted.matches(raw, subject):
+                assert any(hint in subject for hint in rule.hints), (rule.name, raw)
+
+
+def test_a_status_page_naming_paths_and_keys_holds_no_hint(redactor):
+    """Tool output is mostly status pages and logs: a hint only as wide as
+    its shape needs ("key", not "api" for --api-key) keeps them off every rule."""
+    page = "slow request: GET /api/items took 2.31s\nretrying upstream (attempt 2)\n"
+    assert redactor.gate.search(page) is None
+    assert redactor.redact(page) == page
 
 
 def test_secrets_of_any_characters_are_found_past_the_gate():
