@@ -31,10 +31,11 @@ from typing import Optional
 from urllib.parse import urlsplit
 
 from flask import (Blueprint, Flask, current_app, flash, redirect, render_template, request, session, url_for)
+from limits import parse as parse_limit
 from werkzeug.wrappers import Response
 
 from app import logins
-from app.extensions import limiter
+from app.extensions import client_network, limiter
 from app.web.apiutil import json_error
 from app.web.origins import origin_host
 
@@ -57,6 +58,12 @@ LOGGED_IN_AT_KEY = "logged_in_at"
 LOGIN_TOKEN_KEY = "login"
 # Per client address and gunicorn worker; enough for a person who mistypes.
 LOGIN_ATTEMPTS = "10 per minute"
+# Wrong bearer tokens, counted the same way: a token is a password a script
+# holds, and must not be guessed at network speed either. Only wrong ones
+# count (a script with the right token makes any number of calls); once
+# over, the address is answered 429 whatever it sends, the right token
+# included, or the answer would still tell a right guess from a wrong one.
+BEARER_FAILURES = parse_limit("10 per minute")
 
 
 def credentials_configured(config) -> bool:
@@ -186,8 +193,12 @@ def _refuse_open(message: str) -> Response:
 
 def _check_bearer(expected: str) -> Optional[Response]:
     token = _bearer_token()
-    if expected and token is not None and secrets_equal(token, expected):
-        return None
+    if expected and token is not None:
+        if _bearer_guesses_over_limit():
+            return _too_many_bearer_failures()
+        if secrets_equal(token, expected):
+            return None
+        _count_wrong_bearer()
     if not expected:
         message = "the API is closed: set CLAUDEOPS_API_TOKEN to use it"
     elif token is None:
@@ -197,6 +208,26 @@ def _check_bearer(expected: str) -> Optional[Response]:
         log.warning("invalid bearer token for %s %s from %s", request.method, request.path, request.remote_addr)
     response = json_error(message, 401)
     response.headers["WWW-Authenticate"] = 'Bearer realm="claudeops"'
+    return response
+
+
+def _bearer_guesses_over_limit() -> bool:
+    return limiter.enabled and not limiter.limiter.test(BEARER_FAILURES, "bearer", client_network())
+
+
+def _count_wrong_bearer() -> None:
+    if not limiter.enabled:
+        return
+    limiter.limiter.hit(BEARER_FAILURES, "bearer", client_network())
+    if _bearer_guesses_over_limit():   # logged once, not for every call it refuses
+        log.warning("wrong bearer tokens from %s over the limit (%s): the API refuses it until the minute is over",
+                    request.remote_addr, BEARER_FAILURES)
+
+
+def _too_many_bearer_failures() -> Response:
+    reset_at = limiter.limiter.get_window_stats(BEARER_FAILURES, "bearer", client_network()).reset_time
+    response = json_error("too many wrong bearer tokens from this address: wait a minute, then try again", 429)
+    response.headers["Retry-After"] = str(max(1, round(reset_at - time.time())))
     return response
 
 
@@ -242,7 +273,9 @@ def login():
         return redirect(url_for("overview.index"))
     password_set = bool(config.get("CLAUDEOPS_PASSWORD"))
     next_url = safe_next(request.values.get("next"))
-    if request.method == "GET":
+    # HEAD too (Flask answers it with this view): only a POST checks a
+    # password, as only a POST is counted and carries a CSRF token.
+    if request.method != "POST":
         if logged_in():
             return redirect(next_url)
         return render_template("login.html", next_url=next_url, password_set=password_set, error=None)

@@ -406,6 +406,25 @@ def test_the_login_limit_counts_an_ipv6_client_by_its_64_block(closed_app):
     assert mapped.status_code == 429
 
 
+def test_a_head_request_to_the_login_page_checks_no_password(closed_app):
+    """Flask answers HEAD with the login view: it must only show the page.
+    A password in a HEAD's body would otherwise be checked past the login
+    limit (which counts POSTs) and without a CSRF token."""
+    client = closed_app.test_client()
+    for n in range(10):
+        login(client, f"guess {n}")
+    assert login(client).status_code == 429
+    for password in ("guess 11", PASSWORD):
+        response = client.open("/login", method="HEAD", data={"password": password})
+        assert response.status_code == 200 and "Set-Cookie" not in response.headers
+    assert client.get("/").status_code == 302   # still not logged in
+    fresh = closed_app.test_client()
+    response = fresh.open("/login", method="HEAD", data={"password": PASSWORD},
+                          environ_base={"REMOTE_ADDR": "127.0.0.9"})
+    assert response.status_code == 200
+    assert fresh.get("/", environ_base={"REMOTE_ADDR": "127.0.0.9"}).status_code == 302
+
+
 def test_only_a_token_leaves_the_dashboard_closed(tmp_path):
     app = make_app(tmp_path, CLAUDEOPS_API_TOKEN=TOKEN)
     with app.app_context():
@@ -427,6 +446,31 @@ def test_api_needs_the_bearer_token(closed_app):
     assert basic.status_code == 401
     assert client.get("/api/v1/sessions", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
     assert client.get("/api/v1/sessions", headers={"Authorization": f"bearer {TOKEN}"}).status_code == 200
+
+
+def test_wrong_bearer_tokens_are_limited(closed_app, caplog):
+    client = closed_app.test_client()
+    right = {"Authorization": f"Bearer {TOKEN}"}
+    for _ in range(20):   # the right token is never counted
+        assert client.get("/api/v1/sessions", headers=right).status_code == 200
+    wrong = [client.get("/api/v1/sessions", headers={"Authorization": f"Bearer guess-{n}"}).status_code
+             for n in range(11)]
+    assert wrong == [401] * 10 + [429]
+    # Over the limit, nothing is checked: the right token cannot be told from a wrong one.
+    held = client.get("/api/v1/sessions", headers=right)
+    assert held.status_code == 429 and "too many wrong bearer tokens" in held.get_json()["error"]
+    assert 1 <= int(held.headers["Retry-After"]) <= 60
+    over = [record for record in caplog.records if "over the limit" in record.getMessage()]
+    assert len(over) == 1 and "127.0.0.1" in over[0].getMessage()   # once, not for every refusal
+    # No token at all is not a guess, and another address is not held back.
+    assert client.get("/api/v1/sessions").status_code == 401
+    assert client.get("/api/v1/sessions", headers=right, environ_base={"REMOTE_ADDR": "127.0.0.2"}).status_code == 200
+    # The dashboard's login is a door of its own.
+    assert login(client).status_code == 302
+    # Documented for every guarded operation (schemathesis holds the answers to it).
+    document = client.get("/api/v1/openapi.json", headers=right, environ_base={"REMOTE_ADDR": "127.0.0.2"}).get_json()
+    assert "Retry-After" in document["paths"]["/sessions"]["get"]["responses"]["429"]["description"]
+    assert "429" not in document["paths"]["/health"]["get"]["responses"]
 
 
 def test_api_trigger_with_the_token(closed_app):

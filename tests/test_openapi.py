@@ -141,9 +141,9 @@ def test_every_operation_documents_that_the_database_may_be_unavailable(document
 def test_every_operation_documents_its_error_statuses(document):
     """The statuses the views can answer besides success, as the code has them."""
     def statuses(path, method):
-        # 401 and 403 (authentication) are on every guarded operation, test_auth checks them;
+        # 401, 403 and 429 (authentication) are on every guarded operation, test_auth checks them;
         # 503 is on every operation (the test above), 413 on every one that takes a body (below).
-        return set(document["paths"][path][method]["responses"]) - {"401", "403", "413", "503"}
+        return set(document["paths"][path][method]["responses"]) - {"401", "403", "413", "429", "503"}
     assert statuses("/sessions/trigger", "post") == {"201", "400", "415"}
     assert statuses("/sessions/{session_id}/stop", "post") == {"202", "404", "409"}
     assert statuses("/memories/{memory_id}", "put") == {"200", "400", "404", "415"}

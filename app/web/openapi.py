@@ -77,6 +77,8 @@ OPEN_OPERATIONS = {("/health", "get")}
 AUTH_ERRORS = {
     "401": error("authentication is on and the bearer token is missing or wrong (`WWW-Authenticate: Bearer`)"),
     "403": error("no credential is configured and the request came from another machine"),
+    "429": error("over 10 wrong bearer tokens from this address within the minute: refused unchecked, the right "
+                 "token too; `Retry-After` says when to try again"),
 }
 # What any operation may answer while the database takes nothing (app/web/__init__.py).
 UNAVAILABLE = error("the database is unavailable just now (locked past the busy timeout, disk full, read-only, "
