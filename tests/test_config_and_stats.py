@@ -6,6 +6,7 @@ import os
 import re
 import time
 from datetime import timedelta
+from html.parser import HTMLParser
 
 import pytest
 
@@ -181,6 +182,62 @@ def test_config_page_form_changes_and_resets(client):
     response = client.post("/config", data={"CLAUDEOPS_TIER1_MODEL": "hai\x00ku"}, follow_redirects=True)
     assert "CLAUDEOPS_TIER1_MODEL must not contain NUL characters</p>" in response.get_data(as_text=True)
     assert config_of(client)["CLAUDEOPS_TIER1_MODEL"]["value"] == "haiku"
+
+
+class _FormFields(HTMLParser):
+    """What a browser sends for the page's settings form: every named input
+    (a checkbox only when ticked) and each select's selected option."""
+
+    def __init__(self, page: str):
+        super().__init__()
+        self.fields: dict[str, str] = {}
+        self._select = None
+        self.feed(page)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "input" and "name" in attrs and (attrs.get("type") != "checkbox" or "checked" in attrs):
+            self.fields[attrs["name"]] = attrs.get("value", "")
+        elif tag == "select":
+            self._select = attrs["name"]
+        elif tag == "option" and self._select and "selected" in attrs:
+            self.fields[self._select] = attrs["value"]
+
+    def handle_endtag(self, tag):
+        if tag == "select":
+            self._select = None
+
+
+def test_a_page_loaded_before_a_change_elsewhere_does_not_undo_it(client):
+    """Only what the operator edited on the page is saved: a stale page's
+    other fields hold old values, and saving them would undo what another
+    tab or the API changed meanwhile (dry run turned on, say)."""
+    stale = _FormFields(client.get("/config").get_data(as_text=True)).fields
+    assert stale["CLAUDEOPS_DRY_RUN"] == "false" and stale["shown-as.CLAUDEOPS_DRY_RUN"] == "false"
+    assert client.put("/api/v1/config", json={"CLAUDEOPS_DRY_RUN": True, "CLAUDEOPS_MAX_TIER": 1}).status_code == 200
+    response = client.post("/config", data=dict(stale, CLAUDEOPS_MEMORY_BUDGET="2500"), follow_redirects=True)
+    assert "Saved: CLAUDEOPS_MEMORY_BUDGET. In force" in response.get_data(as_text=True)
+    settings = config_of(client)
+    assert settings["CLAUDEOPS_DRY_RUN"]["value"] == "true" and settings["CLAUDEOPS_MAX_TIER"]["value"] == "1"
+    assert settings["CLAUDEOPS_MEMORY_BUDGET"]["value"] == "2500"
+
+    # Edited here and changed elsewhere too: not saved until the operator has seen the other change.
+    stale = _FormFields(client.get("/config").get_data(as_text=True)).fields
+    client.put("/api/v1/config", json={"CLAUDEOPS_INTERVAL": 900})
+    response = client.post("/config", data=dict(stale, CLAUDEOPS_INTERVAL="1200", CLAUDEOPS_MEMORY_BUDGET="3000"))
+    page = response.get_data(as_text=True)
+    assert response.status_code == 409 and "Nothing saved: 1 setting was changed elsewhere meanwhile." in page
+    assert ("<p class=\"field-error\" id=\"problem-CLAUDEOPS_INTERVAL\">changed to &#39;900&#39; elsewhere since "
+            "this page was loaded" in page)
+    assert config_of(client)["CLAUDEOPS_INTERVAL"]["value"] == "900"
+    assert config_of(client)["CLAUDEOPS_MEMORY_BUDGET"]["value"] == "2500"
+    again = _FormFields(page).fields
+    assert again["CLAUDEOPS_INTERVAL"] == "1200" and again["CLAUDEOPS_MEMORY_BUDGET"] == "3000"
+    assert again["CLAUDEOPS_DRY_RUN"] == "true"   # the fields not edited show what is in force now
+    response = client.post("/config", data=again, follow_redirects=True)
+    assert "Saved: CLAUDEOPS_INTERVAL, CLAUDEOPS_MEMORY_BUDGET." in response.get_data(as_text=True)
+    settings = config_of(client)
+    assert settings["CLAUDEOPS_INTERVAL"]["value"] == "1200" and settings["CLAUDEOPS_DRY_RUN"]["value"] == "true"
 
 
 def test_stats(app, client, fake_cli, run_session_now):

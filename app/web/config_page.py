@@ -68,12 +68,33 @@ def index():
     return _form(describe())
 
 
+# The hidden field beside each runtime setting's that holds the value the
+# page showed it with: see ``update``.
+SHOWN_AS = "shown-as."
+
+
 @config_page.post("/config")
 def update():
+    """What the operator edited on the page, and only that: a field left as
+    the page showed it is not saved, whatever it holds now. Another tab, the
+    API or another operator may have changed it since the page was loaded
+    (dry run turned on, say), and saving the page's old value would undo
+    that without a word. A field edited here that was also changed elsewhere
+    since is not saved either: the form comes back saying so, and saving it
+    again replaces the other change."""
     current = {row["name"]: row["value"] for row in describe() if row["runtime"]}
     wanted = {name: request.form[name].strip() for name in current if name in request.form}
+    # A form without the hidden fields (a script's POST) is compared with what is in force.
+    shown_as = {name: request.form.get(SHOWN_AS + name, current[name]) for name in wanted}
     resets = request.form.getlist("reset")
-    values = {name: value for name, value in wanted.items() if value != current[name] and name not in resets}
+    edited = {name for name, value in wanted.items() if value != shown_as[name] and name not in resets}
+    values = {name: wanted[name] for name in edited if wanted[name] != current[name]}
+    since = {name: f"changed to {current[name]!r} elsewhere since this page was loaded; "
+                   f"save again to replace that with what you typed"
+             for name in values if current[name] != shown_as[name]}
+    if since:
+        flash(f"Nothing saved: {_settings(len(since))} changed elsewhere meanwhile.", "error")
+        return _form_again(wanted, edited, current, since, 409)
     values.update({name: None for name in resets})
     if not values:
         flash("Nothing changed.", "info")
@@ -83,13 +104,25 @@ def update():
     except SettingError as exc:
         flash(f"Nothing saved: {len(exc.problems)} value{'s are' if len(exc.problems) > 1 else ' is'} not valid.",
               "error")
-        # The form again with what was typed in it, each value it cannot take
-        # marked with why: correct them, save them all.
-        typed = [dict(row, value=wanted.get(row["name"], row["value"]), problem=exc.problems.get(row["name"]))
-                 if row["runtime"] else row for row in describe()]
-        return _form(typed, 400)
+        # Correct them, save them all: what was typed stays, each value it
+        # cannot take marked with why.
+        return _form_again(wanted, edited, shown_as, exc.problems, 400)
     flash("Saved: " + ", ".join(sorted(values)) + ". In force now, and after a restart.", "info")
     return redirect(url_for("config.index"))
+
+
+def _settings(count: int) -> str:
+    return "1 setting was" if count == 1 else f"{count} settings were"
+
+
+def _form_again(wanted: dict[str, str], edited: set[str], shown_as: dict[str, str], problems: dict[str, str],
+                status: int):
+    """The form again: each field the operator edited with what was typed
+    (and compared, when saved again, with ``shown_as``), the others as they
+    are in force now."""
+    rows = [dict(row, value=wanted[row["name"]], shown_as=shown_as[row["name"]], problem=problems.get(row["name"]))
+            if row["runtime"] and row["name"] in edited else row for row in describe()]
+    return _form(rows, status)
 
 
 # For each JSON Schema "type" a setting may declare: the Python types of
