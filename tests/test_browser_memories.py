@@ -846,6 +846,31 @@ def test_an_action_on_a_memory_deleted_elsewhere_says_so_and_refreshes(page, ser
     guard.console_errors[:] = [e for e in guard.console_errors if "404" not in e]
 
 
+@pytest.mark.parametrize("button", ["Save", "Cancel"])
+def test_an_edit_of_a_memory_deleted_elsewhere_is_closed_and_the_table_goes_on(page, service, guard, button):
+    """The open edit form held every refresh back as unsaved work: after
+    its Save or Cancel answered 404 it stayed, and so did a table that no
+    longer polled."""
+    tok = token()
+    memory = api_create(service, f"Edited while deleted elsewhere {tok}", service=f"svc-{tok}")
+    page.goto("/memories")
+    the_row = row(page, memory["id"])
+    the_row.get_by_role("button", name="Edit").click()
+    the_row.locator("textarea[name=observation]").fill(f"An edit with nowhere to go {tok}")
+    status, _ = service.request("DELETE", f"/api/v1/memories/{memory['id']}")
+    assert status == 200
+    added = api_create(service, f"Added meanwhile {tok}", service=f"svc-{tok}")
+
+    the_row.get_by_role("button", name=button).click()
+    expect(page.locator("#memory-errors")).to_contain_text("That memory no longer exists")
+    expect(row(page, memory["id"])).to_have_count(0, timeout=3_000)
+    expect(page.locator("#memory-table tr.editing")).to_have_count(0)
+    expect(row(page, added["id"])).to_be_visible(timeout=3_000)   # refreshed at once, not left for a poll
+    assert [e for e in guard.http_errors if "404" not in e] == []
+    guard.http_errors.clear()
+    guard.console_errors[:] = [e for e in guard.console_errors if "404" not in e]
+
+
 def test_a_bulk_action_with_nothing_selected_says_so_without_asking_or_sending(page, service, guard):
     api_create(service, f"Kept {token()}")
     page.goto("/memories")

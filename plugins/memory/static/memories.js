@@ -102,7 +102,10 @@ function onMemoriesPage() {
 }
 
 // A row action on a memory that is gone (deleted in another tab, by the API
-// or the CLI) answers 404: say so, and refresh the table. A refusal the
+// or the CLI) answers 404: say so, take its row away, and refresh the table.
+// The row goes first: an edit form open in it (its Save or Cancel answered
+// 404) would otherwise hold back every refresh as unsaved work, which has
+// nowhere to go now; focus moves to the next row (app/static/swaps.js). A refusal the
 // service explains in plain text (a page out of date, the database
 // unavailable) is shown as it says. A failed poll is polling.js's to report;
 // and after a server error (5xx) no refresh: it would fail the same way, and
@@ -113,6 +116,10 @@ document.addEventListener("htmx:responseError", function (evt) {
   var status = xhr.status;
   var explained = (status === 400 || status === 503)
     && (xhr.getResponseHeader("Content-Type") || "").indexOf("text/plain") === 0;
+  var row = status === 404 && evt.detail.elt.closest && evt.detail.elt.closest("tbody > tr");
+  if (row && POLLED.some(function (id) { var block = document.getElementById(id); return block && block.contains(row); })) {
+    row.remove();
+  }
   showMemoryError(status === 404
     ? "That memory no longer exists; the table has been refreshed."
     : explained ? xhr.responseText
