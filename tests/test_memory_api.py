@@ -109,11 +109,15 @@ def test_partial_update(client):
     assert body["active"] is True and body["observation"] == "Takes 90s"
     body = client.put(f"{API}/{memory.id}", json={"active": False}).get_json()
     assert body["active"] is False and body["confidence"] == 0.6
+    body = client.put(f"{API}/{memory.id}", json={"category": "behavior", "service": "redis"}).get_json()
+    assert (body["category"], body["service"], body["observation"]) == ("behavior", "redis", "Takes 90s")
+    assert client.put(f"{API}/{memory.id}", json={"service": ""}).get_json()["service"] is None
 
 
 @pytest.mark.parametrize("body, message", [
     ({}, "nothing to change"),
-    ({"category": "behavior"}, "unknown field(s): category"),
+    ({"status": "approved"}, "unknown field(s): status"),
+    ({"category": "Timing"}, "category must be one of"),
     ({"active": "yes"}, "active must be true or false"),
     ({"pinned": 1}, "pinned must be true or false"),
     ({"confidence": None}, "nothing to change"),   # null means "leave as is"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from app.extensions import db
+from app.runtime import change
 from plugins.memory.models import Memory, MemoryHistory
 from tests.conftest import HTMX
 from tests.memory_helpers import add_memory, all_memories
@@ -68,6 +69,29 @@ def test_a_rows_edit_with_a_bad_field_changes_nothing(app, client):
     (memory,) = all_memories()
     assert (memory.service, memory.category, memory.observation) == ("jellyfin", "timing", "Takes 60s to start")
     assert _history(memory.id) == []
+
+
+def test_a_memory_longer_than_a_lowered_limit_can_still_be_moved_and_weighed(app, client):
+    """The longest observation is for new text: lowered after a memory was
+    stored, it does not stop an edit that sends that memory's text back as
+    it is (the row's form always sends it), in the form or through the API."""
+    long_text = "Jellyfin transcodes on the old GPU " * 20
+    memory = add_memory(long_text.strip(), category="timing", service="jellyfin")
+    change({"CLAUDEOPS_MEMORY_MAX_OBSERVATION_CHARS": 500})
+    row = client.put(f"/memories/{memory.id}", data={"observation": long_text, "service": "jellyfin",
+                                                      "category": "behavior"})
+    assert row.status_code == 200 and "memory-saved" in row.headers["HX-Trigger"]
+    body = client.put(f"/api/v1/memories/{memory.id}", json={"observation": long_text, "confidence": 0.9,
+                                                              "service": "general"}).get_json()
+    assert (body["category"], body["service"], body["confidence"]) == ("behavior", None, 0.9)
+    assert body["observation"] == long_text.strip()
+    assert _history(memory.id) == [("edited", "category timing → behavior"), ("edited", "service jellyfin → general"),
+                                   ("edited", "confidence")]
+    # New text is held to the limit, and then nothing of the edit is saved.
+    said = _said(client.put(f"/memories/{memory.id}", data={"observation": long_text + " now", "service": "",
+                                                             "category": "timing"}))
+    assert said.startswith("Not saved: observation is 703 characters; the limit is 500"), said
+    assert all_memories()[0].category == "behavior"
 
 
 def test_adding_a_memory_that_restates_another_names_it_and_keeps_both(app, client):

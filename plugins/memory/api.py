@@ -15,7 +15,7 @@ from plugins.memory.models import Memory, MemoryHistory
 api = Blueprint("memory_api", __name__)
 
 CREATE_FIELDS = {"service", "category", "observation", "confidence"}
-UPDATE_FIELDS = {"observation", "confidence", "active", "pinned"}
+UPDATE_FIELDS = {"observation", "category", "service", "confidence", "active", "pinned"}
 APPROVE_FIELDS = set(review.EDIT_FIELDS)
 REJECT_FIELDS = {"reason"}
 

@@ -62,12 +62,14 @@ NOT_FOUND = error("no such memory")
 CREATE = obj({"category": {"type": "string", "enum": list(CATEGORIES)}, "observation": OBSERVATION,
               "service": nullable(SERVICE), "confidence": CONFIDENCE_INPUT | {"default": 0.7}},
              required=("category", "observation"))
-UPDATE = obj({"observation": nullable(OBSERVATION), "confidence": nullable(CONFIDENCE_INPUT),
+UPDATE = obj({"observation": nullable(OBSERVATION), "category": nullable({"type": "string", "enum": list(CATEGORIES)}),
+              "service": nullable(SERVICE), "confidence": nullable(CONFIDENCE_INPUT),
               "active": {"type": ["boolean", "null"],
                          "description": "true needs a confidence of at least 0.3 (given here, or the memory's)"},
               "pinned": {"type": ["boolean", "null"]}},
-             required=(), description="Any of the fields; null leaves one as it is. "
-                                      "A confidence change alone sets active by the 0.3 threshold.")
+             required=(), description="Any of the fields; null leaves one as it is (a service of '' or "
+                                      "'general' makes the memory general). A confidence change alone sets "
+                                      "active by the 0.3 threshold.")
 UPDATE["minProperties"] = 1
 BULK_DELETE = obj({"ids": array({"type": "integer"}, minItems=1, maxItems=1000)})
 APPROVE = obj({"observation": nullable(OBSERVATION), "category": nullable({"type": "string", "enum": list(CATEGORIES)}),

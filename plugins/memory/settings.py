@@ -60,7 +60,8 @@ def settings() -> list[Setting]:
                 "are logged and noted in the activity log, not stored.", positive_int, runtime=True, schema=POSITIVE_INT_SCHEMA),
         Setting(MAX_OBSERVATION, "2000",
                 "Longest observation in characters: a longer marker is logged and noted in the activity log, "
-                "not stored; an operator's is refused with an error.", positive_int, runtime=True, schema=POSITIVE_INT_SCHEMA),
+                "not stored; an operator's is refused with an error. Lowered, it holds for new text only: "
+                "a longer memory kept from before can still be edited otherwise.", positive_int, runtime=True, schema=POSITIVE_INT_SCHEMA),
         Setting(RELEVANT_HOURS, "24",
                 "Hours a warning or critical event keeps its service's memories first in a session's memory "
                 "section; 0: recent events do not count (a request or escalation naming a service still does).",

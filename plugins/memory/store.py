@@ -75,7 +75,7 @@ def clamp(confidence: float) -> float:
 def clean_observation(raw) -> str:
     if not isinstance(raw, str):
         raise MemoryInputError("observation must be text")
-    text = " ".join(raw.split())  # one line: the prompt format is one memory per line
+    text = one_line(raw)
     if "\x00" in text:   # PostgreSQL cannot store one, and no prompt should carry it
         raise MemoryInputError("observation must not contain NUL characters")
     if not text:
@@ -84,6 +84,11 @@ def clean_observation(raw) -> str:
     if len(text) > longest:
         raise MemoryInputError(f"observation is {len(text)} characters; the limit is {longest} ({MAX_OBSERVATION})")
     return text
+
+
+def one_line(text: str) -> str:
+    """The prompt format is one memory per line: runs of whitespace, line breaks included, become one space."""
+    return " ".join(text.split())
 
 
 def clean_service(raw) -> Optional[str]:
@@ -350,7 +355,10 @@ def update(memory: Memory, *, observation=None, confidence=None, active=None, pi
            service=None) -> Memory:
     """An operator's edit; only the fields given change (``service`` "" or
     "general": a general memory). Every value is checked before any changes."""
-    new_text = clean_observation(observation) if observation is not None else None
+    # Its text sent back as it is (an edit of its category, say) is not new
+    # text: a longest observation lowered since it was stored does not stop it.
+    unchanged = isinstance(observation, str) and one_line(observation) == memory.observation
+    new_text = clean_observation(observation) if observation is not None and not unchanged else None
     new_category = clean_category(category) if category is not None else memory.category
     new_service = clean_service(service) if service is not None else memory.service
     new_confidence = parse_confidence(confidence) if confidence is not None else None
