@@ -19,7 +19,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests import streamlines as sl
-from tests.support.browser import PageGuard, guarded_page, token, trigger, wait_for, write_script
+from tests.support.browser import ConfirmGuard, PageGuard, guarded_page, token, trigger, wait_for, write_script
 from tests.support.service import Service
 
 pytestmark = pytest.mark.browser
@@ -51,7 +51,8 @@ def idle_service(service):
 
 @pytest.fixture
 def guard():
-    return PageGuard()
+    """Answers the confirm dialogs a test announces; any other fails it."""
+    return ConfirmGuard()
 
 
 @pytest.fixture
@@ -193,7 +194,7 @@ def test_run_now_shows_the_session_live_until_it_completes(page, service, tmp_pa
     assert shot.stat().st_size > 0
 
 
-def test_stop_button_stops_a_running_session(page, service):
+def test_stop_button_stops_a_running_session(page, service, guard):
     session_id = trigger(service, sl.steps(sl.init(), sl.text("Starting a long check."))
                          + [{"sleep": 60}] + sl.steps(sl.result("never")))
     page.goto(f"/sessions/{session_id}")
@@ -201,7 +202,16 @@ def test_stop_button_stops_a_running_session(page, service):
     expect(page.locator("#session-status")).to_have_text("running", timeout=10_000)
     expect(page.locator("#activity")).to_contain_text("Starting a long check.", timeout=10_000)
 
+    # It asks first, and a No sends nothing: a running remediation cannot be undone.
+    question = f"Stop session #{session_id}? The agent is ended where it is."
+    guard.expect_confirm(question, accept=False)
+    page.get_by_role("button", name="Stop").click()
+    page.wait_for_timeout(500)
+    expect(page.locator("#session-status")).to_have_text("running")
+    assert guard.answered == [(question, False)]
+
     started = time.monotonic()
+    guard.expect_confirm(question, accept=True)
     page.get_by_role("button", name="Stop").click()
     expect(page.locator(".flash")).to_contain_text(f"Stop requested for session #{session_id}.")
     expect(page.locator("#session-status")).to_have_text("stopped", timeout=10_000)

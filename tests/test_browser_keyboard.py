@@ -350,7 +350,7 @@ def test_events_pager_and_filter_by_keyboard(page, service):
 
 # ---------------------------------------------------------------- sessions
 
-def test_run_now_and_stop_by_keyboard(page, service):
+def test_run_now_and_stop_by_keyboard(page, service, guard):
     stop_all(service)
     write_script(service.script_path, sl.steps(sl.init(), sl.text("Looking at the disks.")) + [{"sleep": 30}])
     try:

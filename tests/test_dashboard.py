@@ -182,6 +182,10 @@ def test_session_detail_shows_activity_kinds_and_badges(client):
     assert '<span class="badge marker">event:info:web</span>' in html
     assert 'id="live-poller"' in html and 'hx-trigger="every 2s"' in html
     assert 'id="stop-button"' in html
+    assert f'data-confirm="Stop session #{session.id}? The agent is ended where it is."' in html
+    queued = add_session(status="queued")
+    html = client.get(f"/sessions/{queued.id}").get_data(as_text=True)
+    assert f'data-confirm="Stop session #{queued.id} before it starts?"' in html
 
 
 @pytest.mark.parametrize("fragment, page", [
@@ -366,6 +370,10 @@ def test_run_now_rejects_a_bad_tier_with_a_message(client):
     for tier in ("abc", "1.5", "", "²"):   # not a number: the same message, not Python's own
         html = client.post("/sessions/run", data={"tier": tier}).get_data(as_text=True)
         assert "Not queued: tier must be 1, 2 or 3, not" in html and "invalid literal" not in html, tier
+    # No maxlength on the field: the browser would cut a pasted request
+    # without a word and queue the cut; the refusal says it, and keeps it all.
+    form = client.get("/sessions").get_data(as_text=True)
+    assert re.search(r'<textarea name="prompt"[^>]*maxlength', form) is None and "up to 20,000 characters" in form
     long_request = "x" * 20_001
     html = client.post("/sessions/run", data={"tier": "3", "prompt": long_request}).get_data(as_text=True)
     assert "the limit is 20000" in html and f">\n{long_request}</textarea>" in html

@@ -44,7 +44,8 @@ def _list_page(draft: Optional[dict] = None):
     rows = db.session.scalars(select(Session).order_by(Session.id.desc())
                               .limit(PAGE_SIZE).offset((page - 1) * PAGE_SIZE)).all()
     return render_page("sessions/list.html", "sessions/_rows.html", sessions=rows, page=page,
-                       total=total, page_size=PAGE_SIZE, tiers=TIERS, draft=draft or {})
+                       total=total, page_size=PAGE_SIZE, tiers=TIERS, draft=draft or {},
+                       max_prompt_chars=control.MAX_PROMPT_CHARS)
 
 
 @sessions.get("/sessions/<int:session_id>")
