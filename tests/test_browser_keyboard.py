@@ -165,6 +165,15 @@ def test_row_actions_keep_focus_in_their_row(page, service):
     focus_on(page, f"{row}.editing textarea")
     page.keyboard.press("Escape")
     focus_on(page, f"{row}:not(.editing) button.edit")
+
+    # Enter in the service field saves, as a form's Enter does; in the text box it is a key like any other.
+    page.keyboard.press("Enter")
+    tab_to(page, f"{row}.editing input[name=service]", key="Shift+Tab")
+    page.keyboard.press("Control+a")
+    page.keyboard.type(f"jellyfin-{tok}")
+    page.keyboard.press("Enter")
+    wait_for(lambda: api_memory(service, mid)["service"] == f"jellyfin-{tok}", timeout=5, what="saved by Enter")
+    focus_on(page, f"{row}:not(.editing) button.edit")
     assert api_memory(service, other)["confidence"] == pytest.approx(0.5)
 
 
@@ -260,12 +269,13 @@ def test_the_review_inbox_by_keyboard(page, service):
     assert api_memory(service, second)["observation"].endswith("(edited)")
     focus_on(page, f"#proposed-{third} button.edit-approve")
 
+    # Enter in the reason rejects, as the Reject button after it does.
     tab_to(page, f"#proposed-{third} input[name=reason]")
     page.keyboard.type("not true")
-    page.keyboard.press("Tab")
-    focus_on(page, f"#proposed-{third} button.reject")
     page.keyboard.press("Enter")
     wait_for(lambda: api_memory(service, third)["status"] == "rejected", timeout=5, what="rejected")
+    history = service.get(f"/api/v1/memories/{third}/history")[1]["history"]
+    assert (history[-1]["action"], history[-1]["detail"]) == ("rejected", "not true")
     # The inbox is empty: it takes focus itself, and says so.
     focus_on(page, "#memory-inbox")
     expect(page.locator("#memory-inbox-empty")).to_have_text("Nothing awaits review.")
@@ -368,6 +378,8 @@ def test_run_now_and_stop_by_keyboard(page, service, guard):
         tab_to(page, "#stop-button")
         page.wait_for_timeout(2_500)   # a poll of the page redraws the header, Stop included
         focus_on(page, "#stop-button")
+        session_id = re.search(r"/sessions/(\d+)$", page.url).group(1)
+        guard.expect_confirm(f"Stop session #{session_id}? The agent is ended where it is.", accept=True)
         page.keyboard.press("Enter")
         page.wait_for_load_state("load")
         focus_on(page, "main [role=status]")

@@ -668,6 +668,16 @@ def test_filters_show_only_matching_rows_and_update_the_url(page, service):
     wait_for_rows(page, set())
     expect(page.locator("#memory-table td.empty")).to_contain_text("No memories match these filters")
 
+    # Text put in without a key (pasted from a menu, the box's clear button:
+    # input events alone) filters too, and at once: not left for the table's
+    # poll, which would not put it in the URL either.
+    page.locator("#memory-q").fill(f"web-{tok}")
+    wait_for_rows(page, {delta}, timeout=2_000)
+    expect(page).to_have_url(re.compile(rf"q=web-{tok}"), timeout=1_000)
+    page.locator("#memory-q").fill("")
+    wait_for_rows(page, {alpha, bravo, charlie, delta}, timeout=2_000)
+    expect(page).to_have_url(re.compile(r"q=($|&)"), timeout=1_000)
+
     # Polling keeps the filters: the next poll asks for the same rows.
     page.locator("#memory-q").fill("")
     filters.locator("select[name=service]").select_option(db_service)

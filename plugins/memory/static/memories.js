@@ -167,3 +167,21 @@ document.addEventListener("keydown", function (evt) {
   evt.preventDefault();
   cancel.click();
 });
+
+// Enter in a one-line field of a row does what a form's Enter does: in an
+// edit (the service) it saves, as the row's Save button does; in a reason
+// for rejecting, it rejects. The rows are not forms (a form cannot hold a
+// table row's cells), so the browser does neither by itself. A text box
+// (the observation) keeps Enter for itself.
+document.addEventListener("keydown", function (evt) {
+  if (evt.key !== "Enter" || evt.isComposing || evt.shiftKey || evt.ctrlKey || evt.altKey || evt.metaKey) return;
+  var field = evt.target;
+  if (field.tagName !== "INPUT" || ["text", "number", "search"].indexOf(field.type) < 0) return;
+  if (!field.closest("#memory-table, #memory-inbox")) return;
+  var reject = field.name === "reason" && field.closest(".reject-with-reason");
+  var editing = field.closest("tr.editing");
+  var button = reject ? reject.querySelector("button.reject") : editing && editing.querySelector("button.save");
+  if (!button) return;
+  evt.preventDefault();
+  button.click();
+});
