@@ -84,10 +84,26 @@ RETENTION_DAYS_SCHEMA = {"type": "integer", "minimum": 0, "maximum": MAX_RETENTI
 
 
 def _login_hours(raw: str) -> int:
-    value = positive_int(raw)
-    if value > MAX_LOGIN_HOURS:
-        raise ValueError(f"must be at most {MAX_LOGIN_HOURS} (366 days)")
+    value = _int(raw)
+    if not 0 < value <= MAX_LOGIN_HOURS:
+        raise ValueError(f"must be from 1 to {MAX_LOGIN_HOURS} (366 days)")
     return value
+
+
+def _not_empty(parse: Callable[[str], Any], default_is: str) -> Callable[[str], Any]:
+    """``parse`` for a setting that an empty value would turn into something
+    else than its default: the working directory for a path, nothing at all
+    for a list of secrets. An environment file's ``NAME=`` line, meant to
+    leave it unset, is refused instead, saying what unset means."""
+    def checked(raw: str) -> Any:
+        if not raw.strip():
+            raise ValueError(f"must not be empty; leave it unset for {default_is}")
+        return parse(raw)
+    return checked
+
+
+def _path(raw: str) -> str:
+    return str(Path(raw).expanduser().resolve())
 
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -117,6 +133,11 @@ ENV_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_*?]+$")
 
 
 def _env_names(raw: str) -> list[str]:
+    """The names and patterns listed; a list that begins with ``+`` adds them
+    to the default list instead of replacing it."""
+    raw = raw.strip()
+    if raw.startswith("+"):
+        raw = REDACT_ENV_DEFAULT + "," + raw[1:]
     names = [item.strip() for item in raw.split(",") if item.strip()]
     for name in names:
         if not ENV_NAME_PATTERN.match(name):
@@ -162,18 +183,19 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("CLAUDEOPS_STATE_DIR", "./state",
             "Directory for the SQLite database, run logs and the generated secret key. Unset, `state` in the "
             "service's own directory (the one holding `pyproject.toml`); a relative path you set is taken from "
-            "the working directory.", lambda raw: str(Path(raw).expanduser().resolve())),
+            "the working directory.", _not_empty(_path, "`state` in the service's own directory")),
     Setting("CLAUDEOPS_DATABASE_URL", "",
             "The database: a SQLite or PostgreSQL URL (see PostgreSQL in the README); empty means SQLite at "
             "`$CLAUDEOPS_STATE_DIR/claudeops.db`."),
     Setting("CLAUDEOPS_RESULTS_DIR", "",
             "Where each session's raw run log is written; empty means `$CLAUDEOPS_STATE_DIR/results`."),
     Setting("CLAUDEOPS_CLAUDE_BIN", "claude",
-            "The Claude Code CLI to run (a name on `PATH` or a path)."),
+            "The Claude Code CLI to run (a name on `PATH` or a path).", _not_empty(str, "`claude` on `PATH`")),
     Setting("CLAUDEOPS_WORKDIR", "",
             "Working directory of the CLI; empty means `$CLAUDEOPS_STATE_DIR/work`."),
     Setting("CLAUDEOPS_PROMPTS_DIR", str(PROJECT_ROOT / "prompts"),
-            "Directory holding tier1-observe.md, tier2-investigate.md and tier3-remediate.md."),
+            "Directory holding tier1-observe.md, tier2-investigate.md and tier3-remediate.md.",
+            _not_empty(str, "the service's own `prompts`")),
     Setting("CLAUDEOPS_INTERVAL", "3600",
             "Seconds from the end of one scheduled tier-1 session to the start of the next; 0 runs only ad-hoc sessions.",
             _interval, runtime=True, schema={"type": "integer", "minimum": 0, "maximum": MAX_INTERVAL}),
@@ -230,7 +252,8 @@ SETTINGS: tuple[Setting, ...] = (
             _log_level),
     Setting("CLAUDEOPS_REDACT_ENV", REDACT_ENV_DEFAULT,
             "Comma-separated names or glob patterns of environment variables whose values (8 characters or more) "
-            "are redacted everywhere; see docs/security.md.", _env_names),
+            "are redacted everywhere; see docs/security.md. The list replaces the default; one that begins with "
+            "`+` (`+MY_DB_PASS,BACKUP_*`) adds to it.", _not_empty(_env_names, "the default list")),
 )
 
 TIERS = {1: "observe", 2: "investigate", 3: "remediate"}

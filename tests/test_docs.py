@@ -71,8 +71,9 @@ def test_invalid_setting_names_the_variable():
         load_settings(environ={"CLAUDEOPS_INTERVAL": "soon"})
     with pytest.raises(ConfigError, match="CLAUDEOPS_SESSION_TIMEOUT='0': must be from 1 to 2147483647"):
         load_settings(environ={"CLAUDEOPS_SESSION_TIMEOUT": "0"})
-    with pytest.raises(ConfigError, match="CLAUDEOPS_LOGIN_HOURS='9000': must be at most 8784"):
-        load_settings(environ={"CLAUDEOPS_LOGIN_HOURS": "9000"})
+    for hours in ("9000", "0", "99999999999999999999"):   # the bound said is the setting's own
+        with pytest.raises(ConfigError, match=f"CLAUDEOPS_LOGIN_HOURS='{hours}': must be from 1 to 8784 "):
+            load_settings(environ={"CLAUDEOPS_LOGIN_HOURS": hours})
     with pytest.raises(ConfigError, match="CLAUDEOPS_LOG_LEVEL='verbose': must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL"):
         load_settings(environ={"CLAUDEOPS_LOG_LEVEL": "verbose"})
     assert load_settings(environ={"CLAUDEOPS_LOG_LEVEL": " debug "})["CLAUDEOPS_LOG_LEVEL"] == "DEBUG"
@@ -82,6 +83,30 @@ def test_invalid_setting_names_the_variable():
     assert result.returncode == 1
     assert result.stderr.strip() == "Error: invalid configuration: CLAUDEOPS_INTERVAL='soon': must be a whole number"
     assert load_settings(environ={"CLAUDEOPS_TIER1_ALLOWED_TOOLS": " Bash , Read ,"})["CLAUDEOPS_TIER1_ALLOWED_TOOLS"] == ["Bash", "Read"]
+
+
+@pytest.mark.parametrize("name, unset", [
+    ("CLAUDEOPS_STATE_DIR", "`state` in the service's own directory"),   # else the working directory
+    ("CLAUDEOPS_CLAUDE_BIN", "`claude` on `PATH`"),
+    ("CLAUDEOPS_PROMPTS_DIR", "the service's own `prompts`"),
+    ("CLAUDEOPS_REDACT_ENV", "the default list"),   # else no secret variable redacted by value
+])
+def test_an_empty_value_that_would_not_mean_the_default_is_refused(name, unset):
+    """An environment file's ``NAME=`` line reads as unset to its writer."""
+    for empty in ("", "  "):
+        with pytest.raises(ConfigError, match=re.escape(f"{name}={empty!r}: must not be empty; leave it unset for {unset}")):
+            load_settings(environ={name: empty})
+
+
+def test_a_redaction_list_beginning_with_a_plus_adds_to_the_default():
+    from app.config import REDACT_ENV_DEFAULT
+    default = REDACT_ENV_DEFAULT.split(",")
+    assert load_settings(environ={})["CLAUDEOPS_REDACT_ENV"] == default
+    assert load_settings(environ={"CLAUDEOPS_REDACT_ENV": " +MY_DB_PASS, BACKUP_*"})["CLAUDEOPS_REDACT_ENV"] == (
+        default + ["MY_DB_PASS", "BACKUP_*"])
+    assert load_settings(environ={"CLAUDEOPS_REDACT_ENV": "MY_DB_PASS"})["CLAUDEOPS_REDACT_ENV"] == ["MY_DB_PASS"]
+    with pytest.raises(ConfigError, match="'MY-PASS' is not a variable name"):
+        load_settings(environ={"CLAUDEOPS_REDACT_ENV": "+MY-PASS"})
 
 
 def test_the_wait_for_a_database_server_that_went_away_is_the_one_the_docs_state():
