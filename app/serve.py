@@ -44,18 +44,22 @@ class StateDirError(RuntimeError):
 
 def check_writable_dirs(app: Flask) -> None:
     """Refuse to start, naming the directory, rather than fail at the first
-    write (a read-only volume, a wrong owner)."""
+    write (a read-only volume, a wrong owner) or the first session (a
+    working directory that is a file)."""
     for label, key, holds in (("state directory", "CLAUDEOPS_STATE_DIR", "the database and the cookie key"),
-                              ("results directory", "CLAUDEOPS_RESULTS_DIR", "the run logs")):
+                              ("results directory", "CLAUDEOPS_RESULTS_DIR", "the run logs"),
+                              ("working directory", "CLAUDEOPS_WORKDIR", None)):
         path = app.config[key]
         try:
+            if key == "CLAUDEOPS_WORKDIR":
+                Path(path).mkdir(parents=True, exist_ok=True)   # as each session makes it
             with tempfile.TemporaryFile(dir=path):
                 pass
         except OSError as exc:
             raise StateDirError(f"the {label} {path} cannot be written: {exc.strerror or exc} "
                                 f"(make it writable or set {key})") from None
         mode = Path(path).stat().st_mode & 0o777
-        if mode & 0o077:
+        if holds and mode & 0o077:
             log.warning("the %s %s can be read by other users (mode %o); it holds %s: chmod 700 it",
                         label, path, mode, holds)
 

@@ -56,6 +56,25 @@ def test_run_runs_the_escalations_of_its_session_in_the_foreground(tmp_path, fak
                                          (3, "escalation", "completed")]   # none left queued for a scheduler
 
 
+def test_run_refuses_a_working_directory_it_cannot_make_and_records_no_session(tmp_path, fake_cli):
+    fake_cli(sl.steps(sl.init(), sl.result("never run")))
+    a_file = tmp_path / "not-a-directory"
+    a_file.write_text("")
+    env = dict(claudeops_env(tmp_path), CLAUDEOPS_WORKDIR=str(a_file))
+    result = subprocess.run([str(CLAUDEOPS), "run"], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == (f"Error: the working directory {a_file} cannot be written: File exists "
+                                      "(make it writable or set CLAUDEOPS_WORKDIR)")
+    # Refused before anything is recorded: no session left "running" for the next start to call interrupted.
+    from sqlalchemy import create_engine, inspect
+    engine = create_engine(explicit_database_url(tmp_path / "state"))
+    try:
+        tables = inspect(engine).get_table_names()
+    finally:
+        engine.dispose()
+    assert "sessions" not in tables or stored_sessions(tmp_path) == []
+
+
 def test_run_exits_one_when_the_last_session_of_the_chain_fails(tmp_path, fake_cli):
     fake_cli(sl.steps(sl.init(), sl.text("[ESCALATE] the disk is full"), sl.result("Escalating.")))
     prompts = tmp_path / "prompts"

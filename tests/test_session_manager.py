@@ -104,6 +104,21 @@ def test_a_prompt_file_with_front_matter_reaches_the_cli_as_its_prompt(app, fake
     assert json.loads(argv_file.read_text())["prompt"].startswith("---\ntitle: Observe\n---\n# Tier 1")
 
 
+def test_a_working_directory_gone_bad_since_the_start_fails_the_session_with_why(app, fake_cli, run_session_now,
+                                                                                 tmp_path):
+    """Checked at start (app/serve.py); replaced by a file since, the
+    session is recorded failed, naming it, not left running."""
+    argv_file = fake_cli(sl.steps(sl.init(), sl.result("never run")))
+    a_file = tmp_path / "workdir-now-a-file"
+    a_file.write_text("")
+    app.config["CLAUDEOPS_WORKDIR"] = str(a_file)
+    session = run_session_now()
+    assert session.status == "failed" and session.ended_at is not None
+    assert session.status_reason == (f"the working directory {a_file} cannot be made: File exists "
+                                     "(make it a writable directory or set CLAUDEOPS_WORKDIR)")
+    assert not argv_file.exists()   # the CLI never started
+
+
 def test_non_zero_exit_fails_with_stderr_in_reason(app, fake_cli, run_session_now, caplog):
     fake_cli(sl.steps(sl.init(), sl.text("partial")) + [{"stderr": "Error: invalid API key"}, {"exit": 3}])
     session = run_session_now()

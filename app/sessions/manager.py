@@ -153,7 +153,12 @@ def _run_session(session: Session, session_id: int, shutdown: Optional[threading
     except PromptError as exc:
         return _finish(session, run, FAILED, str(exc), shutdown=shutdown)
     workdir = config["CLAUDEOPS_WORKDIR"]
-    Path(workdir).mkdir(parents=True, exist_ok=True)
+    try:   # checked at start too (app/serve.py), but it may have gone or changed since
+        Path(workdir).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return _finish(session, run, FAILED, f"the working directory {workdir} cannot be made: "
+                       f"{exc.strerror or exc} (make it a writable directory or set CLAUDEOPS_WORKDIR)",
+                       shutdown=shutdown)
     # Plugins build it from stored records, redacted already; a plugin's own text is redacted here.
     appended = redactor().redact(system_prompt(run, workdir, waits))
     dbfaults.waiting_out(partial(_record_system_prompt, session, appended),
