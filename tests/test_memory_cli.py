@@ -32,8 +32,9 @@ def test_add_list_edit_delete(app):
 
     result = invoke(app, "delete", str(memory.id), input="n\n")
     assert result.exit_code == 1 and len(all_memories()) == 1     # declined
-    result = invoke(app, "delete", str(memory.id), "--yes")
+    result = invoke(app, "delete", str(memory.id), str(memory.id), input="y\n")   # the same id twice: one memory
     assert result.exit_code == 0 and all_memories() == []
+    assert result.output == f"Delete 1 memory? [y/N]: y\ndeleted #{memory.id}\n"
 
 
 def test_errors_are_clear(app):

@@ -108,10 +108,11 @@ def delete(memory_ids, yes):
         _fail(exc)
     if not yes:
         click.confirm(f"Delete {len(found)} memor{'y' if len(found) == 1 else 'ies'}?", abort=True)
+    deleted = sorted(memory.id for memory in found)   # an id given twice is one memory
     for memory in found:
         store.delete(memory)
     db.session.commit()
-    click.echo(f"deleted {', '.join(f'#{m}' for m in sorted(memory_ids))}")
+    click.echo(f"deleted {', '.join(f'#{memory_id}' for memory_id in deleted)}")
 
 
 @memories.command("review")
