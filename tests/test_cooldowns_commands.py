@@ -58,6 +58,19 @@ def found(line: str, cwd: str | None = "/home/ops") -> list[tuple[str, str | Non
     ("docker logs --tail 50 jellyfin", []),
     ("docker inspect jellyfin | grep restart", []),
     ("echo docker restart jellyfin", []),
+    # asking for help runs nothing
+    ("docker compose up --help", []),
+    ("docker compose restart --help", []),
+    ("docker compose start -h", []),
+    ("kubectl rollout restart --help", []),
+    ("kubectl rollout undo -h", []),
+    ("systemctl -h restart nginx", []),
+    # more verbs and spellings
+    ("systemctl reload-or-try-restart nginx", [(R, "nginx")]),
+    ("systemctl condreload nginx", [(R, "nginx")]),
+    ("service nginx --full-restart", [(R, "nginx")]),
+    ("kubectl -v 6 rollout restart deployment/web", [(R, "web")]),
+    ("nerdctl restart jellyfin", [(R, "jellyfin")]),
     ("grep -r 'docker restart' /etc", []),
     ("git status", []),
     ("", []),
@@ -148,6 +161,16 @@ def test_recognises(line, expected):
     ("su -c 'systemctl restart nginx' root", [(R, "nginx")]),
     ("eval docker restart jellyfin", [(R, "jellyfin")]),
     ("ssh nas uptime", []),
+    # OpenSSH reads options after the destination too
+    ("ssh nas -t 'sudo systemctl restart nginx'", [(R, "nginx")]),
+    ("ssh nas -p 2222 systemctl restart nginx", [(R, "nginx")]),
+    ("ssh nas ls -l", []),
+    # more prefixes that run the rest as a command; sudo -l runs none
+    ("setsid systemctl restart nginx", [(R, "nginx")]),
+    ("runuser -u root -- systemctl restart nginx", [(R, "nginx")]),
+    ("pkexec --user root systemctl restart nginx", [(R, "nginx")]),
+    ("sudo -l systemctl restart nginx", []),
+    ("sudo -U ops -l docker restart jellyfin", []),
     ("docker ps -q | xargs docker inspect", []),
     ("bash ./check.sh", []),
     # an unbalanced quote: bash refuses that line, but the next line runs
@@ -218,6 +241,24 @@ def test_prefixes_chains_and_wrappers(line, expected):
     ("env -uS docker restart jellyfin", [(R, "jellyfin")]),   # -u's variable is S; then the command
     # a case pattern's ")" ends no subshell
     ("(cd /srv/jellyfin && case $y in a) docker compose up -d;; esac)", [(R, "jellyfin")]),
+    # a substitution in a redirection's target runs; a process substitution after one is no target
+    ('cat <<< "$(systemctl restart nginx)"', [(R, "nginx")]),
+    ('echo done > "/tmp/$(docker restart jellyfin).log"', [(R, "jellyfin")]),
+    ("cat < <(systemctl restart nginx)", [(R, "nginx")]),
+    ("while read l; do echo $l; done < <(docker restart jellyfin)", [(R, "jellyfin")]),
+    ("echo hi > >(systemctl restart nginx)", [(R, "nginx")]),
+    ("echo hi > out.log 2>&1; docker restart jellyfin", [(R, "jellyfin")]),
+    # a "#" in quotes within a quoted substitution, or after an escaped space, starts no comment
+    ('echo "$(echo "a # b")"; systemctl restart nginx', [(R, "nginx")]),
+    ("echo foo\\ #; systemctl restart nginx", [(R, "nginx")]),
+    ('echo "$(date)" # systemctl restart nginx', []),
+    # shell keywords that name something first
+    ("function f { systemctl restart nginx; }; f", [(R, "nginx")]),
+    ("coproc systemctl restart nginx", [(R, "nginx")]),
+    ("coproc NAME { systemctl restart nginx; }", [(R, "nginx")]),
+    # pushd moves as cd does; after popd the directory is not known
+    ("pushd /srv/jellyfin && docker compose up -d", [(R, "jellyfin")]),
+    ("cd /srv/jellyfin && popd && docker compose up -d", [(R, None)]),
 ])
 def test_what_bash_would_run_however_it_is_written(line, expected):
     assert found(line) == expected
@@ -280,6 +321,9 @@ def test_a_command_of_many_words_is_read_in_one_pass():
     ("systemctl restart 'jelly*'", "jelly*"),
     ("kubectl rollout restart deployment -n media", "the selected resources"),
     ("helm install --generate-name ./chart", "a release with a generated name"),
+    ("podman restart --all", "every container, or the latest"),
+    ("podman restart -l", "every container, or the latest"),
+    ("podman restart --running", "every container, or the latest"),
 ])
 def test_targets_that_cannot_be_read_are_recognised_without_a_service(line, target):
     (item,) = recognise(line, "/home/ops")

@@ -56,13 +56,23 @@ def recognise(line: str, cwd: Optional[str] = None) -> list[Recognised]:
         return []
     for command in commands:
         handler = HANDLERS.get(command.name)
-        if handler is not None:
+        if handler is not None and not _asks_for_help(command.words[1:]):
             found += handler(command, command.words[1:], state)
     # One tool call restarts a service once, however it is spelt (stop + start, pull + up).
     unique: dict[tuple, Recognised] = {}
     for item in found:
         unique.setdefault((item.action, item.service or item.target), item)
     return list(unique.values())
+
+
+HELP = ("-h", "--help")
+
+
+def _asks_for_help(words: list[str]) -> bool:
+    """``docker compose up --help``: prints how to use it, runs nothing.
+    (Every command recognised here takes -h as help; none as a value.)"""
+    options = words[:words.index("--")] if "--" in words else words
+    return any(word in HELP for word in options)
 
 
 def _each(action: str, targets: list[str], command: SimpleCommand) -> list[Recognised]:
@@ -76,6 +86,7 @@ DOCKER_GLOBAL = {"-H", "--host", "-c", "--context", "--config", "-l", "--log-lev
                  "--tlscacert", "--tlscert", "--tlskey", "--url", "--connection", "--identity"}
 DOCKER_RESTART = {"-t", "--time", "--timeout", "-s", "--signal", "--detach-keys", "--checkpoint",
                   "--checkpoint-dir"}
+EVERY_CONTAINER = ("-a", "--all", "-l", "--latest", "--running", "--filter")
 
 
 def _docker(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
@@ -85,7 +96,10 @@ def _docker(command: SimpleCommand, words: list[str], state: _Line) -> list[Reco
     if not rest:
         return []
     if rest[0] in ("restart", "start"):
-        return _each(RESTART, parse_args(rest[1:], DOCKER_RESTART).positionals, command)
+        args = parse_args(rest[1:], DOCKER_RESTART)
+        if args.has(*EVERY_CONTAINER):   # podman's: which ones is not in the text
+            return [Recognised(RESTART, None, "every container, or the latest", command.text())]
+        return _each(RESTART, args.positionals, command)
     if rest[0] == "compose":
         return _compose(command, rest[1:], state)
     return []
@@ -161,8 +175,8 @@ def _compose_project(command: SimpleCommand, top: Args) -> Optional[str]:
 SYSTEMCTL_VALUE = {"-H", "--host", "-M", "--machine", "-t", "--type", "-p", "--property", "-P", "-s", "--signal",
                    "-n", "--lines", "-o", "--output", "--state", "--root", "--image", "--job-mode", "--kill-whom",
                    "--kill-value", "--what", "--timestamp", "--check-inhibitors", "--when", "--drop-in"}
-SYSTEMCTL_RESTARTS = {"restart", "try-restart", "reload-or-restart", "try-reload-or-restart", "condrestart",
-                      "force-reload", "start"}
+SYSTEMCTL_RESTARTS = {"restart", "try-restart", "reload-or-restart", "try-reload-or-restart",
+                      "reload-or-try-restart", "condrestart", "condreload", "force-reload", "start"}
 
 
 def _systemctl(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
@@ -174,15 +188,18 @@ def _systemctl(command: SimpleCommand, words: list[str], state: _Line) -> list[R
 
 def _service(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
     """``service NAME restart`` (SysV) and ``rc-service NAME restart`` (OpenRC)."""
-    positionals = parse_args(words, set()).positionals
+    args = parse_args(words, set())
+    positionals = args.positionals
     if len(positionals) >= 2 and positionals[1] in SYSTEMCTL_RESTARTS:
+        return _each(RESTART, positionals[:1], command)
+    if positionals and args.has("--full-restart"):   # `service NAME --full-restart`: stop, then start
         return _each(RESTART, positionals[:1], command)
     return []
 
 
 # -- kubectl, ansible-playbook, helm ------------------------------------------------
 
-KUBECTL_VALUE = {"-n", "--namespace", "--context", "--kubeconfig", "--cluster", "--user", "-s", "--server",
+KUBECTL_VALUE = {"-v", "--v", "-n", "--namespace", "--context", "--kubeconfig", "--cluster", "--user", "-s", "--server",
                  "--token", "-l", "--selector", "-o", "--output", "-f", "--filename", "--field-manager", "--as",
                  "--as-group", "--request-timeout", "--to-revision", "--template", "-k", "--kustomize"}
 
@@ -246,7 +263,7 @@ def _helm(command: SimpleCommand, words: list[str], state: _Line) -> list[Recogn
 
 Handler = Callable[[SimpleCommand, list, _Line], list]
 HANDLERS: dict[str, Handler] = {
-    "docker": _docker, "podman": _docker,
+    "docker": _docker, "podman": _docker, "nerdctl": _docker,
     "docker-compose": _compose, "podman-compose": _compose,
     "systemctl": _systemctl, "service": _service, "rc-service": _service,
     "kubectl": _kubectl, "ansible-playbook": _ansible_playbook, "helm": _helm,

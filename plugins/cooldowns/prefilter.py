@@ -17,7 +17,7 @@ import tempfile
 
 # Every program name plugins.cooldowns.commands.HANDLERS dispatches on
 # contains one of these.
-PROGRAMS = ("docker", "podman", "systemctl", "service", "kubectl", "ansible-playbook", "helm")
+PROGRAMS = ("docker", "podman", "nerdctl", "systemctl", "service", "kubectl", "ansible-playbook", "helm")
 
 
 def may_restart(raw: bytes) -> bool:

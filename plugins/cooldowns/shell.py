@@ -18,7 +18,9 @@ SEPARATOR_CHARS = set(";|()`\n")
 MAX_DEPTH = 5
 
 # Words that start a compound command or negate one; what follows is a command.
-SHELL_KEYWORDS = {"if", "then", "else", "elif", "do", "while", "until", "!", "{", "}"}
+SHELL_KEYWORDS = {"if", "then", "else", "elif", "do", "while", "until", "!", "{", "}", "coproc"}
+# Followed by a name, then the command: `function f { …; }`, `coproc NAME { …; }`.
+NAMING_KEYWORDS = {"function", "coproc"}
 
 # Commands that run the rest of their words as a command, and the options
 # (of theirs) that take a value.
@@ -32,7 +34,11 @@ PREFIX_COMMANDS = {
     "nice": {"-n", "--adjustment"}, "ionice": {"-c", "-n", "-p", "--class", "--classdata"},
     "timeout": {"-s", "--signal", "-k", "--kill-after"}, "stdbuf": {"-i", "-o", "-e"},
     "chronic": set(), "time": {"-f", "--format", "-o", "--output"},
+    "setsid": set(), "pkexec": {"--user"},
+    "runuser": {"-u", "--user", "-g", "--group", "-G", "--supp-group", "-w", "--whitelist-environment"},
 }
+# Of sudo's options, those with which it runs no command: -l lists what it may run.
+SUDO_RUNS_NOTHING = {"-l", "--list"}
 # Of these, the first positional word is an argument, not the command.
 PREFIX_WITH_ARGUMENT = {"timeout"}
 # flock LOCKFILE COMMAND... or flock LOCKFILE -c LINE.
@@ -104,19 +110,27 @@ def _as_bash_reads(line: str) -> str:
     split there (``x`echo y``, ``$(pwd)/compose.yml``)."""
     out: list[str] = []
     quote = None
-    opened: list[str] = []   # the unquoted "(" and "$(" not closed yet
+    # The "(" and "$(" not closed yet; QUOTED_SUBSTITUTION for a "$(" within
+    # double quotes, inside which quoting starts afresh until its ")".
+    opened: list[str] = []
     backquoted = False
     i = 0
     while i < len(line):
         char = line[i]
-        if quote is None and char == "#" and (not out or out[-1][-1] in " \t\n;&|()"):
+        if quote is None and char == "#" and (not out or (out[-1][-1] in " \t\n;&|()" and out[-1][0] != "\\")):
             end = line.find("\n", i)
             i = len(line) if end < 0 else end
             continue
         if char == "\\" and quote != "'":
             if line[i + 1:i + 2] != "\n":
-                out.append(line[i:i + 2])
+                out.append(line[i:i + 2])   # an escaped space ends no word: "foo\ #" holds no comment
             i += 2
+            continue
+        if quote == '"' and char == "(" and line[i - 1:i] == "$":
+            opened.append(QUOTED_SUBSTITUTION)   # "$(echo "a # b")": its own quotes, its own comments
+            quote = None
+            out.append(char)
+            i += 1
             continue
         if char in "'\"" and quote in (None, char):
             quote = None if quote else char
@@ -128,7 +142,11 @@ def _as_bash_reads(line: str) -> str:
         if char == "(":
             opened.append("$(" if line[i - 2:i] == "$(" else "(")
         elif char == ")" and opened:
-            ends_substitution = opened.pop() == "$("
+            closed = opened.pop()
+            if closed == QUOTED_SUBSTITUTION:
+                quote = '"'   # back within the double quotes it began in
+                continue
+            ends_substitution = closed == "$("
         elif char == "`":
             backquoted = not backquoted
             ends_substitution = not backquoted
@@ -137,6 +155,9 @@ def _as_bash_reads(line: str) -> str:
         if ends_substitution and i < len(line) and line[i] not in " \t\r\n" + OPERATOR_CHARS:
             out.append(GLUED)   # what follows is the same word: `-f $(pwd)/compose.yml`
     return "".join(out)
+
+
+QUOTED_SUBSTITUTION = '"$('
 
 
 def split_commands(line: str) -> list[list[str]]:
@@ -212,10 +233,18 @@ def _parts_of(items: list[str], depth: int = 0) -> Iterator[list[str] | str]:
                 yield from (c for c in token if c in (OPENS, CLOSES))
             continue
         # A redirection (>, 2>&1, &>, <<EOF): drop its target, and the file
-        # descriptor number shlex split off in front of it.
+        # descriptor number shlex split off in front of it. A process
+        # substitution after it (< <(cmd)) is no target: it is read next, as
+        # a subshell. A substitution in a quoted target ("$(cmd).log") runs.
         if current and current[-1].isdigit():
             current.pop()
-        i += 1
+        if i < len(items) and not _is_operator(items[i]):
+            target = items[i]
+            i += 1
+            if "$(" in target or "`" in target:
+                yield OPENS
+                yield from _parts_of(tokens(target), depth + 1)
+                yield CLOSES
     if current:
         yield current
 
@@ -292,8 +321,11 @@ def simple_commands(line: str, cwd: Optional[str] = None, depth: int = 0,
         command.cwd = _cd(cwd, [command.chdir]) if command.chdir else cwd
         if command.inherits_env:
             command.env = {**exported, **command.env}
-        if command.name == "cd":
+        if command.name in ("cd", "pushd"):
             cwd = _cd(cwd, command.words[1:])
+            continue
+        if command.name == "popd":
+            cwd = None   # back to a directory of the stack, which is not followed
             continue
         if command.name == "export":
             exported.update(arg.split("=", 1) for arg in command.words[1:] if "=" in arg and not arg.startswith("-"))
@@ -321,10 +353,15 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | None:
             key, value = head.split("=", 1)
             env[key] = value
             words = words[1:]
-        elif head in SHELL_KEYWORDS:
+        elif head in NAMING_KEYWORDS and words[2:3] and words[2] in ("{", "(", "(("):
+            words = words[2:]   # the name is no command; what follows is
+        elif head in SHELL_KEYWORDS or head == "function":
             words = words[1:]
         elif name in PREFIX_COMMANDS:
             options, rest = _read_options(words[1:], PREFIX_COMMANDS[name])
+            if name == "sudo" and any(o in SUDO_RUNS_NOTHING or (not o.startswith("--") and "l" in o[1:])
+                                      for o, _ in options):
+                return None
             if name == "env" and rest[:1] == ["-"]:   # `env -` is `env -i`
                 options, rest = options + [("-i", None)], rest[1:]
             split = _env_split_string(options) if name == "env" else None
@@ -352,7 +389,8 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | None:
             return Wrapped(" ".join(words[1:]), True)
         elif name == "ssh":
             rest = _after_options(words[1:], SSH_OPTIONS_WITH_VALUE)
-            remote = rest[2:] if rest[1:2] == ["--"] else rest[1:]
+            # OpenSSH reads options after the destination too: `ssh host -t cmd`.
+            remote = _after_options(rest[1:], SSH_OPTIONS_WITH_VALUE) if rest else []
             return Wrapped(" ".join(remote), False) if remote else None
         else:
             return SimpleCommand(words, env, inherits_env=inherits_env, chdir=chdir)
