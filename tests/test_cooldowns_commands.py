@@ -71,6 +71,7 @@ def found(line: str, cwd: str | None = "/home/ops") -> list[tuple[str, str | Non
     ("service nginx --full-restart", [(R, "nginx")]),
     ("kubectl -v 6 rollout restart deployment/web", [(R, "web")]),
     ("nerdctl restart jellyfin", [(R, "jellyfin")]),
+    ("docker start -a jellyfin", [(R, "jellyfin")]),   # -a: attach, not all
     ("grep -r 'docker restart' /etc", []),
     ("git status", []),
     ("", []),
@@ -171,6 +172,8 @@ def test_recognises(line, expected):
     ("pkexec --user root systemctl restart nginx", [(R, "nginx")]),
     ("sudo -l systemctl restart nginx", []),
     ("sudo -U ops -l docker restart jellyfin", []),
+    ("sudo -il docker restart jellyfin", []),
+    ("sudo -ulucas docker restart jellyfin", [(R, "jellyfin")]),   # the l is in -u's value
     ("docker ps -q | xargs docker inspect", []),
     ("bash ./check.sh", []),
     # an unbalanced quote: bash refuses that line, but the next line runs

@@ -97,7 +97,9 @@ def _docker(command: SimpleCommand, words: list[str], state: _Line) -> list[Reco
         return []
     if rest[0] in ("restart", "start"):
         args = parse_args(rest[1:], DOCKER_RESTART)
-        if args.has(*EVERY_CONTAINER):   # podman's: which ones is not in the text
+        # podman's: which ones is not in the text (but `start -a` attaches to the ones named)
+        every = EVERY_CONTAINER if rest[0] == "restart" else tuple(o for o in EVERY_CONTAINER if o != "-a")
+        if args.has(*every):
             return [Recognised(RESTART, None, "every container, or the latest", command.text())]
         return _each(RESTART, args.positionals, command)
     if rest[0] == "compose":

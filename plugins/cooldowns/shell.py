@@ -359,7 +359,7 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | None:
             words = words[1:]
         elif name in PREFIX_COMMANDS:
             options, rest = _read_options(words[1:], PREFIX_COMMANDS[name])
-            if name == "sudo" and any(o in SUDO_RUNS_NOTHING or (not o.startswith("--") and "l" in o[1:])
+            if name == "sudo" and any(o in SUDO_RUNS_NOTHING or "l" in _flags(o, PREFIX_COMMANDS["sudo"])
                                       for o, _ in options):
                 return None
             if name == "env" and rest[:1] == ["-"]:   # `env -` is `env -i`
@@ -456,6 +456,19 @@ def _chdir(name: str, options: list[tuple[str, Optional[str]]]) -> Optional[str]
 def _after_options(args: list[str], with_value: set[str]) -> list[str]:
     """``args`` from the first word that is not an option."""
     return _read_options(args, with_value)[1]
+
+
+def _flags(option: str, with_value: set[str]) -> str:
+    """The letters of a cluster of short options (``-il``), up to and with
+    the first that takes a value (``-ulucas``: only ``u``, whose value is "lucas")."""
+    if option.startswith("--") or not option.startswith("-"):
+        return ""
+    letters = ""
+    for letter in option[1:]:
+        letters += letter
+        if f"-{letter}" in with_value:
+            break
+    return letters
 
 
 def _value_follows(arg: str, with_value: set[str]) -> bool:
