@@ -72,6 +72,15 @@ def found(line: str, cwd: str | None = "/home/ops") -> list[tuple[str, str | Non
     ("kubectl -v 6 rollout restart deployment/web", [(R, "web")]),
     ("nerdctl restart jellyfin", [(R, "jellyfin")]),
     ("docker start -a jellyfin", [(R, "jellyfin")]),   # -a: attach, not all
+    ("systemctl enable --now nginx", [(R, "nginx")]),
+    ("systemctl enable nginx", []),
+    ("/etc/init.d/nginx restart", [(R, "nginx")]),
+    ("sudo /etc/init.d/nginx status", []),
+    ("invoke-rc.d nginx restart", [(R, "nginx")]),
+    ("supervisorctl restart worker", [(R, "worker")]),
+    ("supervisorctl status worker", []),
+    ("k3s kubectl rollout restart deployment/web", [(R, "web")]),
+    ("microk8s kubectl rollout restart deployment/web", [(R, "web")]),
     ("grep -r 'docker restart' /etc", []),
     ("git status", []),
     ("", []),
@@ -327,6 +336,8 @@ def test_a_command_of_many_words_is_read_in_one_pass():
     ("podman restart --all", "every container, or the latest"),
     ("podman restart -l", "every container, or the latest"),
     ("podman restart --running", "every container, or the latest"),
+    ("supervisorctl restart all", "every program, or a group"),
+    ("supervisorctl restart workers:*", "every program, or a group"),
 ])
 def test_targets_that_cannot_be_read_are_recognised_without_a_service(line, target):
     (item,) = recognise(line, "/home/ops")

@@ -55,7 +55,7 @@ def recognise(line: str, cwd: Optional[str] = None) -> list[Recognised]:
             return [Recognised(RESTART, None, "a command nested too deeply to read", line[:200])]
         return []
     for command in commands:
-        handler = HANDLERS.get(command.name)
+        handler = HANDLERS.get(command.name) or (_init_script if _is_init_script(command) else None)
         if handler is not None and not _asks_for_help(command.words[1:]):
             found += handler(command, command.words[1:], state)
     # One tool call restarts a service once, however it is spelt (stop + start, pull + up).
@@ -182,14 +182,41 @@ SYSTEMCTL_RESTARTS = {"restart", "try-restart", "reload-or-restart", "try-reload
 
 
 def _systemctl(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
-    positionals = parse_args(words, SYSTEMCTL_VALUE).positionals
+    args = parse_args(words, SYSTEMCTL_VALUE)
+    positionals = args.positionals
     if positionals[:1] and positionals[0] in SYSTEMCTL_RESTARTS:
+        return _each(RESTART, positionals[1:], command)
+    if positionals[:1] == ["enable"] and args.has("--now"):   # enables and starts it, as `start` does
         return _each(RESTART, positionals[1:], command)
     return []
 
 
+def _is_init_script(command: SimpleCommand) -> bool:
+    return posixpath.dirname(command.words[0]).rstrip("/").endswith("/init.d")
+
+
+def _init_script(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
+    """``/etc/init.d/NAME restart``: the script is the service."""
+    if words[:1] and words[0] in SYSTEMCTL_RESTARTS:
+        return _each(RESTART, [command.name], command)
+    return []
+
+
+def _supervisorctl(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
+    """``supervisorctl restart|start NAME…`` (``all`` or a group: not readable as one service)."""
+    positionals = parse_args(words, {"-c", "--configuration", "-s", "--serverurl", "-u", "--username",
+                                     "-p", "--password", "-r", "--history-file"}).positionals
+    if positionals[:1] and positionals[0] in ("restart", "start"):
+        names = positionals[1:]
+        if any(name == "all" or name.endswith(":*") for name in names):
+            return [Recognised(RESTART, None, "every program, or a group", command.text())]
+        return _each(RESTART, names, command)
+    return []
+
+
 def _service(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
-    """``service NAME restart`` (SysV) and ``rc-service NAME restart`` (OpenRC)."""
+    """``service NAME restart`` (SysV), ``rc-service NAME restart`` (OpenRC)
+    and ``invoke-rc.d NAME restart`` (Debian)."""
     args = parse_args(words, set())
     positionals = args.positionals
     if len(positionals) >= 2 and positionals[1] in SYSTEMCTL_RESTARTS:
@@ -204,6 +231,11 @@ def _service(command: SimpleCommand, words: list[str], state: _Line) -> list[Rec
 KUBECTL_VALUE = {"-v", "--v", "-n", "--namespace", "--context", "--kubeconfig", "--cluster", "--user", "-s", "--server",
                  "--token", "-l", "--selector", "-o", "--output", "-f", "--filename", "--field-manager", "--as",
                  "--as-group", "--request-timeout", "--to-revision", "--template", "-k", "--kustomize"}
+
+
+def _kubectl_within(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
+    """``k3s kubectl …`` and ``microk8s kubectl …``: kubectl under another name."""
+    return _kubectl(command, words[1:], state) if words[:1] == ["kubectl"] else []
 
 
 def _kubectl(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
@@ -267,6 +299,8 @@ Handler = Callable[[SimpleCommand, list, _Line], list]
 HANDLERS: dict[str, Handler] = {
     "docker": _docker, "podman": _docker, "nerdctl": _docker,
     "docker-compose": _compose, "podman-compose": _compose,
-    "systemctl": _systemctl, "service": _service, "rc-service": _service,
-    "kubectl": _kubectl, "ansible-playbook": _ansible_playbook, "helm": _helm,
+    "systemctl": _systemctl, "service": _service, "rc-service": _service, "invoke-rc.d": _service,
+    "supervisorctl": _supervisorctl,
+    "kubectl": _kubectl, "k3s": _kubectl_within, "microk8s": _kubectl_within,
+    "ansible-playbook": _ansible_playbook, "helm": _helm,
 }

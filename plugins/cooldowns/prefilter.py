@@ -16,8 +16,9 @@ import sys
 import tempfile
 
 # Every program name plugins.cooldowns.commands.HANDLERS dispatches on
-# contains one of these.
-PROGRAMS = ("docker", "podman", "nerdctl", "systemctl", "service", "kubectl", "ansible-playbook", "helm")
+# contains one of these; and so does the path of an init script (init.d).
+PROGRAMS = ("docker", "podman", "nerdctl", "systemctl", "service", "invoke-rc.d", "init.d", "supervisorctl",
+            "kubectl", "k3s", "microk8s", "ansible-playbook", "helm")
 
 
 def may_restart(raw: bytes) -> bool:
