@@ -16,6 +16,8 @@ from typing import Iterator, Optional
 OPERATOR_CHARS = ";&|()<>`\n"
 SEPARATOR_CHARS = set(";|()`\n")
 MAX_DEPTH = 5
+# In _as_bash_reads: a "$(" opened within double quotes.
+QUOTED_SUBSTITUTION = '"$('
 
 # Words that start a compound command or negate one; what follows is a command.
 SHELL_KEYWORDS = {"if", "then", "else", "elif", "do", "while", "until", "!", "{", "}", "coproc"}
@@ -155,9 +157,6 @@ def _as_bash_reads(line: str) -> str:
         if ends_substitution and i < len(line) and line[i] not in " \t\r\n" + OPERATOR_CHARS:
             out.append(GLUED)   # what follows is the same word: `-f $(pwd)/compose.yml`
     return "".join(out)
-
-
-QUOTED_SUBSTITUTION = '"$('
 
 
 def split_commands(line: str) -> list[list[str]]:
