@@ -73,6 +73,8 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
     # expired goes to the login page, not to an error about its token.
     init_auth(app)
     csrf.init_app(app)
+    from app.limit_store import STORAGE_URI   # registers the storage's scheme
+    app.config.setdefault("RATELIMIT_STORAGE_URI", STORAGE_URI)
     limiter.init_app(app)
     for _, command in call_at_startup(pm, "claudeops_cli_commands", click.Command):
         app.cli.add_command(command)

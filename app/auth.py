@@ -56,7 +56,8 @@ SESSION_KEY = "operator"
 LOGGED_IN_AT_KEY = "logged_in_at"
 # The login's token (app/logins.py): logging out ends it for every copy of the cookie.
 LOGIN_TOKEN_KEY = "login"
-# Per client address and gunicorn worker; enough for a person who mistypes.
+# Per client address, across every worker (app/limit_store.py); enough for
+# a person who mistypes.
 LOGIN_ATTEMPTS = "10 per minute"
 # Wrong bearer tokens, counted the same way: a token is a password a script
 # holds, and must not be guessed at network speed either. Only wrong ones
@@ -198,7 +199,8 @@ def _check_bearer(expected: str) -> Optional[Response]:
             return _too_many_bearer_failures()
         if secrets_equal(token, expected):
             return None
-        _count_wrong_bearer()
+        if not _count_wrong_bearer():
+            return _too_many_bearer_failures()
     if not expected:
         message = "the API is closed: set CLAUDEOPS_API_TOKEN to use it"
     elif token is None:
@@ -215,13 +217,17 @@ def _bearer_guesses_over_limit() -> bool:
     return limiter.enabled and not limiter.limiter.test(BEARER_FAILURES, "bearer", client_network())
 
 
-def _count_wrong_bearer() -> None:
+def _count_wrong_bearer() -> bool:
+    """Counts a wrong token; whether it was within the limit. Told by the
+    count itself, not by the check before: guesses sent at once to several
+    workers all pass that check, but only ten are counted within."""
     if not limiter.enabled:
-        return
-    limiter.limiter.hit(BEARER_FAILURES, "bearer", client_network())
-    if _bearer_guesses_over_limit():   # logged once, not for every call it refuses
+        return True
+    within = limiter.limiter.hit(BEARER_FAILURES, "bearer", client_network())
+    if within and _bearer_guesses_over_limit():   # logged once, not for every call it refuses
         log.warning("wrong bearer tokens from %s over the limit (%s): the API refuses it until the minute is over",
                     request.remote_addr, BEARER_FAILURES)
+    return within
 
 
 def _too_many_bearer_failures() -> Response:

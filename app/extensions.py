@@ -30,9 +30,6 @@ NAMING_CONVENTION = {
 db = SQLAlchemy(metadata=MetaData(naming_convention=NAMING_CONVENTION))
 migrate = Migrate(render_as_batch=True, compare_type=True)
 csrf = CSRFProtect()
-# Only the login form is limited. Counts live in each worker's memory: with N
-# gunicorn workers a client gets at most N times the limit, still far too few
-# guesses for a password worth the name, and no shared store to run.
 def client_network() -> str:
     """Whom the login limit counts: the client's address; for IPv6 its /64,
     the block one host is given and may rotate its address through at will."""
@@ -48,7 +45,9 @@ def client_network() -> str:
     return str(ip)
 
 
-limiter = Limiter(key_func=client_network, storage_uri="memory://", default_limits=[])
+# Only guesses are limited (logins, bearer tokens: app/auth.py), counted in
+# the database every worker shares (create_app sets app/limit_store.py's storage).
+limiter = Limiter(key_func=client_network, default_limits=[])
 
 SQLITE_BUSY_TIMEOUT_MS = 15000
 

@@ -155,3 +155,17 @@ class DashboardLogin(db.Model):
     token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
     # Logins older than CLAUDEOPS_LOGIN_HOURS are deleted at the next login.
     created_at = mapped_column(UTCDateTime, nullable=False, default=utcnow, index=True)
+
+
+class RateLimitWindow(db.Model):
+    """How many times a client has hit a limit (wrong passwords, wrong
+    bearer tokens) in the current window, shared by every gunicorn worker
+    and dashboard host: app/limit_store.py. Windows last a minute; an
+    expired one is deleted by the next hit of any client."""
+
+    __tablename__ = "rate_limit_windows"
+
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    hits: Mapped[int] = mapped_column(Integer, nullable=False)
+    # Seconds since the epoch, as the limits library reckons a window's end.
+    expires_at: Mapped[float] = mapped_column(Float, nullable=False, index=True)

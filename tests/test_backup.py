@@ -268,6 +268,7 @@ def test_restore_migrates_a_backup_made_by_an_older_version(app, tmp_path):
     old = sqlite3.connect(backup)
     with old:
         old.execute("DROP TABLE dashboard_logins")
+        old.execute("DROP TABLE rate_limit_windows")
         old.execute("ALTER TABLE sessions DROP COLUMN results_dir_id")
         old.execute("UPDATE alembic_version SET version_num = '0014_retention'")
     old.close()

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
+import time
 
 import pytest
 
@@ -95,6 +97,37 @@ def test_the_dashboard_is_served_by_gunicorn(service):
         assert response.status == 200
         assert "Run now" in response.read().decode()
     assert "gunicorn" in svc.log().lower() or "Booting worker" in svc.log()
+
+
+def test_every_gunicorn_worker_counts_the_same_wrong_bearer_tokens(tmp_path):
+    """The limit of ten wrong tokens holds for all the workers together
+    (app/limit_store.py), not ten for each. Three of the four workers are
+    each held by a guess whose headers are not finished (a sync worker
+    reads one request at a time), so the fourth takes ten guesses; then the
+    three held guesses are finished, each in a worker that has counted none
+    of its own."""
+    token = "tok-7d0e2b9c4a1f6e83"
+    svc = Service(tmp_path / "state", {"CLAUDEOPS_INTERVAL": "0", "CLAUDEOPS_API_TOKEN": token}, workers=4).start()
+    held = []
+    try:
+        for n in range(3):
+            connection = socket.create_connection(("127.0.0.1", svc.port), timeout=10)
+            connection.sendall(f"GET /api/v1/sessions HTTP/1.1\r\nHost: x\r\n"
+                               f"Authorization: Bearer held-{n}\r\n".encode())
+            held.append(connection)
+        time.sleep(0.5)   # each taken by a worker of its own, which waits for the rest
+        statuses = [svc.get("/api/v1/sessions", headers={"Authorization": f"Bearer guess-{n}"})[0]
+                    for n in range(11)]
+        assert statuses == [401] * 10 + [429]
+        for connection in held:
+            connection.sendall(b"Connection: close\r\n\r\n")
+            assert connection.makefile("rb").readline().split()[1] == b"429"
+        status, body = svc.get("/api/v1/sessions", headers={"Authorization": f"Bearer {token}"})
+        assert status == 429 and "too many wrong bearer tokens" in body["error"]
+    finally:
+        for connection in held:
+            connection.close()
+        assert svc.terminate() == 0
 
 
 def test_two_schedulers_started_at_once_on_a_new_database_one_is_refused_by_the_lock(tmp_path):
