@@ -336,3 +336,6 @@ def show_config():
 
 main.add_command(backup_command)
 main.add_command(restore_command)
+
+if __name__ == "__main__":   # python -m app.cli: the command, not a silent import
+    main(prog_name="claudeops")

@@ -355,3 +355,17 @@ def test_config_prints_a_runtime_change_as_the_value_in_force(app, monkeypatch):
     monkeypatch.setenv("CLAUDEOPS_MEMORY_BUDGET", "2000")
     lines = app.test_cli_runner().invoke(main, ["config"]).output.splitlines()
     assert "CLAUDEOPS_MEMORY_BUDGET=500  # changed on /config; the environment says 2000" in lines
+
+
+@pytest.mark.parametrize("module", ["app", "app.cli"])
+def test_the_command_runs_as_a_module_too(tmp_path, module):
+    """``python -m app`` where the claudeops script is not on the PATH, and
+    ``python -m app.cli``, which used to import the commands and run none."""
+    env = claudeops_env(tmp_path)
+    usage = subprocess.run([sys.executable, "-m", module, "--help"], env=env, capture_output=True, text=True,
+                           timeout=60)
+    assert usage.returncode == 0 and usage.stdout.startswith("Usage: claudeops [OPTIONS] COMMAND"), usage.stderr
+    config = subprocess.run([sys.executable, "-m", module, "config"], env=env, capture_output=True, text=True,
+                            timeout=60)
+    assert config.returncode == 0, config.stderr
+    assert f"CLAUDEOPS_STATE_DIR={env['CLAUDEOPS_STATE_DIR']}" in config.stdout.splitlines()
