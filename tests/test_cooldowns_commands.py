@@ -185,6 +185,14 @@ def test_recognises(line, expected):
     ("sudo -ulucas docker restart jellyfin", [(R, "jellyfin")]),   # the l is in -u's value
     ("docker ps -q | xargs docker inspect", []),
     ("bash ./check.sh", []),
+    # systemd-run runs the command it is given, now or (--on-*) later
+    ("systemd-run systemctl restart nginx", [(R, "nginx")]),
+    ("systemd-run --unit=fix-nginx -p After=network.target systemctl restart nginx", [(R, "nginx")]),
+    ("sudo systemd-run -u fix -q --wait -- docker restart jellyfin", [(R, "jellyfin")]),
+    ("systemd-run --scope --user -E LANG=C systemctl --user restart syncthing", [(R, "syncthing")]),
+    ("systemd-run --property Nice=5 --on-active 30 systemctl restart nginx", [(R, "nginx")]),
+    ("systemd-run --on-active=5min -qu later docker restart jellyfin", [(R, "jellyfin")]),
+    ("systemd-run -p MemoryMax=1G journalctl -u nginx", []),
     # an unbalanced quote: bash refuses that line, but the next line runs
     ("echo \"oops\ndocker restart jellyfin", [(R, "jellyfin")]),
 ])
@@ -293,6 +301,22 @@ def test_sudo_starts_the_command_with_an_environment_of_its_own():
                  work) == [(R, "other")]
     assert found("sudo COMPOSE_PROJECT_NAME=other docker compose up -d", work) == [(R, "other")]
     assert found("export COMPOSE_PROJECT_NAME=other; env -i docker compose up -d", work) == [(R, "work")]
+
+
+def test_systemd_run_starts_a_service_where_and_with_what_the_service_manager_gives():
+    """A transient service starts in / with the manager's environment and
+    what -E sets; a --scope (or -d) runs where systemd-run was called."""
+    work = "/srv/ops/work"
+    assert found("cd /srv/jellyfin && systemd-run --scope docker compose up -d", work) == [(R, "jellyfin")]
+    assert found("cd /srv/jellyfin && systemd-run -dq docker compose up -d", work) == [(R, "jellyfin")]
+    assert found("systemd-run --working-directory=/srv/arr docker compose restart", work) == [(R, "arr")]
+    assert found("systemd-run -E COMPOSE_PROJECT_NAME=media -d docker compose restart", work) == [(R, "media")]
+    assert found("export COMPOSE_PROJECT_NAME=other; systemd-run -d docker compose up -d", work) == [(R, "work")]
+    assert found("export COMPOSE_PROJECT_NAME=other; systemd-run --scope docker compose up -d", work) == [
+        (R, "other")]
+    for line in ("cd /srv/jellyfin && systemd-run docker compose up -d", "systemd-run --user docker compose up -d"):
+        (item,) = recognise(line, work)
+        assert item.service is None and "unknown directory" in item.target
 
 
 def test_a_cd_or_an_export_in_a_subshell_ends_with_it():

@@ -38,6 +38,11 @@ PREFIX_COMMANDS = {
     "chronic": set(), "time": {"-f", "--format", "-o", "--output"},
     "setsid": set(), "pkexec": {"--user"},
     "runuser": {"-u", "--user", "-g", "--group", "-G", "--supp-group", "-w", "--whitelist-environment"},
+    "systemd-run": {"-u", "--unit", "-p", "--property", "-E", "--setenv", "-H", "--host", "-M", "--machine", "-C",
+                    "--capsule", "--description", "--slice", "--expand-environment", "--service-type", "--uid", "--gid",
+                    "--nice", "--on-active", "--on-boot", "--on-startup", "--on-unit-active", "--on-unit-inactive",
+                    "--on-calendar", "--timer-property", "--path-property", "--socket-property",
+                    "--working-directory", "--job-mode", "--background", "--json"},
 }
 # Of sudo's options, those with which it runs no command: -l lists what it may run.
 SUDO_RUNS_NOTHING = {"-l", "--list"}
@@ -368,6 +373,7 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | None:
                 return Wrapped(" ".join([split, *map(shlex.quote, rest)]), True)
             if _resets_env(name, options):
                 env, inherits_env = {}, False   # what was set or exported before does not reach the command
+            env.update(_environment_given(name, options))
             chdir = _chdir(name, options) or chdir
             words = rest[1:] if name in PREFIX_WITH_ARGUMENT else rest
         elif name == "flock":
@@ -435,21 +441,47 @@ def _env_split_string(options: list[tuple[str, Optional[str]]]) -> Optional[str]
 
 def _resets_env(name: str, options: list[tuple[str, Optional[str]]]) -> bool:
     """sudo (unless told -E or --preserve-env) and doas start the command
-    with an environment of their own; so does env -i."""
+    with an environment of their own; so does env -i, and so does the
+    service manager for systemd-run's transient service (not for a --scope,
+    which systemd-run runs itself)."""
     flags = [option for option, _ in options]
     if name == "sudo":
         return not any(o.startswith("--preserve-env") or (not o.startswith("--") and "E" in o) for o in flags)
     if name == "env":
         return any(o in ("-i", "--ignore-environment") or (not o.startswith("--") and "i" in o) for o in flags)
+    if name == "systemd-run":
+        return "--scope" not in flags
     return name == "doas"
 
 
+def _environment_given(name: str, options: list[tuple[str, Optional[str]]]) -> dict[str, str]:
+    """The variables systemd-run's -E NAME=VALUE sets for the command."""
+    if name != "systemd-run":
+        return {}
+    pairs = (value.split("=", 1) for option, value in options if option in ("-E", "--setenv") and value)
+    return {key: value for key, value in (p for p in pairs if len(p) == 2)}
+
+
 # The options of a prefix command that run the command in another directory.
-CHDIR_OPTIONS = {"env": ("-C", "--chdir"), "sudo": ("-D", "--chdir")}
+CHDIR_OPTIONS = {"env": ("-C", "--chdir"), "sudo": ("-D", "--chdir"), "systemd-run": ("--working-directory",)}
 
 
 def _chdir(name: str, options: list[tuple[str, Optional[str]]]) -> Optional[str]:
-    return next((value for option, value in options if option in CHDIR_OPTIONS.get(name, ()) and value), None)
+    chosen = next((value for option, value in options if option in CHDIR_OPTIONS.get(name, ()) and value), None)
+    if chosen is None and name == "systemd-run":
+        return _transient_service_directory(options)
+    return chosen
+
+
+def _transient_service_directory(options: list[tuple[str, Optional[str]]]) -> Optional[str]:
+    """A transient service starts in / (a user's service in that user's home,
+    which is not known here), not where systemd-run was called, unless told
+    -d/--same-dir; a --scope is run by systemd-run itself, where it is."""
+    flags = [option for option, _ in options]
+    letters = "".join(_flags(option, PREFIX_COMMANDS["systemd-run"]) for option in flags)
+    if "--scope" in flags or "--same-dir" in flags or "d" in letters:
+        return None
+    return "~" if "--user" in flags or "--capsule" in flags or "C" in letters else "/"
 
 
 def _after_options(args: list[str], with_value: set[str]) -> list[str]:
