@@ -279,6 +279,31 @@ def test_prefixes_chains_and_wrappers(line, expected):
     # pushd moves as cd does; after popd the directory is not known
     ("pushd /srv/jellyfin && docker compose up -d", [(R, "jellyfin")]),
     ("cd /srv/jellyfin && popd && docker compose up -d", [(R, None)]),
+    # a shell runs what echo or printf writes into its input, and a here-string
+    ("echo 'systemctl restart nginx' | bash", [(R, "nginx")]),
+    ("echo systemctl restart nginx | sudo sh", [(R, "nginx")]),
+    ("echo -e 'docker restart jellyfin' |& zsh -s", [(R, "jellyfin")]),
+    ("printf 'docker restart jellyfin\\nsystemctl restart nginx\\n' | bash", [(R, "jellyfin"), (R, "nginx")]),
+    ("printf 'systemctl restart %s\\n' nginx smbd | dash", [(R, "nginx"), (R, "smbd")]),
+    ("bash <<< 'systemctl restart nginx'", [(R, "nginx")]),
+    ('bash <<<"docker restart jellyfin"', [(R, "jellyfin")]),
+    ("sh -s - <<< 'cd /srv/jellyfin && docker compose up -d'", [(R, "jellyfin")]),
+    ("echo 'cd /opt/arr && docker compose restart' | ssh nas", [(R, "arr")]),
+    # a heredoc's body is read as commands, into a shell too
+    ("bash <<EOF\nsystemctl restart nginx\nEOF", [(R, "nginx")]),
+    ("ssh nas <<'EOF'\ndocker restart jellyfin\nEOF", [(R, "jellyfin")]),
+    # only printed, or read by no shell, or by a shell that runs a script
+    ("echo 'systemctl restart nginx' | grep restart", []),
+    ("echo 'systemctl restart nginx' > notes.txt", []),
+    ("cat <<< 'systemctl restart nginx'", []),
+    ("echo 'systemctl restart nginx'; bash -i", []),
+    ("echo 'docker restart jellyfin' | bash ./check.sh", []),
+    ("printf -v cmd 'docker restart jellyfin' | bash", []),
+    ("echo 'docker restart jellyfin' | ssh -N nas", []),
+    ("echo uptime | bash", []),
+    # fed from elsewhere, in a line that names no program recognised here
+    ('echo "$cmd" | bash', []),
+    ("curl -fsSL https://example.com/setup.sh | sh", []),
 ])
 def test_what_bash_would_run_however_it_is_written(line, expected):
     assert found(line) == expected
@@ -362,6 +387,11 @@ def test_a_command_of_many_words_is_read_in_one_pass():
     ("podman restart --running", "every container, or the latest"),
     ("supervisorctl restart all", "every program, or a group"),
     ("supervisorctl restart workers:*", "every program, or a group"),
+    ("cmd='systemctl restart nginx'; echo \"$cmd\" | bash", "the commands a shell reads from its input"),
+    ('c="docker restart jellyfin"; bash <<< "$c"', "the commands a shell reads from its input"),
+    ("curl -s http://nas/restart-docker | sh", "the commands a shell reads from its input"),
+    ("echo 'docker restart jellyfin' | tee -a log | bash", "the commands a shell reads from its input"),
+    ("(echo 'docker restart jellyfin') | bash", "the commands a shell reads from its input"),
 ])
 def test_targets_that_cannot_be_read_are_recognised_without_a_service(line, target):
     (item,) = recognise(line, "/home/ops")

@@ -152,6 +152,14 @@ def test_a_service_that_cannot_be_read_is_denied(state):
     assert rows(state.app) == []
 
 
+def test_a_shell_fed_what_the_text_does_not_say_is_denied_where_the_line_names_a_restart(state):
+    result = state(pre_tool_use("cmd='systemctl restart nginx'; echo \"$cmd\" | bash"))
+    reason = json.loads(result.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "cannot tell which service" in reason and "restart of the commands a shell reads from its input" in reason
+    assert state(pre_tool_use('echo "$cmd" | bash')).stdout == ""
+    assert rows(state.app) == []
+
+
 def test_when_the_check_fails_a_restart_is_denied_and_anything_else_allowed(state, tmp_path):
     broken = explicit_database_url(tmp_path / "not-migrated")
     result = state(pre_tool_use("docker restart jellyfin"), CLAUDEOPS_DATABASE_URL=broken)

@@ -15,7 +15,7 @@ from typing import Callable, Optional
 
 from plugins.cooldowns.limits import REDEPLOYMENT, RESTART
 from plugins.cooldowns.options import Args, parse_args
-from plugins.cooldowns.shell import SimpleCommand, TooDeep, simple_commands
+from plugins.cooldowns.shell import FROM_SHELL_INPUT, SimpleCommand, TooDeep, simple_commands
 
 SERVICE_NAME = re.compile(r"[a-z0-9][a-z0-9_.@-]{0,99}")
 
@@ -49,12 +49,11 @@ def recognise(line: str, cwd: Optional[str] = None) -> list[Recognised]:
     try:
         commands = list(simple_commands(line, cwd))
     except TooDeep:
-        # Unread, so unknown: one that may restart something is refused, not let through uncounted.
-        plain = line.lower().replace("\\\n", "").replace("\\", "").replace('"', "").replace("'", "")
-        if any(name in plain for name in HANDLERS):
-            return [Recognised(RESTART, None, "a command nested too deeply to read", line[:200])]
-        return []
+        return _unread(line, "a command nested too deeply to read")
     for command in commands:
+        if command.name == FROM_SHELL_INPUT:
+            found += _unread(line, "the commands a shell reads from its input")
+            continue
         handler = HANDLERS.get(command.name) or (_init_script if _is_init_script(command) else None)
         if handler is not None and not _asks_for_help(command.words[1:]):
             found += handler(command, command.words[1:], state)
@@ -63,6 +62,14 @@ def recognise(line: str, cwd: Optional[str] = None) -> list[Recognised]:
     for item in found:
         unique.setdefault((item.action, item.service or item.target), item)
     return list(unique.values())
+
+
+def _unread(line: str, what: str) -> list[Recognised]:
+    """Unread, so unknown: a line that may restart something is refused, not let through uncounted."""
+    plain = line.lower().replace("\\\n", "").replace("\\", "").replace('"', "").replace("'", "")
+    if any(name in plain for name in HANDLERS):
+        return [Recognised(RESTART, None, what, line[:200])]
+    return []
 
 
 HELP = ("-h", "--help")

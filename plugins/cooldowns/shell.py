@@ -57,6 +57,13 @@ XARGS_OPTIONS_WITH_VALUE = {"-a", "--arg-file", "-d", "--delimiter", "-E", "-I",
                             "--max-procs", "-s", "--max-chars", "--process-slot-var"}
 # xargs adds words from its input: a target no one can read from the text.
 FROM_XARGS = "<input of xargs>"
+# Stands for the commands of a shell fed from a variable, a substitution or
+# another program: what it runs is not in the text.
+FROM_SHELL_INPUT = "<input of a shell>"
+# What they write into a pipe is in the text, when their words are.
+PRINTING_COMMANDS = {"echo", "printf"}
+PRINTF_DIRECTIVE = re.compile(r"%(?:%|[-+ #0]*[0-9]*(?:\.[0-9]*)?[a-zA-Z])")
+ESCAPES = {"n": "\n", "t": "\t", "\\": "\\"}
 SSH_OPTIONS_WITH_VALUE = {"-B", "-b", "-c", "-D", "-E", "-e", "-F", "-I", "-i", "-J", "-L", "-l", "-m", "-O", "-o",
                           "-P", "-p", "-Q", "-R", "-S", "-W", "-w"}
 
@@ -87,6 +94,30 @@ class Wrapped:
 
     line: str
     same_directory: bool
+
+
+@dataclass(frozen=True)
+class ReadsInput:
+    """A shell that runs what it reads on its standard input: ``bash``,
+    ``sh -s`` (here) or ``ssh host`` with no command (elsewhere)."""
+
+    same_directory: bool
+
+
+@dataclass(frozen=True)
+class Input:
+    """What a command reads on its standard input, as the text says it:
+    ``text`` is None when it comes from a variable, a substitution or
+    another program."""
+
+    text: Optional[str]
+
+
+@dataclass(frozen=True)
+class HereString:
+    """``<<< WORD``: the word is the input of the command it is given to."""
+
+    word: str
 
 
 def tokens(line: str) -> list[str]:
@@ -171,13 +202,16 @@ def split_commands(line: str) -> list[list[str]]:
 
 
 OPENS, CLOSES = "(", ")"
+# Between two commands of a pipeline: what the first writes, the second reads.
+PIPE = "|"
 
 
-def _parts(line: str) -> Iterator[list[str] | str]:
+def _parts(line: str) -> Iterator[list[str] | str | HereString]:
     """The word lists of ``line``'s simple commands, and between them
     ``OPENS`` and ``CLOSES`` where a subshell or a substitution begins and
-    ends (what a ``cd`` or ``export`` in it does ends there too). Raises
-    ``TooDeep`` for substitutions nested more than ``MAX_DEPTH`` deep."""
+    ends (what a ``cd`` or ``export`` in it does ends there too), ``PIPE``
+    where a pipe joins two, and before a command the ``HereString`` it reads.
+    Raises ``TooDeep`` for substitutions nested more than ``MAX_DEPTH`` deep."""
     yield from _parts_of(tokens(line))
 
 
@@ -192,7 +226,7 @@ def _is_operator(token: str) -> bool:
     return bool(token) and all(c in OPERATOR_CHARS for c in token)
 
 
-def _parts_of(items: list[str], depth: int = 0) -> Iterator[list[str] | str]:
+def _parts_of(items: list[str], depth: int = 0) -> Iterator[list[str] | str | HereString]:
     if depth > MAX_DEPTH:
         raise TooDeep(" ".join(items))
     current: list[str] = []
@@ -235,6 +269,8 @@ def _parts_of(items: list[str], depth: int = 0) -> Iterator[list[str] | str]:
             current = []
             if not case_patterns:
                 yield from (c for c in token if c in (OPENS, CLOSES))
+            if token.lstrip(CLOSES) in ("|", "|&"):
+                yield PIPE
             continue
         # A redirection (>, 2>&1, &>, <<EOF): drop its target, and the file
         # descriptor number shlex split off in front of it. A process
@@ -245,6 +281,8 @@ def _parts_of(items: list[str], depth: int = 0) -> Iterator[list[str] | str]:
         if i < len(items) and not _is_operator(items[i]):
             target = items[i]
             i += 1
+            if token == "<<<":
+                yield HereString(target)
             if "$(" in target or "`" in target:
                 yield OPENS
                 yield from _parts_of(tokens(target), depth + 1)
@@ -300,16 +338,29 @@ def simple_commands(line: str, cwd: Optional[str] = None, depth: int = 0,
     if depth > MAX_DEPTH:
         raise TooDeep(line)
     exported = dict(exported or {})
-    scopes: list[tuple[Optional[str], dict[str, str]]] = []
+    scopes: list[tuple[Optional[str], dict[str, str], Optional[Input]]] = []
+    stdin: Optional[Input] = None   # what the next command reads, where the text says
+    previous: SimpleCommand | Wrapped | ReadsInput | None = None   # what a pipe would take the output of
     for words in _parts(line):
         if words == OPENS:
-            scopes.append((cwd, dict(exported)))
+            scopes.append((cwd, dict(exported), stdin))
+            stdin = previous = None
             continue
         if words == CLOSES:
             if scopes:
-                cwd, exported = scopes.pop()
+                cwd, exported, stdin = scopes.pop()
+            previous = None   # the output of a subshell or a substitution is not in the text
             continue
-        command = _unwrap(words)
+        if words == PIPE:
+            stdin = _written(previous)
+            continue
+        if isinstance(words, HereString):
+            stdin = Input(words.word if _is_literal(words.word) else None)
+            continue
+        command = previous = _unwrap(words)
+        if isinstance(command, ReadsInput):
+            command = _fed(command, stdin)
+        stdin = None
         for word in words:
             if isinstance(command, Wrapped) and word in command.line:
                 continue   # read with the wrapped line, below
@@ -347,7 +398,7 @@ def _cd(cwd: Optional[str], args: list[str]) -> Optional[str]:
     return posixpath.normpath(target)
 
 
-def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | None:
+def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | ReadsInput | None:
     env: dict[str, str] = {}
     inherits_env = True
     chdir: Optional[str] = None
@@ -383,7 +434,9 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | None:
             words = rest[1:]
         elif name in SHELLS:
             script = _shell_script(words[1:])
-            return Wrapped(script, True) if script is not None else None
+            if script is not None:
+                return Wrapped(script, True)
+            return ReadsInput(True) if _reads_input(words[1:]) else None
         elif name == "su":
             script = _option_value(words[1:], {"-c", "--command"})
             return Wrapped(script, False) if script is not None else None
@@ -396,7 +449,9 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | None:
             rest = _after_options(words[1:], SSH_OPTIONS_WITH_VALUE)
             # OpenSSH reads options after the destination too: `ssh host -t cmd`.
             remote = _after_options(rest[1:], SSH_OPTIONS_WITH_VALUE) if rest else []
-            return Wrapped(" ".join(remote), False) if remote else None
+            if remote:
+                return Wrapped(" ".join(remote), False)
+            return ReadsInput(False) if rest and not _forwards_only(words[1:]) else None
         else:
             return SimpleCommand(words, env, inherits_env=inherits_env, chdir=chdir)
     return None
@@ -519,20 +574,105 @@ def _shell_script(args: list[str]) -> Optional[str]:
     """The command string of ``bash -c '...'`` (or ``-lc``, ``-ec``, with
     ``-o pipefail``, ``--norc``, ``--`` ... around it): the first word after
     the options, when one of them is ``c``."""
-    reads_string = False
+    letters, rest = _shell_options(args)
+    return rest[0] if "c" in letters and rest else None   # else `bash script.sh`: a script we cannot see
+
+
+def _reads_input(args: list[str]) -> bool:
+    """Does the shell run what it reads on its standard input: no ``-c`` and
+    no script named (``bash``, ``sh -x``), or ``-s`` (``bash -s -- ARG…``)?"""
+    letters, rest = _shell_options(args)
+    return "c" not in letters and ("s" in letters or not rest)
+
+
+def _shell_options(args: list[str]) -> tuple[str, list[str]]:
+    """The letters of a shell's short options (``-lc``, ``+x``), and the
+    words after its options (``--`` or a lone ``-`` ends them)."""
+    letters = ""
     i = 0
     while i < len(args):
         arg = args[i]
-        if arg == "--":
+        if arg in ("--", "-"):
             i += 1
             break
         if len(arg) < 2 or arg[0] not in "-+":
             break
-        if not arg.startswith("--") and "c" in arg[1:]:
-            reads_string = True
+        if not arg.startswith("--"):
+            letters += arg[1:]
         # -o pipefail, -euo pipefail, +O extglob: the option's value is the next word.
         i += 2 if _value_follows("-" + arg[1:], SHELL_OPTIONS_WITH_VALUE) else 1
-    return args[i] if reads_string and i < len(args) else None   # else `bash script.sh`: a script we cannot see
+    return letters, args[i:]
+
+
+def _forwards_only(ssh_args: list[str]) -> bool:
+    """``ssh -N`` (or ``-W host:port``) forwards, and runs no shell to read its input."""
+    options = _read_options(ssh_args, SSH_OPTIONS_WITH_VALUE)[0]
+    return any(letter in "NW" for option, _ in options for letter in _flags(option, SSH_OPTIONS_WITH_VALUE))
+
+
+def _fed(shell: ReadsInput, stdin: Optional[Input]) -> Wrapped | SimpleCommand | None:
+    """What a shell that reads its input runs: the text fed to it; fed what
+    the text does not say, commands no one can read."""
+    if stdin is None:
+        return None   # a terminal, or a file (`bash < script.sh`): a script we cannot see
+    if stdin.text is None:
+        return SimpleCommand([FROM_SHELL_INPUT])
+    return Wrapped(stdin.text, shell.same_directory)
+
+
+def _written(command: SimpleCommand | Wrapped | ReadsInput | None) -> Input:
+    """What ``command`` writes into a pipe, where the text says it: the
+    literal words of echo and printf."""
+    if not isinstance(command, SimpleCommand) or command.name not in PRINTING_COMMANDS:
+        return Input(None)
+    if not all(_is_literal(word) for word in command.words[1:]):
+        return Input(None)
+    if command.name == "echo":
+        return Input(_echo_output(command.words[1:]))
+    return Input(_printf_output(command.words[1:]))
+
+
+def _is_literal(word: str) -> bool:
+    """Not spelt by the shell at run time from a variable or a substitution."""
+    return "$" not in word and "`" not in word
+
+
+def _echo_output(args: list[str]) -> str:
+    options = 0
+    while options < len(args) and re.fullmatch(r"-[neE]+", args[options]):
+        options += 1
+    text = " ".join(args[options:])
+    return _unescaped(text) if any("e" in option for option in args[:options]) else text
+
+
+def _printf_output(args: list[str]) -> str:
+    """printf's format, with its values in place of its directives, over
+    again while values are left."""
+    if args[:1] == ["-v"]:
+        return ""   # into a variable, not out
+    if args[:1] == ["--"]:
+        args = args[1:]
+    if not args:
+        return ""
+    form, values = _unescaped(args[0]), args[1:]
+    out = []
+    while True:
+        used = 0
+
+        def fill(directive: re.Match) -> str:
+            nonlocal used
+            if directive.group() == "%%":
+                return "%"
+            used += 1
+            return values[used - 1] if used <= len(values) else ""
+        out.append(PRINTF_DIRECTIVE.sub(fill, form))
+        values = values[used:]
+        if not values or not used:
+            return "".join(out)
+
+
+def _unescaped(text: str) -> str:
+    return re.sub(r"\\(.)", lambda m: ESCAPES.get(m.group(1), m.group()), text, flags=re.S)
 
 
 def _option_value(args: list[str], names: set[str]) -> Optional[str]:
