@@ -193,6 +193,23 @@ def test_recognises(line, expected):
     ("systemd-run --property Nice=5 --on-active 30 systemctl restart nginx", [(R, "nginx")]),
     ("systemd-run --on-active=5min -qu later docker restart jellyfin", [(R, "jellyfin")]),
     ("systemd-run -p MemoryMax=1G journalctl -u nginx", []),
+    # watch runs its command over and over: its words through sh -c, or with -x as they are
+    ("watch -n 5 systemctl restart nginx", [(R, "nginx")]),
+    ("watch 'docker restart jellyfin'", [(R, "jellyfin")]),
+    ("watch -n5 -d 'docker ps; systemctl restart nginx'", [(R, "nginx")]),
+    ("watch -x sh -c 'systemctl restart nginx'", [(R, "nginx")]),
+    ("watch docker ps", []),
+    ("watch -n 1 'systemctl status nginx'", []),
+    # find runs what -exec, -execdir, -ok and -okdir name, up to a ; or a {} +
+    ("find /etc/nginx -newer /tmp/stamp -exec systemctl restart nginx \\;", [(R, "nginx")]),
+    ("find . -name '*.yml' -exec grep -q image {} ';' -exec docker restart jellyfin \\;", [(R, "jellyfin")]),
+    ("sudo find /srv -name x -ok sudo systemctl restart nginx \\; 2>/dev/null", [(R, "nginx")]),
+    ("find . -name '*.log' -exec rm {} \\;", []),
+    ("find . -name '*.log' -exec rm {} + -exec echo systemctl restart nginx {} +", []),
+    ("find / -name docker -print", []),
+    # a quoted or escaped operator character is part of a word
+    ("echo ';' docker restart jellyfin", []),
+    ("echo \\; docker restart jellyfin", []),
     # an unbalanced quote: bash refuses that line, but the next line runs
     ("echo \"oops\ndocker restart jellyfin", [(R, "jellyfin")]),
 ])
@@ -392,6 +409,9 @@ def test_a_command_of_many_words_is_read_in_one_pass():
     ("curl -s http://nas/restart-docker | sh", "the commands a shell reads from its input"),
     ("echo 'docker restart jellyfin' | tee -a log | bash", "the commands a shell reads from its input"),
     ("(echo 'docker restart jellyfin') | bash", "the commands a shell reads from its input"),
+    ("find /srv -name 'jelly*' -exec docker restart {} +", "{}"),
+    ("find . -type d -exec sh -c 'systemctl restart $(basename {})' \\;", "$(…)"),
+    ("find /srv -name compose.yml -execdir docker compose up -d \\;", "the compose project in an unknown directory"),
 ])
 def test_targets_that_cannot_be_read_are_recognised_without_a_service(line, target):
     (item,) = recognise(line, "/home/ops")
@@ -420,6 +440,8 @@ def test_normalise_service(raw, expected):
 def test_split_commands_drops_operators_and_redirection_targets():
     assert split_commands("a 1 2>&1 | b > out; c < in && d &") == [["a", "1"], ["b"], ["c"], ["d"]]
     assert split_commands("echo 'a; b' \"c && d\"") == [["echo", "a; b", "c && d"]]
+    assert split_commands("find . -exec rm {} \\; -print; ls '>' \\|") == [
+        ["find", ".", "-exec", "rm", "{}", ";", "-print"], ["ls", ">", "|"]]
 
 
 def test_simple_commands_follow_cd():

@@ -14,6 +14,10 @@ from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
 OPERATOR_CHARS = ";&|()<>`\n"
+# An operator character quoted or escaped (`find -exec … \;`, `echo ';'`) is
+# part of a word: _as_bash_reads hides it from the lexer, the word shows it again.
+HIDDEN = str.maketrans({char: chr(0xE000 + ord(char)) for char in OPERATOR_CHARS})
+SHOWN = str.maketrans({chr(0xE000 + ord(char)): char for char in OPERATOR_CHARS})
 SEPARATOR_CHARS = set(";|()`\n")
 MAX_DEPTH = 5
 # In _as_bash_reads: a "$(" opened within double quotes.
@@ -64,6 +68,10 @@ FROM_SHELL_INPUT = "<input of a shell>"
 PRINTING_COMMANDS = {"echo", "printf"}
 PRINTF_DIRECTIVE = re.compile(r"%(?:%|[-+ #0]*[0-9]*(?:\.[0-9]*)?[a-zA-Z])")
 ESCAPES = {"n": "\n", "t": "\t", "\\": "\\"}
+WATCH_OPTIONS_WITH_VALUE = {"-n", "--interval", "-q", "--equexit", "-s", "--shotsdir"}
+# find's actions that run a command, and whether it runs where find was called
+# (-execdir and -okdir run it in the directory of each file found).
+FIND_RUNS = {"-exec": True, "-ok": True, "-execdir": False, "-okdir": False}
 SSH_OPTIONS_WITH_VALUE = {"-B", "-b", "-c", "-D", "-E", "-e", "-F", "-I", "-i", "-J", "-L", "-l", "-m", "-O", "-o",
                           "-P", "-p", "-Q", "-R", "-S", "-W", "-w"}
 
@@ -128,7 +136,12 @@ def tokens(line: str) -> list[str]:
         # An unbalanced quote or a trailing backslash: bash would refuse that
         # line, but earlier lines of a script still run. Look again without
         # quotes and escapes (seeing too much rather than too little).
-        return _lex(line.replace('"', " ").replace("'", " ").replace("\\", " "))
+        return _lex(_shown(line).replace('"', " ").replace("'", " ").replace("\\", " "))
+
+
+def _shown(token: str) -> str:
+    """A word with the operator characters _as_bash_reads hid in it."""
+    return token.translate(SHOWN)
 
 
 def _lex(line: str) -> list[str]:
@@ -161,7 +174,7 @@ def _as_bash_reads(line: str) -> str:
             continue
         if char == "\\" and quote != "'":
             if line[i + 1:i + 2] != "\n":
-                out.append(line[i:i + 2])   # an escaped space ends no word: "foo\ #" holds no comment
+                out.append(line[i:i + 2].translate(HIDDEN))   # an escaped space ends no word: "foo\ #" holds no comment
             i += 2
             continue
         if quote == '"' and char == "(" and line[i - 1:i] == "$":
@@ -172,7 +185,7 @@ def _as_bash_reads(line: str) -> str:
             continue
         if char in "'\"" and quote in (None, char):
             quote = None if quote else char
-        out.append(char)
+        out.append(char.translate(HIDDEN) if quote else char)
         i += 1
         if quote is not None:
             continue
@@ -238,7 +251,7 @@ def _parts_of(items: list[str], depth: int = 0) -> Iterator[list[str] | str | He
         if not _is_operator(token):
             if not current and token in ("case", "esac"):
                 case_patterns += 1 if token == "case" else -1 if case_patterns else 0
-            current.append(token if token.endswith(GLUED) else token.lstrip(GLUED))
+            current.append(_shown(token if token.endswith(GLUED) else token.lstrip(GLUED)))
             continue
         if "`" in token and token != "`":   # a backquote with other operators: each on its own
             items[i - 1:i] = [piece for piece in re.split("(`)", token) if piece]
@@ -260,7 +273,7 @@ def _parts_of(items: list[str], depth: int = 0) -> Iterator[list[str] | str | He
             else:
                 current.append(SUBSTITUTED)
             if i < len(items) and items[i].startswith(GLUED):
-                current[-1] += items[i][1:]
+                current[-1] += _shown(items[i][1:])
                 i += 1
             continue
         if any(c in SEPARATOR_CHARS for c in token) or set(token) == {"&"}:
@@ -279,7 +292,7 @@ def _parts_of(items: list[str], depth: int = 0) -> Iterator[list[str] | str | He
         if current and current[-1].isdigit():
             current.pop()
         if i < len(items) and not _is_operator(items[i]):
-            target = items[i]
+            target = _shown(items[i])
             i += 1
             if token == "<<<":
                 yield HereString(target)
@@ -445,6 +458,10 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | ReadsInput | None:
             words = words + [FROM_XARGS] if words else []
         elif name == "eval":
             return Wrapped(" ".join(words[1:]), True)
+        elif name == "watch":
+            return _watched(words[1:])
+        elif name == "find" and (run := _run_by_find(words[1:])) is not None:
+            return run
         elif name == "ssh":
             rest = _after_options(words[1:], SSH_OPTIONS_WITH_VALUE)
             # OpenSSH reads options after the destination too: `ssh host -t cmd`.
@@ -455,6 +472,36 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | ReadsInput | None:
         else:
             return SimpleCommand(words, env, inherits_env=inherits_env, chdir=chdir)
     return None
+
+
+def _watched(args: list[str]) -> Optional[Wrapped]:
+    """What ``watch`` runs over and over: its words joined for ``sh -c``, or
+    with ``-x`` run as they are."""
+    options, rest = _read_options(args, WATCH_OPTIONS_WITH_VALUE)
+    if not rest:
+        return None
+    as_they_are = any(o == "--exec" or "x" in _flags(o, WATCH_OPTIONS_WITH_VALUE) for o, _ in options)
+    return Wrapped(shlex.join(rest) if as_they_are else " ".join(rest), True)
+
+
+def _run_by_find(args: list[str]) -> Optional[Wrapped]:
+    """The commands of find's ``-exec CMD … ;`` (or ``… {} +``), ``-execdir``,
+    ``-ok`` and ``-okdir``, one a line; each ``{}`` stands for a path found,
+    a target no one can read from the text."""
+    commands: list[str] = []
+    same_directory = True
+    i = 0
+    while i < len(args):
+        if args[i] not in FIND_RUNS:
+            i += 1
+            continue
+        same_directory = same_directory and FIND_RUNS[args[i]]
+        end = i + 1
+        while end < len(args) and not (args[end] == ";" or (args[end] == "+" and args[end - 1] == "{}")):
+            end += 1
+        commands.append(shlex.join(args[i + 1:end]))
+        i = end + 1
+    return Wrapped("\n".join(commands), same_directory) if commands else None
 
 
 def _read_options(args: list[str], with_value: set[str]) -> tuple[list[tuple[str, Optional[str]]], list[str]]:
