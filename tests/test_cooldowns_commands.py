@@ -81,6 +81,11 @@ def found(line: str, cwd: str | None = "/home/ops") -> list[tuple[str, str | Non
     ("supervisorctl status worker", []),
     ("k3s kubectl rollout restart deployment/web", [(R, "web")]),
     ("microk8s kubectl rollout restart deployment/web", [(R, "web")]),
+    ("oc rollout restart deployment/web", [(R, "web")]),
+    ("oc -n media rollout restart dc/jellyfin", [(R, "jellyfin")]),
+    ("oc rollout undo deployment/web", [(D, "web")]),
+    ("oc rollout status deployment/web", []),
+    ("oc get pods -n media", []),
     ("grep -r 'docker restart' /etc", []),
     ("git status", []),
     ("", []),
@@ -381,6 +386,9 @@ def test_a_command_nested_too_deeply_to_read_is_refused_if_it_may_restart():
     assert recognise("eval " * 7 + "uptime", "/home/ops") == []
     (item,) = recognise("eval " * 7 + "d'o'ck\\er restart jellyfin", "/home/ops")
     assert item.service is None
+    (item,) = recognise("eval " * 7 + "oc rollout restart deployment/web", "/home/ops")
+    assert item.service is None
+    assert recognise("eval " * 7 + "ls /proc", "/home/ops") == []
 
 
 def test_a_command_of_many_words_is_read_in_one_pass():

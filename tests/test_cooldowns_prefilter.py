@@ -10,7 +10,7 @@ import pytest
 
 from plugins.cooldowns import PREFILTER
 from plugins.cooldowns.commands import HANDLERS, recognise
-from plugins.cooldowns.prefilter import PROGRAMS, may_restart
+from plugins.cooldowns.prefilter import PROGRAMS, WORD_PROGRAMS, may_restart
 
 
 def call(command) -> str:
@@ -19,21 +19,30 @@ def call(command) -> str:
 
 def test_every_program_the_recogniser_knows_passes_the_prefilter():
     for program in HANDLERS:
-        assert any(name in program for name in PROGRAMS), program
+        assert any(name in program for name in PROGRAMS) or WORD_PROGRAMS.fullmatch(program), program
+        assert may_restart(call(f"sudo {program} restart x")), program
 
 
 @pytest.mark.parametrize("command", [
     "docker restart jellyfin", "sudo systemctl restart caddy", 'd"ock"er restart jellyfin', "d\\ocker restart x",
     "bash -c 'docker compose up -d --force-recreate web'", "HELM upgrade web chart/", "rc-service nginx restart",
+    "oc rollout restart deployment/web", "/usr/local/bin/oc -n media rollout restart dc/web", "o\\c rollout undo dc/web",
+    "bash -c 'oc rollout restart deployment/web'", "x=$(oc rollout restart deployment/web)", "true&&oc rollout undo",
 ])
 def test_possible_restarts_go_to_the_full_check(command):
     assert may_restart(call(command))
 
 
-@pytest.mark.parametrize("command", ["ls -la", "df -h", "curl -s localhost:8096/health", "cat /etc/hosts"])
+@pytest.mark.parametrize("command", ["ls -la", "df -h", "curl -s localhost:8096/health", "cat /etc/hosts", "ls /proc",
+                                     "grep -c MHz /proc/cpuinfo", "ls -l /srv/oc/data", "curl -s localhost/oc-status"])
 def test_everyday_commands_are_let_through(command):
     assert not may_restart(call(command))
     assert recognise(command) == []
+
+
+@pytest.mark.parametrize("command", ["docker ps", "cat /etc/hosts", "ls /proc", "podman logs -f oc-web", "echo doc"])
+def test_oc_is_looked_for_only_as_a_word_of_its_own(command):
+    assert WORD_PROGRAMS.search(command) is None
 
 
 @pytest.mark.parametrize("raw", ["not json", "{}", json.dumps({"tool_input": {"command": 5}})])

@@ -15,6 +15,7 @@ from typing import Callable, Optional
 
 from plugins.cooldowns.limits import REDEPLOYMENT, RESTART
 from plugins.cooldowns.options import Args, parse_args
+from plugins.cooldowns.prefilter import names_a_program
 from plugins.cooldowns.shell import FROM_SHELL_INPUT, SimpleCommand, TooDeep, simple_commands
 
 SERVICE_NAME = re.compile(r"[a-z0-9][a-z0-9_.@-]{0,99}")
@@ -65,9 +66,9 @@ def recognise(line: str, cwd: Optional[str] = None) -> list[Recognised]:
 
 
 def _unread(line: str, what: str) -> list[Recognised]:
-    """Unread, so unknown: a line that may restart something is refused, not let through uncounted."""
-    plain = line.lower().replace("\\\n", "").replace("\\", "").replace('"', "").replace("'", "")
-    if any(name in plain for name in HANDLERS):
+    """Unread, so unknown: a line that may restart something (one the
+    prefilter would let on) is refused, not let through uncounted."""
+    if names_a_program(line):
         return [Recognised(RESTART, None, what, line[:200])]
     return []
 
@@ -308,6 +309,6 @@ HANDLERS: dict[str, Handler] = {
     "docker-compose": _compose, "podman-compose": _compose,
     "systemctl": _systemctl, "service": _service, "rc-service": _service, "invoke-rc.d": _service,
     "supervisorctl": _supervisorctl,
-    "kubectl": _kubectl, "k3s": _kubectl_within, "microk8s": _kubectl_within,
+    "kubectl": _kubectl, "k3s": _kubectl_within, "microk8s": _kubectl_within, "oc": _kubectl,
     "ansible-playbook": _ansible_playbook, "helm": _helm,
 }

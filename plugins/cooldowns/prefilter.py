@@ -6,19 +6,25 @@ imported); a session runs many shell commands and nearly none restart or
 redeploy anything. So this script lets a call through at once when its
 command cannot be one the full check recognises (no program name the
 recogniser dispatches on appears in it, even with quotes and backslashes
-taken out), and hands every other call, stdin and all, to ``claudeops
-cooldowns check-tool``. tests/test_cooldowns_prefilter.py keeps PROGRAMS in
-step with the recogniser.
+taken out; ``oc`` as a word of its own), and hands every other call, stdin
+and all, to ``claudeops cooldowns check-tool``.
+tests/test_cooldowns_prefilter.py keeps PROGRAMS in step with the recogniser.
 """
 import json
 import os
+import re
 import sys
 import tempfile
 
 # Every program name plugins.cooldowns.commands.HANDLERS dispatches on
-# contains one of these; and so does the path of an init script (init.d).
+# contains one of these, or is one of WORD_PROGRAMS; and so does the path of
+# an init script (init.d).
 PROGRAMS = ("docker", "podman", "nerdctl", "systemctl", "service", "invoke-rc.d", "init.d", "supervisorctl",
             "kubectl", "k3s", "microk8s", "ansible-playbook", "helm")
+# Names too short to look for inside other words (oc is in docker, /proc, …):
+# only where a command word can be, after a space, an operator or a path's /,
+# and before a space or an operator.
+WORD_PROGRAMS = re.compile(r"(?<![^\s;&|()`/])oc(?![^\s;&|()`])")
 
 
 def may_restart(raw: bytes) -> bool:
@@ -29,9 +35,13 @@ def may_restart(raw: bytes) -> bool:
         return True   # not what we expect: let the full check decide
     if not isinstance(command, str):
         return True
+    return names_a_program(command)
+
+
+def names_a_program(command: str) -> bool:
     # What bash joins (a backslash-newline) and what quoting hides, taken out.
     plain = command.lower().replace("\\\n", "").replace("\\", "").replace('"', "").replace("'", "")
-    return any(program in plain for program in PROGRAMS)
+    return any(program in plain for program in PROGRAMS) or WORD_PROGRAMS.search(plain) is not None
 
 
 def main() -> int:
