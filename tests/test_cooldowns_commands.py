@@ -314,6 +314,10 @@ def test_prefixes_chains_and_wrappers(line, expected):
     # a heredoc's body is read as commands, into a shell too
     ("bash <<EOF\nsystemctl restart nginx\nEOF", [(R, "nginx")]),
     ("ssh nas <<'EOF'\ndocker restart jellyfin\nEOF", [(R, "jellyfin")]),
+    # cat given no file passes on what it is fed: a heredoc (read already), a here-string, a pipe
+    ("cat <<EOF | bash\nsystemctl restart nginx\nEOF", [(R, "nginx")]),
+    ("cat <<'EOF' | ssh nas\ndocker restart jellyfin\nEOF", [(R, "jellyfin")]),
+    ("echo 'docker restart jellyfin' | cat - | bash", [(R, "jellyfin")]),
     # only printed, or read by no shell, or by a shell that runs a script
     ("echo 'systemctl restart nginx' | grep restart", []),
     ("echo 'systemctl restart nginx' > notes.txt", []),

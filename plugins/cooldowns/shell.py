@@ -217,13 +217,16 @@ def split_commands(line: str) -> list[list[str]]:
 OPENS, CLOSES = "(", ")"
 # Between two commands of a pipeline: what the first writes, the second reads.
 PIPE = "|"
+# Before a command given a heredoc, whose body is read as commands of the line itself.
+HEREDOC = "<<"
 
 
 def _parts(line: str) -> Iterator[list[str] | str | HereString]:
     """The word lists of ``line``'s simple commands, and between them
     ``OPENS`` and ``CLOSES`` where a subshell or a substitution begins and
     ends (what a ``cd`` or ``export`` in it does ends there too), ``PIPE``
-    where a pipe joins two, and before a command the ``HereString`` it reads.
+    where a pipe joins two, and before a command the ``HereString`` or
+    ``HEREDOC`` it reads.
     Raises ``TooDeep`` for substitutions nested more than ``MAX_DEPTH`` deep."""
     yield from _parts_of(tokens(line))
 
@@ -296,6 +299,8 @@ def _parts_of(items: list[str], depth: int = 0) -> Iterator[list[str] | str | He
             i += 1
             if token == "<<<":
                 yield HereString(target)
+            elif token == HEREDOC:
+                yield HEREDOC
             if "$(" in target or "`" in target:
                 yield OPENS
                 yield from _parts_of(tokens(target), depth + 1)
@@ -354,6 +359,7 @@ def simple_commands(line: str, cwd: Optional[str] = None, depth: int = 0,
     scopes: list[tuple[Optional[str], dict[str, str], Optional[Input]]] = []
     stdin: Optional[Input] = None   # what the next command reads, where the text says
     previous: SimpleCommand | Wrapped | ReadsInput | None = None   # what a pipe would take the output of
+    previous_input: Optional[Input] = None
     for words in _parts(line):
         if words == OPENS:
             scopes.append((cwd, dict(exported), stdin))
@@ -365,15 +371,18 @@ def simple_commands(line: str, cwd: Optional[str] = None, depth: int = 0,
             previous = None   # the output of a subshell or a substitution is not in the text
             continue
         if words == PIPE:
-            stdin = _written(previous)
+            stdin = _written(previous, previous_input)
             continue
         if isinstance(words, HereString):
             stdin = Input(words.word if _is_literal(words.word) else None)
             continue
+        if words == HEREDOC:
+            stdin = Input("")   # its body is read with the line's own commands
+            continue
         command = previous = _unwrap(words)
+        previous_input, stdin = stdin, None
         if isinstance(command, ReadsInput):
-            command = _fed(command, stdin)
-        stdin = None
+            command = _fed(command, previous_input)
         for word in words:
             if isinstance(command, Wrapped) and word in command.line:
                 continue   # read with the wrapped line, below
@@ -667,9 +676,11 @@ def _fed(shell: ReadsInput, stdin: Optional[Input]) -> Wrapped | SimpleCommand |
     return Wrapped(stdin.text, shell.same_directory)
 
 
-def _written(command: SimpleCommand | Wrapped | ReadsInput | None) -> Input:
+def _written(command: SimpleCommand | Wrapped | ReadsInput | None, its_input: Optional[Input]) -> Input:
     """What ``command`` writes into a pipe, where the text says it: the
-    literal words of echo and printf."""
+    literal words of echo and printf, and what cat given no file was fed."""
+    if _passes_on_input(command) and its_input is not None:
+        return its_input
     if not isinstance(command, SimpleCommand) or command.name not in PRINTING_COMMANDS:
         return Input(None)
     if not all(_is_literal(word) for word in command.words[1:]):
@@ -677,6 +688,11 @@ def _written(command: SimpleCommand | Wrapped | ReadsInput | None) -> Input:
     if command.name == "echo":
         return Input(_echo_output(command.words[1:]))
     return Input(_printf_output(command.words[1:]))
+
+
+def _passes_on_input(command: SimpleCommand | Wrapped | ReadsInput | None) -> bool:
+    return isinstance(command, SimpleCommand) and command.name == "cat" and all(
+        word.startswith("-") for word in command.words[1:])
 
 
 def _is_literal(word: str) -> bool:
