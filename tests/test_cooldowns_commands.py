@@ -318,6 +318,11 @@ def test_prefixes_chains_and_wrappers(line, expected):
     ("cat <<EOF | bash\nsystemctl restart nginx\nEOF", [(R, "nginx")]),
     ("cat <<'EOF' | ssh nas\ndocker restart jellyfin\nEOF", [(R, "jellyfin")]),
     ("echo 'docker restart jellyfin' | cat - | bash", [(R, "jellyfin")]),
+    # a wrapped shell reads what its wrapper was fed
+    ("echo 'docker restart jellyfin' | ssh nas 'sudo bash -s'", [(R, "jellyfin")]),
+    ("echo 'systemctl restart nginx' | su -c bash root", [(R, "nginx")]),
+    ("echo 'docker restart jellyfin' | ssh nas uptime", []),
+    ("echo 'docker restart jellyfin' | bash -c 'cat; bash'", []),
     # only printed, or read by no shell, or by a shell that runs a script
     ("echo 'systemctl restart nginx' | grep restart", []),
     ("echo 'systemctl restart nginx' > notes.txt", []),

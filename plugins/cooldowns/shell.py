@@ -347,17 +347,18 @@ class TooDeep(ValueError):
 
 
 def simple_commands(line: str, cwd: Optional[str] = None, depth: int = 0,
-                    exported: Optional[dict[str, str]] = None) -> Iterator[SimpleCommand]:
+                    exported: Optional[dict[str, str]] = None,
+                    stdin: Optional[Input] = None) -> Iterator[SimpleCommand]:
     """Every simple command ``line`` would run, with prefixes (sudo, env,
     timeout, ...) taken off and wrapped command lines (``bash -c``, ``ssh
     host cmd``, ``eval``) and substitutions (``$( … )``, backquotes, also
-    within double quotes) opened up. Raises ``TooDeep`` rather than leave a
-    command unread."""
+    within double quotes) opened up; ``stdin``, what the command wrapping
+    ``line`` was fed, is the input of its first command. Raises ``TooDeep``
+    rather than leave a command unread."""
     if depth > MAX_DEPTH:
         raise TooDeep(line)
     exported = dict(exported or {})
     scopes: list[tuple[Optional[str], dict[str, str], Optional[Input]]] = []
-    stdin: Optional[Input] = None   # what the next command reads, where the text says
     previous: SimpleCommand | Wrapped | ReadsInput | None = None   # what a pipe would take the output of
     previous_input: Optional[Input] = None
     for words in _parts(line):
@@ -381,8 +382,9 @@ def simple_commands(line: str, cwd: Optional[str] = None, depth: int = 0,
             continue
         command = previous = _unwrap(words)
         previous_input, stdin = stdin, None
+        passed_on = previous_input   # `… | ssh host bash`: the wrapped line reads what its wrapper was fed
         if isinstance(command, ReadsInput):
-            command = _fed(command, previous_input)
+            command, passed_on = _fed(command, previous_input), None   # the text fed is the line, read up
         for word in words:
             if isinstance(command, Wrapped) and word in command.line:
                 continue   # read with the wrapped line, below
@@ -393,7 +395,7 @@ def simple_commands(line: str, cwd: Optional[str] = None, depth: int = 0,
             continue
         if isinstance(command, Wrapped):        # a command line inside a command: look inside
             yield from simple_commands(command.line, cwd if command.same_directory else None, depth + 1,
-                                       exported if command.same_directory else None)
+                                       exported if command.same_directory else None, passed_on)
             continue
         command.cwd = _cd(cwd, [command.chdir]) if command.chdir else cwd
         if command.inherits_env:
