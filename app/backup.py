@@ -12,10 +12,11 @@ checked before it takes the name asked for.
 ``restore`` puts such a copy in the database's place, copied through
 SQLite as it was checked (a copy of a state directory may hold part of its
 data in a ``-wal`` beside it). The current database is kept beside it
-(``<name>.before-restore-<time>``), its WAL folded in first, and put back if
-anything fails before the copy takes its place; the replaced database's
-``-wal``/``-shm`` are removed, since SQLite would read them as the restored
-one's.
+(``<name>.before-restore-<time>``, a second name for the same file), its
+WAL folded in first; the copy then takes the database's name in one
+rename, so that whatever stops the process there is always a whole
+database at that name. The replaced database's ``-wal``/``-shm`` are
+removed, since SQLite would read them as the restored one's.
 
 PostgreSQL has its own tools (``pg_dump``, ``pg_restore``): both refuse it
 with a message that says so.
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +36,9 @@ from sqlalchemy.engine import Engine
 from app.timeutil import utcnow
 
 WAL_FILES = ("-wal", "-shm")
+# Files SQLite keeps beside a database and may delete or read as part of it:
+# a file put at one of these names is not safe there.
+COMPANION_FILES = ("-journal", *WAL_FILES)
 # What os.link raises where the file system has no hard links.
 _NO_HARD_LINKS = (errno.EPERM, errno.EOPNOTSUPP)
 
@@ -60,6 +65,18 @@ def database_file(engine: Engine) -> Path:
     return Path(name).resolve()
 
 
+def database_files(engine: Engine) -> set[Path]:
+    """The SQLite database's file and the names of those SQLite keeps
+    beside it (none for another database): no command may write a file of
+    its own there. A backup named ``claudeops.db-journal``, say, would be
+    taken for a hot journal at the next open, and deleted."""
+    try:
+        database = database_file(engine)
+    except BackupError:
+        return set()
+    return {database, *(Path(f"{database}{suffix}") for suffix in COMPANION_FILES)}
+
+
 def backup(engine: Engine, target: Path) -> Copy:
     """A consistent copy of the database at ``target``, a file that must not exist yet."""
     database = database_file(engine)
@@ -69,12 +86,16 @@ def backup(engine: Engine, target: Path) -> Copy:
         # service's (one unset in this shell).
         raise BackupError(f"there is no database at {database}: nothing to back up (CLAUDEOPS_STATE_DIR, "
                           "or CLAUDEOPS_DATABASE_URL, must name the service's)")
+    if target.expanduser().resolve() in database_files(engine):
+        raise BackupError(f"{target} is the database or a name SQLite uses beside it, where a backup would not "
+                          "be kept: name another file")
     target = _new_file(target)
     partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
     try:
         with engine.connect() as connection:
             revisions = _snapshot(connection.connection.driver_connection, partial, database)
-        _take_name(partial, target)
+        if not link_into_place(partial, target):
+            raise BackupError(f"{target} already exists: name a new file (a backup never overwrites one)")
     finally:
         partial.unlink(missing_ok=True)
     _sync_dir(target.parent)
@@ -113,24 +134,36 @@ def restore(engine: Engine, source: Path, known: Callable[[str], bool]) -> Path:
             raise
     finally:
         checked.close()
-    set_aside = False
+    kept_now = False
     try:
         if database.exists():
             _fold_wal(database)
-            os.replace(database, kept)
-            set_aside = True
+            _keep(database, kept)
+            kept_now = True
         for suffix in WAL_FILES:   # the replaced database's, if folding left any
             Path(f"{database}{suffix}").unlink(missing_ok=True)
+        # One rename: at every instant there is a whole database at the
+        # name, the old one or the restored one, whatever stops the process.
         os.replace(partial, database)
     except BaseException:
         partial.unlink(missing_ok=True)
-        if set_aside and not database.exists():
-            # Put it back: with no file at its name, the service would start
-            # on a new, empty database as if the old one were gone.
-            os.replace(kept, database)
+        if kept_now:   # the database never left its name: no copy of it to keep
+            kept.unlink(missing_ok=True)
         raise
     _sync_dir(database.parent)
     return kept
+
+
+def _keep(database: Path, kept: Path) -> None:
+    """A second name for the database about to be replaced, which goes on
+    under it once the restored one takes its name. Where the file system
+    has no hard links, a copy."""
+    try:
+        os.link(database, kept)
+    except OSError as exc:
+        if exc.errno not in _NO_HARD_LINKS:
+            raise
+        shutil.copy2(database, kept)
 
 
 def _owned_like(path: Path, like: Path) -> None:
@@ -153,6 +186,26 @@ def _unused(path: Path) -> Path:
     return candidate
 
 
+def link_into_place(partial: Path, target: Path) -> bool:
+    """Give the finished file ``partial`` the name ``target``, unless a file
+    has taken that name meanwhile (False): a hard link fails then, where a
+    rename would replace that file. ``partial`` is left for the caller to
+    remove."""
+    try:
+        os.link(partial, target)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        if exc.errno not in _NO_HARD_LINKS:
+            raise
+        # A file system without hard links (FAT, some network mounts): a
+        # rename, which only a file made in the last instant could lose to.
+        if target.exists():
+            return False
+        os.replace(partial, target)
+    return True
+
+
 def _new_file(target: Path) -> Path:
     target = target.expanduser().resolve()
     if target.exists():
@@ -162,25 +215,6 @@ def _new_file(target: Path) -> Path:
     if not os.access(target.parent, os.W_OK):
         raise BackupError(f"{target.parent} cannot be written")
     return target
-
-
-def _take_name(partial: Path, target: Path) -> None:
-    """Give the finished copy its name, unless a file has taken that name
-    since ``_new_file`` looked (a second backup to the same name, started
-    at the same time): a hard link fails then, where a rename would replace
-    that file. ``partial`` is left for the caller to remove."""
-    try:
-        os.link(partial, target)
-    except FileExistsError:
-        raise BackupError(f"{target} already exists: name a new file (a backup never overwrites one)") from None
-    except OSError as exc:
-        if exc.errno not in _NO_HARD_LINKS:
-            raise
-        # A file system without hard links (FAT, some network mounts): a
-        # rename, which only a file made in the last instant could lose to.
-        if target.exists():
-            raise BackupError(f"{target} already exists: name a new file (a backup never overwrites one)") from None
-        os.replace(partial, target)
 
 
 def _checked(connection: sqlite3.Connection, path: Path) -> tuple[str, ...]:

@@ -107,6 +107,20 @@ def test_a_backup_never_overwrites_and_says_why(app, tmp_path):
     assert nowhere.exit_code == 1 and "is not a directory" in nowhere.output
 
 
+@pytest.mark.parametrize("suffix", ["", "-journal", "-wal", "-shm"])
+def test_a_backup_is_never_put_where_sqlite_keeps_its_own_files(app, tmp_path, suffix):
+    """SQLite takes a ``claudeops.db-journal`` it finds for a hot journal,
+    and deletes it at the next open: a backup there would be gone."""
+    add_events(1)
+    target = Path(f"{database(app)}{suffix}")
+    existed = target.exists()
+    refused = invoke(app, "backup", target)
+    assert refused.exit_code == 1
+    assert f"Error: {target} is the database or a name SQLite uses beside it" in refused.output
+    assert target.exists() == existed
+    assert events_in(database(app)) == 1
+
+
 def test_a_backup_loses_to_a_file_that_takes_its_name_while_it_copies(app, tmp_path, monkeypatch):
     """Two backups to one name, started together: the one that finishes
     second refuses and leaves the first one's copy as it is."""
@@ -412,6 +426,52 @@ def test_a_restore_that_fails_midway_leaves_the_database_where_it_was(app, tmp_p
     assert [p.name for p in database(app).parent.iterdir() if "restor" in p.name] == []
     db.session.remove()
     assert db.session.scalar(select(func.count()).select_from(Event)) == 3
+
+
+def test_a_restore_never_leaves_the_database_name_without_a_whole_database(app, tmp_path, monkeypatch):
+    """A restore killed between two steps (a crash, a power cut) must not
+    leave the name empty: the next start would make a new, empty database
+    there. So the restored copy takes the name in one rename, with the
+    replaced database linked aside first."""
+    add_events(2, "before the backup")
+    backup = tmp_path / "copy.db"
+    assert invoke(app, "backup", backup).exit_code == 0
+    add_events(1, "after the backup")
+    from app import backup as backup_module
+    name = database(app)
+    seen = []
+
+    def watching(real):
+        def step(*args):
+            seen.append((real.__name__, name.is_file() and events_in(name) in (2, 3)))
+            return real(*args)
+        return step
+    monkeypatch.setattr(backup_module.os, "replace", watching(os.replace))
+    monkeypatch.setattr(backup_module.os, "link", watching(os.link))
+    restored = invoke(app, "restore", backup)
+    monkeypatch.undo()
+    assert restored.exit_code == 0, restored.output
+    assert seen and all(whole for _, whole in seen), seen
+    db.session.remove()
+    assert db.session.scalar(select(func.count()).select_from(Event)) == 2
+    [kept] = [p for p in name.parent.iterdir() if ".before-restore-" in p.name]
+    assert events_in(kept) == 3
+
+
+def test_a_restore_onto_a_file_system_without_hard_links_keeps_a_copy(app, tmp_path, monkeypatch):
+    import errno
+    add_events(2, "before the backup")
+    backup = tmp_path / "copy.db"
+    assert invoke(app, "backup", backup).exit_code == 0
+    add_events(1, "after the backup")
+
+    def no_hard_links(source, target):
+        raise OSError(errno.EPERM, "Operation not permitted")
+    monkeypatch.setattr(os, "link", no_hard_links)
+    restored = invoke(app, "restore", backup)
+    assert restored.exit_code == 0, restored.output
+    [kept] = [p for p in database(app).parent.iterdir() if ".before-restore-" in p.name]
+    assert events_in(kept) == 3
 
 
 def test_a_restore_its_migration_fails_on_says_where_the_replaced_database_is(app, tmp_path, monkeypatch):
