@@ -342,6 +342,45 @@ def test_cli_export_that_fails_midway_leaves_no_part_of_a_file(tmp_path):
                             text=True, timeout=60, preexec_fn=files_of_at_most(65536))
     assert (result.returncode, result.stderr) == (1, f"Error: cannot write {out}: File too large\n")
     assert not out.exists()
+    assert [path.name for path in tmp_path.iterdir() if "partial" in path.name] == []
+
+    # Replacing an older export: a failure leaves it whole.
+    out.write_text("the older export")
+    result = subprocess.run([str(CLAUDEOPS), "memories", "export", "-o", str(out), "--force"], env=env,
+                            capture_output=True, text=True, timeout=60, preexec_fn=files_of_at_most(65536))
+    assert (result.returncode, result.stderr) == (1, f"Error: cannot write {out}: File too large\n")
+    assert out.read_text() == "the older export"
+
+
+def test_cli_export_replaces_a_file_only_when_asked(app, tmp_path):
+    seed()
+    runner = app.test_cli_runner()
+    path = tmp_path / "memories.json"
+    path.write_text("notes of my own")
+    refused = runner.invoke(main, ["memories", "export", "-o", str(path)])
+    assert refused.exit_code == 1
+    assert refused.output == f"Error: {path} already exists: name a new file, or pass --force to replace it\n"
+    assert path.read_text() == "notes of my own"
+    replaced = runner.invoke(main, ["memories", "export", "-o", str(path), "--force"])
+    assert replaced.exit_code == 0, replaced.output
+    assert len(json.loads(path.read_text())["memories"]) == 6
+
+
+@pytest.mark.parametrize("suffix", ["", "-wal", "-journal"])
+def test_cli_export_never_writes_over_the_database(app, suffix):
+    """Not even with --force: an export over claudeops.db was the end of
+    every session, event and history row, with exit status 0."""
+    from app.backup import database_file
+    seed()
+    target = Path(f"{database_file(db.engine)}{suffix}")
+    existed = target.exists() and target.read_bytes()
+    result = app.test_cli_runner().invoke(main, ["memories", "export", "-o", str(target), "--force"])
+    assert result.exit_code == 1
+    assert f"Error: {target} is the service's database or a file SQLite keeps beside it" in result.output
+    if suffix != "-wal":   # the live WAL changes as the database is used
+        assert (target.exists() and target.read_bytes()) == existed
+    db.session.remove()
+    assert db.session.scalar(select(func.count()).select_from(Memory)) == 6
 
 
 @pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="needs /proc/self/mem, whose first page cannot be read")

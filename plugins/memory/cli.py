@@ -2,7 +2,6 @@
 reject), and show the context the next session will be given."""
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 import click
@@ -10,6 +9,7 @@ from sqlalchemy import select
 
 from app.extensions import db
 from app.models import RUNNING, Session
+from app.output_file import OutputRefused, write_text
 from app.runtime import setting
 from plugins.memory import queries, review, store
 from plugins.memory.context import format_confidence
@@ -167,33 +167,26 @@ def context():
 @memories.command("export")
 @click.option("--format", "fmt", type=click.Choice(["json", "markdown"]), default="json", show_default=True,
               help="json keeps everything, history included; markdown is the prompt's line format, for people.")
-@click.option("-o", "--output", type=click.File("w"), default="-", help="File to write; default standard output.")
-def export(fmt, output):
-    """Write every memory, active or not, to a file."""
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default="-",
+              help="File to write, which must not exist yet unless --force; default standard output.")
+@click.option("--force", is_flag=True, help="Replace the file if it exists (never the database).")
+def export(fmt, output, force):
+    """Write every memory, active or not, to a file. The file takes its name
+    only once it is whole: a failure leaves what was there."""
     from plugins.memory import portability
     if fmt == "json":
         text = "".join(portability.export_json_chunks())
     else:
         text = portability.export_markdown()
-    _write(output, text)
-
-
-def _write(output, text: str) -> None:
-    """Write and flush now, so that a failure (a full disk) is told with the
-    file's name; left to click's close, it would be a traceback. The part of
-    a file written before the failure is removed: it would pass for an
-    export of fewer memories."""
+    if output == "-":
+        click.echo(text, nl=False)
+        return
     try:
-        output.write(text)
-        output.flush()
-    except OSError as exc:
-        with contextlib.suppress(OSError):   # the close to come would try the same write again
-            output.close()
-        path = Path(output.name) if isinstance(output.name, str) and output.name != "-" else None
-        if path is not None and path.is_file():
-            path.unlink(missing_ok=True)
-        raise click.ClickException(f"cannot write {click.format_filename(output.name)}: {exc.strerror or exc}") \
-            from None
+        write_text(Path(output), text, replace=force)
+    except OutputRefused as exc:
+        _fail(exc)
+    except OSError as exc:   # told with the file's name, not as a traceback
+        raise click.ClickException(f"cannot write {click.format_filename(output)}: {exc.strerror or exc}") from None
 
 
 @memories.command("import")
