@@ -12,7 +12,7 @@ from sqlalchemy import delete, func, select
 
 from app.cli import main
 from app.extensions import db
-from plugins.memory import portability, store
+from plugins.memory import cli as memory_cli, portability, store
 from plugins.memory.models import Memory, MemoryHistory
 from tests.conftest import make_app
 from tests.memory_helpers import add_memory, all_memories, new_run, remember
@@ -139,6 +139,71 @@ def test_importing_what_is_there_changes_nothing(app):
     assert report.to_dict() == {"created": 0, "reinforced": 0, "contradicted": 0, "unchanged": 6}
     assert [(m.id, m.confidence, m.updated_at) for m in all_memories()] == before
     assert db.session.scalar(select(func.count()).select_from(MemoryHistory)) == history_rows
+
+
+def test_two_memories_of_one_text_both_come_back(app, tmp_path):
+    """Only a text here before the import is left alone: a pinned copy, or
+    the operator's approved copy of a text the agent proposed and was
+    refused, was counted "unchanged" after the first and lost."""
+    add_memory("Takes 60s to start after restart", confidence=0.7)
+    add_memory("Takes 60s to start after restart", confidence=0.95, pinned=True)
+    refused = add_memory("Reload nginx with nginx -s reload", category="remediation", service="nginx",
+                         confidence=0.6)
+    refused.status = "rejected"
+    add_memory("Reload nginx with nginx -s reload", category="remediation", service="nginx", confidence=0.9)
+    db.session.commit()
+    exported = portability.export_json()
+
+    def states() -> list[tuple]:
+        return sorted((m.observation, m.confidence, m.pinned, m.status) for m in all_memories())
+    here = states()
+    other = make_app(tmp_path / "other")
+    with other.app_context():
+        report = portability.import_entries(portability.parse_json(exported), source="copy.json")
+        db.session.commit()
+        assert report.to_dict() == {"created": 4, "reinforced": 0, "contradicted": 0, "unchanged": 0}
+        assert states() == here
+        again = portability.import_entries(portability.parse_json(exported), source="copy.json")
+        assert again.to_dict() == {"created": 0, "reinforced": 0, "contradicted": 0, "unchanged": 4}
+        db.session.rollback()
+        db.engine.dispose()
+
+
+def test_a_rejected_or_inactive_entry_changes_no_memory_here(app):
+    """A record of what was refused or fell out of use is no evidence: it is
+    stored as it is, and reinforces or weakens nothing."""
+    known = add_memory("Takes 60s to start after restart", confidence=0.5)
+    before = known.updated_at
+    markdown = "\n".join([
+        "## jellyfin",
+        "- [timing] Takes about 60 seconds to start after a restart (confidence: 0.7, rejected)",
+        "- [timing] Takes about 60 seconds to start after restart (confidence: 0.05, inactive)",
+        "- [timing] Does not take 60s to start after restart (confidence: 0.1, inactive)",
+        "- [timing] Does not take 60 seconds to start after a restart (confidence: 0.9, proposed)"])
+    report = portability.import_entries(portability.parse(markdown), source="old.md")
+    db.session.commit()
+    assert report.to_dict() == {"created": 3, "reinforced": 0, "contradicted": 1, "unchanged": 0}
+    memory = db.session.get(Memory, known.id)
+    assert (memory.confidence, memory.updated_at) == (0.5, before)   # the proposal takes trust once approved
+    stored = {m.observation: (m.status, m.active, m.contradicts_id) for m in all_memories() if m.id != known.id}
+    assert stored == {
+        "Takes about 60 seconds to start after a restart": ("rejected", True, None),
+        "Takes about 60 seconds to start after restart": ("approved", False, None),
+        "Does not take 60s to start after restart": ("approved", False, None),
+        "Does not take 60 seconds to start after a restart": ("proposed", True, known.id)}
+
+
+def test_importing_an_export_of_a_marker_spaced_oddly_changes_nothing(app):
+    """A marker's text is stored as the agent spaced it; an import reads
+    text as one line. The two are the same text, not a paraphrase that
+    would reinforce the memory at every import."""
+    recorded = remember("[MEMORY:timing:jellyfin] Takes  60s\tto start after restart\u00a0(measured)", new_run())
+    confidence = recorded.memory.confidence
+    for _ in range(2):
+        report = portability.import_entries(portability.parse_json(portability.export_json()), source="again")
+        db.session.commit()
+        assert report.to_dict() == {"created": 0, "reinforced": 0, "contradicted": 0, "unchanged": 1}
+    assert [m.confidence for m in all_memories()] == [confidence]
 
 
 def test_import_goes_through_the_matcher(app):
@@ -450,16 +515,16 @@ def test_an_import_is_compared_with_what_was_there_never_with_itself(app, monkey
         "- [timing] Backups stall the transcoder at night (confidence: 0.7)",
         "- [timing] Backups stall the transcoder every night (confidence: 0.7)",   # would reinforce the one above
         "- [timing] Takes about 60 seconds to start after a restart (confidence: 0.7)",
-        "- [timing] Backups stall the transcoder at night (confidence: 0.7)",      # the same text: left alone
+        "- [timing] Backups stall the transcoder at night (confidence: 0.7)",      # the same text: a memory too
         "## nginx",
         "- [remediation] Reload does not clear the 502 errors (confidence: 0.8)",  # deactivates the one there
         "- [remediation] Reload clears the 502 errors quickly (confidence: 0.7)"])  # so nothing to compare with
     report = portability.import_entries(portability.parse(markdown), source="notes.md")
     db.session.commit()
-    assert report.to_dict() == {"created": 3, "reinforced": 1, "contradicted": 1, "unchanged": 1}
+    assert report.to_dict() == {"created": 4, "reinforced": 1, "contradicted": 1, "unchanged": 0}
     assert db.session.get(Memory, known.id).confidence == pytest.approx(0.8)
     assert not db.session.get(Memory, weak.id).active
-    assert len(all_memories()) == 2 + 4
+    assert len(all_memories()) == 2 + 5
 
 
 def test_a_memory_the_import_contradicts_makes_room_for_the_next_most_trusted(app, monkeypatch):
@@ -602,6 +667,15 @@ def test_the_cli_refuses_a_large_import_while_a_session_runs_unless_asked(app, t
     assert app.test_cli_runner().invoke(main, ["memories", "import", str(small)]).exit_code == 0
     anyway = app.test_cli_runner().invoke(main, ["memories", "import", "--while-a-session-runs", str(path)])
     assert anyway.exit_code == 0, anyway.output
+    # A few memories with a long history hold the database as long.
+    monkeypatch.setattr(memory_cli, "HISTORY_ROWS_WHILE_A_SESSION_RUNS", 4)
+    long_history = big_export(1)
+    long_history["memories"][0].update(observation="one with a past", history=[
+        {"action": "reinforced", "confidence_before": 0.5, "confidence_after": 0.6, "actor": "session",
+         "created_at": "2026-11-01T00:00:00Z"}] * 5)
+    path.write_text(json.dumps(long_history))
+    refused = app.test_cli_runner().invoke(main, ["memories", "import", str(path)])
+    assert refused.exit_code == 1 and "an import of 1 memories with 5 history rows may hold" in refused.output
     db.session.get(Session, running.id).status = "completed"
     db.session.commit()
     assert len(all_memories()) == 3

@@ -189,6 +189,11 @@ def export(fmt, output, force):
         raise click.ClickException(f"cannot write {click.format_filename(output)}: {exc.strerror or exc}") from None
 
 
+# History rows go in one statement, some 40,000 a second (README,
+# Portability): this many keep well within the 15 s a session waits.
+HISTORY_ROWS_WHILE_A_SESSION_RUNS = 100_000
+
+
 @memories.command("import")
 @click.argument("source", type=click.File("r"))
 @click.option("--format", "fmt", type=click.Choice(["auto", "json", "markdown"]), default="auto", show_default=True)
@@ -201,7 +206,8 @@ def import_(source, fmt, anyway):
 
     The import holds the database's write lock until it ends; a session that
     writes meanwhile waits 15 s at most, then fails. So a file of more than
-    1,000 memories is refused while a session runs, unless asked for."""
+    1,000 memories, or 100,000 history rows, is refused while a session
+    runs, unless asked for."""
     from plugins.memory import portability
     name = click.format_filename(source.name)
     try:
@@ -212,8 +218,9 @@ def import_(source, fmt, anyway):
         raise click.ClickException(f"cannot read {name}: {exc.strerror or exc}") from None
     try:
         entries = portability.parse(text, fmt)
-        if len(entries) > portability.MAX_WEB_IMPORT and not anyway:
-            _refuse_while_a_session_runs(len(entries))
+        history = sum(len(entry.history) for entry in entries)
+        if (len(entries) > portability.MAX_WEB_IMPORT or history > HISTORY_ROWS_WHILE_A_SESSION_RUNS) and not anyway:
+            _refuse_while_a_session_runs(len(entries), history)
         report = portability.import_entries(entries, source=name)
     except portability.ImportRefused as exc:
         _fail(exc)
@@ -221,10 +228,11 @@ def import_(source, fmt, anyway):
     click.echo(", ".join(f"{count} {what}" for what, count in report.to_dict().items()))
 
 
-def _refuse_while_a_session_runs(count: int) -> None:
+def _refuse_while_a_session_runs(count: int, history: int) -> None:
     running = db.session.scalar(select(Session.id).where(Session.status == RUNNING).limit(1))
     if running is not None:
+        rows = f" with {history:,} history rows" if history > HISTORY_ROWS_WHILE_A_SESSION_RUNS else ""
         raise click.ClickException(
-            f"session #{running} is running, and an import of {count:,} memories may hold the database longer than "
-            "it waits to write (15 s), which would end it: import when no session runs, or pass "
+            f"session #{running} is running, and an import of {count:,} memories{rows} may hold the database longer "
+            "than it waits to write (15 s), which would end it: import when no session runs, or pass "
             "--while-a-session-runs")

@@ -26,8 +26,9 @@ from app.web.apiutil import MAX_ID, unstorable_text
 from plugins.memory import candidates, store
 from plugins.memory.candidates import IdRuns, Pair
 from plugins.memory.context import format_confidence
-from plugins.memory.matcher import CONTRADICT, REINFORCE, Candidate
-from plugins.memory.models import ACTIVE_THRESHOLD, APPROVED, OUTCOME_LEVELS, REVIEW_STATES, Memory, MemoryHistory, TrackRecord
+from plugins.memory.matcher import CONTRADICT, DISTINCT, REINFORCE, Candidate, Match
+from plugins.memory.models import (ACTIVE_THRESHOLD, APPROVED, OUTCOME_LEVELS, PROPOSED, REVIEW_STATES, Memory,
+                                   MemoryHistory, TrackRecord)
 
 FORMAT_NAME = "claudeops-memories"
 MARKDOWN_TITLE = "# Claude Ops memories"   # an export of no memories is still one
@@ -426,11 +427,13 @@ class ImportReport:
 
 
 def import_entries(entries: list[Entry], source: str) -> ImportReport:
-    """Each entry through the matcher: the same text already there is left
-    alone, a reinforcement strengthens the memory there, a contradiction
-    weakens it and stores the imported one beside it, anything else is a new
-    memory with everything the file says (history included). The caller
-    commits."""
+    """Each entry through the matcher: the same text already there (before
+    the import: two entries of one text are two memories) is left alone, a
+    reinforcement strengthens the memory there, a contradiction weakens it
+    and stores the imported one beside it, anything else is a new memory
+    with everything the file says (history included). A rejected or
+    inactive entry is no one's belief: it changes no memory here, and is
+    stored as it is unless its text is here already. The caller commits."""
     report = ImportReport()
     new_ids: dict[int, Memory] = {}
     links: list[tuple[Memory, int]] = []
@@ -443,18 +446,20 @@ def import_entries(entries: list[Entry], source: str) -> ImportReport:
         pair = (entry.category, entry.service)
         if pair not in texts:
             texts[pair] = _observations(pair)
-        if entry.observation in texts[pair]:   # the same text already there, or earlier in the file
+        if entry.observation in texts[pair]:   # the same text already there
             report.unchanged += 1
             continue
-        live = _candidates(pair, named, imported)
-        match, target = store.find_match(entry.category, entry.service, entry.observation, live=live)
+        if _speaks_for_itself(entry):
+            live = _candidates(pair, named, imported)
+            match, target = store.find_match(entry.category, entry.service, entry.observation, live=live)
+        else:
+            match, target = Match(DISTINCT), None
         if match.relation == REINFORCE:
             store.reinforce(target, f"imported from {source}: {entry.observation}", actor=store.OPERATOR)
             report.reinforced += 1
             continue
         memory = _insert(entry, source, history, sessions)
         imported.add(memory.id)
-        texts[pair].add(entry.observation)
         if entry.source_id is not None:
             new_ids[entry.source_id] = memory
         if match.relation == CONTRADICT:
@@ -530,11 +535,21 @@ def _candidates(pair: Pair, named: dict[Pair, _Named], imported: IdRuns) -> list
     return live
 
 
+def _speaks_for_itself(entry: Entry) -> bool:
+    """Whether the entry may reinforce or contradict a memory here: one
+    approved and active, or proposed (which, like a marker, waits for its
+    approval to take trust from what it contradicts). A rejected memory, or
+    one decayed or contradicted out of use, is a record, not evidence."""
+    return entry.status == PROPOSED or (entry.status == APPROVED and entry.active)
+
+
 def _observations(pair: Pair) -> set[str]:
-    """Every observation of a service and category, whatever its state."""
+    """Every observation of a service and category, whatever its state, as
+    an import writes one (store.one_line): a marker's is stored as the
+    agent spaced it, so its export would otherwise read as a paraphrase."""
     category, service = pair
-    return set(db.session.scalars(select(Memory.observation).where(
-        Memory.category == category, Memory.service.is_(None) if service is None else Memory.service == service)))
+    return {store.one_line(observation) for observation in db.session.scalars(select(Memory.observation).where(
+        Memory.category == category, Memory.service.is_(None) if service is None else Memory.service == service))}
 
 
 def _session_here(session_id: Optional[int], known: dict[int, Optional[int]]) -> Optional[int]:
