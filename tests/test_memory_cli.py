@@ -49,6 +49,22 @@ def test_errors_are_clear(app):
     assert result.exit_code == 1 and "no memory with id 77" in result.output and len(all_memories()) == 1
 
 
+def test_an_id_is_digits_as_the_list_shows_them(app):
+    """int() reads "1_2" as 12 and Arabic-Indic digits as theirs: a typo
+    must not delete or approve another memory."""
+    memories = [add_memory(f"Memory {n}") for n in range(12)]
+    twelfth = memories[11]
+    assert twelfth.id == 12
+    for odd in ("1_2", "\u0661\u0662", "12.0", " 12", "0x0c"):
+        for command in (["delete", odd, "--yes"], ["edit", odd, "--pin"], ["approve", odd], ["reject", odd]):
+            result = invoke(app, *command)
+            assert result.exit_code == 2, (command, result.output)
+            assert f"{odd!r} is not a memory id" in result.output
+    assert len(all_memories()) == 12 and not db.session.get(type(twelfth), 12).pinned
+    result = invoke(app, "delete", "#12", "--yes")   # as `memories list` writes it
+    assert result.exit_code == 0 and result.output == "deleted #12\n"
+
+
 def test_context_prints_the_next_sessions_memory_section(app):
     result = invoke(app, "context")
     assert result.exit_code == 0 and result.stdout == "" and "no memory section" in result.output

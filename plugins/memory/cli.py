@@ -37,6 +37,25 @@ def _line(memory: Memory) -> str:
             f"{format_confidence(memory.confidence):>4} {status}{pinned}{record}  {memory.observation}")
 
 
+class MemoryId(click.ParamType):
+    """A memory's id as ``#12`` lists it: ASCII digits. Python's int() also
+    reads "1_2" and other scripts' digits ("١٢"), which would make a typo
+    delete memory 12."""
+
+    name = "id"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        text = str(value).removeprefix("#")
+        if not (text.isascii() and text.isdigit()):
+            self.fail(f"{value!r} is not a memory id (the number `memories list` shows)", param, ctx)
+        return int(text)
+
+
+MEMORY_ID = MemoryId()
+
+
 @click.group()
 def memories():
     """Review and curate what the agent has learned."""
@@ -78,7 +97,7 @@ def add(category, service, confidence, observation):
 
 
 @memories.command("edit")
-@click.argument("memory_id", type=int)
+@click.argument("memory_id", type=MEMORY_ID)
 @click.option("--observation", help="New text.")
 @click.option("--confidence", type=float, help="Clamped to 0..1; at or above 0.3 reactivates, below deactivates.")
 @click.option("--pin/--unpin", default=None, help="A pinned memory never decays.")
@@ -98,7 +117,7 @@ def edit(memory_id, observation, confidence, pin, activate):
 
 
 @memories.command("delete")
-@click.argument("memory_ids", type=int, nargs=-1, required=True)
+@click.argument("memory_ids", type=MEMORY_ID, nargs=-1, required=True)
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 def delete(memory_ids, yes):
     """Delete memories for good (their history is kept)."""
@@ -125,7 +144,7 @@ def review_inbox(limit):
 
 
 @memories.command("approve")
-@click.argument("memory_id", type=int)
+@click.argument("memory_id", type=MEMORY_ID)
 @click.option("--observation", help="New text, before approving.")
 @click.option("--category", type=click.Choice(CATEGORIES), help="New category, before approving.")
 @click.option("--service", help='New service ("general" for none), before approving.')
@@ -137,7 +156,7 @@ def approve(memory_id, observation, category, service, confidence):
 
 
 @memories.command("reject")
-@click.argument("memory_id", type=int)
+@click.argument("memory_id", type=MEMORY_ID)
 @click.option("--reason", help="Why, kept in the memory's history.")
 def reject(memory_id, reason):
     """Reject a proposed memory: kept for audit, never given to a session."""
