@@ -162,6 +162,32 @@ def test_hook_claudeops_memory_match_naming_a_non_candidate_creates_a_memory(tmp
     assert "not a candidate" in caplog.text
 
 
+def test_hook_claudeops_memory_match_answering_another_type_is_passed_over(tmp_path, caplog):
+    """Logged, naming the plugin, and the next matcher (here the built-in
+    one) asked: it used to cost the memory plugin the whole batch."""
+    from plugins.memory.batch import record_all
+    from plugins.memory.markers import parse_memory_markers
+
+    class Sloppy:
+        @hookimpl
+        def claudeops_memory_match(self, category, service, observation, candidates):
+            return {"relation": "reinforce", "memory_id": candidates[0].memory_id} if candidates else None
+
+    app = make_app(tmp_path, plugins=[Sloppy()])
+    with app.app_context():
+        known = add_memory("Takes 60s to start after restart")
+        run = new_run()
+        markers = parse_memory_markers("[MEMORY:timing:jellyfin] Takes about 60 seconds to start after a restart\n"
+                                       "[MEMORY:timing:jellyfin] Backups stall the transcoder at night")
+        outcomes = record_all(markers, run)
+        db.session.commit()
+        assert [outcome.relation for outcome in outcomes] == ["reinforced", "created"]
+        assert db.session.get(Memory, known.id).confidence == pytest.approx(0.8)
+        assert remember("[MEMORY:timing:jellyfin] Backups stall the transcoder every night",
+                        new_run()).relation == "reinforced"
+    assert "returned dict from claudeops_memory_match, not Match; ignored, the next plugin is asked" in caplog.text
+
+
 # --- reinforcement ------------------------------------------------------------
 
 def test_reinforcement_by_the_creating_session_does_not_count(app):

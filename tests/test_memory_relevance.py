@@ -164,7 +164,8 @@ def test_hook_claudeops_memory_relevant_services_any_plugin_can_name_services(tm
         (session_id, since), = calls
         assert session_id == run.session_id
         assert abs((utcnow() - timedelta(hours=24) - since).total_seconds()) < 60
-        assert "incident tracker unreachable" in caplog.text and "ignoring an answer of type list" in caplog.text
+        assert "incident tracker unreachable" in caplog.text
+        assert "returned list from claudeops_memory_relevant_services, not a dict" in caplog.text
         # What the session was given, and why, is recorded with it.
         section = claudeops_prompt_context(run)
         db.session.commit()

@@ -31,7 +31,7 @@ from datetime import timedelta
 
 from app.listing import distinct_values
 from app.plugin_types import RunInfo
-from app.plugins import call_each
+from app.plugins import results_by_plugin
 from app.runtime import setting
 from app.timeutil import utcnow
 from plugins.memory.models import Memory
@@ -59,10 +59,10 @@ def relevant_services(run: RunInfo) -> dict[str, str]:
         for word in WORD.findall((text or "")[:MAX_TEXT_CHARS]):
             wanted.setdefault(word.lower(), why)
     since = utcnow() - timedelta(hours=relevant_hours())
-    for answer in call_each(HOOK, run=run, since=since):
+    for plugin, answer in results_by_plugin(HOOK, run=run, since=since):
         if not isinstance(answer, dict):
-            log.warning("%s: ignoring an answer of type %s; return a dict of service to reason",
-                        HOOK, type(answer).__name__)
+            log.warning("plugin %s returned %s from %s, not a dict of service to reason; ignored",
+                        plugin, type(answer).__name__, HOOK)
             continue
         for name, why in answer.items():
             if isinstance(name, str):

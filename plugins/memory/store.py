@@ -158,8 +158,8 @@ def _match(category: str, service: Optional[str], observation: str,
 
 
 def ask_matcher(category: str, service: Optional[str], observation: str, candidates: list[Candidate]) -> Match:
-    return call_first("claudeops_memory_match", category=category, service=service, observation=observation,
-                      candidates=candidates) or Match("distinct")
+    return call_first("claudeops_memory_match", expected=Match, category=category, service=service,
+                      observation=observation, candidates=candidates) or Match("distinct")
 
 
 def record_observation(category: str, service: Optional[str], observation: str, run: RunInfo,
