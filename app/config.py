@@ -180,7 +180,7 @@ def _tier(raw: str) -> int:
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("CLAUDEOPS_STATE_DIR", "./state",
+    Setting("CLAUDEOPS_STATE_DIR", str(PROJECT_ROOT / "state"),
             "Directory for the SQLite database, run logs and the generated secret key. Unset, `state` in the "
             "service's own directory (the one holding `pyproject.toml`); a relative path you set is taken from "
             "the working directory.", _not_empty(_path, "`state` in the service's own directory")),
@@ -267,8 +267,6 @@ def load_settings(environ: dict[str, str] | None = None,
     values: dict[str, Any] = {}
     for setting in settings:
         raw = environ.get(setting.name, setting.default)
-        if setting.name == "CLAUDEOPS_STATE_DIR" and not Path(raw).is_absolute() and setting.name not in environ:
-            raw = str(PROJECT_ROOT / raw)
         try:
             values[setting.name] = setting.parse(raw)
         except ValueError as exc:

@@ -26,6 +26,17 @@ def config_of(client) -> dict:
     return {s["name"]: s for s in client.get("/api/v1/config").get_json()["settings"]}
 
 
+def test_the_state_directorys_default_is_the_services_own_wherever_it_is_started(tmp_path, monkeypatch):
+    """Unset, it is `state` beside pyproject.toml: the Config page and the
+    API said `./state` taken from the working directory (`/state` from /)."""
+    from app.config import PROJECT_ROOT, load_settings
+    monkeypatch.chdir(tmp_path)
+    environ = {name: value for name, value in os.environ.items() if name != "CLAUDEOPS_STATE_DIR"}
+    assert load_settings(environ=environ)["CLAUDEOPS_STATE_DIR"] == str(PROJECT_ROOT / "state")
+    app = make_app(tmp_path, CLAUDEOPS_DATABASE_URL=explicit_database_url(tmp_path))
+    assert config_of(app.test_client())["CLAUDEOPS_STATE_DIR"]["default"] == str(PROJECT_ROOT / "state")
+
+
 def test_effective_configuration_with_secrets_masked(tmp_path):
     app = make_app(tmp_path, CLAUDEOPS_SECRET_KEY="s3cret-key",
                    CLAUDEOPS_DATABASE_URL=explicit_database_url(tmp_path))

@@ -42,8 +42,9 @@ RETENTION = "CLAUDEOPS_EVENT_RETENTION_DAYS"
 @hookimpl
 def claudeops_settings():
     return [Setting(MAX_PER_SESSION, "100",
-                    "Most events one session may record; markers beyond it are logged and noted in the "
-                    "activity log, not stored.", positive_int, runtime=True,
+                    "Most event markers one session may record, counting the service's own notices of the "
+                    "session; markers beyond it are logged and noted in the activity log, not stored. Notices are "
+                    "always stored, so with them a session may hold more events.", positive_int, runtime=True,
                     schema=POSITIVE_INT_SCHEMA),
             Setting(RETENTION, "365",
                     "Days an event is kept; older ones are deleted daily. 0 keeps them forever.",

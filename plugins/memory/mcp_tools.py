@@ -77,7 +77,7 @@ def search_memories(query: str, service: Optional[str] = None, include_inactive:
                     limit: int = 10) -> str:
     """Search what earlier sessions learned about this infrastructure.
 
-    Matches every word of `query` in a memory's observation or service name.
+    Matches every word of `query` in a memory's observation, service name or category.
     `service` narrows to one service ("general" for memories about no single
     service). Inactive memories (no longer trusted) only with include_inactive.
     Returns one compact line per memory (id, service, category, confidence,
