@@ -15,6 +15,7 @@ from app.extensions import db
 from plugins.memory import cli as memory_cli, portability, store
 from plugins.memory.models import Memory, MemoryHistory
 from tests.conftest import make_app
+from tests.support.database import sqlite_only
 from tests.memory_helpers import add_memory, all_memories, new_run, remember
 
 MEMORY_FIELDS = ("service", "category", "observation", "confidence", "active", "pinned", "tier",
@@ -431,6 +432,7 @@ def test_cli_export_replaces_a_file_only_when_asked(app, tmp_path):
     assert len(json.loads(path.read_text())["memories"]) == 6
 
 
+@sqlite_only("the database is a file only on SQLite")
 @pytest.mark.parametrize("suffix", ["", "-wal", "-journal"])
 def test_cli_export_never_writes_over_the_database(app, suffix):
     """Not even with --force: an export over claudeops.db was the end of
