@@ -30,9 +30,12 @@ NAMING_CONVENTION = {
 db = SQLAlchemy(metadata=MetaData(naming_convention=NAMING_CONVENTION))
 migrate = Migrate(render_as_batch=True, compare_type=True)
 csrf = CSRFProtect()
+
+
 def client_network() -> str:
-    """Whom the login limit counts: the client's address; for IPv6 its /64,
-    the block one host is given and may rotate its address through at will."""
+    """Whom the login and bearer-token limits count: the client's address;
+    for IPv6 its /64, the block one host is given and may rotate its address
+    through at will."""
     address = get_remote_address()
     try:
         ip = ipaddress.ip_address(address)
