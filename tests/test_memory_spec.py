@@ -9,6 +9,7 @@ from datetime import timedelta
 import flask_migrate
 import pytest
 from sqlalchemy import inspect, text
+from sqlalchemy.sql import sqltypes
 
 from app.config import PROJECT_ROOT
 from app.extensions import db
@@ -31,9 +32,27 @@ def test_migration_creates_memories_table(app):
     # As reflected: "0.7" or "'0.7'" on SQLite, "0.7" or "'0.7'::double precision" on PostgreSQL.
     assert float(column_default(columns["confidence"])) == 0.7 and column_default(columns["tier"]) == "1"
     assert column_default(columns["active"]) in ("1", "true")
+    # The spec's types, as SQLAlchemy reflects them on either backend.
+    for name in ("id", "session_id", "tier"):
+        assert isinstance(columns[name]["type"], sqltypes.Integer), name
+    for name in ("service", "category", "observation"):
+        assert isinstance(columns[name]["type"], sqltypes.Text), name
+    assert isinstance(columns["confidence"]["type"], sqltypes.Float)
+    assert isinstance(columns["active"]["type"], (sqltypes.Boolean, sqltypes.Integer))
+    for name in ("created_at", "updated_at"):
+        assert isinstance(columns[name]["type"], sqltypes.DateTime), name
     if db.engine.dialect.name == "sqlite":
         ddl = db.session.execute(text("SELECT sql FROM sqlite_master WHERE name = 'memories'")).scalar()
         assert "id INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT" in ddl
+        # What a memory the agent records is stored as: the spec's INTEGER, TEXT and REAL
+        # (the active flag the integer 1, a timestamp text).
+        remember("[MEMORY:timing:jellyfin] Takes 60s to start", new_run())
+        stored = db.session.execute(text(
+            "SELECT typeof(id), typeof(service), typeof(category), typeof(observation), typeof(confidence), "
+            "typeof(active), typeof(created_at), typeof(updated_at), typeof(session_id), typeof(tier) "
+            "FROM memories")).one()
+        assert tuple(stored) == ("integer", "text", "text", "text", "real", "integer", "text", "text", "integer",
+                                 "integer")
     else:   # PostgreSQL: a serial column, whose sequence never hands out an id twice either
         assert str(columns["id"]["default"]).startswith("nextval(")
     foreign_keys = {(tuple(fk["constrained_columns"]), fk["referred_table"], tuple(fk["referred_columns"]))
