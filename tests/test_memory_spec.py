@@ -197,14 +197,23 @@ def test_no_active_memories(app, fake_cli, run_session_now):
 
 def test_memories_grouped_by_service(app):
     jellyfin = add_memory("Takes 60s to start after restart", service="jellyfin", confidence=0.9)
-    add_memory("Needs manual VACUUM FULL weekly", category="maintenance", service="postgres", confidence=0.8)
+    postgres = add_memory("Needs manual VACUUM FULL weekly", category="maintenance", service="postgres",
+                          confidence=0.8)
     dns = add_memory("DNS checks fail during WireGuard reconnects", category="remediation", service=None,
                      confidence=0.95)
     lines = build_memory_context(2000).text.splitlines()
     assert [l for l in lines if l.startswith("###")] == ["### jellyfin", "### postgres", "### general"]
-    # SPEC-0015's bullet, then the memory's id for outcome markers.
-    assert f"- [timing] Takes 60s to start after restart (confidence: 0.9) [m{jellyfin.id}]" in lines
-    assert f"- [remediation] DNS checks fail during WireGuard reconnects (confidence: 0.95) [m{dns.id}]" in lines
+    # Each memory a bullet under its own service's heading: SPEC-0015's bullet, then
+    # the memory's id for outcome markers.
+    assert lines[2:] == [
+        "### jellyfin",
+        f"- [timing] Takes 60s to start after restart (confidence: 0.9) [m{jellyfin.id}]",
+        "",
+        "### postgres",
+        f"- [maintenance] Needs manual VACUUM FULL weekly (confidence: 0.8) [m{postgres.id}]",
+        "",
+        "### general",
+        f"- [remediation] DNS checks fail during WireGuard reconnects (confidence: 0.95) [m{dns.id}]"]
 
 
 # --- Requirement: Token Budget Enforcement --------------------------------------
