@@ -234,6 +234,9 @@ def test_budget_enforced_with_many_memories(app):
     excluded = [m.confidence for m in all_memories() if m not in context.included]
     assert min(included) >= max(excluded)
     assert f"~{context.tokens:,} tokens" in header and context.tokens == -(-len(context.text) // 4)
+    # A session, CLAUDEOPS_MEMORY_BUDGET unset, is given just that: the default budget is 2,000 tokens.
+    from plugins.memory import claudeops_prompt_context
+    assert claudeops_prompt_context(new_run()).text == context.text
 
 
 def test_budget_is_configurable(tmp_path, monkeypatch):
