@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import flask_migrate
 import pytest
-from sqlalchemy import inspect, text
+from sqlalchemy import event, inspect, text
 from sqlalchemy.sql import sqltypes
 
 from app.config import PROJECT_ROOT
@@ -68,11 +68,31 @@ def column_default(column: dict) -> str:
 
 
 def test_migration_is_idempotent(app):
+    from app.serve import apply_migrations
     add_memory("Takes 60s to start")
-    before = memories_schema()
-    flask_migrate.upgrade()   # already at head: nothing runs
+    before, version = memories_schema(), alembic_version()
+    statements = []
+
+    def record(conn, cursor, statement, *args):
+        statements.append(statement)
+    db.session.commit()
+    event.listen(db.engine, "before_cursor_execute", record)
+    try:
+        apply_migrations(app)   # what the service does when it starts: at head already, no revision runs
+    finally:
+        event.remove(db.engine, "before_cursor_execute", record)
+    assert statements, "the start did not look at the database"
+    assert [s for s in statements if re.match(r"\s*(CREATE|ALTER|DROP|INSERT|UPDATE|DELETE)\b", s, re.I)] == []
+    assert alembic_version() == version
     assert memories_schema() == before
     assert [m.observation for m in all_memories()] == ["Takes 60s to start"]
+    flask_migrate.upgrade()   # and `claudeops db upgrade` run by hand changes nothing either
+    assert memories_schema() == before and alembic_version() == version
+    assert [m.observation for m in all_memories()] == ["Takes 60s to start"]
+
+
+def alembic_version() -> list[str]:
+    return sorted(db.session.execute(text("SELECT version_num FROM alembic_version")).scalars())
 
 
 def memories_schema() -> str:
