@@ -13,8 +13,9 @@ from sqlalchemy.sql import sqltypes
 
 from app.config import PROJECT_ROOT
 from app.extensions import db
+from app.serve import apply_migrations
 from app.timeutil import isoformat, utcnow
-from plugins.memory import store
+from plugins.memory import claudeops_prompt_context, store
 from plugins.memory.context import build_memory_context
 from plugins.memory.markers import MEMORY_MARKER, parse_memory_markers
 from tests.memory_helpers import add_memory, all_memories, new_run, remember
@@ -68,7 +69,6 @@ def column_default(column: dict) -> str:
 
 
 def test_migration_is_idempotent(app):
-    from app.serve import apply_migrations
     add_memory("Takes 60s to start")
     before, version = memories_schema(), alembic_version()
     statements = []
@@ -204,7 +204,6 @@ def test_no_active_memories(app, fake_cli, run_session_now):
     add_memory("Below the threshold", confidence=0.2, active=True)
     add_memory("Inactive", confidence=0.9, active=False)
     assert build_memory_context(2000).text == ""
-    from plugins.memory import claudeops_prompt_context
     assert claudeops_prompt_context(new_run()) is None
     # The session's system prompt, as the CLI was given it, has no memory section at all.
     argv_file = fake_cli(sl.steps(sl.init(), sl.result()))
