@@ -14,7 +14,9 @@ ended, so two workers hitting at once cannot both start one.
 A database that refuses the write (the disk full, the state directory
 read-only, locked past the busy timeout) must not turn a login into an
 error: the counts then go on in the worker's memory, as they always did,
-with a warning, until the database takes writes again.
+with a warning, until the database takes writes again. Meanwhile a limit
+is tested against those counts too: such a database often still answers
+reads, but its count is the one from before, which no hit raises.
 """
 from __future__ import annotations
 
@@ -60,9 +62,13 @@ class DatabaseStorage(Storage):
                             lambda: self.in_memory.incr(key, expiry, amount))
 
     def get(self, key: str) -> int:
+        if self.failing:   # the hits go to memory: the database's count is the one from before
+            return self.in_memory.get(key)
         return self._either(lambda: self._window(_stored(key))[0], lambda: self.in_memory.get(key))
 
     def get_expiry(self, key: str) -> float:
+        if self.failing:
+            return self.in_memory.get_expiry(key)
         return self._either(lambda: self._window(_stored(key))[1], lambda: self.in_memory.get_expiry(key))
 
     def check(self) -> bool:

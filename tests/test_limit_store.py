@@ -141,6 +141,40 @@ def test_a_database_that_refuses_to_count_leaves_the_counts_in_memory_until_it_t
     assert windows() == {"k": (1, clock.now + 60)}
 
 
+REFUSE_WRITES = {
+    "sqlite": ["CREATE TRIGGER refuse_counts BEFORE INSERT ON rate_limit_windows "
+               "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END"],
+    "postgresql": ["CREATE FUNCTION refuse_counts() RETURNS trigger LANGUAGE plpgsql AS "
+                   "$$ BEGIN RAISE EXCEPTION 'could not extend file: No space left on device'; END $$",
+                   "CREATE TRIGGER refuse_counts BEFORE INSERT OR UPDATE ON rate_limit_windows "
+                   "FOR EACH ROW EXECUTE FUNCTION refuse_counts()"],
+}
+
+
+def test_while_the_database_reads_but_refuses_to_count_the_counts_in_memory_are_the_ones_tested(
+        storage, clock, caplog):
+    """A full disk, a read-only file or server: the database still answers
+    reads. A limit is then tested against the count the hits went to (the
+    worker's memory), not against the database's count from before, which
+    no hit raises: the address over the limit stays held back."""
+    strategy = FixedWindowRateLimiter(storage)
+    for statement in REFUSE_WRITES[db.engine.dialect.name]:
+        db.session.execute(text(statement))
+    db.session.commit()
+    with caplog.at_level(logging.WARNING, logger="app.limit_store"):
+        for _ in range(10):
+            assert strategy.test(TEN_A_MINUTE, "bearer", "192.0.2.1")
+            assert strategy.hit(TEN_A_MINUTE, "bearer", "192.0.2.1")
+        assert not strategy.hit(TEN_A_MINUTE, "bearer", "192.0.2.1")
+        assert not strategy.test(TEN_A_MINUTE, "bearer", "192.0.2.1")
+        stats = strategy.get_window_stats(TEN_A_MINUTE, "bearer", "192.0.2.1")
+        assert stats.remaining == 0 and stats.reset_time == clock.now + 60
+    messages = [record.getMessage() for record in caplog.records]
+    assert len([m for m in messages if "cannot be counted in the database" in m]) == 1   # once, not per hit
+    assert not [m for m in messages if "in the database again" in m]
+    assert windows() == {}
+
+
 def test_the_login_limit_is_counted_in_the_table(tmp_path):
     app = make_app(tmp_path, CLAUDEOPS_PASSWORD="right password here")
     with app.app_context():
