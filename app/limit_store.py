@@ -97,9 +97,6 @@ class DatabaseStorage(Storage):
         now = time.time()
         table = RateLimitWindow.__table__
         with db.engine.begin() as connection:
-            # Other clients' ended windows go with this hit: the table holds
-            # only the clients counted lately, however many came before.
-            connection.execute(delete(table).where(table.c.expires_at <= now, table.c.key != key))
             insert = _UPSERT[connection.dialect.name](table).values(key=key, hits=amount, expires_at=now + expiry)
             # The key's own ended window is started anew in the same statement.
             ended = table.c.expires_at <= now
@@ -107,7 +104,16 @@ class DatabaseStorage(Storage):
                 "hits": case((ended, insert.excluded.hits), else_=table.c.hits + insert.excluded.hits),
                 "expires_at": case((ended, insert.excluded.expires_at), else_=table.c.expires_at),
             }).returning(table.c.hits)
-            return connection.execute(upsert).scalar_one()
+            hits = connection.execute(upsert).scalar_one()
+            # Other clients' ended windows go with this hit: the table holds
+            # only the clients counted lately, however many came before. After
+            # the count, and only those no other hit holds (PostgreSQL; SQLite
+            # has one writer): a hit that waited for one while holding its own
+            # key could wait for a hit that waits for it.
+            others_ended = (select(table.c.key).where(table.c.expires_at <= now, table.c.key != key)
+                            .with_for_update(skip_locked=True))
+            connection.execute(delete(table).where(table.c.key.in_(others_ended.scalar_subquery())))
+            return hits
 
     def _window(self, key: str) -> tuple[int, float]:
         """The hits of the key's window and when it ends: none, and now, if it has ended."""

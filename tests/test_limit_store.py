@@ -4,6 +4,8 @@ database, and kept in memory while the database refuses to count."""
 from __future__ import annotations
 
 import logging
+import threading
+import time
 
 import pytest
 from limits import parse
@@ -15,6 +17,7 @@ from app.extensions import db, limiter
 from app.limit_store import DatabaseStorage
 from app.models import RateLimitWindow
 from tests.conftest import make_app
+from tests.support.database import postgres_only
 
 TEN_A_MINUTE = parse("10 per minute")
 
@@ -121,6 +124,37 @@ def test_two_apps_on_one_database_count_the_same_hits(tmp_path, clock):
     for app in (first, second):
         with app.app_context():
             db.engine.dispose()
+
+
+@postgres_only("row locks: SQLite has one writer at a time")
+def test_hits_of_two_clients_at_once_never_wait_for_each_other_in_a_circle(app, storage, clock, caplog):
+    """Each hit deletes the ended windows of others. Two hits at once, each
+    deleting (so locking) the other's ended window before counting its own,
+    waited for each other until PostgreSQL ended one as a deadlock, whose
+    hit then went uncounted in the database. Here a third connection holds
+    an ended window, so that the first hit is still at it when the second
+    begins."""
+    for key in ("a", "b", "c"):
+        storage.incr(key, 60)
+    clock.now += 61
+    hits = {}
+
+    def hit(key: str) -> None:
+        with app.app_context():
+            hits[key] = storage.incr(key, 60)
+
+    with caplog.at_level(logging.WARNING, logger="app.limit_store"), db.engine.connect() as holder:
+        holder.execute(select(RateLimitWindow.key).where(RateLimitWindow.key == "c").with_for_update())
+        threads = [threading.Thread(target=hit, args=(key,)) for key in ("a", "b")]
+        for thread in threads:
+            thread.start()
+            time.sleep(0.5)
+        holder.rollback()
+        for thread in threads:
+            thread.join(30)
+    assert hits == {"a": 1, "b": 1}
+    assert [record.getMessage() for record in caplog.records] == []
+    assert {key: hits for key, (hits, _) in windows().items() if key != "c"} == {"a": 1, "b": 1}
 
 
 def test_a_database_that_refuses_to_count_leaves_the_counts_in_memory_until_it_takes_them_again(
