@@ -5,6 +5,7 @@ from logging.config import fileConfig
 from flask import current_app
 
 from alembic import context
+from sqlalchemy import event
 
 # this is the Alembic Config object, which provides
 # access to the values within the .ini file in use.
@@ -125,9 +126,17 @@ def run_migrations_online():
             # activity log and null out events' and memories' session links.
             connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
             connection.commit()  # end the transaction the statement began; migrations run in their own
+            # SQLite can undo a schema change, but Python's sqlite3 begins a
+            # transaction only before INSERT, UPDATE or DELETE: every CREATE,
+            # ALTER and DROP was kept at once. An upgrade that failed part way
+            # (the disk full while a search index is built) left a revision's
+            # tables behind without recording it, and every upgrade after it
+            # failed on them. The migrations' transaction is begun here.
+            _transactional_sqlite(connection, True)
         context.configure(
             connection=connection,
             target_metadata=get_metadata(),
+            **({"transactional_ddl": True} if sqlite else {}),
             **conf_args
         )
 
@@ -136,8 +145,27 @@ def run_migrations_online():
                 context.run_migrations()
         finally:
             if sqlite:
+                _transactional_sqlite(connection, False)
                 connection.exec_driver_sql("PRAGMA foreign_keys=ON")
                 connection.commit()
+
+
+def _begin_sqlite(connection):
+    connection.exec_driver_sql("BEGIN")
+
+
+def _transactional_sqlite(connection, on):
+    """While ``on``, every transaction on ``connection`` is SQLite's own
+    (BEGIN ... COMMIT), schema changes included; then the driver's again,
+    as the pool's other users expect."""
+    driver_connection = connection.connection.driver_connection
+    if on:
+        connection.info["claudeops.isolation_level"] = driver_connection.isolation_level
+        driver_connection.isolation_level = None
+        event.listen(connection, "begin", _begin_sqlite)
+    else:
+        event.remove(connection, "begin", _begin_sqlite)
+        driver_connection.isolation_level = connection.info.pop("claudeops.isolation_level")
 
 
 if context.is_offline_mode():

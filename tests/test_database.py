@@ -174,6 +174,36 @@ def test_the_upgrade_raises_a_counter_an_earlier_rebuild_lowered(app):
     assert _new_memory_id() == 8
 
 
+@sqlite_only("SQLite commits each schema change at once unless told to begin a transaction")
+def test_an_upgrade_that_fails_part_way_leaves_the_database_at_its_revision_to_upgrade_again(app):
+    """The disk fills up while 0013 indexes the memories' words: nothing of
+    the revisions that did not finish is left behind (their tables,
+    triggers, indexes), so the upgrade runs again once there is room."""
+    from sqlalchemy import event
+    from plugins.memory import search
+    flask_migrate.downgrade(revision="0012_memory_contradicts_index")
+    _new_memory_id()
+
+    def disk_full(_connection, _cursor, statement, *_args):
+        if "memories_words_fts(memories_words_fts) VALUES ('rebuild')" in statement:
+            raise sqlite3.OperationalError("database or disk is full")
+
+    event.listen(db.engine, "before_cursor_execute", disk_full)
+    try:
+        with pytest.raises(DBAPIError, match="disk is full"):
+            flask_migrate.upgrade(revision="heads")
+    finally:
+        event.remove(db.engine, "before_cursor_execute", disk_full)
+    assert db.session.scalar(text("SELECT version_num FROM alembic_version")) == "0012_memory_contradicts_index"
+    assert db.session.scalar(text("SELECT count(*) FROM sqlite_master WHERE name LIKE 'memories_words_fts%'")) == 0
+    db.session.rollback()
+    flask_migrate.upgrade(revision="heads")
+    flask_migrate.check()
+    search._fts5_index.clear()
+    from plugins.memory.queries import memory_query
+    assert [m.observation for m in db.session.scalars(memory_query(q="jelly"))] == ["Takes 60s to start after an upgrade"]
+
+
 # Rows the service never deletes: a foreign key to them is never followed by a delete.
 NEVER_DELETED = {"sessions"}
 
