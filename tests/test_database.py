@@ -13,7 +13,7 @@ from pathlib import Path
 import flask_migrate
 import psycopg
 import pytest
-from sqlalchemy import create_engine, inspect, text
+from sqlalchemy import create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
@@ -21,6 +21,8 @@ from app import dbfaults
 from app.extensions import db
 from app.models import Session
 from app.timeutil import isoformat, utcnow
+from plugins.memory import search
+from plugins.memory.queries import memory_query
 from tests.support.database import explicit_database_url, postgres_only, sqlite_only
 
 
@@ -179,8 +181,6 @@ def test_an_upgrade_that_fails_part_way_leaves_the_database_at_its_revision_to_u
     """The disk fills up while 0013 indexes the memories' words: nothing of
     the revisions that did not finish is left behind (their tables,
     triggers, indexes), so the upgrade runs again once there is room."""
-    from sqlalchemy import event
-    from plugins.memory import search
     flask_migrate.downgrade(revision="0012_memory_contradicts_index")
     _new_memory_id()
 
@@ -200,7 +200,6 @@ def test_an_upgrade_that_fails_part_way_leaves_the_database_at_its_revision_to_u
     flask_migrate.upgrade(revision="heads")
     flask_migrate.check()
     search._fts5_index.clear()
-    from plugins.memory.queries import memory_query
     assert [m.observation for m in db.session.scalars(memory_query(q="jelly"))] == ["Takes 60s to start after an upgrade"]
 
 
