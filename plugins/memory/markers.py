@@ -62,7 +62,11 @@ def parse_memory_markers(text: str, warn: Optional[Warn] = None) -> list[MemoryM
                 warn("memory marker service", f"ignoring memory marker whose service is over {MAX_SERVICE_CHARS} "
                                               f"characters: {candidate.group(0)[:120]!r}")
                 continue
-            if service is not None and service.lower() == GENERAL:
+            if service is not None:
+                # One service whatever its case ("Jellyfin" in prose, "jellyfin" as the
+                # container is named), as the cooldowns plugin takes it too.
+                service = service.lower()
+            if service == GENERAL:
                 service = None   # the memory section's own name for memories of no one service
             markers.append(MemoryMarker(match.group(1), service, observation))
     return markers

@@ -26,12 +26,13 @@ def status_filter(status: Optional[str]) -> dict:
 
 def memory_query(service: Optional[str] = None, category: Optional[str] = None,
                  active: Optional[bool] = None, q: Optional[str] = None, review: Optional[str] = None):
-    """``service`` "general" selects general memories; ``review`` one of
+    """``service`` "general" selects general memories, in any case; ``review`` one of
     approved, proposed or rejected; ``q`` is a full-text search (see
     plugins/memory/search.py): matches come best first, and an ``order_by``
     added later only breaks ties."""
     query = select(Memory)
     if service:
+        service = service.lower()   # services are kept in lower case (store.clean_service)
         query = query.where(Memory.service.is_(None) if service == GENERAL else Memory.service == service)
     if category:
         if category not in CATEGORIES:

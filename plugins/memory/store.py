@@ -92,7 +92,8 @@ def one_line(text: str) -> str:
 
 
 def clean_service(raw) -> Optional[str]:
-    """``None``, empty and "general" all mean a general memory."""
+    """``None``, empty and "general" all mean a general memory. A service is
+    named in lower case: "Jellyfin" and "jellyfin" are one service."""
     if raw is None:
         return None
     if not isinstance(raw, str):
@@ -102,7 +103,7 @@ def clean_service(raw) -> Optional[str]:
         return None
     if len(service) > MAX_SERVICE_CHARS or not SERVICE_PATTERN.match(service):
         raise MemoryInputError("service must be 1-100 letters, digits, '_' or '-'")
-    return service
+    return service.lower()
 
 
 def clean_category(raw) -> str:
