@@ -69,7 +69,8 @@ class ClaudeOpsGroup(FlaskGroup):
         try:
             return super().invoke(ctx)
         except SQLAlchemyError as exc:
-            advice = dbfaults.schema_behind(exc) or _unusable_database(ctx, exc) or _not_permitted(ctx, exc)
+            advice = (_no_database(ctx, exc) or dbfaults.schema_behind(exc) or _unusable_database(ctx, exc)
+                      or _not_permitted(ctx, exc))
             if advice is None:
                 raise
             raise click.ClickException(advice) from None
@@ -99,6 +100,29 @@ class ClaudeOpsGroup(FlaskGroup):
             from flask_migrate.cli import db
             self.add_command(db, "db")
             self._loaded_plugin_commands = True
+
+
+def _no_database(ctx: click.Context, exc: SQLAlchemyError) -> str | None:
+    """A table missing from a database that holds none: most often not the
+    service's database at all (a command run without its
+    CLAUDEOPS_STATE_DIR), where migrating would only make a second, empty
+    one. Say which database was looked at before how to migrate it."""
+    if dbfaults.schema_behind(exc) is None:
+        return None
+    from sqlalchemy import inspect
+
+    from app.extensions import db
+    app = ctx.ensure_object(ScriptInfo).load_app()
+    try:
+        with app.app_context():
+            if inspect(db.engine).get_table_names():
+                return None
+    except SQLAlchemyError:
+        return None
+    url = shown_url(make_url(app.config["SQLALCHEMY_DATABASE_URI"]))
+    return (f"there is no Claude Ops database at {url}: it holds no tables. Run the command with the service's "
+            "settings (CLAUDEOPS_STATE_DIR, or CLAUDEOPS_DATABASE_URL); to start a new database there, run "
+            "`claudeops db upgrade heads` (`claudeops serve`, `scheduler` and `run` do it when they start)")
 
 
 def _unusable_database(ctx: click.Context, exc: SQLAlchemyError) -> str | None:

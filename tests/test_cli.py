@@ -169,13 +169,29 @@ def test_a_database_with_an_unknown_revision_gives_a_clear_error(tmp_path):
     assert "a plugin whose tables are in this database was uninstalled" in result.stderr
 
 
-def test_a_command_on_a_database_not_migrated_yet_says_how_to_migrate_it(tmp_path):
+def test_a_command_on_a_database_an_older_version_migrated_says_how_to_migrate_it(tmp_path):
     env = claudeops_env(tmp_path)
+    subprocess.run([str(CLAUDEOPS), "db", "upgrade", "0002_events"], env=env, capture_output=True, check=True,
+                   timeout=60)
     for command in (["memories", "list"], ["memories", "review"], ["cooldowns", "list"]):
         result = subprocess.run([str(CLAUDEOPS), *command], env=env, capture_output=True, text=True, timeout=60)
         assert result.returncode == 1, command
         assert "Error: the database is not migrated to this version of Claude Ops (" in result.stderr, result.stderr
         assert "run `claudeops db upgrade heads`" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_command_on_a_state_directory_with_no_database_says_so_not_only_how_to_migrate(tmp_path):
+    """The likeliest cause is a command run without the service's settings
+    (the README's `sudo -u claudeops env CLAUDEOPS_STATE_DIR=...`): migrating
+    there would make a second, empty database, so the error names the
+    database it looked at and the settings that choose it first."""
+    env = claudeops_env(tmp_path)
+    for command in (["memories", "list"], ["memories", "review"], ["cooldowns", "list"], ["prune"]):
+        result = subprocess.run([str(CLAUDEOPS), *command], env=env, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 1, command
+        assert "Error: there is no Claude Ops database at " in result.stderr, result.stderr
+        assert "holds no tables" in result.stderr and "CLAUDEOPS_STATE_DIR" in result.stderr
+        assert "`claudeops db upgrade heads`" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_a_database_file_that_is_not_a_database_is_a_clear_error_for_every_command(tmp_path):
