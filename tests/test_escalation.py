@@ -71,23 +71,26 @@ def test_never_beyond_the_maximum_tier(app, fake_cli, run_session_now):
     fake_cli(escalating_script())
     top = run_session_now(tier=3)
     assert len(sessions()) == 1
-    assert any("not escalated: CLAUDEOPS_MAX_TIER is 3" in message and sid == top.id
+    # There is no tier 4 to raise CLAUDEOPS_MAX_TIER to: the notice says so.
+    assert any(message.startswith(f"Session #{top.id} asked to escalate past tier 3 (")
+               and "not escalated: tier 3 (remediate) is the highest tier" in message and sid == top.id
                for _, message, sid, _ in events())
+    assert not any("tier 4" in message for _, message, _, _ in events())
     change({"CLAUDEOPS_MAX_TIER": 1})
     run_session_now(tier=1)
     assert [s.tier for s in sessions()] == [3, 1]
 
 
-@pytest.mark.parametrize("tier, max_tier", [(3, 3), (1, 1)])
-def test_a_request_beyond_the_maximum_is_shown_as_refused(app, fake_cli, run_session_now, tier, max_tier):
+@pytest.mark.parametrize("tier, max_tier, why", [(3, 3, "tier 3 (remediate) is the highest tier"),
+                                                  (1, 1, "CLAUDEOPS_MAX_TIER is 1")])
+def test_a_request_beyond_the_maximum_is_shown_as_refused(app, fake_cli, run_session_now, tier, max_tier, why):
     """The activity log says what the host will do, not a tier that will never run."""
     change({"CLAUDEOPS_MAX_TIER": max_tier})
     fake_cli(escalating_script())
     session = run_session_now(tier=tier)
     badges = [(a.kind, a.title, a.body) for a in session.activity if a.title and a.title.startswith("escalation")]
-    assert badges == [("warning", "escalation:refused", "postgres is down and I cannot tell why; "
-                       f"not escalated: CLAUDEOPS_MAX_TIER is {max_tier}")]
-    assert any(f"not escalated: CLAUDEOPS_MAX_TIER is {max_tier}" in message for _, message, _, _ in events())
+    assert badges == [("warning", "escalation:refused", f"postgres is down and I cannot tell why; not escalated: {why}")]
+    assert any(f"not escalated: {why}" in message for _, message, _, _ in events())
     assert len(sessions()) == 1
 
 

@@ -52,8 +52,9 @@ def consider(session: Session, run: RunInfo, result: SessionResult,
     next_tier = session.tier + 1
     refusal = _refusal(session, result, next_tier)
     if refusal:
-        notice("warning" if refusal[0] else "info", f"Session #{session.id} asked to escalate to tier "
-               f"{next_tier} ({reason}); {refusal[1]}", run, shutdown)
+        asked = f"to tier {next_tier}" if next_tier in TIERS else f"past tier {session.tier}"
+        notice("warning" if refusal[0] else "info", f"Session #{session.id} asked to escalate {asked} "
+               f"({reason}); {refusal[1]}", run, shutdown)
         return None
     child = control.enqueue(tier=next_tier, prompt=session.prompt, trigger="escalation",
                             parent_id=session.id, escalation_reason=reason)
@@ -80,6 +81,9 @@ def _refusal(session: Session, result: SessionResult, next_tier: int) -> Optiona
 def beyond_maximum(tier: int) -> Optional[str]:
     """Why no session may escalate to ``tier`` now (``None`` if one may).
     Known before a session ends: its marker's badge says so at once."""
+    if tier not in TIERS:   # no setting could allow it
+        top = max(TIERS)
+        return f"not escalated: tier {top} ({TIERS[top]}) is the highest tier"
     max_tier = setting("CLAUDEOPS_MAX_TIER")
     return f"not escalated: CLAUDEOPS_MAX_TIER is {max_tier}" if tier > max_tier else None
 
