@@ -267,8 +267,8 @@ def _run_chain(tier: int, prompt: str | None, shutdown: threading.Event):
         child = escalation.queued_child(session)
         if child is None:
             return session
-        click.echo(f"session #{session.id} escalated to tier {child.tier} ({TIERS[child.tier]}) as session "
-                   f"#{child.id}: {child.escalation_reason}")
+        standard_output.echo(f"session #{session.id} escalated to tier {child.tier} ({TIERS[child.tier]}) as "
+                             f"session #{child.id}: {child.escalation_reason}")
         if shutdown.is_set():   # asked to stop as the session ended: the child must not stay queued
             with contextlib.suppress(control.ControlError):   # stopped on the dashboard already
                 control.request_stop(child.id)
@@ -281,9 +281,9 @@ def _run_chain(tier: int, prompt: str | None, shutdown: threading.Event):
 
 def _echo_outcome(session) -> None:
     reason = f" ({session.status_reason})" if session.status_reason else ""
-    click.echo(f"session #{session.id}: {session.status}{reason}")
+    standard_output.echo(f"session #{session.id}: {session.status}{reason}")
     if session.response:
-        click.echo(session.response)
+        standard_output.echo(session.response)
 
 
 @main.command("prune")

@@ -261,9 +261,12 @@ def test_agent_text_reaches_a_terminal_shown_not_acted_on(tmp_path):
     assert listing.returncode == 0, listing.stderr
     assert b"Restarts \\x1b]0;owned\\x07clean\\x1b[2K \\x9b31m after \\x7f upgrades" in shown
     assert b"\x1b" not in shown and b"\x07" not in shown and "\u009b".encode() not in shown
-    # Into a pipe, as written (but for click's own removal of colour codes, \x1b[2K here).
+    # Into a pipe, as written: click's removal of colour codes (\x1b[2K here) is off.
     piped = subprocess.run([str(CLAUDEOPS), "memories", "list"], env=env, capture_output=True, timeout=60)
-    assert "Restarts \x1b]0;owned\x07clean \u009b31m after \x7f upgrades".encode() in piped.stdout
+    assert observation.encode() in piped.stdout
+    for command in (["memories", "export", "--format", "markdown"], ["memories", "context"]):
+        exported = subprocess.run([str(CLAUDEOPS), *command], env=env, capture_output=True, timeout=60)
+        assert observation.encode() in exported.stdout, command
 
 
 def test_a_value_that_is_not_utf8_on_the_command_line_is_refused_in_a_line_and_stores_nothing(tmp_path):

@@ -11,6 +11,7 @@ from flask import current_app
 from app.config import TIERS
 from app.extensions import db
 from app.redaction import include_withheld
+from app.standard_output import echo
 from app.timeutil import isoformat
 from app.web.row_ids import MAX_ROW_ID
 from plugins.cooldowns import gate, store
@@ -73,8 +74,8 @@ def list_cooldowns(service, action, outcome, limit):
         session = f"#{r.session_id}" if r.session_id else "-"
         tier = f"t{r.tier}" if r.tier else "-"
         detail = r.message or r.command or ""
-        click.echo(f"{isoformat(r.created_at)} {r.service:<20} {r.action:<12} {r.outcome:<8} {session:>6} {tier} "
-                   f"{detail}")
+        echo(f"{isoformat(r.created_at)} {r.service:<20} {r.action:<12} {r.outcome:<8} {session:>6} {tier} "
+             f"{detail}")
     click.echo(f"{len(rows)} of {store.count(query)} actions", err=True)
 
 

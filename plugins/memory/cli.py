@@ -11,6 +11,7 @@ from app.extensions import db
 from app.models import RUNNING, Session
 from app.output_file import OutputRefused, write_text
 from app.runtime import setting
+from app.standard_output import echo
 from plugins.memory import queries, review, store
 from plugins.memory.context import format_confidence
 from plugins.memory.models import APPROVED, CATEGORIES, Memory
@@ -77,7 +78,7 @@ def list_memories(service, category, status, q, limit):
 
 def _echo(rows: list[Memory], total) -> None:
     for memory in rows:
-        click.echo(_line(memory))
+        echo(_line(memory))
     click.echo(f"{len(rows)} of {total} memor{'y' if total.count == 1 and total.exact else 'ies'}", err=True)
 
 
@@ -93,7 +94,7 @@ def add(category, service, confidence, observation):
     except store.MemoryInputError as exc:
         _fail(exc)
     db.session.commit()
-    click.echo(_line(memory))
+    echo(_line(memory))
 
 
 @memories.command("edit")
@@ -113,7 +114,7 @@ def edit(memory_id, observation, confidence, pin, activate):
     except store.MemoryInputError as exc:
         _fail(exc)
     db.session.commit()
-    click.echo(_line(memory))
+    echo(_line(memory))
 
 
 @memories.command("delete")
@@ -170,7 +171,7 @@ def _decide(memory_id: int, decision) -> None:
     except (store.MemoryInputError, review.ReviewStateError) as exc:
         _fail(exc)
     db.session.commit()
-    click.echo(_line(memory))
+    echo(_line(memory))
 
 
 @memories.command("context")
@@ -178,7 +179,7 @@ def context():
     """Print the memory section the next session will be given."""
     result = store.preview_next_context(setting("CLAUDEOPS_MEMORY_BUDGET"))
     if result.text:
-        click.echo(result.text)
+        echo(result.text)
     else:
         click.echo("(no memory section: no active memory with confidence of at least 0.3)", err=True)
 
@@ -198,7 +199,7 @@ def export(fmt, output, force):
     else:
         text = portability.export_markdown()
     if output == "-":
-        click.echo(text, nl=False)
+        echo(text, nl=False)
         return
     try:
         write_text(Path(output), text, replace=force)
