@@ -22,13 +22,6 @@ import sys
 
 import click
 
-def echo(text: str = "", **kwargs) -> None:
-    """``click.echo`` for stored text (an observation, a session's response):
-    click would take what looks like a colour code (``\x1b[2K``) out of it
-    on its way to a file or a pipe, and an export would not be exact. On a
-    terminal the stream installed here shows every control character."""
-    click.echo(text, color=True, **kwargs)
-
 
 # What a terminal acts on rather than shows: the C0 controls but tab and
 # newline, DEL, and the C1 controls (as UTF-8 encodes them; none of these
@@ -90,3 +83,11 @@ def install() -> None:
     sys.stdout = io.TextIOWrapper(_CommandOutput(stdout.buffer, terminal=stdout.isatty()), encoding=stdout.encoding,
                                   errors=stdout.errors, line_buffering=stdout.line_buffering,
                                   write_through=stdout.write_through)
+
+
+def echo(text: str = "", **kwargs) -> None:
+    """``click.echo`` for stored text (an observation, a session's response):
+    click would take what looks like a colour code (``\\x1b[2K``) out of it
+    on its way to a file or a pipe, and an export would not be exact. On a
+    terminal the stream installed here shows every control character."""
+    click.echo(text, color=True, **kwargs)

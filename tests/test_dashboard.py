@@ -514,8 +514,8 @@ def test_overview_tells_whether_the_scheduler_runs_and_when_next(client):
 def test_a_filter_for_a_service_with_no_rows_stays_selected_for_the_polls(client):
     """The polls send the form's values: a service the link names but no row
     has yet must be in the form, selected, or the next poll shows every row."""
-    for path, name in (("/events?service=Web", "Web"), ("/cooldowns?service=Web.service", "web"),
-                       ("/memories?service=web", "web")):
+    for path, name in (("/events?service=Web", "web"), ("/cooldowns?service=Web.service", "web"),
+                       ("/memories?service=Web", "web")):
         page = client.get(path).get_data(as_text=True)
         assert f'<option value="{name}" selected>{name}</option>' in page, path
     assert client.get("/memories?service=general").get_data(as_text=True).count('value="general"') == 1

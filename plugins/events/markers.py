@@ -61,6 +61,7 @@ def parse_event_markers(text: str, warn: Optional[Warn] = None) -> list[EventMar
         if not message:
             warn("event marker message", f"ignoring event marker with no message: {match.group(0)[:80]!r}")
             continue
-        service = match["service"][:MAX_SERVICE_CHARS] if match["service"] else None
+        # One service whatever its case, as memories and cooldowns take it.
+        service = match["service"][:MAX_SERVICE_CHARS].lower() if match["service"] else None
         markers.append(EventMarker(level, service, message[:MAX_MESSAGE_CHARS]))
     return markers

@@ -23,7 +23,7 @@ def openapi_paths() -> OpenApiPaths:
             "summary": "Events, newest first", "tags": ["events"], "operationId": "listEvents",
             "parameters": [
                 choice("level", LEVEL_ALIASES, "one level, by any of its names (warn for warning, …)"),
-                query("service", text(), "one service"), *PAGINATION],
+                query("service", text(), "one service (compared in lower case)"), *PAGINATION],
             "responses": {"200": response("a page of events", page_of("events", ref("Event"))),
                           "400": error("level, limit or offset is invalid")}}},
     })

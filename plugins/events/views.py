@@ -27,7 +27,7 @@ def _filtered(level: str | None, service: str | None):
     if level:
         query = query.where(Event.level == level)
     if service:
-        query = query.where(Event.service == service)
+        query = query.where(Event.service == service.lower())   # kept in lower case (markers.py)
     return query
 
 
@@ -37,7 +37,7 @@ def index():
     level = normalise_level(raw_level) or None
     if raw_level and level is None:
         ignore(f"the level {raw_level[:40]!r}, none of {', '.join(LEVELS)}: every level is shown")
-    service = request.args.get("service", "").strip() or None
+    service = request.args.get("service", "").strip().lower() or None
     query = _filtered(level, service)
     shown = newest_first(query, Event.id, PAGE_SIZE)
     services = distinct_values(Event.service)

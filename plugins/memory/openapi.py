@@ -107,7 +107,7 @@ def openapi_paths() -> OpenApiPaths:
             "get": {"summary": "Memories, most recently updated first", "tags": ["memories"],
                     "operationId": "listMemories",
                     "parameters": [
-                        query("service", text(), "a service, or general for general memories"),
+                        query("service", text(), "a service, or general for general memories (compared in lower case)"),
                         choice("category", CATEGORIES, "one category"),
                         query("active", {"type": "boolean"}, "active or inactive only"),
                         choice("status", REVIEW_STATES, "approved, proposed (awaiting review) or rejected only"),

@@ -45,7 +45,8 @@ def _filters() -> dict:
     if status and status not in queries.STATUSES:
         ignore(f"the status {status[:40]!r}, none of {', '.join(queries.STATUSES)}: every status is shown")
         status = ""
-    return {"service": request.values.get("service", "").strip(), "category": category, "status": status,
+    # Services are kept in lower case: the filter shows the one it chose.
+    return {"service": request.values.get("service", "").strip().lower(), "category": category, "status": status,
             "q": request.values.get("q", "").strip()[:200]}
 
 
