@@ -10,6 +10,7 @@ import threading
 import click
 from flask import current_app
 from flask.cli import FlaskGroup, NoAppException, ScriptInfo, with_appcontext
+from sqlalchemy import inspect
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -17,6 +18,7 @@ from app import create_app, dbfaults, runtime, standard_output
 from app.backup_cli import backup_command, restore_command
 from app.config import TIERS, ConfigError
 from app.database_url import shown_url
+from app.extensions import db
 from app.plugins import PluginError
 from app.portable_text import is_unicode
 
@@ -109,9 +111,6 @@ def _no_database(ctx: click.Context, exc: SQLAlchemyError) -> str | None:
     one. Say which database was looked at before how to migrate it."""
     if dbfaults.schema_behind(exc) is None:
         return None
-    from sqlalchemy import inspect
-
-    from app.extensions import db
     app = ctx.ensure_object(ScriptInfo).load_app()
     try:
         with app.app_context():
@@ -257,7 +256,6 @@ def _run_chain(tier: int, prompt: str | None, shutdown: threading.Event):
     """Run a session, then its escalations one after another, here rather
     than leaving them queued for a scheduler that may start much later (and
     then run a stale tier 2 or 3 first); the last session of the chain."""
-    from app.extensions import db
     from app.sessions import control, escalation
     from app.sessions.manager import run_session
     session = control.claim(control.enqueue(tier=tier, prompt=prompt, trigger="cli").id)
