@@ -11,7 +11,7 @@ from html.parser import HTMLParser
 import pytest
 
 from app.extensions import db
-from app.models import SchedulerState
+from app.models import INTERRUPTED, STOPPED, SchedulerState, Session
 from app import runtime
 from app.runtime import change, setting
 from app.sessions.scheduler import SessionScheduler
@@ -264,6 +264,12 @@ def test_stats(app, client, fake_cli, run_session_now):
     assert stats["success_rate"] == 0.5 and stats["cost_usd"] == 0.5
     assert stats["critical_events_24h"] == 1 and stats["active_memories"] == 1
     assert stats["next_scheduled_run"] is None and stats["scheduler"]["running"] is False
+    # A session stopped (even before it began) or interrupted says nothing of how the agent does.
+    for status in (STOPPED, INTERRUPTED):
+        db.session.add(Session(tier=1, trigger="api", status=status))
+    db.session.commit()
+    stats = client.get("/api/v1/stats").get_json()
+    assert stats["runs"] == 4 and stats["success_rate"] == 0.5
 
 
 def test_stats_next_scheduled_run_comes_from_the_running_scheduler(app, client):

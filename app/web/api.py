@@ -9,7 +9,7 @@ from sqlalchemy import func, select, text
 
 from app.config import TIERS
 from app.extensions import db
-from app.models import COMPLETED, FINISHED_STATUSES, SchedulerState, Session
+from app.models import COMPLETED, FAILED, TIMED_OUT, SchedulerState, Session
 from app.plugins import of_type, results_by_plugin
 from app.timeutil import isoformat, utcnow
 from app.sessions import control
@@ -38,7 +38,10 @@ def stats():
     what plugins add (claudeops_stats)."""
     since = utcnow() - timedelta(hours=24)
     by_status = dict(db.session.execute(select(Session.status, func.count()).group_by(Session.status)).all())
-    finished = sum(count for status, count in by_status.items() if status in FINISHED_STATUSES)
+    # How the agent does: of the sessions that ended by themselves. One stopped
+    # (by the operator, by a shutdown, maybe before it began) or interrupted
+    # (by a crash of the service) says nothing of it.
+    ended = sum(by_status.get(status, 0) for status in (COMPLETED, FAILED, TIMED_OUT))
     state = db.session.get(SchedulerState, 1)
     alive = control.scheduler_alive(state)
     figures = {
@@ -47,7 +50,7 @@ def stats():
         "runs_by_status": by_status,
         "escalations": db.session.scalar(select(func.count()).select_from(Session)
                                          .where(Session.trigger == "escalation")),
-        "success_rate": round(by_status.get(COMPLETED, 0) / finished, 4) if finished else None,
+        "success_rate": round(by_status.get(COMPLETED, 0) / ended, 4) if ended else None,
         "cost_usd": round(db.session.scalar(select(func.coalesce(func.sum(Session.cost_usd), 0.0))), 6),
         "cost_usd_24h": round(db.session.scalar(select(func.coalesce(func.sum(Session.cost_usd), 0.0))
                                                 .where(Session.created_at >= since)), 6),

@@ -58,7 +58,7 @@ STATS = obj({
                        "additionalProperties": integer(1)},
     "escalations": integer(0),
     "success_rate": {"type": ["number", "null"], "minimum": 0, "maximum": 1,
-                     "description": "completed of finished sessions; null before any finished"},
+                     "description": "completed of the sessions that ended by themselves (completed, failed, timed out; not those stopped or interrupted); null before any"},
     "cost_usd": {"type": "number"}, "cost_usd_24h": {"type": "number"},
     "next_scheduled_run": nullable(TIMESTAMP),
     "scheduler": obj({"running": {"type": "boolean"}, "pid": {"type": ["integer", "null"]},
