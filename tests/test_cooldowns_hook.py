@@ -231,6 +231,9 @@ def test_cooldowns_list_takes_the_actions_other_names_as_the_api_does(app):
         result = runner.invoke(main, ["cooldowns", "list", "--action", name])
         assert result.exit_code == 0, result.output
         assert "0 of 0 actions" in result.output   # only redeployments, and the seeded one is a restart
+    one = runner.invoke(main, ["cooldowns", "list", "--action", "Restart"])
+    assert one.exit_code == 0 and one.output.rstrip().endswith("1 of 1 action"), one.output
+    assert runner.invoke(main, ["cooldowns", "list", "--outcome", "Pending"]).output.rstrip().endswith("1 of 1 action")
     refused = runner.invoke(main, ["cooldowns", "list", "--action", "reboot"])
     assert refused.exit_code == 2 and "'reboot' is not one of restart, redeployment" in refused.output
 

@@ -50,7 +50,7 @@ def _action(ctx, param, value):
 @click.option("--service", help="Only this service.")
 @click.option("--action", callback=_action, metavar="[restart|redeployment]",
               help="Only this action (redeploy and deploy mean redeployment).")
-@click.option("--outcome", type=click.Choice(OUTCOMES))
+@click.option("--outcome", type=click.Choice(OUTCOMES, case_sensitive=False), help="Only this outcome.")
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 10000),
               help="How many recent actions to show.")
 def list_cooldowns(service, action, outcome, limit):
@@ -76,7 +76,8 @@ def list_cooldowns(service, action, outcome, limit):
         detail = r.message or r.command or ""
         echo(f"{isoformat(r.created_at)} {r.service:<20} {r.action:<12} {r.outcome:<8} {session:>6} {tier} "
              f"{detail}")
-    click.echo(f"{len(rows)} of {store.count(query)} actions", err=True)
+    total = store.count(query)
+    click.echo(f"{len(rows)} of {total} action{'' if total == 1 else 's'}", err=True)
 
 
 @cooldowns.command("check-tool")
