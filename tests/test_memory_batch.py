@@ -266,3 +266,99 @@ def test_a_long_random_batch_records_what_one_by_one_records(tmp_path, seed):
     assert {store.CREATED, store.REPEATED, store.CONTRADICTED, store.REINFORCED, store.ALREADY_REJECTED} <= \
         set(relations), relations
     assert any(approved for _, _, approved in results["batch"][0]), "no proposal was confirmed"
+
+
+# --- an operator's change while a session's batch records ---------------------
+
+def _stream_handler():
+    from app.sessions import control
+    from app.sessions.activity import StreamHandler
+    from app.sessions.manager import run_info
+    session = control.claim(control.enqueue(tier=1, trigger="api").id)
+    return StreamHandler(session, run_info(session))
+
+
+def _text_line(text: str) -> bytes:
+    import json
+    from tests import streamlines as sl
+    return json.dumps(sl.text(text)).encode()
+
+
+OPERATOR_ACTIONS = {
+    # What a dashboard worker sends, and what the memory it names must look like once both are done.
+    "delete": lambda m: ("delete", f"/api/v1/memories/{m}", None),
+    "edit confidence": lambda m: ("put", f"/api/v1/memories/{m}", {"confidence": 0.5}),
+    "reject": lambda m: ("post", f"/api/v1/memories/{m}/reject", {"reason": "wrong"}),
+    "approve": lambda m: ("post", f"/api/v1/memories/{m}/approve", None),
+}
+
+
+@pytest.mark.parametrize("action", list(OPERATOR_ACTIONS))
+def test_an_operators_change_between_a_batchs_read_and_its_write_is_neither_lost_nor_losing(
+        tmp_path, monkeypatch, action):
+    """A dashboard worker changes the memory a session's batch reinforces,
+    after the batch has read it and before the batch writes. Either comes
+    first, whole: the operator's change is not overwritten by what the batch
+    read before it (nor refused for a reason that is no longer true), and
+    the batch loses none of its markers for it."""
+    import threading
+    from app.models import SessionActivity
+    app = make_app(tmp_path)
+    worker = make_app(tmp_path).test_client()   # another process's view of the same database
+    with app.app_context():
+        runtime.change({"CLAUDEOPS_MEMORY_REVIEW": "true"})
+        older = add_memory("Jellyfin takes 60s to start after a restart")
+        proposer = new_run()
+        proposal = store.record_observation("timing", "jellyfin", "Jellyfin does not take 60s to start after a restart",
+                                            proposer).memory
+        db.session.commit()
+        target = proposal.id
+        handler = _stream_handler()
+        answers = []
+        real = batch._ask_matcher
+
+        def operator_meanwhile(markers, prefetched):
+            found = real(markers, prefetched)
+            if not answers:
+                method, url, body = OPERATOR_ACTIONS[action](target)
+                def send():
+                    answers.append(getattr(worker, method)(url, json=body))
+                thread = threading.Thread(target=send)
+                thread.start()
+                # Done at once, unless the batch holds the database: then it waits for its commit.
+                thread.join(timeout=1)
+                operator_meanwhile.thread = thread
+            return found
+        # Right after the batch has read the memories its markers name.
+        monkeypatch.setattr(batch, "_ask_matcher", operator_meanwhile)
+        handler.handle_line(_text_line("[MEMORY:timing:jellyfin] Jellyfin does not take 60 seconds to start after restart\n"
+                                       "[MEMORY:behavior:postgres] Postgres vacuum runs nightly at 02:00"))
+        handler.close()
+        operator_meanwhile.thread.join()
+        (answer,) = answers
+        db.session.expire_all()
+        logged = db.session.execute(select(SessionActivity.kind, SessionActivity.title)
+                                    .where(SessionActivity.kind != "text")).all()
+        assert [title for _, title in logged] == ["memory:timing:jellyfin reinforced", "memory:behavior:postgres created"]
+        assert db.session.scalar(select(Memory).where(Memory.service == "postgres")) is not None
+        memory = db.session.get(Memory, target)
+        if action == "delete":
+            assert answer.status_code == 200 and memory is None
+        elif action == "edit confidence":
+            assert answer.status_code == 200 and memory.confidence == 0.5
+        elif action == "reject":
+            # The batch confirmed the proposal first: the operator is told so.
+            assert memory.status == ("rejected" if answer.status_code == 200 else "approved")
+            assert answer.status_code == 409 and "is approved" in answer.get_json()["error"]
+        else:
+            assert answer.status_code == 409 and memory.status == "approved"
+        # The older memory the proposal contradicts loses its 0.2 once, whoever approved it.
+        contradicted = db.session.scalars(select(MemoryHistory).where(
+            MemoryHistory.memory_id == older.id, MemoryHistory.action == "contradicted")).all()
+        assert len(contradicted) == 1
+        # Every change in the history starts from where the one before it left the memory.
+        rows = db.session.scalars(select(MemoryHistory).where(MemoryHistory.memory_id == target)
+                                  .order_by(MemoryHistory.id)).all()
+        assert all(later.confidence_before == earlier.confidence_after for earlier, later in zip(rows, rows[1:])
+                   if later.confidence_before is not None), [(r.action, r.confidence_before, r.confidence_after)
+                                                             for r in rows]

@@ -8,6 +8,7 @@ from sqlalchemy import select
 
 from app.extensions import db
 from app.runtime import setting
+from app.write_lock import lock_for_request
 from app.web.apiutil import ApiError, json_body, json_error, json_kind, page, pagination
 from plugins.memory import queries, review, store
 from plugins.memory.models import Memory, MemoryHistory
@@ -20,7 +21,11 @@ APPROVE_FIELDS = set(review.EDIT_FIELDS)
 REJECT_FIELDS = {"reason"}
 
 
-def _get(memory_id: int) -> Memory:
+def _get(memory_id: int, change: bool = False) -> Memory:
+    """The memory; to ``change`` it, read once no session can change it
+    before this request commits (app/write_lock.py)."""
+    if change:
+        lock_for_request()
     memory = db.session.get(Memory, memory_id)
     if memory is None:
         raise ApiError(f"memory {memory_id} not found", 404)
@@ -97,7 +102,7 @@ def get_memory(memory_id: int):
 
 @api.put("/memories/<int:memory_id>")
 def update_memory(memory_id: int):
-    memory = _get(memory_id)
+    memory = _get(memory_id, change=True)
     body = json_body()
     _only(body, UPDATE_FIELDS)
     changes = {field: value for field, value in body.items() if value is not None}  # null: leave as is
@@ -110,7 +115,7 @@ def update_memory(memory_id: int):
 
 @api.delete("/memories/<int:memory_id>")
 def delete_memory(memory_id: int):
-    store.delete(_get(memory_id))
+    store.delete(_get(memory_id, change=True))
     db.session.commit()
     return {"deleted": [memory_id]}
 
@@ -139,7 +144,7 @@ def review_inbox():
 
 @api.post("/memories/<int:memory_id>/approve")
 def approve_memory(memory_id: int):
-    memory = _get(memory_id)
+    memory = _get(memory_id, change=True)
     review.approve(memory, **_optional_body(APPROVE_FIELDS))
     db.session.commit()
     return memory.to_dict()
@@ -147,7 +152,7 @@ def approve_memory(memory_id: int):
 
 @api.post("/memories/<int:memory_id>/reject")
 def reject_memory(memory_id: int):
-    memory = _get(memory_id)
+    memory = _get(memory_id, change=True)
     review.reject(memory, _optional_body(REJECT_FIELDS).get("reason"))
     db.session.commit()
     return memory.to_dict()

@@ -38,6 +38,7 @@ from app.db_redaction import redacted_values
 from app.extensions import db
 from app.marker_queue import MarkerQueue
 from app.plugin_types import RunInfo
+from app.write_lock import lock_for_writing
 from plugins.memory import settings, store
 from plugins.memory.candidates import candidates_of_pairs
 from plugins.memory.markers import MemoryMarker
@@ -56,6 +57,9 @@ def record_all(markers: list[MemoryMarker], run: RunInfo) -> list[store.Recorded
     """What each marker did, in order, as ``store.record_observation`` would
     have recorded it alone, within the session's limit of new memories."""
     limit = settings.max_new_per_session()
+    # What the batch reads stays as read until its commit: an operator's
+    # change meanwhile waits for it (app/write_lock.py).
+    lock_for_writing()
     # Read before anything is added: the tally counts what is flushed from here on.
     created = store.created_by_session(run.session_id)
     prefetched = candidates_of_pairs({(marker.category, marker.service) for marker in markers})

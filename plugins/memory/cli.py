@@ -12,6 +12,7 @@ from app.models import RUNNING, Session
 from app.output_file import OutputRefused, write_text
 from app.runtime import setting
 from app.standard_output import echo
+from app.write_lock import lock_for_writing
 from plugins.memory import queries, review, store
 from plugins.memory.context import format_confidence
 from plugins.memory.models import APPROVED, CATEGORIES, Memory
@@ -23,6 +24,9 @@ def _fail(exc: Exception):
 
 
 def _get(memory_id: int) -> Memory:
+    """The memory, to change: read once no session can change it before
+    this command commits (app/write_lock.py)."""
+    lock_for_writing()
     # No row has an id beyond 32 bits (PostgreSQL would refuse the query).
     memory = db.session.get(Memory, memory_id) if -2**31 <= memory_id < 2**31 else None
     if memory is None:

@@ -28,6 +28,7 @@ from app.plugin_types import RunInfo
 from app.plugins import call_first
 from app.timeutil import utcnow
 from app.web.apiutil import MAX_ID
+from app.write_lock import lock_for_writing
 from plugins.memory.candidates import candidates as find_candidates
 from plugins.memory.context import MemoryContext, build_memory_context
 from plugins.memory.matcher import CONTRADICT, REINFORCE, Candidate, Match
@@ -429,7 +430,10 @@ def delete(memory: Memory) -> None:
 
 
 def find_many(ids: Iterable) -> list[Memory]:
+    """The memories, to change: read once no session can change them before
+    the caller commits (app/write_lock.py)."""
     ids = _clean_ids(ids)
+    lock_for_writing()
     # Ids are INTEGER columns: no row has one beyond 32 bits, and PostgreSQL
     # refuses such a number in a query where SQLite finds nothing.
     possible = [i for i in ids if 0 <= i <= MAX_ID]

@@ -16,6 +16,7 @@ from app.runtime import setting
 from app.web.apiutil import MAX_ID
 from app.models import Session
 from app.web.filter_options import choices_state
+from app.write_lock import lock_for_request
 from app.web.htmx import fragment_of, is_htmx, render_page
 from app.web.ignored_args import ignore
 from app.web.paging import page_number
@@ -68,7 +69,11 @@ def _inbox_context() -> dict:
             "review_on": review_on()}
 
 
-def _get(memory_id: int) -> Memory:
+def _get(memory_id: int, change: bool = False) -> Memory:
+    """The memory; to ``change`` it, read once no session can change it
+    before this request commits (app/write_lock.py)."""
+    if change:
+        lock_for_request()
     return db.session.get(Memory, memory_id) or abort(404)
 
 
@@ -157,7 +162,7 @@ def edit(memory_id: int):
 def update(memory_id: int):
     """The row's edit form: its observation, and its service and category
     when the form sends them (a field not sent is left as it is)."""
-    memory = _get(memory_id)
+    memory = _get(memory_id, change=True)
     edits = {name: request.form[name] for name in ("observation", "category", "service") if name in request.form}
     try:
         store.update(memory, **edits)
@@ -169,7 +174,7 @@ def update(memory_id: int):
 
 @pages.put("/memories/<int:memory_id>/confidence")
 def set_confidence(memory_id: int):
-    memory = _get(memory_id)
+    memory = _get(memory_id, change=True)
     try:
         store.update(memory, confidence=request.form.get("confidence"))
     except store.MemoryInputError as exc:
@@ -180,7 +185,7 @@ def set_confidence(memory_id: int):
 
 @pages.post("/memories/<int:memory_id>/pin")
 def toggle_pin(memory_id: int):
-    memory = _get(memory_id)
+    memory = _get(memory_id, change=True)
     store.update(memory, pinned=not memory.pinned)
     db.session.commit()
     return _saved(memory)
@@ -188,7 +193,7 @@ def toggle_pin(memory_id: int):
 
 @pages.delete("/memories/<int:memory_id>")
 def delete(memory_id: int):
-    store.delete(_get(memory_id))
+    store.delete(_get(memory_id, change=True))
     db.session.commit()
     response = make_response("")
     response.headers["HX-Trigger"] = "memories-changed, memory-saved"   # the count, and the next page's first row
@@ -256,7 +261,7 @@ def reject(memory_id: int):
 
 
 def _decide(memory_id: int, done: str, decision):
-    memory = _get(memory_id)
+    memory = _get(memory_id, change=True)
     try:
         decision(memory)
     except (store.MemoryInputError, review.ReviewStateError) as exc:
