@@ -270,11 +270,14 @@ def test_a_long_random_batch_records_what_one_by_one_records(tmp_path, seed):
 
 # --- an operator's change while a session's batch records ---------------------
 
-def _stream_handler():
+def _stream_handler(session_id=None):
+    """A running session's stream handler (``session_id``: that session's)."""
+    from app.models import Session
     from app.sessions import control
     from app.sessions.activity import StreamHandler
     from app.sessions.manager import run_info
-    session = control.claim(control.enqueue(tier=1, trigger="api").id)
+    session = db.session.get(Session, session_id) if session_id else \
+        control.claim(control.enqueue(tier=1, trigger="api").id)
     return StreamHandler(session, run_info(session))
 
 

@@ -285,3 +285,51 @@ def test_the_prompt_context_records_what_can_be_scored(app):
     db.session.commit()
     score(memory, "worked", run)
     assert memory.confidence == 0.8
+
+
+@pytest.mark.parametrize("action", ["delete", "edit confidence"])
+def test_an_operators_change_between_an_outcomes_read_and_its_write_is_neither_lost_nor_losing(
+        tmp_path, monkeypatch, action):
+    """A dashboard worker deletes or edits the memory an outcome marker
+    scores, after the marker has read it and before it writes: either comes
+    first, whole. The operator's confidence is not overwritten by one worked
+    out from what the marker read before it, and a memory deleted meanwhile
+    costs the block none of its other markers."""
+    import threading
+    from plugins.memory import outcomes
+    from tests.conftest import make_app
+    from tests.test_memory_batch import _stream_handler, _text_line
+    app = make_app(tmp_path)
+    worker = make_app(tmp_path).test_client()   # another process's view of the same database
+    with app.app_context():
+        memory = add_memory("Jellyfin takes 60s to start after a restart")
+        memory_id = memory.id
+        run = new_run()
+        given(run, memory)
+        handler = _stream_handler(run.session_id)
+        answers, real = [], outcomes._given
+
+        def operator_meanwhile(memory_id, session_id):
+            found = real(memory_id, session_id)
+            if action == "delete":
+                send = lambda: answers.append(worker.delete(f"/api/v1/memories/{memory_id}"))   # noqa: E731
+            else:
+                send = lambda: answers.append(worker.put(f"/api/v1/memories/{memory_id}",   # noqa: E731
+                                                         json={"confidence": 0.5}))
+            thread = threading.Thread(target=send)
+            thread.start()
+            thread.join(timeout=1)   # done at once, unless the session holds the database
+            operator_meanwhile.thread = thread
+            return found
+        monkeypatch.setattr(outcomes, "_given", operator_meanwhile)
+        handler.handle_line(_text_line(f"[OUTCOME:worked:m{memory_id}] Waited; it came up\n"
+                                       "[MEMORY:behavior:postgres] Postgres vacuum runs nightly at 02:00"))
+        handler.close()
+        operator_meanwhile.thread.join()
+        (answer,) = answers
+        assert answer.status_code == 200
+        db.session.expire_all()
+        logged = db.session.scalars(select(SessionActivity.title).where(SessionActivity.kind != "text")).all()
+        assert logged == [f"memory:outcome:worked:m{memory_id}", "memory:behavior:postgres created"]
+        after = db.session.get(Memory, memory_id)
+        assert after is None if action == "delete" else after.confidence == 0.5

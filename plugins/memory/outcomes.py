@@ -27,6 +27,7 @@ from app.extensions import db
 from app.plugin_types import MarkerRecord, RunInfo
 from app.session_warnings import IN_ACTIVITY_LOG, session_warner, warn_once
 from app.web.apiutil import MAX_ID
+from app.write_lock import lock_for_writing
 from plugins.memory import store
 from plugins.memory.context import memory_ref
 from plugins.memory.markers import MalformedOutcome, parse_outcome_markers
@@ -77,6 +78,9 @@ def record_outcome(memory_id: int, level: str, note: str, run: RunInfo) -> tuple
     if level not in OUTCOME_LEVELS:
         raise OutcomeRefused(f"unknown outcome {level!r} (use {', '.join(OUTCOME_LEVELS)})")
     ref = memory_ref(memory_id)
+    # What is read stays as read until the commit: an operator's change
+    # meanwhile waits for it (app/write_lock.py).
+    lock_for_writing()
     memory = db.session.get(Memory, memory_id) if 0 < memory_id <= MAX_ID else None
     if memory is None:
         raise OutcomeRefused(f"there is no memory {ref} (deleted, or never recorded)")
