@@ -1,40 +1,56 @@
 """Read what is about to be changed only once no one else can change it.
 
 A session's batch reads memories (a candidate, its confidence, its review
-state), decides, and writes: a read-modify-write. On SQLite the driver
-begins a transaction only at the first write, so until then every read
-sees whatever another process (a dashboard worker, ``claudeops``) has
-committed meanwhile, and the write then goes to a row that has changed
-since it was read, or is gone: the operator's edit or rejection overwritten,
-a contradiction taken twice, or an UPDATE that matches no row and fails the
-plugin's whole batch. ``lock_for_writing`` takes the database's write lock
-first (``BEGIN IMMEDIATE``): other writers wait for the commit (SQLite's
-busy timeout), as they would for the batch's first write, and what is read
-from then on stays as read until the commit.
+state), decides, and writes: a read-modify-write, as are an operator's
+edit, approval or rejection, decay and an import. Until a transaction
+holds a lock, every read sees whatever another process (a dashboard
+worker, ``claudeops``, the scheduler) has committed meanwhile, and the
+write then goes to a row that has changed since it was read, or is gone:
+the operator's edit or rejection overwritten, a contradiction taken twice,
+or an UPDATE that matches no row and fails the plugin's whole batch.
 
-On PostgreSQL reads are not the issue (each statement sees the latest
-commit); the rows a caller will change are locked as they are read
-(``SELECT ... FOR UPDATE``), which this module leaves to the caller.
+``lock_for_writing`` takes a lock first, which each of them holds to its
+commit; whoever comes second waits for that commit (SQLite's busy timeout,
+PostgreSQL's lock wait) and reads what it left.
+
+- SQLite: the database's write lock (``BEGIN IMMEDIATE``). The driver
+  begins a transaction only at the first write; until then each read sees
+  the latest commit.
+- PostgreSQL: one transaction-level advisory lock, taken by every caller
+  of this function. At the default isolation (read committed) each
+  statement sees the latest commit, so what is read once the lock is held
+  stays as read. Writers that do not call it are not held back, as they
+  are not by a row lock they never ask for.
 """
 from __future__ import annotations
 
+from flask import request
+from sqlalchemy import text
+
 from app.extensions import db
+
+# Any fixed number: the advisory lock's name, in the one key space all
+# sessions of the database share. (A plugin taking advisory locks of its
+# own keeps to other numbers.)
+ADVISORY_KEY = 0x434C4F50   # "CLOP"
 
 
 def lock_for_writing() -> None:
-    """On SQLite, the write lock for the database session's transaction,
-    now, unless it holds it already (it has written). Elsewhere nothing."""
+    """The lock, for the database session's transaction, now; held until
+    it commits or rolls back. Taking it again in the same transaction is
+    free."""
     connection = db.session.connection()
-    if connection.dialect.name != "sqlite":
-        return
-    if not connection.connection.dbapi_connection.in_transaction:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+    dialect = connection.dialect.name
+    if dialect == "sqlite":
+        if not connection.connection.dbapi_connection.in_transaction:   # it has written: it holds the lock
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+    elif dialect == "postgresql":
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": ADVISORY_KEY})
 
 
 def lock_for_request() -> None:
     """``lock_for_writing`` for a dashboard or API request that is about to
     read what it changes: its body read first, so that a slow client never
     holds the lock while a session waits for it."""
-    from flask import request
     request.get_data(cache=True, parse_form_data=True)
     lock_for_writing()

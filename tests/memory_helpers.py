@@ -1,6 +1,7 @@
 """Shared helpers for the memory tests."""
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 from sqlalchemy import select, text
@@ -8,10 +9,13 @@ from sqlalchemy import select, text
 from app.extensions import db
 from app.models import Session
 from app.plugin_types import RunInfo
+from app.sessions import control
+from app.sessions.activity import StreamHandler
 from app.sessions.manager import run_info
 from app.timeutil import utcnow
 from plugins.memory import store
 from plugins.memory.models import Memory, MemoryHistory
+from tests import streamlines as sl
 
 
 def new_run(tier: int = 1, escalated_from: RunInfo | None = None) -> RunInfo:
@@ -25,6 +29,18 @@ def new_run(tier: int = 1, escalated_from: RunInfo | None = None) -> RunInfo:
     db.session.add(session)
     db.session.commit()
     return run_info(session)
+
+
+def stream_handler(run: RunInfo | None = None) -> StreamHandler:
+    """The stream handler of ``run``'s session, or of a new one, as the runner makes it."""
+    session = db.session.get(Session, run.session_id) if run else \
+        control.claim(control.enqueue(tier=1, trigger="api").id)
+    return StreamHandler(session, run_info(session))
+
+
+def text_line(text: str) -> bytes:
+    """A stream line holding one text block of the agent's."""
+    return json.dumps(sl.text(text)).encode()
 
 
 def remember(text: str, run: RunInfo) -> store.Recorded:

@@ -11,12 +11,14 @@ from sqlalchemy import select
 
 from app import runtime
 from app.extensions import db
+from app.models import SessionActivity
 from plugins.memory import batch, store
 from plugins.memory.candidates import MAX_CANDIDATES, candidates, candidates_of_pairs
 from plugins.memory.markers import parse_memory_markers
 from plugins.memory.models import DEFAULT_CONFIDENCE, REJECTED, Memory, MemoryHistory
 from tests.conftest import make_app
-from tests.memory_helpers import add_memory, new_run
+from tests.memory_helpers import add_memory, new_run, stream_handler, text_line
+from tests.support.meanwhile import Meanwhile
 
 
 def test_candidates_of_many_pairs_in_one_statement_are_each_pairs_own(app):
@@ -270,25 +272,8 @@ def test_a_long_random_batch_records_what_one_by_one_records(tmp_path, seed):
 
 # --- an operator's change while a session's batch records ---------------------
 
-def _stream_handler(session_id=None):
-    """A running session's stream handler (``session_id``: that session's)."""
-    from app.models import Session
-    from app.sessions import control
-    from app.sessions.activity import StreamHandler
-    from app.sessions.manager import run_info
-    session = db.session.get(Session, session_id) if session_id else \
-        control.claim(control.enqueue(tier=1, trigger="api").id)
-    return StreamHandler(session, run_info(session))
-
-
-def _text_line(text: str) -> bytes:
-    import json
-    from tests import streamlines as sl
-    return json.dumps(sl.text(text)).encode()
-
-
 OPERATOR_ACTIONS = {
-    # What a dashboard worker sends, and what the memory it names must look like once both are done.
+    # What a dashboard worker sends.
     "delete": lambda m: ("delete", f"/api/v1/memories/{m}", None),
     "edit confidence": lambda m: ("put", f"/api/v1/memories/{m}", {"confidence": 0.5}),
     "reject": lambda m: ("post", f"/api/v1/memories/{m}/reject", {"reason": "wrong"}),
@@ -304,8 +289,6 @@ def test_an_operators_change_between_a_batchs_read_and_its_write_is_neither_lost
     first, whole: the operator's change is not overwritten by what the batch
     read before it (nor refused for a reason that is no longer true), and
     the batch loses none of its markers for it."""
-    import threading
-    from app.models import SessionActivity
     app = make_app(tmp_path)
     worker = make_app(tmp_path).test_client()   # another process's view of the same database
     with app.app_context():
@@ -316,29 +299,20 @@ def test_an_operators_change_between_a_batchs_read_and_its_write_is_neither_lost
                                             proposer).memory
         db.session.commit()
         target = proposal.id
-        handler = _stream_handler()
-        answers = []
+        handler = stream_handler()
+        operator = Meanwhile(worker, *OPERATOR_ACTIONS[action](target))
         real = batch._ask_matcher
 
-        def operator_meanwhile(markers, prefetched):
+        def asked_then_operator(markers, prefetched):
             found = real(markers, prefetched)
-            if not answers:
-                method, url, body = OPERATOR_ACTIONS[action](target)
-                def send():
-                    answers.append(getattr(worker, method)(url, json=body))
-                thread = threading.Thread(target=send)
-                thread.start()
-                # Done at once, unless the batch holds the database: then it waits for its commit.
-                thread.join(timeout=1)
-                operator_meanwhile.thread = thread
+            operator.send()
             return found
         # Right after the batch has read the memories its markers name.
-        monkeypatch.setattr(batch, "_ask_matcher", operator_meanwhile)
-        handler.handle_line(_text_line("[MEMORY:timing:jellyfin] Jellyfin does not take 60 seconds to start after restart\n"
+        monkeypatch.setattr(batch, "_ask_matcher", asked_then_operator)
+        handler.handle_line(text_line("[MEMORY:timing:jellyfin] Jellyfin does not take 60 seconds to start after restart\n"
                                        "[MEMORY:behavior:postgres] Postgres vacuum runs nightly at 02:00"))
         handler.close()
-        operator_meanwhile.thread.join()
-        (answer,) = answers
+        answer = operator.answer()
         db.session.expire_all()
         logged = db.session.execute(select(SessionActivity.kind, SessionActivity.title)
                                     .where(SessionActivity.kind != "text")).all()

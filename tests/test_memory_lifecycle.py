@@ -17,6 +17,7 @@ from plugins.memory.matcher import Candidate, Match, match
 from plugins.memory.models import Memory, MemoryInjection
 from tests.conftest import FIXTURES, make_app
 from tests.memory_helpers import add_memory, all_memories, history, new_run, remember
+from tests.support.meanwhile import Meanwhile
 
 PAIRS = [json.loads(line) for line in (FIXTURES / "memory-pairs.jsonl").read_text().splitlines()]
 
@@ -265,6 +266,31 @@ def test_decay_is_idempotent(app):
         store.decay()
         db.session.commit()
     assert all_memories()[0].confidence == 0.7
+
+
+def test_an_operators_edit_while_decay_reads_is_not_overwritten(tmp_path, monkeypatch):
+    """The scheduler's decay at a session's start reads the memories due,
+    then lowers them. An operator's confidence edit committed between the
+    two is not overwritten by what decay read before it: the edit waits for
+    decay's commit, and then stands."""
+    app = make_app(tmp_path)
+    worker = make_app(tmp_path).test_client()   # a dashboard worker: another process
+    with app.app_context():
+        memory = add_memory("Stale", confidence=0.9, age_days=44)
+        operator = Meanwhile(worker, "put", f"/api/v1/memories/{memory.id}", {"confidence": 0.5})
+        real = store.weeks_of_decay_due
+
+        def read_then_operator(*args):
+            operator.send()
+            return real(*args)
+        monkeypatch.setattr(store, "weeks_of_decay_due", read_then_operator)
+        assert store.decay() == 1
+        db.session.commit()
+        assert operator.answer().status_code == 200
+        db.session.expire_all()
+        assert db.session.get(Memory, memory.id).confidence == 0.5
+        steps = [step[:3] for step in history(memory.id)]
+        assert steps == [("decayed", 0.9, 0.7), ("edited", 0.7, 0.5)], steps
 
 
 def test_decay_checked_daily_equals_decay_checked_once(app):

@@ -18,10 +18,12 @@ from app.timeutil import utcnow
 from plugins.memory import claudeops_prompt_context
 from plugins.memory.markers import MalformedOutcome, OutcomeMarker, parse_outcome_markers
 from plugins.memory.models import Memory, MemoryHistory, MemoryInjection, TrackRecord
+from plugins.memory import outcomes
 from plugins.memory.outcomes import OutcomeRefused, record_outcome
 from tests import streamlines as sl
-from tests.conftest import HTMX
-from tests.memory_helpers import add_memory, all_memories, history, new_run
+from tests.conftest import HTMX, make_app
+from tests.memory_helpers import add_memory, all_memories, history, new_run, stream_handler, text_line
+from tests.support.meanwhile import Meanwhile
 from tests.test_memory_spec import memory_section, TIER_PROMPTS
 
 
@@ -295,10 +297,6 @@ def test_an_operators_change_between_an_outcomes_read_and_its_write_is_neither_l
     first, whole. The operator's confidence is not overwritten by one worked
     out from what the marker read before it, and a memory deleted meanwhile
     costs the block none of its other markers."""
-    import threading
-    from plugins.memory import outcomes
-    from tests.conftest import make_app
-    from tests.test_memory_batch import _stream_handler, _text_line
     app = make_app(tmp_path)
     worker = make_app(tmp_path).test_client()   # another process's view of the same database
     with app.app_context():
@@ -306,27 +304,20 @@ def test_an_operators_change_between_an_outcomes_read_and_its_write_is_neither_l
         memory_id = memory.id
         run = new_run()
         given(run, memory)
-        handler = _stream_handler(run.session_id)
-        answers, real = [], outcomes._given
+        handler = stream_handler(run)
+        operator = Meanwhile(worker, "delete", f"/api/v1/memories/{memory_id}") if action == "delete" else \
+            Meanwhile(worker, "put", f"/api/v1/memories/{memory_id}", {"confidence": 0.5})
+        real = outcomes._given
 
-        def operator_meanwhile(memory_id, session_id):
+        def read_then_operator(memory_id, session_id):
             found = real(memory_id, session_id)
-            if action == "delete":
-                send = lambda: answers.append(worker.delete(f"/api/v1/memories/{memory_id}"))   # noqa: E731
-            else:
-                send = lambda: answers.append(worker.put(f"/api/v1/memories/{memory_id}",   # noqa: E731
-                                                         json={"confidence": 0.5}))
-            thread = threading.Thread(target=send)
-            thread.start()
-            thread.join(timeout=1)   # done at once, unless the session holds the database
-            operator_meanwhile.thread = thread
+            operator.send()
             return found
-        monkeypatch.setattr(outcomes, "_given", operator_meanwhile)
-        handler.handle_line(_text_line(f"[OUTCOME:worked:m{memory_id}] Waited; it came up\n"
-                                       "[MEMORY:behavior:postgres] Postgres vacuum runs nightly at 02:00"))
+        monkeypatch.setattr(outcomes, "_given", read_then_operator)
+        handler.handle_line(text_line(f"[OUTCOME:worked:m{memory_id}] Waited; it came up\n"
+                                      "[MEMORY:behavior:postgres] Postgres vacuum runs nightly at 02:00"))
         handler.close()
-        operator_meanwhile.thread.join()
-        (answer,) = answers
+        answer = operator.answer()
         assert answer.status_code == 200
         db.session.expire_all()
         logged = db.session.scalars(select(SessionActivity.title).where(SessionActivity.kind != "text")).all()

@@ -23,6 +23,7 @@ from app.extensions import db
 from app.models import Session
 from app.timeutil import utcnow
 from app.web.apiutil import MAX_ID, unstorable_text
+from app.write_lock import lock_for_writing
 from plugins.memory import candidates, store
 from plugins.memory.candidates import IdRuns, Pair
 from plugins.memory.context import format_confidence
@@ -434,6 +435,7 @@ def import_entries(entries: list[Entry], source: str) -> ImportReport:
     with everything the file says (history included). A rejected or
     inactive entry is no one's belief: it changes no memory here, and is
     stored as it is unless its text is here already. The caller commits."""
+    lock_for_writing()   # what is read stays as read until the commit (app/write_lock.py)
     report = ImportReport()
     new_ids: dict[int, Memory] = {}
     links: list[tuple[Memory, int]] = []

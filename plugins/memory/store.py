@@ -473,6 +473,7 @@ def decay(now: Optional[datetime] = None, run: Optional[RunInfo] = None) -> int:
     ``decay_due_at``), so a start costs the same however many memories are
     kept."""
     now = now or utcnow()
+    lock_for_writing()   # what is read stays as read until the commit (app/write_lock.py)
     due = db.session.scalars(select(Memory).where(
         Memory.active.is_(True), Memory.pinned.is_(False), Memory.decay_due_at <= now,
         Memory.status == APPROVED)).all()

@@ -1,0 +1,32 @@
+"""Another process's request, sent while this one is between a read and
+its write: a dashboard worker's change racing a session's or the
+scheduler's read-modify-write."""
+from __future__ import annotations
+
+import threading
+from typing import Any, Optional
+
+
+class Meanwhile:
+    """``send()`` sends the request from a thread and waits up to a second
+    for it: done at once, unless this process holds the database, when it
+    waits for the commit. ``answer()`` is its response, once it has one."""
+
+    def __init__(self, client, method: str, url: str, json: Optional[Any] = None):
+        self.client, self.method, self.url, self.json = client, method, url, json
+        self.thread: Optional[threading.Thread] = None
+        self.answers: list = []
+
+    def send(self) -> None:
+        if self.thread is not None:   # once
+            return
+        self.thread = threading.Thread(target=lambda: self.answers.append(
+            getattr(self.client, self.method)(self.url, json=self.json)))
+        self.thread.start()
+        self.thread.join(timeout=1)
+
+    def answer(self):
+        assert self.thread is not None, "the request was never sent"
+        self.thread.join(timeout=30)
+        (answer,) = self.answers
+        return answer
