@@ -3,6 +3,8 @@ do what each report would do recorded on its own: the same rows completed
 or added, the same records and notices, the same limit."""
 from __future__ import annotations
 
+import json
+import threading
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -10,14 +12,16 @@ from sqlalchemy import select
 
 from app import runtime
 from app.extensions import db
+from app.models import SessionActivity
 from app.plugin_types import MarkerRecord
+from app.timeutil import utcnow
 from plugins import cooldowns
-from plugins.cooldowns import store
+from plugins.cooldowns import gate, store
 from plugins.cooldowns.markers import parse_cooldown_markers
 from plugins.cooldowns.models import CooldownAction
 from plugins.events.models import Event
 from tests.conftest import make_app
-from tests.memory_helpers import new_run
+from tests.memory_helpers import new_run, stream_handler, text_line
 
 NOW = datetime(2026, 11, 22, 8, 0, tzinfo=timezone.utc)
 BLOCKS = [
@@ -97,3 +101,93 @@ def test_a_batch_of_reports_records_what_each_report_alone_records(tmp_path, mon
     assert notices and set(notices) <= {"jellyfin", "postgres", "web"}
     assert (["refused"] in records) == (limit == 6)
     assert [row.outcome for row in rows if row.service == "jellyfin"][0] == "success"   # the hook's row, completed
+
+
+def _pre_tool_use(command: str) -> str:
+    return json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash", "cwd": "/srv/ops/work",
+                       "tool_input": {"command": command}})
+
+
+def test_a_restart_the_hook_checks_while_a_batch_records_one_it_did_not_see_is_denied(tmp_path, monkeypatch):
+    """The hook's check (another process: here a thread with its own
+    connection) between the batch's read of the counted restarts and its
+    commit: the agent's report of a restart done by hand is one of the two
+    allowed, and the hook must count it, not let a third one run."""
+    app = make_app(tmp_path)
+    with app.app_context():
+        run = new_run()
+        store.record_attempt("restart", "jellyfin", "pending", "docker restart jellyfin", None, 1,
+                             now=utcnow() - timedelta(hours=1))
+        db.session.commit()
+        handler = stream_handler(run)
+        decisions = []
+
+        def the_hook():
+            with app.app_context():
+                decisions.append(gate.check(_pre_tool_use("docker restart jellyfin"),
+                                            gate.Caller(run.session_id, run.tier)))
+
+        hook = threading.Thread(target=the_hook)
+        read = store.counted_times
+
+        def read_then_the_hook(*args, **kwargs):
+            found = read(*args, **kwargs)
+            hook.start()
+            hook.join(timeout=1)   # done at once, unless the batch holds the lock: then after its commit
+            return found
+
+        monkeypatch.setattr(store, "counted_times", read_then_the_hook)
+        handler.handle_line(text_line("[COOLDOWN:restart:jellyfin] success — restarted by hand"))
+        handler.commit()
+        hook.join(timeout=30)
+        (decision,) = decisions
+        db.session.expire_all()
+        counted = db.session.scalars(select(CooldownAction.outcome).where(
+            CooldownAction.outcome.in_(("pending", "success", "failure")))).all()
+    assert decision is not None and "cooldown limit reached" in decision
+    assert len(counted) == 2
+
+
+def test_a_batch_recording_a_restart_the_hook_did_not_see_while_the_hook_allows_one_says_it_is_beyond(
+        tmp_path, monkeypatch):
+    """The other way round: the batch's report between the hook's read of
+    the counted restarts and its commit. The restart reported was done
+    already; once the hook's is counted, the report is beyond the limit,
+    and the operator is told so."""
+    app = make_app(tmp_path)
+    with app.app_context():
+        run = new_run()
+        store.record_attempt("restart", "jellyfin", "pending", "docker restart jellyfin", None, 1,
+                             now=utcnow() - timedelta(hours=1))
+        db.session.commit()
+
+        def the_batch():
+            with app.app_context():
+                handler = stream_handler(run)
+                handler.handle_line(text_line("[COOLDOWN:restart:jellyfin] success — restarted by hand"))
+                handler.commit()
+
+        batch = threading.Thread(target=the_batch)
+        read = store.usage
+
+        def read_then_the_batch(*args, **kwargs):
+            found = read(*args, **kwargs)
+            if kwargs.get("counted") is None and not batch.is_alive() and batch.ident is None:
+                batch.start()
+                batch.join(timeout=1)
+            return found
+
+        monkeypatch.setattr(store, "usage", read_then_the_batch)
+        # An interactive Claude Code on the same host, guarded by the same hook:
+        # its restart is no session's, and the session's report cannot complete it.
+        decision = gate.check(_pre_tool_use("docker restart jellyfin"), gate.Caller(None, None))
+        batch.join(timeout=30)
+        db.session.expire_all()
+        counted = db.session.scalars(select(CooldownAction.outcome).where(
+            CooldownAction.outcome.in_(("pending", "success", "failure")))).all()
+        warnings = db.session.scalars(select(Event.message).where(Event.level == "warning")).all()
+        logged = db.session.scalars(select(SessionActivity.body).where(SessionActivity.kind == "marker")).all()
+    assert decision is None   # the hook went first: the report is the third restart
+    assert len(counted) == 3
+    assert any("beyond the limit" in message for message in warnings)
+    assert any("beyond the limit" in (body or "") for body in logged)

@@ -24,6 +24,7 @@ from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSe
 from app.plugins import call_each
 from app.session_warnings import warn_once
 from app.timeutil import utcnow
+from app.write_lock import lock_for_writing
 from plugins.cooldowns import limits, retention, store
 from plugins.cooldowns.markers import MARKER_TAGS, parse_cooldown_markers
 from plugins.cooldowns.prompt import cooldown_prompt
@@ -75,6 +76,9 @@ def claudeops_markers_flush(run):
     queued = QUEUE.take(run)
     if not queued:
         return
+    # The hook (another process) checks and records under the same lock: a
+    # restart it lets run is either counted here or counts what is written here.
+    lock_for_writing()
     now, current = utcnow(), limits.current_limits()
     pending = store.pending_rows(run.session_id)
     counted = store.counted_times({(m.service, m.action) for markers, _ in queued for m in markers}, now, current)

@@ -34,6 +34,7 @@ from app.plugin_types import RunInfo
 from app.plugins import call_each
 from app.redaction import redactor, replace_spans
 from app.timeutil import utcnow
+from app.write_lock import lock_for_writing
 from plugins.cooldowns import store
 from plugins.cooldowns.commands import Recognised, recognise
 from plugins.cooldowns.limits import MAX_PER_SESSION, current_limits, max_per_session
@@ -98,6 +99,10 @@ def check(raw: str, caller: Caller, now: Optional[datetime] = None) -> Optional[
         return None
     try:
         with _one_at_a_time():
+            # The session's batch records the agent's reports of restarts under
+            # the same lock: one it has read the counts for, or has written, is
+            # counted here, and it counts what this call lets run.
+            lock_for_writing()
             reason = _decide(found, command, caller, now or utcnow())
             db.session.commit()
         return reason
