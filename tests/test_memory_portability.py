@@ -681,3 +681,54 @@ def test_the_cli_refuses_a_large_import_while_a_session_runs_unless_asked(app, t
     db.session.get(Session, running.id).status = "completed"
     db.session.commit()
     assert len(all_memories()) == 3
+
+
+@sqlite_only("a session waits only so long (15 s) for SQLite's write lock; on PostgreSQL it waits for the import")
+def test_a_session_the_scheduler_claims_while_a_large_import_starts_waits_for_it(app, tmp_path, monkeypatch):
+    """The scheduler (another process: a thread with its own connection here)
+    claims a queued session between the import's look for a running one and
+    the import itself: the session must not run while the import holds the
+    database; its claim waits for the import's commit instead."""
+    import threading
+    from app.models import RUNNING, Session
+    from app.sessions import control
+    monkeypatch.setattr(portability, "MAX_WEB_IMPORT", 2)
+    path = tmp_path / "many.json"
+    path.write_text(json.dumps(big_export(3)))
+    queued = control.enqueue(tier=1).id
+    db.session.commit()
+    flask_app = app
+
+    def the_scheduler():
+        with flask_app.app_context():
+            control.claim(queued)
+
+    def running_now() -> bool:
+        found = []
+
+        def look():
+            with flask_app.app_context():
+                found.append(db.session.scalar(select(Session.status).where(Session.id == queued)) == RUNNING)
+
+        reader = threading.Thread(target=look)
+        reader.start()
+        reader.join(timeout=30)
+        return found[0]
+
+    scheduler = threading.Thread(target=the_scheduler)
+    real_import = portability.import_entries
+    seen = []
+
+    def the_scheduler_then_the_import(entries, source):
+        scheduler.start()
+        scheduler.join(timeout=1)   # at once, unless the import's command holds the database
+        seen.append(running_now())
+        return real_import(entries, source)
+
+    monkeypatch.setattr(portability, "import_entries", the_scheduler_then_the_import)
+    result = app.test_cli_runner().invoke(main, ["memories", "import", str(path)])
+    scheduler.join(timeout=30)
+    assert result.exit_code == 0, result.output
+    assert seen == [False]   # no session ran while the import held the database
+    assert len(all_memories()) == 3
+    assert running_now()   # claimed once the import was done

@@ -244,6 +244,9 @@ def import_(source, fmt, anyway):
         entries = portability.parse(text, fmt)
         history = sum(len(entry.history) for entry in entries)
         if (len(entries) > portability.MAX_WEB_IMPORT or history > HISTORY_ROWS_WHILE_A_SESSION_RUNS) and not anyway:
+            # Looked for under the lock the import holds: on SQLite the scheduler
+            # cannot claim a session between this look and the import's end.
+            lock_for_writing()
             _refuse_while_a_session_runs(len(entries), history)
         report = portability.import_entries(entries, source=name)
     except portability.ImportRefused as exc:
