@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,8 @@ from sqlalchemy import delete, func, select
 
 from app.cli import main
 from app.extensions import db
+from app.models import RUNNING, Session
+from app.sessions import control
 from plugins.memory import cli as memory_cli, portability, store
 from plugins.memory.models import Memory, MemoryHistory
 from tests.conftest import make_app
@@ -652,8 +655,6 @@ def test_the_cli_imports_more_than_http_may(app, tmp_path, monkeypatch):
 
 def test_the_cli_refuses_a_large_import_while_a_session_runs_unless_asked(app, tmp_path, monkeypatch):
     """It would hold the write lock past what the session waits for, and end it."""
-    from app.models import Session
-    from app.sessions import control
     monkeypatch.setattr(portability, "MAX_WEB_IMPORT", 2)
     path = tmp_path / "many.json"
     path.write_text(json.dumps(big_export(3)))
@@ -689,9 +690,6 @@ def test_a_session_the_scheduler_claims_while_a_large_import_starts_waits_for_it
     claims a queued session between the import's look for a running one and
     the import itself: the session must not run while the import holds the
     database; its claim waits for the import's commit instead."""
-    import threading
-    from app.models import RUNNING, Session
-    from app.sessions import control
     monkeypatch.setattr(portability, "MAX_WEB_IMPORT", 2)
     path = tmp_path / "many.json"
     path.write_text(json.dumps(big_export(3)))
