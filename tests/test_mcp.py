@@ -109,6 +109,18 @@ def test_list_a_services_memories(memories):
     assert mcp_tools.list_service_memories("nginx") == "No memories about nginx."
 
 
+def test_a_service_named_in_another_case_is_listed_as_it_is_kept(memories):
+    """Services are kept in lower case and looked up in any case: the
+    listing names the service the memories are of, and "General" the
+    general memories."""
+    out = mcp_tools.list_service_memories("Postgres")
+    assert out.splitlines()[0].endswith("memories about postgres, best first. Call get_memories with ids for the full text.")
+    assert "about no single service" in mcp_tools.list_service_memories("General")
+    assert mcp_tools.list_service_memories("NGINX") == "No memories about nginx."
+    assert mcp_tools.search_memories("vacuum", service="Postgres").splitlines()[0].endswith(
+        "memories match 'vacuum' for postgres, best first. Call get_memories with ids for the full text.")
+
+
 def test_the_memory_plugin_offers_its_tools(app):
     assert [t.name for t in plugin_tools()] == ["search_memories", "get_memories", "list_service_memories"]
 
