@@ -1,10 +1,14 @@
 """`claudeops memories list|add|edit|delete|context`."""
 from __future__ import annotations
 
+import click
+
 from app.cli import main
 from app.extensions import db
 from plugins.memory.models import TrackRecord
+from tests.conftest import make_app
 from tests.memory_helpers import add_memory, all_memories
+from tests.support.meanwhile import Meanwhile
 
 
 def invoke(app, *args, input=None):
@@ -85,3 +89,32 @@ def test_list_shows_each_memorys_track_record(app):
     (fresh_line,) = [line for line in lines if line.startswith(f"#{fresh.id} ")]
     assert "active, 1 worked, 2 partial  Takes 60s to start after restart" in scored_line
     assert "worked" not in fresh_line and fresh_line.endswith("active  Needs the NFS mount")
+
+
+def test_delete_does_not_hold_the_database_while_it_asks(tmp_path, monkeypatch):
+    """The operator may leave the question unanswered for minutes: meanwhile
+    a session's batch, a dashboard worker or the cooldowns hook must still
+    be able to write (on SQLite they would wait past the busy timeout and
+    fail, ending the session)."""
+    app = make_app(tmp_path)
+    worker = make_app(tmp_path).test_client()   # a dashboard worker: another process
+    with app.app_context():
+        doomed, other = add_memory("Doomed"), add_memory("Other", service="postgres")
+        db.session.commit()
+        doomed_id, other_id = doomed.id, other.id
+    asked = []
+    real_confirm = click.confirm
+
+    def confirm(*args, **kwargs):
+        operator = Meanwhile(worker, "put", f"/api/v1/memories/{other_id}", {"confidence": 0.5})
+        operator.send()
+        asked.append(not operator.thread.is_alive())   # done while the question waits
+        operator.answer()
+        return real_confirm(*args, **kwargs)
+
+    monkeypatch.setattr(click, "confirm", confirm)
+    result = invoke(app, "delete", str(doomed_id), input="y\n")
+    assert result.exit_code == 0, result.output
+    assert asked == [True]
+    with app.app_context():
+        assert [(m.id, m.confidence) for m in all_memories()] == [(other_id, 0.5)]

@@ -128,10 +128,14 @@ def delete(memory_ids, yes):
     """Delete memories for good (their history is kept)."""
     try:
         found = store.find_many(list(memory_ids))
+        if not yes:
+            # Asked with the database's lock let go: the answer may take minutes,
+            # and a session, the dashboard or the cooldowns hook writes meanwhile.
+            db.session.rollback()
+            click.confirm(f"Delete {len(found)} memor{'y' if len(found) == 1 else 'ies'}?", abort=True)
+            found = store.find_many(list(memory_ids))   # under the lock again, what is deleted
     except (LookupError, store.MemoryInputError) as exc:
         _fail(exc)
-    if not yes:
-        click.confirm(f"Delete {len(found)} memor{'y' if len(found) == 1 else 'ies'}?", abort=True)
     deleted = sorted(memory.id for memory in found)   # an id given twice is one memory
     for memory in found:
         store.delete(memory)
