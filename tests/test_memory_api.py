@@ -4,7 +4,10 @@ from __future__ import annotations
 import pytest
 
 from app.extensions import db
+from plugins.memory import store
+from tests.conftest import make_app
 from tests.memory_helpers import add_memory, all_memories, new_run
+from tests.support.meanwhile import Meanwhile
 
 API = "/api/v1/memories"
 
@@ -193,3 +196,31 @@ def test_overflowing_numbers_are_400(client):
 def test_memory_ids_beyond_64_bits_are_404(client, method):
     response = getattr(client, method)(f"{API}/{2**64}", json={"pinned": True})
     assert response.status_code == 404 and "ids end at" in response.get_json()["error"]
+
+
+def test_the_context_preview_holds_no_lock_while_plugins_name_the_services_in_trouble(tmp_path, monkeypatch):
+    """The preview changes nothing (its decay is rolled back): an operator's
+    edit, or a session's batch, is not held back while it asks the plugins
+    which services are in trouble (a plugin may ask a monitoring system)."""
+    app = make_app(tmp_path)
+    worker = make_app(tmp_path).test_client()   # a dashboard worker: another process
+    with app.app_context():
+        memory = add_memory("Takes 60s to start")
+        db.session.commit()
+        memory_id = memory.id
+    done_meanwhile = []
+    real = store.relevant_services
+
+    def slow_plugins(run):
+        operator = Meanwhile(worker, "put", f"{API}/{memory_id}", {"confidence": 0.5})
+        operator.send()
+        done_meanwhile.append(not operator.thread.is_alive())
+        answers.append(operator)
+        return real(run)
+
+    answers = []
+    monkeypatch.setattr(store, "relevant_services", slow_plugins)
+    preview = app.test_client().get(f"{API}/context")
+    assert preview.status_code == 200 and preview.get_json()["memory_ids"] == [memory_id]
+    assert answers[0].answer().status_code == 200
+    assert done_meanwhile == [True]

@@ -472,8 +472,12 @@ def decay(now: Optional[datetime] = None, run: Optional[RunInfo] = None) -> int:
     Only the memories whose next week has fallen due are read (an index on
     ``decay_due_at``), so a start costs the same however many memories are
     kept."""
-    now = now or utcnow()
     lock_for_writing()   # what is read stays as read until the commit (app/write_lock.py)
+    return _decay(now or utcnow(), run)
+
+
+def _decay(now: datetime, run: Optional[RunInfo]) -> int:
+    """``decay``'s changes, made in the session's transaction, without the lock."""
     due = db.session.scalars(select(Memory).where(
         Memory.active.is_(True), Memory.pinned.is_(False), Memory.decay_due_at <= now,
         Memory.status == APPROVED)).all()
@@ -498,8 +502,10 @@ def decay(now: Optional[datetime] = None, run: Optional[RunInfo] = None) -> int:
 def preview_next_context(budget_tokens: int) -> MemoryContext:
     """Exactly what a scheduled session starting now would be given: decay as
     of now, then the context (its services in trouble first), then nothing of
-    the decay kept (the session does its own)."""
-    decay()
+    the decay kept (the session does its own). Rolled back, so without the
+    write lock: a session or an operator writing meanwhile is not held back
+    while the plugins name the services in trouble."""
+    _decay(utcnow(), None)
     context = build_memory_context(budget_tokens, relevant_services(scheduled_run()))
     context.memory_ids = [m.id for m in context.included]
     db.session.rollback()
