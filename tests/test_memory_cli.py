@@ -118,3 +118,5 @@ def test_delete_does_not_hold_the_database_while_it_asks(tmp_path, monkeypatch):
     assert asked == [True]
     with app.app_context():
         assert [(m.id, m.confidence) for m in all_memories()] == [(other_id, 0.5)]
+    with app.app_context():
+        assert [(m.id, m.confidence) for m in all_memories()] == [(other_id, 0.5)]
