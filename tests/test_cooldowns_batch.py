@@ -108,6 +108,13 @@ def _pre_tool_use(command: str) -> str:
                        "tool_input": {"command": command}})
 
 
+def _one_restart_an_hour_ago() -> None:
+    """Of jellyfin: one of the two the default limit allows in 4 hours."""
+    store.record_attempt("restart", "jellyfin", "pending", "docker restart jellyfin", None, 1,
+                         now=utcnow() - timedelta(hours=1))
+    db.session.commit()
+
+
 def test_a_restart_the_hook_checks_while_a_batch_records_one_it_did_not_see_is_denied(tmp_path, monkeypatch):
     """The hook's check (another process: here a thread with its own
     connection) between the batch's read of the counted restarts and its
@@ -116,9 +123,7 @@ def test_a_restart_the_hook_checks_while_a_batch_records_one_it_did_not_see_is_d
     app = make_app(tmp_path)
     with app.app_context():
         run = new_run()
-        store.record_attempt("restart", "jellyfin", "pending", "docker restart jellyfin", None, 1,
-                             now=utcnow() - timedelta(hours=1))
-        db.session.commit()
+        _one_restart_an_hour_ago()
         handler = stream_handler(run)
         decisions = []
 
@@ -157,9 +162,7 @@ def test_a_batch_recording_a_restart_the_hook_did_not_see_while_the_hook_allows_
     app = make_app(tmp_path)
     with app.app_context():
         run = new_run()
-        store.record_attempt("restart", "jellyfin", "pending", "docker restart jellyfin", None, 1,
-                             now=utcnow() - timedelta(hours=1))
-        db.session.commit()
+        _one_restart_an_hour_ago()
 
         def the_batch():
             with app.app_context():

@@ -301,14 +301,8 @@ def test_an_operators_change_between_a_batchs_read_and_its_write_is_neither_lost
         target = proposal.id
         handler = stream_handler()
         operator = Meanwhile(worker, *OPERATOR_ACTIONS[action](target))
-        real = batch._ask_matcher
-
-        def asked_then_operator(markers, prefetched):
-            found = real(markers, prefetched)
-            operator.send()
-            return found
         # Right after the batch has read the memories its markers name.
-        monkeypatch.setattr(batch, "_ask_matcher", asked_then_operator)
+        monkeypatch.setattr(batch, "_ask_matcher", operator.after(batch._ask_matcher))
         handler.handle_line(text_line("[MEMORY:timing:jellyfin] Jellyfin does not take 60 seconds to start after restart\n"
                                        "[MEMORY:behavior:postgres] Postgres vacuum runs nightly at 02:00"))
         handler.close()

@@ -278,12 +278,7 @@ def test_an_operators_edit_while_decay_reads_is_not_overwritten(tmp_path, monkey
     with app.app_context():
         memory = add_memory("Stale", confidence=0.9, age_days=44)
         operator = Meanwhile(worker, "put", f"/api/v1/memories/{memory.id}", {"confidence": 0.5})
-        real = store.weeks_of_decay_due
-
-        def read_then_operator(*args):
-            operator.send()
-            return real(*args)
-        monkeypatch.setattr(store, "weeks_of_decay_due", read_then_operator)
+        monkeypatch.setattr(store, "weeks_of_decay_due", operator.after(store.weeks_of_decay_due))
         assert store.decay() == 1
         db.session.commit()
         assert operator.answer().status_code == 200

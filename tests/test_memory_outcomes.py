@@ -307,13 +307,7 @@ def test_an_operators_change_between_an_outcomes_read_and_its_write_is_neither_l
         handler = stream_handler(run)
         operator = Meanwhile(worker, "delete", f"/api/v1/memories/{memory_id}") if action == "delete" else \
             Meanwhile(worker, "put", f"/api/v1/memories/{memory_id}", {"confidence": 0.5})
-        real = outcomes._given
-
-        def read_then_operator(memory_id, session_id):
-            found = real(memory_id, session_id)
-            operator.send()
-            return found
-        monkeypatch.setattr(outcomes, "_given", read_then_operator)
+        monkeypatch.setattr(outcomes, "_given", operator.after(outcomes._given))
         handler.handle_line(text_line(f"[OUTCOME:worked:m{memory_id}] Waited; it came up\n"
                                       "[MEMORY:behavior:postgres] Postgres vacuum runs nightly at 02:00"))
         handler.close()

@@ -25,6 +25,15 @@ class Meanwhile:
         self.thread.start()
         self.thread.join(timeout=1)
 
+    def after(self, function):
+        """``function``, sending the request once it has returned (the
+        read the request is to race): for ``monkeypatch.setattr``."""
+        def then_send(*args, **kwargs):
+            result = function(*args, **kwargs)
+            self.send()
+            return result
+        return then_send
+
     def answer(self):
         assert self.thread is not None, "the request was never sent"
         self.thread.join(timeout=30)
