@@ -415,3 +415,32 @@ def test_a_mistake_in_the_worker_keeps_its_traceback(app, monkeypatch, caplog):
         instance._work()
     [record] = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert record.exc_info is not None
+
+
+def test_a_claimed_session_the_database_refuses_to_read_back_does_not_stay_running(app, monkeypatch):
+    """The claim is committed, then the row read back: a database server
+    that goes away between the two must not leave the session "running"
+    with nothing running it, nor hold back the schedule for ever."""
+    from sqlalchemy.exc import OperationalError
+
+    from app.sessions import scheduler as scheduler_module
+    app.config["CLAUDEOPS_INTERVAL"] = 3600
+    session_id = control.enqueue(trigger="schedule").id
+    instance = SessionScheduler(app)
+    real_get = db.session.get
+    failures = []
+
+    def gone_once(*args, **kwargs):
+        if not failures:
+            failures.append(1)
+            raise OperationalError("SELECT sessions", {}, ConnectionError("server closed the connection unexpectedly"))
+        return real_get(*args, **kwargs)
+    monkeypatch.setattr(scheduler_module.db.session, "get", gone_once, raising=False)
+    with pytest.raises(OperationalError):
+        instance._run_next()
+    monkeypatch.undo()
+    instance._record_unfinished()
+    session = all_sessions()[0]
+    assert session.id == session_id and session.status == "failed"
+    assert "server closed the connection unexpectedly" in session.status_reason
+    assert not control.has_pending("schedule")   # the schedule is armed again

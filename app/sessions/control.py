@@ -47,15 +47,22 @@ def enqueue(tier: int = 1, prompt: str | None = None, trigger: str = "api", pare
 def claim_next() -> Session | None:
     """Mark the next queued session running and return it, or ``None``:
     an escalation first (its chain is under way), then the oldest."""
+    session_id = claim_next_id()
+    return None if session_id is None else claimed(session_id)
+
+
+def claim_next_id() -> int | None:
+    """``claim_next``, returning only the id. The claim is committed before
+    the row is read back: a caller that must not leave the session
+    "running" if that read fails knows which session it has claimed."""
     while True:
         candidate = db.session.scalar(
             select(Session.id).where(Session.status == QUEUED)
             .order_by((Session.trigger != "escalation"), Session.id).limit(1))
         if candidate is None:
             return None
-        session = claim(candidate)
-        if session is not None:
-            return session
+        if take(candidate):
+            return candidate
 
 
 def checked_prompt(prompt: str | None) -> str | None:
@@ -96,15 +103,24 @@ def scheduler_alive(state: SchedulerState | None) -> bool:
 
 
 def claim(session_id: int) -> Session | None:
-    """Mark one queued session running; ``None`` if it is no longer queued.
+    """Mark one queued session running; ``None`` if it is no longer queued."""
+    return claimed(session_id) if take(session_id) else None
 
-    The conditional UPDATE makes the claim atomic: if two processes ever
-    raced for a row, only one would get it."""
-    claimed = db.session.execute(
+
+def take(session_id: int) -> bool:
+    """Mark one queued session running, committed; ``False`` if it is no
+    longer queued. The conditional UPDATE makes the claim atomic: if two
+    processes ever raced for a row, only one would get it."""
+    taken = db.session.execute(
         update(Session).where(Session.id == session_id, Session.status == QUEUED)
         .values(status=RUNNING, started_at=utcnow())).rowcount
     db.session.commit()
-    return db.session.get(Session, session_id, populate_existing=True) if claimed else None
+    return bool(taken)
+
+
+def claimed(session_id: int) -> Session:
+    """The row of a session just claimed, read afresh."""
+    return db.session.get(Session, session_id, populate_existing=True)
 
 
 def request_stop(session_id: int) -> Session:

@@ -265,12 +265,15 @@ class SessionScheduler:
         with self.app.app_context():
             try:
                 escalation.stop_beyond_maximum()
-                session = control.claim_next()
-                if session is None:
+                session_id = control.claim_next_id()
+                if session_id is None:
                     return False
-                session_id, trigger = session.id, session.trigger
-                log.info("running session %s (tier %s, %s)", session_id, session.tier, trigger)
                 try:
+                    # Read back inside the try: the claim is committed, and a
+                    # database that fails this read must not leave it running.
+                    session = control.claimed(session_id)
+                    trigger = session.trigger
+                    log.info("running session %s (tier %s, %s)", session_id, session.tier, trigger)
                     run_session(session, self.shutdown_event)
                 except Exception as exc:
                     # Written by a plain UPDATE, which no flush redacts, and
