@@ -444,3 +444,34 @@ def test_a_claimed_session_the_database_refuses_to_read_back_does_not_stay_runni
     assert session.id == session_id and session.status == "failed"
     assert "server closed the connection unexpectedly" in session.status_reason
     assert not control.has_pending("schedule")   # the schedule is armed again
+
+
+def test_a_scheduled_run_the_database_refused_to_queue_is_armed_again_at_once(app, monkeypatch):
+    """A database locked as the schedule fires costs that moment, not the
+    whole interval: the run is tried again, not put off until the next."""
+    import sqlite3
+
+    from sqlalchemy.exc import OperationalError
+
+    from app.models import SchedulerState
+    app.config["CLAUDEOPS_INTERVAL"] = 3600
+    db.session.add(SchedulerState(id=1))
+    db.session.commit()
+    instance = SessionScheduler(app)
+    instance._aps.start(paused=True)   # the test fires the job itself
+    try:
+        instance._ensure_armed()
+        assert instance.next_scheduled_run() <= utcnow() + timedelta(seconds=5)
+
+        def locked(**kwargs):
+            raise OperationalError("INSERT INTO sessions", {}, sqlite3.OperationalError("database is locked"))
+        monkeypatch.setattr(control, "enqueue", locked)
+        instance._aps.remove_job("scheduled-tier1")   # as APScheduler does before firing a date job
+        instance._enqueue_scheduled()
+        monkeypatch.undo()
+        assert not instance._wake.is_set()   # retried at the worker's next poll, not in a busy loop
+        assert not control.has_pending("schedule")
+        instance._ensure_armed()
+        assert instance.next_scheduled_run() <= utcnow() + timedelta(seconds=5)
+    finally:
+        instance._aps.shutdown(wait=False)

@@ -153,15 +153,26 @@ class SessionScheduler:
 
     def _enqueue_scheduled(self) -> None:
         with self._schedule_lock, self.app.app_context():
-            self._fire_pending = False
-            self._last_fired = utcnow()
-            if not control.has_pending(SCHEDULE_TRIGGER):
-                session = control.enqueue(tier=1, trigger=SCHEDULE_TRIGGER)
-                log.info("queued scheduled session %s", session.id)
-            # The job is spent: until its session ends there is no next run,
-            # rather than this one, now past, until the next heartbeat.
-            self._publish(next_run=None)
-            db.session.remove()
+            try:
+                self._fire_pending = False
+                if not control.has_pending(SCHEDULE_TRIGGER):
+                    session = control.enqueue(tier=1, trigger=SCHEDULE_TRIGGER)
+                    log.info("queued scheduled session %s", session.id)
+                # Only once it is queued: a run the database refused is armed
+                # again from the last one, so due now, not an interval later.
+                self._last_fired = utcnow()
+                # The job is spent: until its session ends there is no next run,
+                # rather than this one, now past, until the next heartbeat.
+                self._publish(next_run=None)
+            except OperationalError as exc:
+                fault = dbfaults.storage_fault(exc)
+                if fault is None:
+                    raise
+                # No wake: the worker's next poll arms it again, a second from now, not at once.
+                log.warning("scheduled session not queued: %s; it is tried again in a moment", fault)
+                return
+            finally:
+                db.session.remove()
         self._wake.set()
 
     def _ensure_armed(self) -> None:
