@@ -112,6 +112,25 @@ def test_a_failed_session_is_not_escalated(app, fake_cli, run_session_now):
     assert any("not escalated because the session ended failed" in m for _, m, _, _ in events())
 
 
+def test_a_session_the_operator_asked_to_stop_as_it_ended_is_not_escalated(app, fake_cli, run_session_now,
+                                                                            monkeypatch):
+    """Stop pressed after the runner's last look for it (once a second, and
+    none once the CLI has exited) but before the end is recorded: the
+    session completed, and the chain it asked for goes no further."""
+    from app.sessions.activity import StreamHandler
+    fake_cli(escalating_script())
+    real_close = StreamHandler.close
+
+    def stop_pressed_meanwhile(handler):
+        control.request_stop(handler.session_id)   # as the dashboard's Stop does
+        return real_close(handler)
+    monkeypatch.setattr(StreamHandler, "close", stop_pressed_meanwhile)
+    session = run_session_now()
+    assert session.status == "completed" and len(sessions()) == 1
+    assert ("info", f"Session #{session.id} asked to escalate to tier 2 (postgres is down and I cannot tell why); "
+            "not escalated: the operator asked to stop it", session.id, 1) in events()
+
+
 def test_a_chain_climbs_to_the_maximum_and_stops(app, fake_cli):
     """An agent that always asks to escalate: tiers 1, 2, 3 and no more."""
     fake_cli(escalating_script())

@@ -68,6 +68,10 @@ def _refusal(session: Session, result: SessionResult, next_tier: int) -> Optiona
     """(is it a warning, why) when the request is not granted, else None."""
     if result.status != COMPLETED:
         return True, f"not escalated because the session ended {result.status}"
+    # Stop pressed in the CLI's last moments (the runner looks for it once a
+    # second, and not once the CLI has exited) was accepted: it ends the chain.
+    if control.stop_requested(session.id):
+        return False, "not escalated: the operator asked to stop it"
     beyond = beyond_maximum(next_tier)
     if beyond:
         return True, beyond
