@@ -11,7 +11,9 @@ checked before it takes the name asked for.
 
 ``restore`` puts such a copy in the database's place, copied through
 SQLite as it was checked (a copy of a state directory may hold part of its
-data in a ``-wal`` beside it). The current database is kept beside it
+data in a ``-wal`` beside it; on a read-only file system it is read
+through a copy of its own, since SQLite cannot make the ``-shm`` it reads a
+WAL-mode file with). The current database is kept beside it
 (``<name>.before-restore-<time>``, a second name for the same file), its
 WAL folded in first; the copy then takes the database's name in one
 rename, so that whatever stops the process there is always a whole
@@ -27,6 +29,7 @@ import errno
 import os
 import shutil
 import sqlite3
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -111,9 +114,7 @@ def restore(engine: Engine, source: Path, known: Callable[[str], bool]) -> Path:
     database = database_file(engine)
     if not source.is_file():
         raise BackupError(f"{source} is not a file")
-    # As a URI, so that nothing is created or changed; its path quoted: a
-    # "#" or "?" in a file name would end it, and SQLite open another file.
-    checked = sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro", uri=True)
+    checked, scratch = _opened_read_only(source, database.parent)
     try:
         revisions = _checked(checked, source)
         unknown = [revision for revision in revisions if not known(revision)]
@@ -134,6 +135,8 @@ def restore(engine: Engine, source: Path, known: Callable[[str], bool]) -> Path:
             raise
     finally:
         checked.close()
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
     kept_now = False
     try:
         if database.exists():
@@ -152,6 +155,45 @@ def restore(engine: Engine, source: Path, known: Callable[[str], bool]) -> Path:
         raise
     _sync_dir(database.parent)
     return kept
+
+
+def _opened_read_only(source: Path, scratch_parent: Path) -> tuple[sqlite3.Connection, Path | None]:
+    """A read-only connection to the backup ``source``, and the scratch
+    directory to remove once it is closed (``None`` if there is none).
+
+    SQLite reads a database whose header says WAL (the service's own file,
+    copied as it is or in a snapshot of the state directory) through an
+    index it keeps beside it, ``-shm``. Where it can neither find nor make
+    one (a read-only file system: a ZFS or LVM snapshot, a backup volume
+    mounted read-only) it cannot open the file at all; then the backup and
+    its ``-wal`` are read from a private copy in ``scratch_parent``."""
+    connection = _connect_read_only(source)
+    try:
+        connection.execute("PRAGMA schema_version")
+        return connection, None
+    except sqlite3.DatabaseError as exc:
+        if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_CANTOPEN:   # the primary code, whatever the detail
+            return connection, None   # not a database, or a damaged one: the check says which
+    connection.close()
+    scratch = Path(tempfile.mkdtemp(prefix=".restore-reading-", dir=scratch_parent))
+    copy = scratch / "backup.db"
+    try:
+        # Not the -shm: SQLite rebuilds it from the -wal, and an old one could only mislead.
+        for suffix in ("", "-wal"):
+            original = Path(f"{source}{suffix}")
+            if suffix == "" or original.exists():
+                shutil.copyfile(original, f"{copy}{suffix}")
+    except OSError as exc:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise BackupError(f"cannot read {source} (copied into {scratch_parent} to be read): "
+                          f"{exc.strerror or exc}") from None
+    return _connect_read_only(copy), scratch
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    # As a URI, so that nothing is created or changed; its path quoted: a
+    # "#" or "?" in a file name would end it, and SQLite open another file.
+    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
 
 
 def _keep(database: Path, kept: Path) -> None:

@@ -407,6 +407,39 @@ def test_restore_takes_in_what_the_backups_wal_file_holds(app, tmp_path):
     assert db.session.scalar(select(func.count()).select_from(Event)) == 6
 
 
+@pytest.mark.parametrize("with_wal", [False, True], ids=["the database file alone", "with its -wal"])
+def test_restore_reads_a_wal_mode_copy_on_a_read_only_file_system(app, tmp_path, with_wal):
+    """The service's own file, copied as it is or in a snapshot of the
+    state directory, says WAL in its header: SQLite reads it through a
+    -shm it cannot make on a read-only file system (a ZFS or LVM snapshot,
+    a backup volume mounted read-only), where the copy was refused as
+    not a Claude Ops database."""
+    from tests.support.faults import bind_read_only, unmount
+    add_events(2, "in the database file")
+    db.session.remove()
+    writer = sqlite3.connect(database(app))
+    writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")   # the file holds all so far, its header still WAL
+    writer.execute("PRAGMA wal_autocheckpoint=0")   # what follows stays in the -wal
+    with writer:
+        writer.executemany("INSERT INTO events (level, service, message, created_at) "
+                           "VALUES ('info', 'db', 'in the wal', '2026-11-23 00:00:00')", [()] * 3)
+    snapshot = tmp_path / "snapshot"
+    snapshot.mkdir()
+    for suffix in ("", "-wal") if with_wal else ("",):
+        shutil.copy(f"{database(app)}{suffix}", snapshot / f"claudeops.db{suffix}")
+    writer.close()
+    add_events(1, "after the snapshot")
+    bind_read_only(snapshot)
+    try:
+        restored = invoke(app, "restore", snapshot / "claudeops.db")
+    finally:
+        unmount(snapshot)
+    assert restored.exit_code == 0, restored.output
+    db.session.remove()
+    assert db.session.scalar(select(func.count()).select_from(Event)) == (5 if with_wal else 2)
+    assert [p.name for p in database(app).parent.iterdir() if "restor" in p.name and "before" not in p.name] == []
+
+
 def test_a_restore_that_fails_midway_leaves_the_database_where_it_was(app, tmp_path, monkeypatch):
     add_events(2, "before the backup")
     backup = tmp_path / "copy.db"
