@@ -1,6 +1,7 @@
 """``claudeops backup`` and ``claudeops restore`` (app/backup.py does the work)."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -74,12 +75,33 @@ def restore_command(source: Path):
         raise click.ClickException(str(exc)) from None
     finally:
         lock.release()
+        _left_to_the_owner_of_their_directory(
+            [*lock.files, Path(app.config["CLAUDEOPS_STATE_DIR"]) / "secret_key",
+             Path(app.config["CLAUDEOPS_RESULTS_DIR"])])
     click.echo(f"Restored {source.resolve()} to {database} and migrated it to this version's schema; "
                "every dashboard login was ended.")
     if kept.exists():
         click.echo(f"The database it replaced is kept as {kept}.")
     else:   # a state directory other than the service's, maybe: the operator sees which one it was
         click.echo(f"There was no database at {database} before.")
+
+
+def _left_to_the_owner_of_their_directory(paths: list[Path]) -> None:
+    """Run as root (with sudo) on a state directory the service has not
+    used yet (a new host), this command made files there that the service's
+    user could not open: the scheduler's lock files, the results directory,
+    the cookie key; the service would refuse to start. Each one root owns
+    in a directory another user owns is given to that user, as the restored
+    database is (app/backup.py)."""
+    if os.geteuid() != 0:
+        return
+    for path in paths:
+        try:
+            made, directory = path.stat(), path.parent.stat()
+        except FileNotFoundError:
+            continue
+        if made.st_uid == 0 and directory.st_uid != 0:
+            os.chown(path, directory.st_uid, directory.st_gid)
 
 
 def _known_revision(app):

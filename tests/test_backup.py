@@ -241,6 +241,32 @@ def test_a_restore_run_as_root_leaves_the_database_to_the_services_user(app, tmp
     assert owner.st_mode & 0o777 == 0o600
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to another user")
+def test_a_restore_run_as_root_on_a_new_state_directory_leaves_it_all_to_the_services_user(app, tmp_path):
+    """Disaster recovery: the service's user has its state directory, the
+    service has never run, and the operator restores with sudo. What the
+    command made there as root (the scheduler's lock files, the results
+    directory, the cookie key) the service could not open: it would refuse
+    to start on its own lock file."""
+    from app import create_app
+    backup = tmp_path / "copy.db"
+    assert invoke(app, "backup", backup).exit_code == 0
+    service_user = 65534   # nobody
+    state = tmp_path / "new-host"
+    state.mkdir(mode=0o700)
+    os.chown(state, service_user, service_user)
+    fresh = create_app({"TESTING": True, "CLAUDEOPS_STATE_DIR": str(state), "CLAUDEOPS_DATABASE_URL": "",
+                        "CLAUDEOPS_RESULTS_DIR": "", "CLAUDEOPS_WORKDIR": "", "CLAUDEOPS_SECRET_KEY": ""})
+    with fresh.app_context():
+        restored = invoke(fresh, "restore", backup)
+        db.engine.dispose()
+    assert restored.exit_code == 0, restored.output
+    made = {path.relative_to(state): path.stat().st_uid for path in state.rglob("*")}
+    assert {"claudeops.db", "scheduler.lock", "claudeops.db.scheduler.lock", "results", "secret_key"} \
+        <= {str(path) for path in made}
+    assert {path: uid for path, uid in made.items() if uid != service_user} == {}
+
+
 def test_restore_says_which_database_it_wrote_and_when_there_was_none(app, tmp_path):
     backup = tmp_path / "copy.db"
     assert invoke(app, "backup", backup).exit_code == 0

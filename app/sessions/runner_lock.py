@@ -65,6 +65,11 @@ class RunnerLock:
         self._files: list = []
         self._database = DatabaseLock(url) if url is not None and url.get_backend_name() == "postgresql" else None
 
+    @property
+    def files(self) -> tuple[Path, ...]:
+        """The lock files it takes (made at the first ``acquire``)."""
+        return tuple(self._paths)
+
     def acquire(self) -> None:
         try:
             for path, covered in self._paths.items():
