@@ -15,14 +15,16 @@ from types import SimpleNamespace
 import pytest
 from sqlalchemy import func, select, text
 
+from app import create_app
 from app.backup import BackupError, database_file
-from app.config import PROJECT_ROOT
 from app.cli import main
+from app.config import PROJECT_ROOT
 from app.extensions import db
 from app.sessions.runner_lock import RunnerLock
 from app.timeutil import utcnow
 from plugins.events.models import Event
 from tests.support.database import sqlite_only
+from tests.support.faults import bind_read_only, unmount
 from tests.support.waiting import wait_for
 
 pytestmark = sqlite_only("backs up the SQLite file; PostgreSQL is backed up with pg_dump")
@@ -159,7 +161,6 @@ def test_a_backup_onto_a_file_system_without_hard_links_still_takes_its_name(app
 
 def test_a_backup_where_there_is_no_database_says_so_and_creates_none(tmp_path):
     """The state directory unset in the operator's shell: not the service's."""
-    from app import create_app
     state = tmp_path / "elsewhere"
     elsewhere = create_app({"TESTING": True, "CLAUDEOPS_STATE_DIR": str(state), "CLAUDEOPS_DATABASE_URL": "",
                             "CLAUDEOPS_RESULTS_DIR": "", "CLAUDEOPS_WORKDIR": "", "CLAUDEOPS_SECRET_KEY": "k"})
@@ -440,7 +441,6 @@ def test_restore_reads_a_wal_mode_copy_on_a_read_only_file_system(app, tmp_path,
     -shm it cannot make on a read-only file system (a ZFS or LVM snapshot,
     a backup volume mounted read-only), where the copy was refused as
     not a Claude Ops database."""
-    from tests.support.faults import bind_read_only, unmount
     add_events(2, "in the database file")
     db.session.remove()
     writer = sqlite3.connect(database(app))

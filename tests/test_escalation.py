@@ -13,6 +13,7 @@ from app.extensions import db
 from app.models import Session
 from app.runtime import change
 from app.sessions import control
+from app.sessions.activity import StreamHandler
 from app.sessions.manager import run_session
 from app.sessions.scheduler import SessionScheduler
 from plugins.events.models import Event
@@ -117,7 +118,6 @@ def test_a_session_the_operator_asked_to_stop_as_it_ended_is_not_escalated(app, 
     """Stop pressed after the runner's last look for it (once a second, and
     none once the CLI has exited) but before the end is recorded: the
     session completed, and the chain it asked for goes no further."""
-    from app.sessions.activity import StreamHandler
     fake_cli(escalating_script())
     real_close = StreamHandler.close
 

@@ -3,15 +3,18 @@ end of a run, no overlap, no pile-up, Run now, crash recovery, shutdown."""
 from __future__ import annotations
 
 import os
+import sqlite3
 import time
 from datetime import timedelta
 
 import pytest
 from sqlalchemy import select, update
+from sqlalchemy.exc import OperationalError
 
 from app.extensions import db
-from app.models import Session
+from app.models import SchedulerState, Session
 from app.sessions import control
+from app.sessions import scheduler as scheduler_module
 from app.sessions.scheduler import SessionScheduler
 from app.timeutil import utcnow
 from tests import streamlines as sl
@@ -334,7 +337,6 @@ def test_while_a_scheduled_session_runs_the_overview_still_tells_a_schedule(app,
 def test_once_the_schedule_has_fired_its_time_is_no_longer_published_as_the_next_run(app, client):
     """Not the time just past, on /api/v1/stats and the Overview, until the
     next heartbeat (up to 15 s): while its session runs there is none."""
-    from app.models import SchedulerState
     app.config["CLAUDEOPS_INTERVAL"] = 3600
     db.session.add(SchedulerState(id=1))
     db.session.commit()
@@ -421,9 +423,6 @@ def test_a_claimed_session_the_database_refuses_to_read_back_does_not_stay_runni
     """The claim is committed, then the row read back: a database server
     that goes away between the two must not leave the session "running"
     with nothing running it, nor hold back the schedule for ever."""
-    from sqlalchemy.exc import OperationalError
-
-    from app.sessions import scheduler as scheduler_module
     app.config["CLAUDEOPS_INTERVAL"] = 3600
     session_id = control.enqueue(trigger="schedule").id
     instance = SessionScheduler(app)
@@ -449,11 +448,6 @@ def test_a_claimed_session_the_database_refuses_to_read_back_does_not_stay_runni
 def test_a_scheduled_run_the_database_refused_to_queue_is_armed_again_at_once(app, monkeypatch):
     """A database locked as the schedule fires costs that moment, not the
     whole interval: the run is tried again, not put off until the next."""
-    import sqlite3
-
-    from sqlalchemy.exc import OperationalError
-
-    from app.models import SchedulerState
     app.config["CLAUDEOPS_INTERVAL"] = 3600
     db.session.add(SchedulerState(id=1))
     db.session.commit()
