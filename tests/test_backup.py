@@ -249,7 +249,6 @@ def test_a_restore_run_as_root_on_a_new_state_directory_leaves_it_all_to_the_ser
     command made there as root (the scheduler's lock files, the results
     directory, the cookie key) the service could not open: it would refuse
     to start on its own lock file."""
-    from app import create_app
     backup = tmp_path / "copy.db"
     assert invoke(app, "backup", backup).exit_code == 0
     service_user = 65534   # nobody
@@ -275,7 +274,6 @@ def test_restore_says_which_database_it_wrote_and_when_there_was_none(app, tmp_p
     assert restored.exit_code == 0, restored.output
     assert f"Restored {backup} to {database(app)} and migrated it" in restored.output
     assert "There was no database" not in restored.output
-    from app import create_app
     state = tmp_path / "elsewhere"   # the state directory unset in the operator's shell
     elsewhere = create_app({"TESTING": True, "CLAUDEOPS_STATE_DIR": str(state), "CLAUDEOPS_DATABASE_URL": "",
                             "CLAUDEOPS_RESULTS_DIR": "", "CLAUDEOPS_WORKDIR": "", "CLAUDEOPS_SECRET_KEY": "k"})
@@ -552,7 +550,6 @@ def test_a_restore_its_migration_fails_on_says_where_the_replaced_database_is(ap
 def test_restore_on_postgresql_says_which_tool_to_use_before_anything_else(tmp_path):
     """Not an error about the server or the service, which an operator
     would fix only to be told then that restore does not do PostgreSQL."""
-    from app import create_app
     backup = tmp_path / "copy.db"
     backup.write_text("a backup")
     app = create_app({"TESTING": True, "CLAUDEOPS_STATE_DIR": str(tmp_path / "state"), "CLAUDEOPS_RESULTS_DIR": "",

@@ -284,7 +284,6 @@ def test_the_schedule_is_not_armed_twice_while_its_job_is_firing(app, caplog):
 
 
 def test_a_session_whose_run_raised_is_recorded_failed_with_its_reason_redacted(app, monkeypatch, caplog):
-    from app.sessions import scheduler as scheduler_module
 
     def broken(session, shutdown_event):
         raise RuntimeError("could not connect to postgres://claudeops:s3cr3t-pw@db/claudeops")
@@ -354,9 +353,7 @@ def test_once_the_schedule_has_fired_its_time_is_no_longer_published_as_the_next
 
 def test_a_heartbeat_the_database_refuses_is_one_line_in_the_log_and_the_next_tries_again(app, monkeypatch, caplog):
     import logging
-    import sqlite3
 
-    from sqlalchemy.exc import OperationalError
     instance = SessionScheduler(app)
     monkeypatch.setattr(instance, "verify_lock", lambda: True)
 
@@ -382,7 +379,6 @@ def test_a_database_that_refuses_the_worker_is_one_line_in_the_log_not_a_traceba
     each time one line saying why, not a traceback a second."""
     import logging
 
-    from sqlalchemy.exc import OperationalError
     instance = SessionScheduler(app)
     attempts = []
 
