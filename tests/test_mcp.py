@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
+from app import redaction
 from app.extensions import db
 from app.mcp import ALLOW_RULE, build_server, plugin_tools
 from plugins.memory import mcp_tools
@@ -119,6 +120,22 @@ def test_a_service_named_in_another_case_is_listed_as_it_is_kept(memories):
     assert mcp_tools.list_service_memories("NGINX") == "No memories about nginx."
     assert mcp_tools.search_memories("vacuum", service="Postgres").splitlines()[0].endswith(
         "memories match 'vacuum' for postgres, best first. Call get_memories with ids for the full text.")
+
+
+def test_a_secret_the_preview_cuts_in_two_is_redacted_whole(app, memories, monkeypatch):
+    """A secret configured after the memory holding it was written, standing
+    where the preview is cut: none of it reaches the agent, as none of it
+    does through get_memories."""
+    secret = "S3cretValue-9f8e7d6c"
+    leaked = add_memory("x" * 100 + " login uses " + secret, service="vault", category="behavior")
+    monkeypatch.setenv("DB_PASSWORD", secret)
+    redaction.init_app(app)
+    server = build_server(app)
+    for tool, arguments in (("list_service_memories", {"service": "vault"}), ("search_memories", {"query": "login"})):
+        answer = anyio.run(server.call_tool, tool, arguments).content[0].text
+        assert f"#{leaked.id} vault [behavior] 0.7: {'x' * 100} login uses [redact…" in answer.splitlines()
+        assert "S3c" not in answer
+    assert "S3c" not in anyio.run(server.call_tool, "get_memories", {"ids": [leaked.id]}).content[0].text
 
 
 def test_the_memory_plugin_offers_its_tools(app):

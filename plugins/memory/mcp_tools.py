@@ -19,6 +19,7 @@ from sqlalchemy.orm import selectinload
 
 from app.extensions import db
 from app.plugin_types import McpTool
+from app.redaction import redactor
 from app.timeutil import isoformat
 from app.web.apiutil import MAX_ID
 from plugins.memory import queries
@@ -40,8 +41,11 @@ def compact_line(memory: Memory) -> str:
     # Whether it is trusted, and how it served the sessions given it ([OUTCOME:...]).
     notes = ([] if memory.active else ["inactive"]) + ([memory.outcomes_label] if memory.outcomes_label else [])
     shown = f" ({'; '.join(notes)})" if notes else ""
+    # Redacted before it is cut: a secret the preview cuts in two is no
+    # longer the value the redaction of the whole answer looks for, and
+    # its first half would reach the agent.
     return (f"#{memory.id} {memory.service_label} [{memory.category}] "
-            f"{format_confidence(memory.confidence)}{shown}: {_preview(memory.observation)}")
+            f"{format_confidence(memory.confidence)}{shown}: {_preview(redactor().redact(memory.observation))}")
 
 
 UNTRUSTED = {PROPOSED: "NOT TRUSTED: proposed by a session and not yet reviewed by the operator; do not rely on it",
