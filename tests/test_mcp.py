@@ -63,6 +63,18 @@ def test_search_narrows_to_a_service_and_bounds_the_limit(memories):
     assert mcp_tools.search_memories("   ").startswith("Give a query")
 
 
+def test_search_says_which_words_it_searched(memories):
+    """The search takes a query's first words only: the answer names them,
+    and does not list a memory as matching a word never looked for."""
+    words = "takes 60s to start after restart jellyfin timing takes start"
+    out = mcp_tools.search_memories(f"{words} transcoder HEVC")
+    assert out.splitlines()[0] == (f"1 of 1 memories match {words!r} (the query's first 10 words; the rest were "
+                                   "not searched), best first. Call get_memories with ids for the full text.")
+    assert mcp_tools.search_memories("x " * 10_000).startswith(
+        f"No memories match {' '.join(['x'] * 10)!r} (the query's first 10 words;")
+    assert mcp_tools.search_memories(words).startswith(f"1 of 1 memories match {words!r}, best first.")
+
+
 def test_get_gives_the_full_text_and_names_what_is_missing(memories):
     out = mcp_tools.get_memories([memories[1].id, 9999, memories[1].id])
     assert ("Needs the NFS mount /media before it starts, else the library looks empty " * 3).strip() in out

@@ -22,7 +22,7 @@ from app.plugin_types import McpTool
 from app.redaction import redactor
 from app.timeutil import isoformat
 from app.web.apiutil import MAX_ID
-from plugins.memory import queries
+from plugins.memory import queries, search
 from plugins.memory.context import format_confidence
 from plugins.memory.models import APPROVED, PROPOSED, REJECTED, Memory
 from plugins.memory.store import GENERAL, MemoryInputError
@@ -81,7 +81,8 @@ def search_memories(query: str, service: Optional[str] = None, include_inactive:
                     limit: int = 10) -> str:
     """Search what earlier sessions learned about this infrastructure.
 
-    Matches every word of `query` in a memory's observation, service name or category.
+    Matches every word of `query` (its first 10 words) in a memory's observation,
+    service name or category.
     `service` narrows to one service ("general" for memories about no single
     service). Inactive memories (no longer trusted) only with include_inactive.
     Returns one compact line per memory (id, service, category, confidence,
@@ -96,7 +97,19 @@ def search_memories(query: str, service: Optional[str] = None, include_inactive:
         return f"Cannot search: {exc}"
     total = queries.count(found)
     rows = db.session.scalars(queries.best_first(found).limit(_bounded(limit))).all()
-    return _listing(rows, total, f"match {query.strip()!r}" + (f" for {service}" if service else ""))
+    return _listing(rows, total, f"match {_searched(query)}" + (f" for {service}" if service else ""))
+
+
+def _searched(query: str) -> str:
+    """The query as it was searched, quoted. The search takes its first
+    ``search.MAX_WORDS`` words only: a memory that lacks a later one must
+    not be listed as matching it, nor "No memories" said of words never
+    looked for."""
+    every = search.WORD.findall(query)
+    if len(every) <= search.MAX_WORDS:
+        return repr(query.strip())
+    return (f"{' '.join(every[:search.MAX_WORDS])!r} (the query's first {search.MAX_WORDS} words; "
+            "the rest were not searched)")
 
 
 def get_memories(ids: list[int]) -> str:
