@@ -123,7 +123,8 @@ def test_list_a_services_memories(memories):
 
 
 def test_a_service_named_in_another_case_is_listed_as_it_is_kept(memories):
-    """Services are kept in lower case and looked up in any case: the
+    """Services are kept in lower case and looked up in any case (and
+    without the spaces around them): the
     listing names the service the memories are of, and "General" the
     general memories."""
     out = mcp_tools.list_service_memories("Postgres")
@@ -132,6 +133,11 @@ def test_a_service_named_in_another_case_is_listed_as_it_is_kept(memories):
     assert mcp_tools.list_service_memories("NGINX") == "No memories about nginx."
     assert mcp_tools.search_memories("vacuum", service="Postgres").splitlines()[0].endswith(
         "memories match 'vacuum' for postgres, best first. Call get_memories with ids for the full text.")
+    # Spaces around the name too, in the search as in the listing.
+    assert mcp_tools.search_memories("vacuum", service=" postgres ").splitlines()[0].endswith(
+        "memories match 'vacuum' for postgres, best first. Call get_memories with ids for the full text.")
+    assert mcp_tools.list_service_memories(" Postgres ").startswith("1 of 1 memories about postgres,")
+    assert mcp_tools.search_memories("wireguard", service="  ").startswith("1 of 1 memories match 'wireguard',")
 
 
 def test_a_secret_the_preview_cuts_in_two_is_redacted_whole(app, memories, monkeypatch):

@@ -77,6 +77,12 @@ def _bounded(limit: int) -> int:
     return max(1, min(int(limit), MAX_RESULTS))
 
 
+def _service(name: str) -> str:
+    """A service as it is kept (store.clean_service): in lower case, without
+    the spaces around it; either tool, given " Postgres", finds postgres."""
+    return name.strip().lower()
+
+
 def search_memories(query: str, service: Optional[str] = None, include_inactive: bool = False,
                     limit: int = 10) -> str:
     """Search what earlier sessions learned about this infrastructure.
@@ -89,7 +95,7 @@ def search_memories(query: str, service: Optional[str] = None, include_inactive:
     preview); use get_memories for full text."""
     if not query.strip():
         return "Give a query: words that should appear in the memory."
-    service = service.lower() if service else None   # services are kept in lower case (store.clean_service)
+    service = _service(service) if service else None
     try:
         found = queries.memory_query(service=service or None, q=query, review=APPROVED,
                                      active=None if include_inactive else True)
@@ -138,7 +144,7 @@ def get_memories(ids: list[int]) -> str:
 def list_service_memories(service: str, include_inactive: bool = False, limit: int = 25) -> str:
     """Everything remembered about one service ("general" for memories about no
     single service), best first, one compact line each."""
-    service = service.strip().lower()   # services are kept in lower case (store.clean_service)
+    service = _service(service)
     if not service:
         return "Give a service name."
     found = queries.memory_query(service=service, review=APPROVED, active=None if include_inactive else True)
