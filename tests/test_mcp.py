@@ -75,6 +75,14 @@ def test_search_says_which_words_it_searched(memories):
     assert mcp_tools.search_memories(words).startswith(f"1 of 1 memories match {words!r}, best first.")
 
 
+def test_a_runaway_argument_is_not_echoed_whole(memories):
+    huge = "x" * 100_000
+    for answer in (mcp_tools.search_memories(huge), mcp_tools.search_memories("vacuum", service=huge),
+                   mcp_tools.list_service_memories(huge), mcp_tools.search_memories(f"a b c d e f g h i {huge} j")):
+        assert answer.startswith("No memories ") and len(answer) < 300 and "x…" in answer
+    assert mcp_tools.search_memories("x" * mcp_tools.ECHO_CHARS) == f"No memories match {'x' * mcp_tools.ECHO_CHARS!r}."
+
+
 def test_get_gives_the_full_text_and_names_what_is_missing(memories):
     out = mcp_tools.get_memories([memories[1].id, 9999, memories[1].id])
     assert ("Needs the NFS mount /media before it starts, else the library looks empty " * 3).strip() in out

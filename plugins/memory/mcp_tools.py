@@ -24,17 +24,29 @@ from app.timeutil import isoformat
 from app.web.apiutil import MAX_ID
 from plugins.memory import queries, search
 from plugins.memory.context import format_confidence
-from plugins.memory.models import APPROVED, PROPOSED, REJECTED, Memory
+from plugins.memory.models import APPROVED, MAX_SERVICE_CHARS, PROPOSED, REJECTED, Memory
 from plugins.memory.store import GENERAL, MemoryInputError
 
 PREVIEW_CHARS = 120
 MAX_RESULTS = 50
 MAX_IDS = 50
+ECHO_CHARS = MAX_SERVICE_CHARS
 
 
 def _preview(text: str) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS - 1].rstrip() + "…"
+    return _cut(text, PREVIEW_CHARS)
+
+
+def _cut(text: str, longest: int) -> str:
+    return text if len(text) <= longest else text[:longest - 1].rstrip() + "…"
+
+
+def _echoed(argument: str) -> str:
+    """An argument as the answer repeats it: cut, so that a runaway one (a
+    log pasted as the query) does not come back whole, making the answer as
+    long as the question. No service name is longer than this."""
+    return _cut(argument, ECHO_CHARS)
 
 
 def compact_line(memory: Memory) -> str:
@@ -103,7 +115,7 @@ def search_memories(query: str, service: Optional[str] = None, include_inactive:
         return f"Cannot search: {exc}"
     total = queries.count(found)
     rows = db.session.scalars(queries.best_first(found).limit(_bounded(limit))).all()
-    return _listing(rows, total, f"match {_searched(query)}" + (f" for {service}" if service else ""))
+    return _listing(rows, total, f"match {_searched(query)}" + (f" for {_echoed(service)}" if service else ""))
 
 
 def _searched(query: str) -> str:
@@ -113,8 +125,8 @@ def _searched(query: str) -> str:
     looked for."""
     every = search.WORD.findall(query)
     if len(every) <= search.MAX_WORDS:
-        return repr(query.strip())
-    return (f"{' '.join(every[:search.MAX_WORDS])!r} (the query's first {search.MAX_WORDS} words; "
+        return repr(_echoed(query.strip()))
+    return (f"{_echoed(' '.join(every[:search.MAX_WORDS]))!r} (the query's first {search.MAX_WORDS} words; "
             "the rest were not searched)")
 
 
@@ -150,7 +162,7 @@ def list_service_memories(service: str, include_inactive: bool = False, limit: i
     found = queries.memory_query(service=service, review=APPROVED, active=None if include_inactive else True)
     total = queries.count(found)
     rows = db.session.scalars(queries.best_first(found).limit(_bounded(limit))).all()
-    label = "about no single service" if service == GENERAL else f"about {service}"
+    label = "about no single service" if service == GENERAL else f"about {_echoed(service)}"
     return _listing(rows, total, label)
 
 
