@@ -12,6 +12,7 @@ import flask_migrate
 import pytest
 from sqlalchemy import inspect, select, text
 
+from app import redaction
 from app.extensions import db
 from app.models import Session, SessionActivity
 from app.runtime import change, setting
@@ -19,6 +20,7 @@ from app.sessions import control
 from app.sessions.manager import run_info, run_session
 from app.timeutil import utcnow
 from plugins.events.models import Event
+from plugins.memory import feed as feed_module
 from plugins.memory import review, store
 from plugins.memory.context import build_memory_context
 from tests import streamlines as sl
@@ -301,6 +303,23 @@ def test_new_memories_and_contradictions_appear_in_the_events_feed(app, client, 
     # A reinforcement or a repeat is no news.
     run(fake_cli, "[MEMORY:timing:jellyfin] Takes about 60 seconds to start after a restart")
     assert len(feed()) == 3
+
+
+def test_a_secret_the_feeds_preview_cuts_in_two_is_redacted_whole(app, fake_cli, monkeypatch):
+    """The memory a new one contradicts was written before a secret it holds
+    was configured, and the notice's preview of it is cut where the secret
+    stands: none of the secret reaches the Events page."""
+    secret = "S3cretValue-9f8e7d6c"
+    lead = "Backups finish within 1 hour "
+    old = add_memory(lead + "." * (280 - len(lead)) + " login uses " + secret, category="timing", service="nas",
+                     confidence=0.8)
+    assert old.observation.index(secret) < feed_module.PREVIEW_CHARS < old.observation.index(secret) + len(secret)
+    monkeypatch.setenv("DB_PASSWORD", secret)
+    redaction.init_app(app)
+    run(fake_cli, "[MEMORY:timing:nas] Backups take over 5 hours to finish")
+    [(level, _, _, message)] = feed()
+    assert level == "warning" and f"contradicts memory #{old.id}" in message
+    assert message.endswith(" login uses [redact…") and "S3c" not in message
 
 
 def test_proposals_are_news_too(app, fake_cli, review_on):

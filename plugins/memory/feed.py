@@ -22,6 +22,7 @@ import logging
 
 from app.plugin_types import RunInfo
 from app.plugins import call_each
+from app.redaction import redactor
 from plugins.memory import store
 from plugins.memory.context import format_confidence
 from plugins.memory.models import PROPOSED, Memory
@@ -71,6 +72,11 @@ def _tag(memory: Memory) -> str:
 
 
 def _preview(text: str) -> str:
+    # Redacted before it is cut: a memory written before a secret it holds
+    # was configured, cut where the secret stands, would no longer hold the
+    # value the event's redaction looks for, and its first half would be
+    # stored and shown.
+    text = redactor().redact(text)
     return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS - 1].rstrip() + "…"
 
 
