@@ -9,10 +9,13 @@ import time
 import pytest
 from sqlalchemy import select
 
+from app import redaction
 from app.extensions import db
 from app.models import SessionActivity
+from app.sessions.activity import PREVIEW_CHARS
 from plugins.events.models import Event
 from tests import streamlines as sl
+from tests.memory_helpers import stream_handler, text_line
 
 
 def kinds(session):
@@ -231,6 +234,25 @@ def test_stop_request_ends_the_session_and_its_group(app, fake_cli, orphan_pid_f
     assert time.monotonic() - started < 10
     assert session.response == "working"
     assert process_gone(int(orphan_pid_file.read_text())), "the CLI's child outlived the stop"
+
+
+def test_a_secret_where_a_skipped_lines_preview_is_cut_is_redacted_whole(app, monkeypatch):
+    """The activity log shows the start of a line the parser refused: a
+    secret standing where that start is cut is found whole, not stored in
+    part (the run log, the service's own file, keeps the line as it came)."""
+    secret = "S3cretValue-9f8e7d6c"
+    monkeypatch.setenv("DB_PASSWORD", secret)
+    redaction.init_app(app)
+    line = "x" * (PREVIEW_CHARS - 10) + " " + secret + " and then the rest of a line that is no JSON"
+    handler = stream_handler()
+    handler.handle_line(line.encode())
+    handler.handle_line(text_line("[EVENT:info:web] still read"))
+    handler.close()
+    db.session.commit()
+    [warning] = db.session.scalars(select(SessionActivity.body).where(SessionActivity.kind == "warning")).all()
+    assert warning.startswith("not JSON") and "x" * (PREVIEW_CHARS - 10) in warning and warning.endswith("…")
+    assert "S3c" not in warning and "[redact" in warning
+    assert db.session.scalar(select(Event.message)) == "still read"
 
 
 def test_orphaned_stdout_does_not_hang_the_session(app, fake_cli, run_session_now, orphan_pid_file):

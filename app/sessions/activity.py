@@ -167,10 +167,18 @@ class StreamHandler:
         except stream.StreamError as exc:
             self.skipped += 1
             log.warning("session %s: skipped stream line %d: %s", self.session_id, self.line_number, exc)
-            self._add("warning", f"skipped line {self.line_number}", f"{exc}: {_preview(entry)}")
+            self._add("warning", f"skipped line {self.line_number}", f"{exc}: {self._preview(entry)}",
+                      redacted=True)
         else:
             for item in items:
                 self._handle_item(item)
+
+    def _preview(self, line: bytes) -> str:
+        """The start of a line the parser refused, redacted before it is
+        cut: a secret standing where the cut falls is found whole, not
+        stored in part. As much past the cut is read as for any body."""
+        text = self.redactor.redact(line[:PREVIEW_CHARS + MAX_ACTIVITY_BODY].decode("utf-8", "replace"))
+        return text if len(text) <= PREVIEW_CHARS and len(line) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "…"
 
     def _commit_if_due(self) -> None:
         if (len(self._batch) >= COMMIT_EVERY_LINES or self._chars_since_commit >= COMMIT_EVERY_CHARS
@@ -388,6 +396,3 @@ def _json(value) -> str:
         return repr(value)
 
 
-def _preview(line: bytes) -> str:
-    text = line[:PREVIEW_CHARS].decode("utf-8", "replace")
-    return text + ("…" if len(line) > PREVIEW_CHARS else "")
