@@ -3,9 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
 from datetime import timedelta
-from pathlib import Path
 from typing import Any, Iterable, Optional
 
 import click
@@ -13,22 +11,25 @@ from flask import Flask, current_app, request
 from flask.sessions import SecureCookieSessionInterface
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from app import db_redaction, redaction
+from app import db_redaction, redaction, state_dir
 from app.config import PROJECT_ROOT, SETTINGS, Setting, derive_paths, load_settings
 from app.database_url import engine_options, sqlalchemy_url
 from app.extensions import csrf, db, limiter, migrate
 from app.plugins import PluginError, call_at_startup, make_plugin_manager
-from app.state_files import created_once
 
 MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
 
 
-def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[Any] = ()) -> Flask:
+def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[Any] = (),
+               make_state: bool = True) -> Flask:
     """Build the application.
 
     ``test_config`` overrides settings (any ``CLAUDEOPS_*`` key or Flask key);
     ``plugins`` are registered in addition to the built-in and entry-point ones,
-    which is how a test adds a plugin for one app only.
+    which is how a test adds a plugin for one app only. Without
+    ``make_state``, the state directory is used as it is found, and made only
+    by ``state_dir.make`` (see app/state_dir.py): what the ``claudeops``
+    command does, for its commands that start the service or its database.
     """
     app = Flask(__name__, template_folder=str(PROJECT_ROOT / "templates"))
     test_config = test_config or {}
@@ -46,14 +47,15 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
     # APScheduler tells of every run of the scheduler's heartbeat at INFO.
     logging.getLogger("apscheduler").setLevel(
         logging.NOTSET if app.config["CLAUDEOPS_LOG_LEVEL"] == "DEBUG" else logging.WARNING)
-    for key in ("CLAUDEOPS_STATE_DIR", "CLAUDEOPS_RESULTS_DIR"):
-        # The service's user only: they hold the database, the run logs and the cookie key.
-        Path(app.config[key]).mkdir(mode=0o700, parents=True, exist_ok=True)
     app.config["SQLALCHEMY_DATABASE_URI"] = sqlalchemy_url(app.config["CLAUDEOPS_DATABASE_URL"])
     app.config["SQLALCHEMY_ENGINE_OPTIONS"] = {**engine_options(app.config["SQLALCHEMY_DATABASE_URI"]),
                                                **app.config.get("SQLALCHEMY_ENGINE_OPTIONS", {})}
-    if not app.config.get("SECRET_KEY"):  # Flask's defaults hold SECRET_KEY=None
-        app.config["SECRET_KEY"] = app.config["CLAUDEOPS_SECRET_KEY"] or _state_secret_key(app.config)
+    # Flask's defaults hold SECRET_KEY=None; with none set, the state directory's.
+    app.config["SECRET_KEY"] = app.config.get("SECRET_KEY") or app.config["CLAUDEOPS_SECRET_KEY"]
+    if make_state:
+        state_dir.make(app)
+    elif not app.config["SECRET_KEY"]:
+        app.config["SECRET_KEY"] = state_dir.kept_secret_key(app.config)
     app.config.setdefault("WTF_CSRF_TIME_LIMIT", None)
     _secure_the_session_cookie(app)
     proxies = app.config["CLAUDEOPS_TRUSTED_PROXIES"]
@@ -65,6 +67,8 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
     db_redaction.install()
 
     db.init_app(app)
+    with app.app_context():
+        state_dir.guard_database(app, db.engine)
     app.extensions["claudeops.migration_dirs"] = [
         str(directory) for _, directory in call_at_startup(pm, "claudeops_migration_dirs", (str, os.PathLike))]
     migrate.init_app(app, db, directory=str(MIGRATIONS_DIR))
@@ -132,8 +136,3 @@ def _plugin_settings(pm) -> tuple[Setting, ...]:
                               f"which {declared_by[setting.name]} declares already")
         declared_by[setting.name] = f"plugin {plugin}"
     return tuple(setting for _, setting in declared)
-
-
-def _state_secret_key(config: dict) -> str:
-    """One key for every worker: generated once, kept in the state directory."""
-    return created_once(Path(config["CLAUDEOPS_STATE_DIR"]) / "secret_key", lambda: secrets.token_hex(32))

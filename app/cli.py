@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import contextlib
+import copy
+import functools
 import os
 import signal
 import sys
@@ -14,7 +16,7 @@ from sqlalchemy import inspect
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
-from app import create_app, dbfaults, runtime, standard_output
+from app import create_app, dbfaults, runtime, standard_output, state_dir
 from app.backup_cli import backup_command, restore_command
 from app.config import TIERS, ConfigError
 from app.database_url import shown_url
@@ -39,13 +41,36 @@ class StartupError(NoAppException):
 
 def _create_app():
     try:
-        return create_app()
+        # The commands that need the state directory made make it (makes_state).
+        return create_app(make_state=False)
     except ConfigError as exc:
         raise StartupError(f"invalid configuration: {exc}") from None
     except PluginError as exc:
         raise StartupError(str(exc)) from None
-    except OSError as exc:   # the state directory cannot be made, or its secret key not written
-        raise StartupError(f"cannot prepare {exc.filename}: {exc.strerror or exc}") from None
+    except OSError as exc:   # the state directory's secret key cannot be read
+        raise StartupError(f"cannot read {exc.filename}: {exc.strerror or exc}") from None
+
+
+def makes_state(callback):
+    """For a command that starts the service or creates its database: the
+    state directory (and its results directory and cookie key) made first,
+    as every other command leaves it to be (app/state_dir.py)."""
+    @functools.wraps(callback)
+    def with_the_state_made(*args, **kwargs):
+        app = click.get_current_context().ensure_object(ScriptInfo).load_app()
+        try:
+            state_dir.make(app)
+        except OSError as exc:   # a parent not writable, a file in the way
+            raise click.ClickException(f"cannot prepare {exc.filename}: {exc.strerror or exc} "
+                                       "(make it writable or set CLAUDEOPS_STATE_DIR)") from None
+        return callback(*args, **kwargs)
+    return with_the_state_made
+
+
+def _making_the_state(command: click.Command) -> click.Command:
+    made = copy.copy(command)
+    made.callback = makes_state(command.callback)
+    return made
 
 
 class ClaudeOpsGroup(FlaskGroup):
@@ -70,6 +95,8 @@ class ClaudeOpsGroup(FlaskGroup):
         keeps its traceback."""
         try:
             return super().invoke(ctx)
+        except state_dir.NoDatabase as exc:
+            raise click.ClickException(f"{exc}. {_SERVICE_SETTINGS_FIRST}") from None
         except SQLAlchemyError as exc:
             advice = (_no_database(ctx, exc) or dbfaults.schema_behind(exc) or _unusable_database(ctx, exc)
                       or _not_permitted(ctx, exc))
@@ -100,7 +127,10 @@ class ClaudeOpsGroup(FlaskGroup):
         # add theirs through the claudeops_cli_commands hook.
         if not self._loaded_plugin_commands:
             from flask_migrate.cli import db
-            self.add_command(db, "db")
+            # Of its commands, only upgrade may start a new database (and so its state directory).
+            group = copy.copy(db)
+            group.commands = {**db.commands, "upgrade": _making_the_state(db.commands["upgrade"])}
+            self.add_command(group, "db")
             self._loaded_plugin_commands = True
 
 
@@ -119,9 +149,14 @@ def _no_database(ctx: click.Context, exc: SQLAlchemyError) -> str | None:
     except SQLAlchemyError:
         return None
     url = shown_url(make_url(app.config["SQLALCHEMY_DATABASE_URI"]))
-    return (f"there is no Claude Ops database at {url}: it holds no tables. Run the command with the service's "
-            "settings (CLAUDEOPS_STATE_DIR, or CLAUDEOPS_DATABASE_URL); to start a new database there, run "
-            "`claudeops db upgrade heads` (`claudeops serve`, `scheduler` and `run` do it when they start)")
+    return f"there is no Claude Ops database at {url}: it holds no tables. {_SERVICE_SETTINGS_FIRST}"
+
+
+# What to do about a database that is not there, or holds nothing.
+_SERVICE_SETTINGS_FIRST = (
+    "Run the command with the service's settings (CLAUDEOPS_STATE_DIR, or CLAUDEOPS_DATABASE_URL); to start a new "
+    "database there, run `claudeops db upgrade heads` (`claudeops serve`, `scheduler` and `run` do it when they "
+    "start)")
 
 
 def _unusable_database(ctx: click.Context, exc: SQLAlchemyError) -> str | None:
@@ -160,6 +195,7 @@ def main():
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(1, 65535), help="Port to listen on.")
 @click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64),
               help="gunicorn worker processes (the scheduler is always exactly one, beside them).")
+@makes_state
 @with_appcontext
 def serve(host: str, port: int, workers: int):
     """Apply migrations, then serve the dashboard and API with gunicorn and run
@@ -185,6 +221,7 @@ def serve(host: str, port: int, workers: int):
 
 
 @main.command()
+@makes_state
 @with_appcontext
 def scheduler():
     """Run only the scheduler (apply migrations first); no web server."""
@@ -200,6 +237,7 @@ def scheduler():
 @click.option("--tier", default=1, show_default=True, type=click.IntRange(1, 3),
               help=f"Tier to run: {', '.join(f'{n} {name}' for n, name in TIERS.items())}.")
 @click.option("--prompt", default=None, help="An ad-hoc request, added to the tier's instructions.")
+@makes_state
 @with_appcontext
 def run_once(tier: int, prompt: str | None):
     """Run a session now, in the foreground, then one after another the
@@ -339,6 +377,9 @@ def show_config():
     the change made on /config or through the API, if any."""
     try:
         changed = runtime.overrides()
+    except state_dir.NoDatabase as exc:   # a state directory never served
+        click.echo(f"# runtime changes not read ({exc}); showing the environment's values", err=True)
+        changed = {}
     except SQLAlchemyError as exc:   # no database yet (never served), or not reachable
         click.echo(f"# runtime changes not read ({dbfaults.describe(exc)}); showing the environment's values",
                    err=True)
@@ -357,7 +398,7 @@ def show_config():
 
 
 main.add_command(backup_command)
-main.add_command(restore_command)
+main.add_command(_making_the_state(restore_command))   # into a new state directory too, as on a new host
 
 if __name__ == "__main__":   # python -m app.cli: the command, not a silent import
     main(prog_name="claudeops")

@@ -186,12 +186,89 @@ def test_a_command_on_a_state_directory_with_no_database_says_so_not_only_how_to
     there would make a second, empty database, so the error names the
     database it looked at and the settings that choose it first."""
     env = claudeops_env(tmp_path)
+    (tmp_path / "state").mkdir()
+    if "CLAUDEOPS_DATABASE_URL" not in env:   # on SQLite, an empty file, as an earlier version's commands left
+        (tmp_path / "state" / "claudeops.db").touch()
     for command in (["memories", "list"], ["memories", "review"], ["cooldowns", "list"], ["prune"]):
         result = subprocess.run([str(CLAUDEOPS), *command], env=env, capture_output=True, text=True, timeout=60)
         assert result.returncode == 1, command
         assert "Error: there is no Claude Ops database at " in result.stderr, result.stderr
         assert "holds no tables" in result.stderr and "CLAUDEOPS_STATE_DIR" in result.stderr
         assert "`claudeops db upgrade heads`" in result.stderr and "Traceback" not in result.stderr
+
+
+def sqlite_env(tmp_path: Path) -> dict:
+    """``claudeops_env`` with the service's default database, a file in the state directory."""
+    env = claudeops_env(tmp_path)
+    env.pop("CLAUDEOPS_DATABASE_URL", None)
+    return env
+
+
+# Every command that only reads or changes what the service keeps.
+COMMANDS_ON_THE_STATE = (["memories", "list"], ["memories", "context"], ["memories", "export"],
+                         ["memories", "add", "--category", "timing", "x"], ["cooldowns", "list"], ["prune"],
+                         ["db", "current"], ["db", "check"], ["mcp", "--list"], ["db", "history"], ["config"],
+                         ["backup", "copy.db"])
+
+
+def test_a_command_on_a_state_directory_that_is_not_there_says_so_and_makes_nothing(tmp_path):
+    """A mistyped CLAUDEOPS_STATE_DIR: no directory, empty database or
+    cookie key is left there, which the next command would take for the
+    service's (one with tables missing, not the wrong one)."""
+    env = sqlite_env(tmp_path)
+    state = tmp_path / "state"
+    for command in COMMANDS_ON_THE_STATE:
+        result = subprocess.run([str(CLAUDEOPS), *command], env=env, cwd=tmp_path, capture_output=True, text=True,
+                                timeout=60)
+        assert not state.exists(), command
+        assert "Traceback" not in result.stderr, command
+        if command[0] not in ("mcp", "config", "backup") and command[:2] != ["db", "history"]:
+            assert result.returncode == 1, command
+            assert (f"Error: there is no Claude Ops database at sqlite:///{state}/claudeops.db: the state directory "
+                    f"{state} does not exist. Run the command with the service's settings") in result.stderr, command
+            assert "`claudeops db upgrade heads`" in result.stderr, command
+
+
+def test_a_command_on_a_state_directory_without_its_database_makes_none(tmp_path):
+    env = sqlite_env(tmp_path)
+    state = tmp_path / "state"
+    state.mkdir()
+    for command in COMMANDS_ON_THE_STATE:
+        subprocess.run([str(CLAUDEOPS), *command], env=env, cwd=tmp_path, capture_output=True, timeout=60)
+        assert sorted(path.name for path in state.iterdir()) == [], command
+    result = subprocess.run([str(CLAUDEOPS), "memories", "list"], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert f"Error: there is no Claude Ops database at sqlite:///{state}/claudeops.db: there is no such file. " \
+        in result.stderr, result.stderr
+
+
+def test_the_commands_that_start_a_database_make_the_state_directory(tmp_path):
+    env = sqlite_env(tmp_path)
+    state = tmp_path / "state"
+    subprocess.run([str(CLAUDEOPS), "db", "upgrade", "heads"], env=env, capture_output=True, check=True, timeout=60)
+    assert {"claudeops.db", "results", "secret_key"} <= {path.name for path in state.iterdir()}
+    for directory in (state, state / "results"):   # the service's user's only, as the service makes them
+        assert directory.stat().st_mode & 0o777 == 0o700
+    listed = subprocess.run([str(CLAUDEOPS), "memories", "list"], env=env, capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0 and "0 of 0 memories" in listed.stderr, listed.stderr
+    subprocess.run([str(CLAUDEOPS), "backup", str(tmp_path / "copy.db")], env=env, capture_output=True, check=True,
+                   timeout=60)
+    elsewhere = tmp_path / "new-host"   # a backup brought to a new host
+    restored = subprocess.run([str(CLAUDEOPS), "restore", str(tmp_path / "copy.db")],
+                              env=dict(env, CLAUDEOPS_STATE_DIR=str(elsewhere)), capture_output=True, text=True,
+                              timeout=60)
+    assert restored.returncode == 0, restored.stderr
+    assert {"claudeops.db", "results", "secret_key"} <= {path.name for path in elsewhere.iterdir()}
+
+
+def test_a_state_directory_that_cannot_be_made_is_a_clear_error(tmp_path):
+    (tmp_path / "a-file").write_text("")
+    env = dict(sqlite_env(tmp_path), CLAUDEOPS_STATE_DIR=str(tmp_path / "a-file" / "state"))
+    for command in (["db", "upgrade", "heads"], ["run"], ["scheduler"]):
+        result = subprocess.run([str(CLAUDEOPS), *command], env=env, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 1, command
+        assert (f"Error: cannot prepare {tmp_path / 'a-file' / 'state'}: Not a directory (make it writable or set "
+                "CLAUDEOPS_STATE_DIR)\n") == result.stderr, command
 
 
 def test_a_database_file_that_is_not_a_database_is_a_clear_error_for_every_command(tmp_path):
@@ -213,7 +290,8 @@ def test_a_database_that_cannot_be_opened_is_a_clear_error(tmp_path):
     for command in (["memories", "list"], ["db", "current"]):
         result = subprocess.run([str(CLAUDEOPS), *command], env=env, capture_output=True, text=True, timeout=60)
         assert result.returncode == 1, command
-        assert f"Error: cannot use the database sqlite:///{missing}: the database file cannot be opened" in result.stderr
+        assert (f"Error: there is no Claude Ops database at sqlite:///{missing}: its directory {missing.parent} "
+                "does not exist") in result.stderr
         assert "Traceback" not in result.stderr
 
 
@@ -331,7 +409,7 @@ def test_a_plugin_that_breaks_at_start_up_stops_a_command_with_a_line_naming_it(
         def claudeops_settings(self):
             raise RuntimeError("plugin bug")
 
-    monkeypatch.setattr(cli, "create_app", lambda: make_app(tmp_path, plugins=[Broken()]))
+    monkeypatch.setattr(cli, "create_app", lambda **_: make_app(tmp_path, plugins=[Broken()]))
     result = CliRunner().invoke(cli.main, ["config"])
     assert result.exit_code == 1
     assert result.output.strip() == "Error: plugin broken failed in claudeops_settings: RuntimeError: plugin bug"

@@ -161,7 +161,10 @@ def test_a_shell_fed_what_the_text_does_not_say_is_denied_where_the_line_names_a
 
 
 def test_when_the_check_fails_a_restart_is_denied_and_anything_else_allowed(state, tmp_path):
+    (tmp_path / "not-migrated").mkdir()
     broken = explicit_database_url(tmp_path / "not-migrated")
+    if broken.startswith("sqlite:"):   # an empty database, as PostgreSQL's new one is
+        (tmp_path / "not-migrated" / "claudeops.db").touch()
     result = state(pre_tool_use("docker restart jellyfin"), CLAUDEOPS_DATABASE_URL=broken)
     assert result.returncode == 0
     reason = json.loads(result.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
@@ -170,6 +173,11 @@ def test_when_the_check_fails_a_restart_is_denied_and_anything_else_allowed(stat
                     r"\((OperationalError|ProgrammingError): ", reason), reason
     assert "the command was not run" in reason
     assert state(pre_tool_use("uptime"), CLAUDEOPS_DATABASE_URL=broken).stdout == ""
+    missing = tmp_path / "not-there" / "claudeops.db"   # none is made for the check
+    result = state(pre_tool_use("docker restart jellyfin"), CLAUDEOPS_DATABASE_URL=f"sqlite:///{missing}")
+    reason = json.loads(result.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
+    assert f"(NoDatabase: there is no Claude Ops database at sqlite:///{missing}: " in reason, reason
+    assert "the command was not run" in reason and not missing.parent.exists()
 
 
 def test_an_unknown_session_is_recorded_without_one(state):

@@ -1,0 +1,79 @@
+"""Who makes the state directory: the service (and the web workers it
+starts), and the commands that start it or create its database (``serve``,
+``scheduler``, ``run``, ``restore``, ``db upgrade``). Every other command
+works on the state directory as it finds it: run with a mistyped
+CLAUDEOPS_STATE_DIR, it must say there is no database there, and leave
+behind no directory, empty database or cookie key that the next command
+would take for the service's."""
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Optional
+
+from flask import Flask
+from sqlalchemy import event
+from sqlalchemy.engine import Engine, make_url
+
+from app import redaction
+from app.database_url import shown_url
+from app.state_files import created_once
+
+# Set on an app once its state directory is made: from then on a SQLite
+# database it opens may be created.
+MADE = "claudeops.state_dir_made"
+
+
+class NoDatabase(Exception):
+    """A command that may not create the database found none (a SQLite file
+    that is not there); the message names it and why. Not a database error:
+    nothing was opened, and nothing is wrong with any database."""
+
+
+def make(app: Flask) -> None:
+    """Make the state and results directories (the service's user's only:
+    they hold the database, the run logs and the cookie key) and the cookie
+    key, if none is set; ``OSError`` if they cannot be."""
+    for key in ("CLAUDEOPS_STATE_DIR", "CLAUDEOPS_RESULTS_DIR"):
+        Path(app.config[key]).mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not app.config.get("SECRET_KEY"):
+        app.config["SECRET_KEY"] = created_once(_secret_key_file(app.config), lambda: secrets.token_hex(32))
+        if "claudeops.redactor" in app.extensions:   # built without the key, which it must redact too
+            redaction.init_app(app)
+    app.extensions[MADE] = True
+
+
+def kept_secret_key(config: dict) -> Optional[str]:
+    """The cookie key the state directory holds, if it holds one; none is made."""
+    path = _secret_key_file(config)
+    return path.read_text().strip() if path.is_file() else None
+
+
+def _secret_key_file(config: dict) -> Path:
+    # One key for every worker: generated once, kept in the state directory.
+    return Path(config["CLAUDEOPS_STATE_DIR"]) / "secret_key"
+
+
+def guard_database(app: Flask, engine: Engine) -> None:
+    """Until the state directory is made, refuse to open a SQLite database
+    whose file is not there: SQLite would create an empty one."""
+    database = engine.url.database
+    if engine.dialect.name != "sqlite" or not database or database == ":memory:" or database.startswith("file:"):
+        return
+
+    @event.listens_for(engine, "do_connect")
+    def _only_an_existing_file(*_args) -> None:
+        if not app.extensions.get(MADE) and not Path(database).exists():
+            raise NoDatabase(_missing(app, Path(database)))
+
+
+def _missing(app: Flask, database: Path) -> str:
+    url = shown_url(make_url(app.config["SQLALCHEMY_DATABASE_URI"]))
+    state_dir = Path(app.config["CLAUDEOPS_STATE_DIR"])
+    if database.parent.resolve() == state_dir.resolve() and not state_dir.exists():
+        why = f"the state directory {state_dir} does not exist"
+    elif not database.parent.exists():
+        why = f"its directory {database.parent} does not exist"
+    else:
+        why = "there is no such file"
+    return f"there is no Claude Ops database at {url}: {why}"
