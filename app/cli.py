@@ -142,14 +142,23 @@ def _no_database(ctx: click.Context, exc: SQLAlchemyError) -> str | None:
     if dbfaults.schema_behind(exc) is None:
         return None
     app = ctx.ensure_object(ScriptInfo).load_app()
+    if not _holds_no_tables(app):
+        return None
+    return f"there is no Claude Ops database at {_shown_database(app)}: it holds no tables. {_SERVICE_SETTINGS_FIRST}"
+
+
+def _holds_no_tables(app) -> bool:
+    """Whether the database holds no table at all: never migrated, or not
+    the service's; False when that cannot be told."""
     try:
         with app.app_context():
-            if inspect(db.engine).get_table_names():
-                return None
+            return not inspect(db.engine).get_table_names()
     except SQLAlchemyError:
-        return None
-    url = shown_url(make_url(app.config["SQLALCHEMY_DATABASE_URI"]))
-    return f"there is no Claude Ops database at {url}: it holds no tables. {_SERVICE_SETTINGS_FIRST}"
+        return False
+
+
+def _shown_database(app) -> str:
+    return shown_url(make_url(app.config["SQLALCHEMY_DATABASE_URI"]))
 
 
 # What to do about a database that is not there, or holds nothing.
@@ -374,15 +383,15 @@ def mcp_server(list_tools: bool):
 @with_appcontext
 def show_config():
     """Print every setting with its effective value: for a runtime setting,
-    the change made on /config or through the API, if any."""
+    the change made on /config or through the API, if any. With no database
+    to read those from (none yet, before the service first starts), the
+    environment's values and the defaults, saying why on standard error."""
     try:
         changed = runtime.overrides()
-    except state_dir.NoDatabase as exc:   # a state directory never served
-        click.echo(f"# runtime changes not read ({exc}); showing the environment's values", err=True)
-        changed = {}
-    except SQLAlchemyError as exc:   # no database yet (never served), or not reachable
-        click.echo(f"# runtime changes not read ({dbfaults.describe(exc)}); showing the environment's values",
-                   err=True)
+    except (state_dir.NoDatabase, SQLAlchemyError) as exc:   # never served, or not reachable
+        # Said, on standard error, as a comment: the settings are still worth showing.
+        click.echo(f"# runtime settings unavailable: {_why_no_runtime_settings(exc)}", err=True)
+        click.echo("# the values below are the environment's and the defaults", err=True)
         changed = {}
     from app.web.config_page import shown   # as the Config page shows them: secrets masked, true/false
     for setting in current_app.extensions["claudeops.settings"]:
@@ -395,6 +404,22 @@ def show_config():
                 source = "the environment says" if setting.name in os.environ else "the default is"
                 note = f"  # changed on /config; {source} {shown(setting, configured)}"
         click.echo(f"{setting.name}={shown(setting, value)}{note}")
+
+
+def _why_no_runtime_settings(exc: Exception) -> str:
+    """Why the database gave no runtime change: most often, because there is
+    none yet (the state directory of a service never started), which is no
+    fault to report as one."""
+    made_by = "starting the service, or `claudeops db upgrade heads`,"
+    if isinstance(exc, state_dir.NoDatabase):
+        return f"there is no database yet at {exc.url} ({exc.why}); {made_by} makes it"
+    app = current_app._get_current_object()
+    if dbfaults.schema_behind(exc) is None:   # not reachable, not a database
+        fault = dbfaults.unusable(exc) or dbfaults.describe(exc)
+        return f"cannot use the database {_shown_database(app)}: {fault}"
+    if _holds_no_tables(app):
+        return f"the database {_shown_database(app)} holds no tables yet; {made_by} makes them"
+    return f"the database {_shown_database(app)} is not migrated to this version yet; {made_by} migrates it"
 
 
 main.add_command(backup_command)

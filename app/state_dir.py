@@ -26,8 +26,13 @@ MADE = "claudeops.state_dir_made"
 
 class NoDatabase(Exception):
     """A command that may not create the database found none (a SQLite file
-    that is not there); the message names it and why. Not a database error:
-    nothing was opened, and nothing is wrong with any database."""
+    that is not there): ``url``, as it may be shown, and ``why``. Not a
+    database error: nothing was opened, and nothing is wrong with any
+    database."""
+
+    def __init__(self, url: str, why: str):
+        super().__init__(f"there is no Claude Ops database at {url}: {why}")
+        self.url, self.why = url, why
 
 
 def make(app: Flask) -> None:
@@ -64,16 +69,13 @@ def guard_database(app: Flask, engine: Engine) -> None:
     @event.listens_for(engine, "do_connect")
     def _only_an_existing_file(*_args) -> None:
         if not app.extensions.get(MADE) and not Path(database).exists():
-            raise NoDatabase(_missing(app, Path(database)))
+            raise NoDatabase(shown_url(make_url(app.config["SQLALCHEMY_DATABASE_URI"])), _missing(app, Path(database)))
 
 
 def _missing(app: Flask, database: Path) -> str:
-    url = shown_url(make_url(app.config["SQLALCHEMY_DATABASE_URI"]))
     state_dir = Path(app.config["CLAUDEOPS_STATE_DIR"])
     if database.parent.resolve() == state_dir.resolve() and not state_dir.exists():
-        why = f"the state directory {state_dir} does not exist"
-    elif not database.parent.exists():
-        why = f"its directory {database.parent} does not exist"
-    else:
-        why = "there is no such file"
-    return f"there is no Claude Ops database at {url}: {why}"
+        return f"the state directory {state_dir} does not exist"
+    if not database.parent.exists():
+        return f"its directory {database.parent} does not exist"
+    return "there is no such file"

@@ -436,6 +436,55 @@ def test_config_never_prints_the_database_password(tmp_path):
     assert "hunter2" not in result.stdout
 
 
+NO_RUNTIME_SETTINGS = "# runtime settings unavailable: "
+VALUES_SHOWN = "# the values below are the environment's and the defaults\n"
+
+
+def config_of(env: dict) -> subprocess.CompletedProcess:
+    result = subprocess.run([str(CLAUDEOPS), "config"], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert f"CLAUDEOPS_STATE_DIR={env['CLAUDEOPS_STATE_DIR']}" in result.stdout.splitlines()
+    assert "CLAUDEOPS_INTERVAL=3600" in result.stdout.splitlines()
+    assert "CLAUDEOPS_MEMORY_BUDGET=2000" in result.stdout.splitlines()   # a plugin's, as the Config page lists it
+    return result
+
+
+def test_config_before_the_service_ever_ran_shows_the_settings_and_says_there_is_no_database_yet(tmp_path):
+    """The first thing to check on a new host: the settings, not a database error."""
+    env = sqlite_env(tmp_path)
+    state = tmp_path / "state"
+    made_by = "starting the service, or `claudeops db upgrade heads`,"
+    assert config_of(env).stderr == (
+        f"{NO_RUNTIME_SETTINGS}there is no database yet at sqlite:///{state}/claudeops.db (the state directory "
+        f"{state} does not exist); {made_by} makes it\n{VALUES_SHOWN}")
+    state.mkdir()
+    (state / "claudeops.db").touch()   # an empty one, as an earlier version's commands left
+    assert config_of(env).stderr == (
+        f"{NO_RUNTIME_SETTINGS}the database sqlite:///{state}/claudeops.db holds no tables yet; {made_by} makes "
+        f"them\n{VALUES_SHOWN}")
+    subprocess.run([str(CLAUDEOPS), "db", "upgrade", "0002_events"], env=env, capture_output=True, check=True,
+                   timeout=60)
+    assert config_of(env).stderr == (
+        f"{NO_RUNTIME_SETTINGS}the database sqlite:///{state}/claudeops.db is not migrated to this version yet; "
+        f"{made_by} migrates it\n{VALUES_SHOWN}")
+
+
+def test_config_with_a_database_it_cannot_use_shows_the_settings_and_names_the_database(tmp_path):
+    from tests.support.service import free_port
+    url = f"postgresql+psycopg://ops:hunter2@127.0.0.1:{free_port()}/claudeops"   # nothing listens there
+    result = config_of(dict(sqlite_env(tmp_path), CLAUDEOPS_DATABASE_URL=url))
+    assert result.stderr.startswith(f"{NO_RUNTIME_SETTINGS}cannot use the database postgresql+psycopg://ops:***@"
+                                    f"127.0.0.1:{url.rsplit(':', 1)[1]}: the database is unavailable ("), result.stderr
+    assert "Connection refused" in result.stderr and result.stderr.endswith(f")\n{VALUES_SHOWN}")
+    assert "hunter2" not in result.stderr + result.stdout
+    damaged = tmp_path / "ops.db"
+    damaged.write_text("not a database: a file overwritten, or the wrong path\n" * 20)
+    result = config_of(dict(sqlite_env(tmp_path), CLAUDEOPS_DATABASE_URL=f"sqlite:///{damaged}"))
+    assert result.stderr == (f"{NO_RUNTIME_SETTINGS}cannot use the database sqlite:///{damaged}: the file is not a "
+                             "SQLite database, or is damaged (file is not a database); `claudeops restore` puts a "
+                             f"backup in its place\n{VALUES_SHOWN}")
+
+
 def test_config_prints_a_runtime_change_as_the_value_in_force(app, monkeypatch):
     from app import runtime
     from app.cli import main
