@@ -10,7 +10,7 @@ from alembic.util import CommandError
 from flask import current_app
 from flask.cli import with_appcontext
 
-from app import logins
+from app import logins, state_dir
 from app.backup import BackupError, backup, database_file, restore
 from app.extensions import db
 from app.retention import human_size
@@ -53,7 +53,9 @@ def restore_command(source: Path):
         # refusal (server down, service running) would send the operator
         # to fix what no restore here would follow.
         database = database_file(db.engine)
-    except BackupError as exc:
+        # A SQLite database, then: made here, into a new state directory too (as on a new host).
+        state_dir.make(app)
+    except (BackupError, state_dir.CannotMake) as exc:
         raise click.ClickException(str(exc)) from None
     lock = RunnerLock(app.config["CLAUDEOPS_STATE_DIR"], app.config["SQLALCHEMY_DATABASE_URI"])
     try:

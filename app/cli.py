@@ -41,7 +41,7 @@ class StartupError(NoAppException):
 
 def _create_app():
     try:
-        # The commands that need the state directory made make it (makes_state).
+        # Made by the commands that start the service or its database (app/state_dir.py).
         return create_app(make_state=False)
     except ConfigError as exc:
         raise StartupError(f"invalid configuration: {exc}") from None
@@ -60,9 +60,8 @@ def makes_state(callback):
         app = click.get_current_context().ensure_object(ScriptInfo).load_app()
         try:
             state_dir.make(app)
-        except OSError as exc:   # a parent not writable, a file in the way
-            raise click.ClickException(f"cannot prepare {exc.filename}: {exc.strerror or exc} "
-                                       "(make it writable or set CLAUDEOPS_STATE_DIR)") from None
+        except state_dir.CannotMake as exc:   # a parent not writable, a file in the way
+            raise click.ClickException(str(exc)) from None
         return callback(*args, **kwargs)
     return with_the_state_made
 
@@ -423,7 +422,7 @@ def _why_no_runtime_settings(exc: Exception) -> str:
 
 
 main.add_command(backup_command)
-main.add_command(_making_the_state(restore_command))   # into a new state directory too, as on a new host
+main.add_command(restore_command)
 
 if __name__ == "__main__":   # python -m app.cli: the command, not a silent import
     main(prog_name="claudeops")

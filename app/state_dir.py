@@ -35,17 +35,37 @@ class NoDatabase(Exception):
         self.url, self.why = url, why
 
 
+class CannotMake(Exception):
+    """The state directory, its results directory or the cookie key cannot
+    be made; the message says which, why, and which setting chooses it."""
+
+
 def make(app: Flask) -> None:
     """Make the state and results directories (the service's user's only:
     they hold the database, the run logs and the cookie key) and the cookie
-    key, if none is set; ``OSError`` if they cannot be."""
-    for key in ("CLAUDEOPS_STATE_DIR", "CLAUDEOPS_RESULTS_DIR"):
-        Path(app.config[key]).mkdir(mode=0o700, parents=True, exist_ok=True)
+    key, if none is set; ``CannotMake`` if they cannot be."""
+    for label, key in (("state directory", "CLAUDEOPS_STATE_DIR"), ("results directory", "CLAUDEOPS_RESULTS_DIR")):
+        _make_dir(label, key, Path(app.config[key]))
     if not app.config.get("SECRET_KEY"):
-        app.config["SECRET_KEY"] = created_once(_secret_key_file(app.config), lambda: secrets.token_hex(32))
+        key_file = _secret_key_file(app.config)
+        try:
+            app.config["SECRET_KEY"] = created_once(key_file, lambda: secrets.token_hex(32))
+        except OSError as exc:   # named by the key, not by the draft created_once writes first
+            raise CannotMake(f"cannot write the cookie key {key_file}: {exc.strerror or exc} (make the state "
+                             "directory writable, or set CLAUDEOPS_SECRET_KEY)") from None
         if "claudeops.redactor" in app.extensions:   # built without the key, which it must redact too
             redaction.init_app(app)
     app.extensions[MADE] = True
+
+
+def _make_dir(label: str, key: str, path: Path) -> None:
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except FileExistsError:   # mkdir's word for a file where the directory should be
+        raise CannotMake(f"the {label} {path} is not a directory (set {key})") from None
+    except OSError as exc:
+        raise CannotMake(f"cannot make the {label} {path}: {exc.strerror or exc} (make its parent writable, "
+                         f"or set {key})") from None
 
 
 def kept_secret_key(config: dict) -> Optional[str]:
@@ -74,8 +94,8 @@ def guard_database(app: Flask, engine: Engine) -> None:
 
 def _missing(app: Flask, database: Path) -> str:
     state_dir = Path(app.config["CLAUDEOPS_STATE_DIR"])
-    if database.parent.resolve() == state_dir.resolve() and not state_dir.exists():
-        return f"the state directory {state_dir} does not exist"
+    if database.parent.resolve() == state_dir.resolve() and not state_dir.is_dir():
+        return f"the state directory {state_dir} {'is not a directory' if state_dir.exists() else 'does not exist'}"
     if not database.parent.exists():
         return f"its directory {database.parent} does not exist"
     return "there is no such file"

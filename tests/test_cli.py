@@ -263,12 +263,38 @@ def test_the_commands_that_start_a_database_make_the_state_directory(tmp_path):
 
 def test_a_state_directory_that_cannot_be_made_is_a_clear_error(tmp_path):
     (tmp_path / "a-file").write_text("")
-    env = dict(sqlite_env(tmp_path), CLAUDEOPS_STATE_DIR=str(tmp_path / "a-file" / "state"))
-    for command in (["db", "upgrade", "heads"], ["run"], ["scheduler"]):
+    state = tmp_path / "a-file" / "state"
+    env = dict(sqlite_env(tmp_path), CLAUDEOPS_STATE_DIR=str(state))
+    for command in (["db", "upgrade", "heads"], ["run"], ["scheduler"], ["restore", str(tmp_path / "a-file")]):
         result = subprocess.run([str(CLAUDEOPS), *command], env=env, capture_output=True, text=True, timeout=60)
         assert result.returncode == 1, command
-        assert (f"Error: cannot prepare {tmp_path / 'a-file' / 'state'}: Not a directory (make it writable or set "
-                "CLAUDEOPS_STATE_DIR)\n") == result.stderr, command
+        assert (f"Error: cannot make the state directory {state}: Not a directory (make its parent writable, or "
+                "set CLAUDEOPS_STATE_DIR)\n") == result.stderr, command
+
+
+def test_a_state_directory_that_is_a_file_is_named_so(tmp_path):
+    state = tmp_path / "state"
+    state.write_text("")   # a file where the directory should be: a mistyped path, say
+    env = sqlite_env(tmp_path)
+    made = subprocess.run([str(CLAUDEOPS), "db", "upgrade", "heads"], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert (made.returncode, made.stderr) == (
+        1, f"Error: the state directory {state} is not a directory (set CLAUDEOPS_STATE_DIR)\n")
+    listed = subprocess.run([str(CLAUDEOPS), "memories", "list"], env=env, capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 1
+    assert (f"Error: there is no Claude Ops database at sqlite:///{state}/claudeops.db: the state directory {state} "
+            "is not a directory. ") in listed.stderr, listed.stderr
+
+
+def test_restore_on_postgresql_makes_no_state_directory(tmp_path):
+    """It refuses, changing nothing: a state directory made for it included."""
+    state = tmp_path / "state"
+    env = dict(sqlite_env(tmp_path), CLAUDEOPS_DATABASE_URL="postgresql+psycopg://ops:hunter2@db.local/claudeops")
+    (tmp_path / "copy.db").write_text("")
+    result = subprocess.run([str(CLAUDEOPS), "restore", str(tmp_path / "copy.db")], env=env, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 1 and "the database is postgresql, not SQLite" in result.stderr, result.stderr
+    assert not state.exists()
 
 
 def test_a_database_file_that_is_not_a_database_is_a_clear_error_for_every_command(tmp_path):
