@@ -52,6 +52,27 @@ def test_malformed_markers_are_not_events(text):
     assert parse_event_markers(text) == []
 
 
+@pytest.mark.parametrize("text", [
+    "[EVENT:critical:db:5432] Down", "[EVENT:warning:my service] Slow", "[EVENT:critical:db@nas] Down",
+    "[EVENT:] nothing",
+])
+def test_malformed_markers_are_reported_not_dropped_silently(text):
+    """A critical event the agent wrote with a port in its service is lost:
+    the operator must at least be told, as for memory and cooldown markers."""
+    warned = []
+    assert parse_event_markers(text, lambda kind, message: warned.append(message)) == []
+    assert warned == [f"ignoring malformed event marker {text.split(']')[0] + ']'!r} "
+                      "(a service is letters, digits, _, -, . and /)"]
+
+
+def test_a_malformed_marker_does_not_hide_the_next_one():
+    warned = []
+    text = "[EVENT:critical:db:5432] Down [EVENT:info:web] Up"
+    assert parse_event_markers(text, lambda kind, message: warned.append(message)) == [
+        EventMarker("info", "web", "Up")]
+    assert len(warned) == 1
+
+
 def test_long_message_is_truncated():
     (marker,) = parse_event_markers("[EVENT:info] " + "x" * 5000)
     assert len(marker.message) == 2000

@@ -33,6 +33,9 @@ MARKER_TAGS = ("[EVENT:",)
 EVENT_MARKER = re.compile(
     r"\[EVENT:(?P<level>[A-Za-z]+)(?::(?P<service>[A-Za-z0-9_.\-/]+))?\][ \t]*"
     r"(?P<message>(?:(?!\[[A-Z]+:)[^\n])*)")
+# Anything shaped like an event marker, so that one the agent wrote wrong (a
+# service with a port or a space in it) is reported instead of silently dropped.
+ANY_EVENT_MARKER = re.compile(r"\[EVENT:[^\]\n]*\]")
 
 
 @dataclass(frozen=True)
@@ -48,10 +51,16 @@ def normalise_level(raw: str) -> Optional[str]:
 
 def parse_event_markers(text: str, warn: Optional[Warn] = None) -> list[EventMarker]:
     """Every well-formed event marker in ``text``, in order. A marker with an
-    unknown level or no message is skipped and told to ``warn`` (the log by default)."""
+    unknown level, a service it cannot read or no message is skipped and
+    told to ``warn`` (the log by default)."""
     warn = warn or log_warning(log)
     markers = []
-    for match in EVENT_MARKER.finditer(text):
+    for candidate in ANY_EVENT_MARKER.finditer(text):
+        match = EVENT_MARKER.match(text, candidate.start())
+        if match is None:
+            warn("malformed event marker", f"ignoring malformed event marker {candidate.group(0)[:120]!r} "
+                                           "(a service is letters, digits, _, -, . and /)")
+            continue
         level = normalise_level(match["level"])
         message = match["message"].strip()
         if level is None:
