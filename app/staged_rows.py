@@ -30,6 +30,10 @@ from app.bulk_insert import BulkInsert
 from app.extensions import db
 
 STAGED = "claudeops.staged_rows"
+# Set once staged rows were written in the transaction, until it commits: a
+# transaction that ends without its commit takes them back from the
+# database, and what was worked out of them must go too.
+WRITTEN = "claudeops.staged_rows.written"
 # Keys of the session's ``info`` that hold something worked out from the
 # staged rows (a count, say): dropped with them.
 _derived: set[str] = set()
@@ -82,6 +86,7 @@ def write(session: Session) -> None:
     rows = session.info.pop(STAGED, None)
     if not rows:
         return
+    session.info[WRITTEN] = True
     by_insert: dict[BulkInsert, list[dict]] = {}
     for insert, row in rows:
         by_insert.setdefault(insert, []).append(row)
@@ -109,10 +114,19 @@ def _write_before_commit(session: Session) -> None:
     write(session)
 
 
+@event.listens_for(Session, "after_commit")
+def _written_for_good(session: Session) -> None:
+    # Also told of a savepoint's release, which the transaction may still take back.
+    if not session.in_nested_transaction():
+        session.info.pop(WRITTEN, None)
+
+
 @event.listens_for(Session, "after_transaction_end")
 def _forget_with_the_transaction(session: Session, transaction) -> None:
     """A savepoint's end keeps them; the transaction's, without a commit
-    (which wrote them), drops them."""
+    (which wrote them), drops them, and takes back those written in it
+    before the commit failed (or before the batch was given up)."""
     if transaction.parent is None and not transaction.nested:
-        if session.info.pop(STAGED, None):
+        staged = session.info.pop(STAGED, None)
+        if session.info.pop(WRITTEN, None) or staged:
             _forget_derived(session)

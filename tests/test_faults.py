@@ -33,6 +33,7 @@ from app.extensions import db
 from app.hookspecs import hookimpl
 from app.models import Session, SessionActivity
 from app.plugin_types import PromptSection
+from app.runtime import change
 from app.sessions import control
 from app.sessions.manager import run_session
 from app.sessions.scheduler import SessionScheduler
@@ -619,6 +620,46 @@ def test_a_batch_the_server_committed_as_it_went_away_is_not_written_again(tmp_p
         db.session.remove()
     assert "the database is back, and had committed the last batch" in caplog.text
     assert "are read again" in caplog.text
+
+
+class GoneBeforeItCommits:
+    """The connection lost as the batch holding "three" is committed, the
+    COMMIT not carried out: its rows were written in the transaction, which
+    the server took with it."""
+
+    armed = sprung = False
+
+    @hookimpl
+    def claudeops_markers(self, text, run):
+        if "] three" in text:
+            self.armed = True
+        return None
+
+    def wrap(self, do_commit):
+        def fail_then_commit(dbapi_connection):
+            if self.armed and not self.sprung:
+                self.sprung = True
+                raise server_gone_away()
+            do_commit(dbapi_connection)
+        return fail_then_commit
+
+
+def test_a_batch_lost_at_its_commit_is_read_again_within_the_event_limit(tmp_path, fake_cli, monkeypatch):
+    """The batch's events, written and then lost with the transaction, do
+    not count towards the session's limit when the batch is read again:
+    counted twice, they would leave no room for themselves."""
+    trap = GoneBeforeItCommits()
+    app = make_app(tmp_path, plugins=[trap])
+    fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:web] one"), sl.text("[EVENT:info:web] two"),
+                      sl.text("[EVENT:info:web] three"), sl.result()))
+    with app.app_context():
+        change({"CLAUDEOPS_EVENTS_MAX_PER_SESSION": 3})
+        monkeypatch.setattr(db.engine.dialect, "do_commit", trap.wrap(db.engine.dialect.do_commit))
+        session = run_session(control.claim(control.enqueue().id))
+        assert trap.sprung
+        assert session.status == "completed", session.status_reason
+        assert events_of(session.id) == ["one", "two", "three"]
+        db.session.remove()
 
 
 def test_a_database_server_gone_for_longer_than_a_session_waits_fails_it_clearly(tmp_path, fake_cli, cli_pid_file,

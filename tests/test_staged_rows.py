@@ -97,3 +97,28 @@ def test_rows_kept_through_a_rollback_still_go_with_the_next_one(app):
     db.session.rollback()   # nothing read or written in between
     db.session.commit()
     assert stored_messages() == []
+
+
+def test_rows_written_before_the_commit_take_what_was_worked_out_of_them_if_it_never_comes(app):
+    """Written early (a plugin's flush writes its batch before the commit),
+    then lost with a transaction that ends without its commit (the server
+    went away at the COMMIT): a count of them kept would count rows the
+    database does not hold."""
+    staged_rows.derived("test.derived")
+    staged_rows.stage(insert_events, events("written, then lost"))
+    staged_rows.write(db.session())
+    db.session.info["test.derived"] = 1
+    db.session.begin_nested().commit()   # a savepoint released: not yet for good
+    assert db.session.info["test.derived"] == 1
+    db.session.rollback()
+    assert "test.derived" not in db.session.info and stored_messages() == []
+
+
+def test_what_was_worked_out_of_rows_committed_is_kept(app):
+    staged_rows.derived("test.derived")
+    staged_rows.stage(insert_events, events("committed"))
+    staged_rows.write(db.session())
+    db.session.info["test.derived"] = 1
+    db.session.commit()
+    db.session.rollback()   # the next transaction's end takes nothing of the last one's
+    assert db.session.info["test.derived"] == 1 and stored_messages() == ["committed"]
