@@ -164,6 +164,16 @@ def test_events_filters_and_order(client):
     assert [e["message"] for e in paged["events"]] == ["disk"] and paged["total"] == 4
 
 
+def test_events_service_filter_takes_a_name_as_the_page_does(client):
+    """Pasted with a space, in any case: the Events page finds the events, so the API does too."""
+    add_events(("warning", "postgres", "slow"), ("info", "web", "up"))
+    for service in ("postgres", " Postgres ", "POSTGRES\t"):
+        assert [e["message"] for e in client.get("/api/v1/events", query_string={"service": service})
+                .get_json()["events"]] == ["slow"], service
+        page = client.get("/events", query_string={"service": service}).get_data(as_text=True)
+        assert "slow" in page and ">up<" not in page, service
+
+
 def test_events_unknown_level_is_400(client):
     response = client.get("/api/v1/events?level=purple")
     assert response.status_code == 400 and "level must be one of info, warning, critical" in response.get_json()["error"]

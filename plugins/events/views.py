@@ -22,12 +22,18 @@ api = Blueprint("events_api", __name__)
 PAGE_SIZE = 100
 
 
+def _service_arg() -> str | None:
+    """The ``service`` filter as the page and the API both take it: kept in
+    lower case (markers.py), and without the spaces a pasted name brings."""
+    return request.args.get("service", "").strip().lower() or None
+
+
 def _filtered(level: str | None, service: str | None):
     query = select(Event)
     if level:
         query = query.where(Event.level == level)
     if service:
-        query = query.where(Event.service == service.lower())   # kept in lower case (markers.py)
+        query = query.where(Event.service == service)
     return query
 
 
@@ -37,7 +43,7 @@ def index():
     level = normalise_level(raw_level) or None
     if raw_level and level is None:
         ignore(f"the level {raw_level[:40]!r}, none of {', '.join(LEVELS)}: every level is shown")
-    service = request.args.get("service", "").strip().lower() or None
+    service = _service_arg()
     query = _filtered(level, service)
     shown = newest_first(query, Event.id, PAGE_SIZE)
     services = distinct_values(Event.service)
@@ -55,8 +61,7 @@ def list_events():
         level = normalise_level(raw_level)
         if level is None:
             raise ApiError(f"level must be one of {', '.join(LEVELS)}, not {raw_level!r}")
-    service = request.args.get("service") or None
-    query = _filtered(level, service)
+    query = _filtered(level, _service_arg())
     total = count_up_to(query)
     rows = db.session.scalars(query.order_by(Event.id.desc()).limit(limit).offset(offset)).all()
     return page([e.to_dict() for e in rows], total, limit, offset, key="events")
