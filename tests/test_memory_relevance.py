@@ -18,6 +18,7 @@ from app.sessions import control
 from app.sessions.manager import run_session
 from app.timeutil import utcnow
 from plugins.events.models import Event
+from plugins.events.relevance import services_in_trouble
 from plugins.memory import claudeops_prompt_context
 from plugins.memory.context import SHORTEST_LINE, build_memory_context
 from plugins.memory.models import MemoryInjection
@@ -217,6 +218,19 @@ def test_an_escalated_session_gets_the_services_of_its_chain_first(app, fake_cli
     # The memory's page says why it was given first.
     page = client.get(f"/memories/{postgres.id}").get_data(as_text=True)
     assert f"session #{child.id}" in page and "put first: critical event from tier 1 of the escalation" in page
+
+
+def test_an_escalations_worst_event_is_told_with_the_tier_that_reported_it(app):
+    """Tier 1 saw postgres slow, tier 2 found it down: tier 3 is told of
+    the critical event from tier 2, not of one from tier 1 there never was."""
+    tier1 = new_run()
+    tier2 = new_run(escalated_from=tier1)
+    tier3 = new_run(escalated_from=tier2)
+    for run, level in ((tier1, "warning"), (tier2, "critical")):
+        db.session.add(Event(level=level, service="postgres", message=level, session_id=run.session_id,
+                             tier=run.tier, created_at=utcnow() - timedelta(days=3)))
+    db.session.commit()
+    assert services_in_trouble(tier3, utcnow()) == {"postgres": "critical event from tier 2 of the escalation"}
 
 
 # --- bounded --------------------------------------------------------------------------

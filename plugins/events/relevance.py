@@ -34,10 +34,7 @@ def services_in_trouble(run: RunInfo, since: datetime) -> dict[str, str]:
     found: dict[str, str] = {}
     chain = _earlier_sessions(run.parent_session_id)
     if chain:
-        for service, level, tier in db.session.execute(
-                select(Event.service, func.min(Event.level), func.min(Event.tier))
-                .where(Event.session_id.in_(chain), Event.level.in_(TROUBLE), Event.service.is_not(None))
-                .group_by(Event.service).order_by(func.min(Event.id)).limit(MAX_SERVICES)):
+        for service, (level, tier) in _worst_in_chain(chain).items():
             found.setdefault(service, f"{level} event from tier {tier} of the escalation")
     now = utcnow()
     # Each service's levels and when each was last seen, the services most
@@ -54,6 +51,25 @@ def services_in_trouble(run: RunInfo, since: datetime) -> dict[str, str]:
         hours = int((now - levels[level]).total_seconds() // 3600)
         found.setdefault(service, f"{level} event {hours} h ago" if hours > 0 else f"{level} event within the hour")
     return found
+
+
+def _worst_in_chain(chain: list[int]) -> dict[str, tuple[str, int]]:
+    """Each service the chain reported in trouble, in the order it first
+    did: its worst level, and the first tier that reported that level (the
+    tier of a milder event would name one that saw no such thing)."""
+    worst: dict[str, tuple[str, int, int]] = {}   # service: level, tier, first event in trouble
+    for service, level, tier, first in db.session.execute(
+            select(Event.service, Event.level, func.min(Event.tier), func.min(Event.id))
+            .where(Event.session_id.in_(chain), Event.level.in_(TROUBLE), Event.service.is_not(None))
+            .group_by(Event.service, Event.level)):
+        known = worst.get(service)
+        if known is None:
+            worst[service] = (level, tier, first)
+        else:
+            worse = min((level, tier), known[:2])   # "critical" sorts before "warning"
+            worst[service] = (*worse, min(first, known[2]))
+    ordered = sorted(worst.items(), key=lambda item: item[1][2])[:MAX_SERVICES]
+    return {service: (level, tier) for service, (level, tier, _) in ordered}
 
 
 def trouble_in_window(since: datetime):
