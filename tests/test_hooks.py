@@ -799,6 +799,17 @@ def test_hook_claudeops_notice_becomes_an_event(app, client):
         "warning", "nas", "Backups are late", None)
 
 
+def test_a_notices_service_is_cut_to_the_column_after_it_is_lowered(app, client):
+    """A plugin names services as it likes: one whose lower case is longer
+    ("İ" lowers to two characters) still fits the column, which PostgreSQL
+    enforces, refusing the whole batch with it."""
+    app.extensions["claudeops.plugins"].hook.claudeops_notice(
+        level="info", message="odd name", service="İ" * 100, run=None)
+    db.session.commit()
+    (event,) = client.get("/api/v1/events").get_json()["events"]
+    assert event["service"] == "İ".lower() * 50 and len(event["service"]) == 100
+
+
 # --- claudeops_migration_dirs -----------------------------------------------------
 
 WIDGET_REVISION = '''

@@ -106,7 +106,8 @@ def claudeops_notice(level, message, service, run):
         "session_id": run.session_id if run else None, "tier": run.tier if run else None,
         "level": level if level in ("info", "warning", "critical") else "info",
         "service": service or None, "message": message, "created_at": utcnow()})
-    row["service"] = row["service"][:MAX_SERVICE_CHARS].lower() if row["service"] else None
+    # Lowered, then cut: a lower case may be longer ("İ" is two characters in it).
+    row["service"] = row["service"].lower()[:MAX_SERVICE_CHARS] if row["service"] else None
     row["message"] = row["message"][:2000]
     staging.stage([row])
 
