@@ -122,7 +122,7 @@ def openapi_paths() -> OpenApiPaths:
             "get": {"summary": "The effective configuration (secrets masked)", "tags": ["service"],
                     "operationId": "getConfig", "responses": {"200": response("every setting", CONFIG)}},
             "put": {"summary": "Change runtime settings", "tags": ["service"], "operationId": "changeConfig",
-                    "description": "All or nothing; in force in every process at once and after a restart. "
+                    "description": "All or nothing; in force in every process within a second, and after a restart. "
                                    "null removes a change, so the environment's value holds again.",
                     "requestBody": json_body(config_change()),
                     "responses": {"200": response("every setting, after the change", CONFIG),
