@@ -164,6 +164,28 @@ def test_events_filters_and_order(client):
     assert [e["message"] for e in paged["events"]] == ["disk"] and paged["total"] == 4
 
 
+def test_events_page_by_id_skipping_and_repeating_none_while_events_arrive(client):
+    add_events(*[("info", "web", f"event {n}") for n in range(1, 6)])
+    ids = [e["id"] for e in client.get("/api/v1/events").get_json()["events"]]   # 5, 4, ... 1
+    first = client.get("/api/v1/events?limit=2").get_json()
+    add_events(("critical", "nas", "arrived meanwhile"))
+    # By offset, the next page would repeat "event 4"; by id it goes on from the last one seen.
+    back = client.get(f"/api/v1/events?limit=2&before={first['events'][-1]['id']}").get_json()
+    assert [e["message"] for e in first["events"] + back["events"]] == [f"event {n}" for n in (5, 4, 3, 2)]
+    assert back["total"] == 3
+    # What arrived since the newest seen, the oldest of it first to be read: just newer than the id.
+    since = client.get(f"/api/v1/events?limit=1&after={ids[2]}").get_json()
+    assert [e["message"] for e in since["events"]] == ["event 4"] and since["total"] == 3
+    newest = client.get(f"/api/v1/events?after={ids[0]}").get_json()
+    assert [e["message"] for e in newest["events"]] == ["arrived meanwhile"]
+    assert client.get("/api/v1/events?after=2147483647").get_json()["events"] == []
+    for bad, said in (("before=1&after=1", "give before or after, not both"),
+                      ("before=x", "before must be a whole number, not 'x'"), ("after=-1", "after must be at least 0"),
+                      ("before=99999999999", "before must be at most")):
+        answer = client.get(f"/api/v1/events?{bad}")
+        assert answer.status_code == 400 and said in answer.get_json()["error"], bad
+
+
 def test_events_service_filter_takes_a_name_as_the_page_does(client):
     """Pasted with a space, in any case: the Events page finds the events, so the API does too."""
     add_events(("warning", "postgres", "slow"), ("info", "web", "up"))

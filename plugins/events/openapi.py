@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from app.plugin_types import OpenApiPaths
+from app.web.apiutil import MAX_ID
 from app.web.apidoc import PAGINATION, TIMESTAMP, choice, error, integer, nullable, obj, page_of, query, ref, \
     response, text
 from plugins.events.markers import LEVEL_ALIASES, LEVELS
@@ -23,7 +24,15 @@ def openapi_paths() -> OpenApiPaths:
             "summary": "Events, newest first", "tags": ["events"], "operationId": "listEvents",
             "parameters": [
                 choice("level", LEVEL_ALIASES, "one level, by any of its names (warn for warning, …)"),
-                query("service", text(), "one service (compared in lower case)"), *PAGINATION],
-            "responses": {"200": response("a page of events", page_of("events", ref("Event"))),
-                          "400": error("level, limit or offset is invalid")}}},
+                query("service", text(), "one service (compared in lower case)"),
+                query("before", integer(0, MAX_ID), "only events older than this id (to walk back from the "
+                                                    "last one seen); not with after"),
+                query("after", integer(0, MAX_ID), "only events newer than this id: the `limit` just newer "
+                                                   "(to read what arrived since the newest one seen, paging on "
+                                                   "with the newest of each answer); not with before"),
+                *PAGINATION],
+            "responses": {"200": response("a page of events, newest first; `total` counts what the filters, "
+                                          "before and after select", page_of("events", ref("Event"))),
+                          "400": error("level, before, after, limit or offset is invalid, or both before and "
+                                       "after are given")}}},
     })

@@ -8,7 +8,7 @@ from sqlalchemy import select
 
 from app.extensions import db
 from app.listing import count_up_to, distinct_values
-from app.web.apiutil import ApiError, page, pagination
+from app.web.apiutil import MAX_ID, ApiError, int_arg, page, pagination
 from app.web.filter_options import choices_state
 from app.web.htmx import render_page
 from app.web.ignored_args import ignore
@@ -61,7 +61,28 @@ def list_events():
         level = normalise_level(raw_level)
         if level is None:
             raise ApiError(f"level must be one of {', '.join(LEVELS)}, not {raw_level!r}")
-    query = _filtered(level, _service_arg())
+    query, just_after = _by_id(_filtered(level, _service_arg()))
     total = count_up_to(query)
-    rows = db.session.scalars(query.order_by(Event.id.desc()).limit(limit).offset(offset)).all()
+    if just_after:
+        # The rows just newer than ``after``, read upwards, given newest first as every page is.
+        rows = db.session.scalars(query.order_by(Event.id.asc()).limit(limit).offset(offset)).all()[::-1]
+    else:
+        rows = db.session.scalars(query.order_by(Event.id.desc()).limit(limit).offset(offset)).all()
     return page([e.to_dict() for e in rows], total, limit, offset, key="events")
+
+
+def _by_id(query):
+    """``query`` narrowed by ``before`` (older than that id) or ``after``
+    (newer), and whether it is ``after``. Paged by id, a client walking back
+    through the events, or reading those that arrived since the last it
+    saw, skips none and repeats none while new ones arrive, as paging by
+    offset would (each new event moves every older one a place down)."""
+    before = int_arg("before", None, 0, MAX_ID)
+    after = int_arg("after", None, 0, MAX_ID)
+    if before is not None and after is not None:
+        raise ApiError("give before or after, not both")
+    if before is not None:
+        return query.where(Event.id < before), False
+    if after is not None:
+        return query.where(Event.id > after), True
+    return query, False
