@@ -192,6 +192,35 @@ def test_a_missing_run_log_is_a_warning_and_a_file_outside_the_results_dir_is_ne
     assert db.session.get(Session, missing.id).log_path is None
 
 
+def test_a_run_log_that_cannot_be_removed_is_tried_again_at_the_next_pruning(app, fake_cli, run_session_now,
+                                                                            monkeypatch, caplog):
+    """Another user's file, say: it is said, and tried again (and said again)
+    until it goes, rather than the session marked pruned and the space it
+    holds never freed."""
+    fake_cli(SCRIPT)
+    session = ran_days_ago(run_session_now, 100)
+    run_log = run_logs(session)[0]
+    real_unlink = Path.unlink
+
+    def refused(path, *args, **kwargs):
+        if path == run_log:
+            raise PermissionError(1, "Operation not permitted")
+        return real_unlink(path, *args, **kwargs)
+    monkeypatch.setattr(Path, "unlink", refused)
+    with caplog.at_level(logging.WARNING, logger="app.sessions.log_pruning"):
+        first = retention.prune()
+    assert f"cannot remove {run_log} (Operation not permitted); it is tried again" in caplog.text
+    assert first.counts["sessions' logs"] == 0 and first.counts["run log files"] == 1   # the stderr log
+    db.session.expire_all()
+    assert db.session.get(Session, session.id).logs_removed_at is None and activity_count(session.id) == 0
+    monkeypatch.undo()
+    second = retention.prune()
+    assert second.counts["sessions' logs"] == 1 and second.counts["run log files"] == 1 and not run_log.exists()
+    db.session.expire_all()
+    pruned = db.session.get(Session, session.id)
+    assert pruned.logs_removed_at is not None and pruned.log_path is None
+
+
 def test_a_link_outside_the_results_dir_to_a_file_inside_is_never_deleted(app, fake_cli, run_session_now,
                                                                           tmp_path):
     fake_cli(SCRIPT)

@@ -83,7 +83,7 @@ def prune_session_logs(now: datetime, dry_run: bool, batch_size: int) -> LogPrun
         done.activity_entries += delete_in_batches(SessionActivity, of_these, batch_size)
         if stopping():   # some rows may be left: these sessions are not marked, and are finished next time
             break
-        files_kept = set()
+        files_kept, tried_again = set(), set()
         for session_id, log_path in chunk:
             paths, stays = _run_log_files(session_id, log_path, results_dir)
             if stays:
@@ -93,14 +93,18 @@ def prune_session_logs(now: datetime, dry_run: bool, batch_size: int) -> LogPrun
                 if _remove(session_id, path):
                     done.files, done.bytes = done.files + 1, done.bytes + size
                 else:
-                    files_kept.add(session_id)
+                    tried_again.add(session_id)
         # The header offers a run log path only while a file of it is left.
-        gone = [session_id for session_id in ids if session_id not in files_kept]
+        # A file that could not be removed (another user's, say) is tried
+        # again at the next pruning, and said again, until it goes: marked,
+        # the space it holds would never be freed.
+        gone = [session_id for session_id in ids if session_id not in files_kept | tried_again]
         db.session.execute(update(Session).where(Session.id.in_(gone)).values(logs_removed_at=now, log_path=None))
-        if files_kept:
-            db.session.execute(update(Session).where(Session.id.in_(files_kept)).values(logs_removed_at=now))
+        if files_kept - tried_again:
+            db.session.execute(update(Session).where(Session.id.in_(files_kept - tried_again))
+                               .values(logs_removed_at=now))
         db.session.commit()
-        done.sessions += len(chunk)
+        done.sessions += len(chunk) - len(tried_again)
     return done
 
 
@@ -162,7 +166,7 @@ def _remove(session_id: int, path: Path) -> bool:
     except FileNotFoundError:
         return True
     except OSError as exc:
-        log.warning("retention: session %s: cannot remove %s (%s); it is kept", session_id, path,
-                    exc.strerror or exc)
+        log.warning("retention: session %s: cannot remove %s (%s); it is tried again at the next pruning",
+                    session_id, path, exc.strerror or exc)
         return False
     return True
