@@ -73,6 +73,13 @@ def test_a_malformed_marker_does_not_hide_the_next_one():
     assert len(warned) == 1
 
 
+def test_a_marker_left_without_its_bracket_does_not_take_the_next_one_with_it():
+    """Read up to the first "]", a marker the agent did not close would run
+    into the next one and drop it, a well-formed critical event included."""
+    text = "[EVENT:warning:db on port 5432 is slow [EVENT:critical:web] Site down"
+    assert parse_event_markers(text) == [EventMarker("critical", "web", "Site down")]
+
+
 def test_long_message_is_truncated():
     (marker,) = parse_event_markers("[EVENT:info] " + "x" * 5000)
     assert len(marker.message) == 2000

@@ -35,7 +35,9 @@ EVENT_MARKER = re.compile(
     r"(?P<message>(?:(?!\[[A-Z]+:)[^\n])*)")
 # Anything shaped like an event marker, so that one the agent wrote wrong (a
 # service with a port or a space in it) is reported instead of silently dropped.
-ANY_EVENT_MARKER = re.compile(r"\[EVENT:[^\]\n]*\]")
+# It ends where a message does, at the next marker: one left without its "]"
+# must not take in the next marker, a well-formed one, and lose it with itself.
+ANY_EVENT_MARKER = re.compile(r"\[EVENT:(?:(?!\[[A-Z]+:)[^\]\n])*\]")
 
 
 @dataclass(frozen=True)
