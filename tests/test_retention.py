@@ -212,13 +212,38 @@ def test_a_run_log_that_cannot_be_removed_is_tried_again_at_the_next_pruning(app
     assert f"cannot remove {run_log} (Operation not permitted); it is tried again" in caplog.text
     assert first.counts["sessions' logs"] == 0 and first.counts["run log files"] == 1   # the stderr log
     db.session.expire_all()
-    assert db.session.get(Session, session.id).logs_removed_at is None and activity_count(session.id) == 0
+    assert db.session.get(Session, session.id).logs_removed_at is None
     monkeypatch.undo()
     second = retention.prune()
     assert second.counts["sessions' logs"] == 1 and second.counts["run log files"] == 1 and not run_log.exists()
     db.session.expire_all()
     pruned = db.session.get(Session, session.id)
     assert pruned.logs_removed_at is not None and pruned.log_path is None
+
+
+def test_a_session_whose_run_log_cannot_be_removed_yet_keeps_its_activity_log(app, client, fake_cli,
+                                                                              run_session_now, monkeypatch):
+    """Not marked pruned until its run log goes, its page cannot say the
+    activity log was removed: emptied meanwhile, it would be shown empty,
+    unexplained, for as long as the file stays."""
+    fake_cli(SCRIPT)
+    session = ran_days_ago(run_session_now, 100)
+    kept = activity_count(session.id)
+    run_log = run_logs(session)[0]
+    real_unlink = Path.unlink
+
+    def refused(path, *args, **kwargs):
+        if path == run_log:
+            raise PermissionError(1, "Operation not permitted")
+        return real_unlink(path, *args, **kwargs)
+    monkeypatch.setattr(Path, "unlink", refused)
+    assert retention.prune().counts.get("activity entries", 0) == 0
+    assert activity_count(session.id) == kept
+    page = client.get(f"/sessions/{session.id}").get_data(as_text=True)
+    assert "df -h" in page and "activity-removed" not in page
+    monkeypatch.undo()
+    assert retention.prune().counts["activity entries"] == kept and activity_count(session.id) == 0
+    assert "activity-removed" in client.get(f"/sessions/{session.id}").get_data(as_text=True)
 
 
 def test_a_link_outside_the_results_dir_to_a_file_inside_is_never_deleted(app, fake_cli, run_session_now,

@@ -72,16 +72,14 @@ def prune_session_logs(now: datetime, dry_run: bool, batch_size: int) -> LogPrun
     for start in range(0, len(old), SESSIONS_PER_ROUND):
         chunk = old[start:start + SESSIONS_PER_ROUND]
         ids = [session_id for session_id, _ in chunk]
-        of_these = [SessionActivity.session_id.in_(ids)]
         if dry_run:
             done.sessions += len(chunk)
-            done.activity_entries += count_rows(SessionActivity, of_these)
+            done.activity_entries += count_rows(SessionActivity, [SessionActivity.session_id.in_(ids)])
             for session_id, log_path in chunk:
                 for path in _run_log_files(session_id, log_path, results_dir)[0]:
                     done.files, done.bytes = done.files + 1, done.bytes + _size(session_id, path)
             continue
-        done.activity_entries += delete_in_batches(SessionActivity, of_these, batch_size)
-        if stopping():   # some rows may be left: these sessions are not marked, and are finished next time
+        if stopping():   # nothing of these sessions touched yet: they are pruned next time
             break
         files_kept, tried_again = set(), set()
         for session_id, log_path in chunk:
@@ -94,15 +92,23 @@ def prune_session_logs(now: datetime, dry_run: bool, batch_size: int) -> LogPrun
                     done.files, done.bytes = done.files + 1, done.bytes + size
                 else:
                     tried_again.add(session_id)
-        # The header offers a run log path only while a file of it is left.
+        # The header offers a run log path only while a file of it is left:
+        # cleared at once, so that a shutdown before these sessions are
+        # marked leaves no path to a file already gone.
+        gone = [session_id for session_id in ids if session_id not in files_kept | tried_again]
+        db.session.execute(update(Session).where(Session.id.in_(gone)).values(log_path=None))
+        db.session.commit()
         # A file that could not be removed (another user's, say) is tried
         # again at the next pruning, and said again, until it goes: marked,
-        # the space it holds would never be freed.
-        gone = [session_id for session_id in ids if session_id not in files_kept | tried_again]
-        db.session.execute(update(Session).where(Session.id.in_(gone)).values(logs_removed_at=now, log_path=None))
-        if files_kept - tried_again:
-            db.session.execute(update(Session).where(Session.id.in_(files_kept - tried_again))
-                               .values(logs_removed_at=now))
+        # the space it holds would never be freed. Until then its session
+        # keeps its activity log too: unmarked, its page could not say
+        # where an emptied one went.
+        pruned = [session_id for session_id in ids if session_id not in tried_again]
+        done.activity_entries += delete_in_batches(SessionActivity, [SessionActivity.session_id.in_(pruned)],
+                                                   batch_size)
+        if stopping():   # some rows may be left: these sessions are not marked, and are finished next time
+            break
+        db.session.execute(update(Session).where(Session.id.in_(pruned)).values(logs_removed_at=now))
         db.session.commit()
         done.sessions += len(chunk) - len(tried_again)
     return done
