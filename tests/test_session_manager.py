@@ -255,6 +255,19 @@ def test_a_secret_where_a_skipped_lines_preview_is_cut_is_redacted_whole(app, mo
     assert db.session.scalar(select(Event.message)) == "still read"
 
 
+def test_a_skipped_line_shorter_than_its_preview_is_shown_whole_without_an_ellipsis(app):
+    """Measured in characters, as the preview is cut: a line of accented
+    letters has twice as many bytes, and nothing of it was left out."""
+    line = "é" * (PREVIEW_CHARS - 50) + " is no JSON"
+    assert len(line.encode()) > PREVIEW_CHARS >= len(line)
+    handler = stream_handler()
+    handler.handle_line(line.encode())
+    handler.close()
+    db.session.commit()
+    [warning] = db.session.scalars(select(SessionActivity.body).where(SessionActivity.kind == "warning")).all()
+    assert warning.endswith(f": {line}"), warning
+
+
 def test_orphaned_stdout_does_not_hang_the_session(app, fake_cli, run_session_now, orphan_pid_file):
     fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:web] up")) + [{"orphan": 60}] + sl.steps(sl.result("up")))
     started = time.monotonic()

@@ -178,7 +178,9 @@ class StreamHandler:
         cut: a secret standing where the cut falls is found whole, not
         stored in part. As much past the cut is read as for any body."""
         text = self.redactor.redact(line[:PREVIEW_CHARS + MAX_ACTIVITY_BODY].decode("utf-8", "replace"))
-        return text if len(text) <= PREVIEW_CHARS and len(line) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "…"
+        # Whether it was cut is told by the characters shown, not by the
+        # line's bytes: a line of 150 accented letters is 300 bytes, and whole.
+        return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "…"
 
     def _commit_if_due(self) -> None:
         if (len(self._batch) >= COMMIT_EVERY_LINES or self._chars_since_commit >= COMMIT_EVERY_CHARS
