@@ -2,6 +2,7 @@
 end of a run, no overlap, no pile-up, Run now, crash recovery, shutdown."""
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import time
@@ -259,8 +260,6 @@ def test_the_schedule_is_not_armed_twice_while_its_job_is_firing(app, caplog):
     runs it. The worker, looking meanwhile, must not arm a second job: that
     one would be due at once and skipped, with a warning in the log
     ("maximum number of running instances reached")."""
-    import logging
-
     from app.sessions.scheduler import SCHEDULED_JOB_ID
     app.config["CLAUDEOPS_INTERVAL"] = 1
     instance = SessionScheduler(app)
@@ -352,8 +351,6 @@ def test_once_the_schedule_has_fired_its_time_is_no_longer_published_as_the_next
 
 
 def test_a_heartbeat_the_database_refuses_is_one_line_in_the_log_and_the_next_tries_again(app, monkeypatch, caplog):
-    import logging
-
     instance = SessionScheduler(app)
     monkeypatch.setattr(instance, "verify_lock", lambda: True)
 
@@ -377,8 +374,6 @@ def test_a_heartbeat_the_database_refuses_is_one_line_in_the_log_and_the_next_tr
 def test_a_database_that_refuses_the_worker_is_one_line_in_the_log_not_a_traceback(app, monkeypatch, caplog):
     """A database server restarted or down: the worker retries every second,
     each time one line saying why, not a traceback a second."""
-    import logging
-
     instance = SessionScheduler(app)
     attempts = []
 
@@ -402,7 +397,6 @@ def test_a_database_that_refuses_the_worker_is_one_line_in_the_log_not_a_traceba
 
 
 def test_a_mistake_in_the_worker_keeps_its_traceback(app, monkeypatch, caplog):
-    import logging
     instance = SessionScheduler(app)
 
     def broken():
@@ -465,3 +459,23 @@ def test_a_scheduled_run_the_database_refused_to_queue_is_armed_again_at_once(ap
         assert instance.next_scheduled_run() <= utcnow() + timedelta(seconds=5)
     finally:
         instance._aps.shutdown(wait=False)
+
+
+def test_a_scheduled_run_queued_whose_schedule_cannot_be_published_is_not_said_to_be_unqueued(app, monkeypatch,
+                                                                                           caplog):
+    """The session is queued; only the Overview's next run waits for the
+    heartbeat. The log must not send the operator looking for a run that
+    was not queued, nor the worker wait a poll to start it."""
+    app.config["CLAUDEOPS_INTERVAL"] = 3600
+    db.session.add(SchedulerState(id=1))
+    db.session.commit()
+    instance = SessionScheduler(app)
+
+    def locked(**kwargs):
+        raise OperationalError("UPDATE scheduler_state", {}, sqlite3.OperationalError("database is locked"))
+    monkeypatch.setattr(instance, "_publish", locked)
+    with caplog.at_level(logging.WARNING, logger="app.sessions.scheduler"):
+        instance._enqueue_scheduled()
+    assert control.has_pending("schedule") and instance._wake.is_set()
+    assert "not queued" not in caplog.text
+    assert "scheduled session queued, but the schedule not published: the database is locked" in caplog.text

@@ -155,22 +155,27 @@ class SessionScheduler:
         with self._schedule_lock, self.app.app_context():
             try:
                 self._fire_pending = False
-                if not control.has_pending(SCHEDULE_TRIGGER):
-                    session = control.enqueue(tier=1, trigger=SCHEDULE_TRIGGER)
-                    log.info("queued scheduled session %s", session.id)
+                try:
+                    if not control.has_pending(SCHEDULE_TRIGGER):
+                        session = control.enqueue(tier=1, trigger=SCHEDULE_TRIGGER)
+                        log.info("queued scheduled session %s", session.id)
+                except OperationalError as exc:
+                    # No wake: the worker's next poll arms it again, a second from now, not at once.
+                    log.warning("scheduled session not queued: %s; it is tried again in a moment",
+                                _storage_fault_or_raise(exc))
+                    return
                 # Only once it is queued: a run the database refused is armed
                 # again from the last one, so due now, not an interval later.
                 self._last_fired = utcnow()
-                # The job is spent: until its session ends there is no next run,
-                # rather than this one, now past, until the next heartbeat.
-                self._publish(next_run=None)
-            except OperationalError as exc:
-                fault = dbfaults.storage_fault(exc)
-                if fault is None:
-                    raise
-                # No wake: the worker's next poll arms it again, a second from now, not at once.
-                log.warning("scheduled session not queued: %s; it is tried again in a moment", fault)
-                return
+                try:
+                    # The job is spent: until its session ends there is no next run,
+                    # rather than this one, now past, until the next heartbeat.
+                    self._publish(next_run=None)
+                except OperationalError as exc:
+                    # The session is queued all the same, and is not queued again:
+                    # only the time shown as the next run waits for the heartbeat.
+                    log.warning("scheduled session queued, but the schedule not published: %s; the next "
+                                "heartbeat publishes it", _storage_fault_or_raise(exc))
             finally:
                 db.session.remove()
         self._wake.set()
@@ -312,3 +317,12 @@ class SessionScheduler:
                     del self._unfinished[session_id]
             finally:
                 db.session.remove()
+
+
+def _storage_fault_or_raise(exc: OperationalError) -> str:
+    """What is wrong with the database, for one line in the log; a fault
+    that is not the database's (a mistake) is raised again, with its traceback."""
+    fault = dbfaults.storage_fault(exc)
+    if fault is None:
+        raise exc
+    return fault
