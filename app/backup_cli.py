@@ -48,6 +48,7 @@ def restore_command(source: Path):
     from app.serve import MigrationError, apply_migrations
     from app.sessions.runner_lock import RunnerLock, RunnerLockError, SchedulerAlreadyRunning
     app = current_app._get_current_object()
+    made_by_root = os.geteuid() == 0 and not Path(app.config["CLAUDEOPS_STATE_DIR"]).exists()
     try:
         # Before the lock: on PostgreSQL that takes the server, and its
         # refusal (server down, service running) would send the operator
@@ -86,6 +87,12 @@ def restore_command(source: Path):
         click.echo(f"The database it replaced is kept as {kept}.")
     else:   # a state directory other than the service's, maybe: the operator sees which one it was
         click.echo(f"There was no database at {database} before.")
+    if made_by_root:
+        # No directory around it names the service's user, as one the service's
+        # user made does: everything in it stays root's, which the service cannot open.
+        state = Path(app.config["CLAUDEOPS_STATE_DIR"])
+        click.echo(f"The state directory {state} was made by this command, as root, and all in it is root's: "
+                   f"give it to the service's user (chown -R <user>: {state}) before the service starts.")
 
 
 def _left_to_the_owner_of_their_directory(paths: list[Path]) -> None:

@@ -267,6 +267,30 @@ def test_a_restore_run_as_root_on_a_new_state_directory_leaves_it_all_to_the_ser
     assert {path: uid for path, uid in made.items() if uid != service_user} == {}
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root makes a state directory no one else can open")
+def test_a_restore_run_as_root_that_makes_the_state_directory_says_whose_it_must_become(app, tmp_path):
+    """A new host with no state directory yet: nothing around it says who
+    the service runs as, so what restore makes there stays root's, and the
+    service could open none of it. The operator is told to hand it over."""
+    backup = tmp_path / "copy.db"
+    assert invoke(app, "backup", backup).exit_code == 0
+    state = tmp_path / "new-host" / "claudeops"
+    fresh = create_app({"TESTING": True, "CLAUDEOPS_STATE_DIR": str(state), "CLAUDEOPS_DATABASE_URL": "",
+                        "CLAUDEOPS_RESULTS_DIR": "", "CLAUDEOPS_WORKDIR": "", "CLAUDEOPS_SECRET_KEY": ""},
+                       make_state=False)
+    with fresh.app_context():
+        restored = invoke(fresh, "restore", backup)
+        db.engine.dispose()
+    assert restored.exit_code == 0, restored.output
+    assert state.stat().st_uid == 0
+    assert (f"The state directory {state} was made by this command, as root, and all in it is root's: give it "
+            f"to the service's user (chown -R <user>: {state}) before the service starts.") in restored.output
+    with fresh.app_context():
+        again = invoke(fresh, "restore", backup)   # on the directory it made: said once, when it made it
+        db.engine.dispose()
+    assert again.exit_code == 0 and "was made by this command" not in again.output
+
+
 def test_restore_says_which_database_it_wrote_and_when_there_was_none(app, tmp_path):
     backup = tmp_path / "copy.db"
     assert invoke(app, "backup", backup).exit_code == 0
