@@ -88,8 +88,22 @@ def guard_database(app: Flask, engine: Engine) -> None:
 
     @event.listens_for(engine, "do_connect")
     def _only_an_existing_file(*_args) -> None:
-        if not app.extensions.get(MADE) and not Path(database).exists():
+        if not app.extensions.get(MADE) and _absent(Path(database)):
             raise NoDatabase(shown_url(make_url(app.config["SQLALCHEMY_DATABASE_URI"])), _missing(app, Path(database)))
+
+
+def _absent(path: Path) -> bool:
+    """Whether there is surely no file at ``path``. One that cannot be looked
+    at (in another user's state directory: a command run without
+    ``sudo -u``) may be there, and SQLite, which could not create it
+    either, says why it cannot open it."""
+    try:
+        path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def _missing(app: Flask, database: Path) -> str:
