@@ -101,3 +101,10 @@ def test_a_reported_restart_beyond_the_limit_is_counted_and_noticed(app, fake_cl
     (event,) = db.session.scalars(select(Event).where(Event.service == "sonarr")).all()
     assert event.level == "warning" and "beyond the limit" in event.message
     assert (event.session_id, event.tier) == (session.id, 1)
+
+
+def test_a_marker_left_without_its_bracket_does_not_take_the_next_one_with_it():
+    """Read up to the first "]", a marker the agent did not close would run
+    into the next one and drop it, a restart that counts included."""
+    text = "[COOLDOWN:restart:db on port 5432 [COOLDOWN:restart:web] success — back up"
+    assert parse_cooldown_markers(text) == [CooldownMarker("restart", "web", "success", "back up")]

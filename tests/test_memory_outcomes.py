@@ -16,7 +16,8 @@ from app.models import SessionActivity
 from app.runtime import change
 from app.timeutil import utcnow
 from plugins.memory import claudeops_prompt_context
-from plugins.memory.markers import MalformedOutcome, OutcomeMarker, parse_outcome_markers
+from plugins.memory.markers import (MalformedOutcome, MemoryMarker, OutcomeMarker, parse_memory_markers,
+                                     parse_outcome_markers)
 from plugins.memory.models import Memory, MemoryHistory, MemoryInjection, TrackRecord
 from plugins.memory import outcomes
 from plugins.memory.outcomes import OutcomeRefused, record_outcome
@@ -318,3 +319,13 @@ def test_an_operators_change_between_an_outcomes_read_and_its_write_is_neither_l
         assert logged == [f"memory:outcome:worked:m{memory_id}", "memory:behavior:postgres created"]
         after = db.session.get(Memory, memory_id)
         assert after is None if action == "delete" else after.confidence == 0.5
+
+
+def test_an_outcome_marker_left_without_its_bracket_does_not_take_the_next_one_with_it():
+    text = "[OUTCOME:worked:m12 held up [OUTCOME:failed:m7] wrong port"
+    assert parse_outcome_markers(text) == [OutcomeMarker("failed", 7, "wrong port")]
+
+
+def test_a_memory_marker_left_without_its_bracket_does_not_take_the_next_one_with_it():
+    text = "[MEMORY:timing:db on port 5432 [MEMORY:timing:web] Takes 60s to start"
+    assert parse_memory_markers(text) == [MemoryMarker("timing", "web", "Takes 60s to start")]

@@ -28,8 +28,9 @@ MAX_MESSAGE_CHARS = 2000
 # What every cooldown report begins with (the ``claudeops_marker_tags`` hook).
 MARKER_TAGS = ("[COOLDOWN:",)
 # Anything shaped like a cooldown marker, so that a malformed one is reported
-# rather than silently dropped.
-ANY_COOLDOWN_MARKER = re.compile(r"\[COOLDOWN:([^\]\n]*)\]")
+# rather than silently dropped; it ends at the next marker, so that one left
+# without its "]" does not take in the next one.
+ANY_COOLDOWN_MARKER = re.compile(r"\[COOLDOWN:((?:(?!\[[A-Z]+:)[^\]\n])*)\]")
 COOLDOWN_MARKER = re.compile(
     r"\[COOLDOWN:(?P<action>[A-Za-z_-]+):(?P<service>[A-Za-z0-9_.@-]+)\][ \t]*"
     r"(?P<outcome>[A-Za-z]+)?[ \t]*(?:—|–|--|-|:)?[ \t]*"

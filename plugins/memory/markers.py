@@ -21,8 +21,9 @@ MEMORY_MARKER = re.compile(
 MARKER_TAGS = ("[MEMORY:", "[OUTCOME:")
 
 # Anything shaped like a memory marker, so one with an unknown category is
-# reported instead of silently dropped.
-ANY_MEMORY_MARKER = re.compile(r"\[MEMORY:([^\]\n]*)\]")
+# reported instead of silently dropped. It ends where an observation does, at
+# the next marker: one left without its "]" must not take in the next one.
+ANY_MEMORY_MARKER = re.compile(r"\[MEMORY:((?:(?!\[[A-Z]+:)[^\]\n])*)\]")
 
 # The observation ends at the end of its line or at the next marker on it.
 NEXT_MARKER = re.compile(r"\s*\[[A-Z]+:")
@@ -75,7 +76,7 @@ def parse_memory_markers(text: str, warn: Optional[Warn] = None) -> list[MemoryM
 # The id as the memory section prints it (m12); a bare 12 is taken too. Ten
 # digits at most: anything longer names no memory and would only be a big number.
 OUTCOME_MARKER = re.compile(rf"\[OUTCOME:({'|'.join(OUTCOME_LEVELS)}):[mM]?([0-9]{{1,10}})\][ \t]*([^\n]*)")
-ANY_OUTCOME_MARKER = re.compile(r"\[OUTCOME:([^\]\n]*)\]")
+ANY_OUTCOME_MARKER = re.compile(r"\[OUTCOME:((?:(?!\[[A-Z]+:)[^\]\n])*)\]")
 
 
 @dataclass(frozen=True)
