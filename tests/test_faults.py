@@ -580,12 +580,17 @@ def test_a_database_server_gone_away_for_a_moment_costs_the_session_nothing(tmp_
     assert "the database is back" in caplog.text
 
 
-class GoneAsItCommits:
-    """The connection lost just as the server carried out the COMMIT of the
-    batch holding "three": the batch is stored, yet the driver reports that
-    the commit failed."""
+class ServerGoneAtTheCommit:
+    """The connection lost as the batch holding "three" is committed: with
+    ``committed``, just after the server carried out the COMMIT (the batch
+    is stored, yet the driver reports that the commit failed); without it,
+    before (its rows were written in the transaction, which the server
+    took with it)."""
 
     armed = sprung = False
+
+    def __init__(self, committed: bool):
+        self.committed = committed
 
     @hookimpl
     def claudeops_markers(self, text, run):
@@ -594,17 +599,20 @@ class GoneAsItCommits:
         return None
 
     def wrap(self, do_commit):
-        def commit_then_fail(dbapi_connection):
-            do_commit(dbapi_connection)
+        def commit_failing_once(dbapi_connection):
+            if self.committed:
+                do_commit(dbapi_connection)
             if self.armed and not self.sprung:
                 self.sprung = True
                 raise server_gone_away()
-        return commit_then_fail
+            if not self.committed:
+                do_commit(dbapi_connection)
+        return commit_failing_once
 
 
 def test_a_batch_the_server_committed_as_it_went_away_is_not_written_again(tmp_path, fake_cli, monkeypatch,
                                                                              caplog):
-    trap = GoneAsItCommits()
+    trap = ServerGoneAtTheCommit(committed=True)
     app = make_app(tmp_path, plugins=[trap])
     fake_cli(session_going_through_an_outage())
     with app.app_context():
@@ -622,33 +630,11 @@ def test_a_batch_the_server_committed_as_it_went_away_is_not_written_again(tmp_p
     assert "are read again" in caplog.text
 
 
-class GoneBeforeItCommits:
-    """The connection lost as the batch holding "three" is committed, the
-    COMMIT not carried out: its rows were written in the transaction, which
-    the server took with it."""
-
-    armed = sprung = False
-
-    @hookimpl
-    def claudeops_markers(self, text, run):
-        if "] three" in text:
-            self.armed = True
-        return None
-
-    def wrap(self, do_commit):
-        def fail_then_commit(dbapi_connection):
-            if self.armed and not self.sprung:
-                self.sprung = True
-                raise server_gone_away()
-            do_commit(dbapi_connection)
-        return fail_then_commit
-
-
 def test_a_batch_lost_at_its_commit_is_read_again_within_the_event_limit(tmp_path, fake_cli, monkeypatch):
     """The batch's events, written and then lost with the transaction, do
     not count towards the session's limit when the batch is read again:
     counted twice, they would leave no room for themselves."""
-    trap = GoneBeforeItCommits()
+    trap = ServerGoneAtTheCommit(committed=False)
     app = make_app(tmp_path, plugins=[trap])
     fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:web] one"), sl.text("[EVENT:info:web] two"),
                       sl.text("[EVENT:info:web] three"), sl.result()))

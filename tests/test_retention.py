@@ -192,6 +192,17 @@ def test_a_missing_run_log_is_a_warning_and_a_file_outside_the_results_dir_is_ne
     assert db.session.get(Session, missing.id).log_path is None
 
 
+def refuse_to_remove(path: Path, monkeypatch) -> None:
+    """``path`` cannot be removed, as if another user's."""
+    real_unlink = Path.unlink
+
+    def refused(candidate, *args, **kwargs):
+        if candidate == path:
+            raise PermissionError(1, "Operation not permitted")
+        return real_unlink(candidate, *args, **kwargs)
+    monkeypatch.setattr(Path, "unlink", refused)
+
+
 def test_a_run_log_that_cannot_be_removed_is_tried_again_at_the_next_pruning(app, fake_cli, run_session_now,
                                                                             monkeypatch, caplog):
     """Another user's file, say: it is said, and tried again (and said again)
@@ -200,13 +211,7 @@ def test_a_run_log_that_cannot_be_removed_is_tried_again_at_the_next_pruning(app
     fake_cli(SCRIPT)
     session = ran_days_ago(run_session_now, 100)
     run_log = run_logs(session)[0]
-    real_unlink = Path.unlink
-
-    def refused(path, *args, **kwargs):
-        if path == run_log:
-            raise PermissionError(1, "Operation not permitted")
-        return real_unlink(path, *args, **kwargs)
-    monkeypatch.setattr(Path, "unlink", refused)
+    refuse_to_remove(run_log, monkeypatch)
     with caplog.at_level(logging.WARNING, logger="app.sessions.log_pruning"):
         first = retention.prune()
     assert f"cannot remove {run_log} (Operation not permitted); it is tried again" in caplog.text
@@ -230,13 +235,7 @@ def test_a_session_whose_run_log_cannot_be_removed_yet_keeps_its_activity_log(ap
     session = ran_days_ago(run_session_now, 100)
     kept = activity_count(session.id)
     run_log = run_logs(session)[0]
-    real_unlink = Path.unlink
-
-    def refused(path, *args, **kwargs):
-        if path == run_log:
-            raise PermissionError(1, "Operation not permitted")
-        return real_unlink(path, *args, **kwargs)
-    monkeypatch.setattr(Path, "unlink", refused)
+    refuse_to_remove(run_log, monkeypatch)
     assert retention.prune().counts.get("activity entries", 0) == 0
     assert activity_count(session.id) == kept
     page = client.get(f"/sessions/{session.id}").get_data(as_text=True)
