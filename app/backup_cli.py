@@ -46,7 +46,7 @@ def restore_command(source: Path):
     elsewhere from the same file: a process that still has the database open
     would go on writing to the one replaced."""
     from app.serve import MigrationError, apply_migrations
-    from app.sessions.runner_lock import RunnerLock, RunnerLockError, SchedulerAlreadyRunning
+    from app.sessions.runner_lock import RunnerLock
     app = current_app._get_current_object()
     made_by_root = os.geteuid() == 0 and not Path(app.config["CLAUDEOPS_STATE_DIR"]).exists()
     try:
@@ -59,12 +59,7 @@ def restore_command(source: Path):
     except (BackupError, state_dir.CannotMake) as exc:
         raise click.ClickException(str(exc)) from None
     lock = RunnerLock(app.config["CLAUDEOPS_STATE_DIR"], app.config["SQLALCHEMY_DATABASE_URI"])
-    try:
-        lock.acquire()
-    except SchedulerAlreadyRunning as exc:
-        raise click.ClickException(f"{exc}, then restore") from None
-    except RunnerLockError as exc:
-        raise click.ClickException(str(exc)) from None
+    hold_off_the_scheduler(lock, "then restore")
     try:
         kept = restore(db.engine, source, _known_revision(app))
         try:
@@ -93,6 +88,19 @@ def restore_command(source: Path):
         state = Path(app.config["CLAUDEOPS_STATE_DIR"])
         click.echo(f"The state directory {state} was made by this command, as root, and all in it is root's: "
                    f"give it to the service's user (chown -R <user>: {state}) before the service starts.")
+
+
+def hold_off_the_scheduler(lock, then: str) -> None:
+    """``lock`` (a RunnerLock) taken for a command that must not run beside
+    a scheduler; if one runs, the operator is told to stop it, ``then`` the
+    command."""
+    from app.sessions.runner_lock import RunnerLockError, SchedulerAlreadyRunning
+    try:
+        lock.acquire()
+    except SchedulerAlreadyRunning as exc:
+        raise click.ClickException(f"{exc}, {then}") from None
+    except RunnerLockError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def _left_to_the_owner_of_their_directory(paths: list[Path]) -> None:

@@ -19,6 +19,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from app import create_app, dbfaults, runtime, standard_output, state_dir
 from app.backup_cli import backup_command, restore_command
 from app.config import TIERS, ConfigError
+from app.copy_cli import copy_to_command
 from app.database_url import shown_url
 from app.extensions import db
 from app.plugins import PluginError
@@ -423,6 +424,7 @@ def _why_no_runtime_settings(exc: Exception) -> str:
 
 main.add_command(backup_command)
 main.add_command(restore_command)
+main.add_command(copy_to_command)
 
 if __name__ == "__main__":   # python -m app.cli: the command, not a silent import
     main(prog_name="claudeops")

@@ -32,24 +32,26 @@ def shown_url(url: URL) -> str:
     return url.update_query_dict(hidden).render_as_string(hide_password=True).replace(HIDDEN, "***")
 
 
-def sqlalchemy_url(raw: str) -> str:
+def sqlalchemy_url(raw: str, name: str = "CLAUDEOPS_DATABASE_URL") -> str:
+    """``raw`` as SQLAlchemy takes it; ``ConfigError`` if it cannot work.
+    ``name``: what the operator gave it as, for the message."""
     try:
         given = url = make_url(raw)
     except ArgumentError:
-        raise ConfigError(f"CLAUDEOPS_DATABASE_URL is not a database URL; {EXAMPLES}") from None
+        raise ConfigError(f"{name} is not a database URL; {EXAMPLES}") from None
     if url.drivername in ("postgresql", "postgres"):
         url = url.set(drivername=f"postgresql+{POSTGRES_DRIVER}")
-    _check_driver(url)
+    _check_driver(url, name)
     if url.drivername == given.drivername:
         return raw   # as the operator wrote it
     return url.render_as_string(hide_password=False)
 
 
-def _check_driver(url: URL) -> None:
+def _check_driver(url: URL, name: str) -> None:
     """Refuse, at start, a database the service was not built for or a
     driver that is not installed: either would otherwise end the start in a
     traceback from deep inside SQLAlchemy."""
-    named = f"CLAUDEOPS_DATABASE_URL={shown_url(url)}"
+    named = f"{name}={shown_url(url)}"
     if url.get_backend_name() not in SUPPORTED_BACKENDS:
         raise ConfigError(f"{named}: Claude Ops works with SQLite and PostgreSQL only; {EXAMPLES}")
     try:

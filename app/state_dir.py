@@ -58,6 +58,13 @@ def make(app: Flask) -> None:
     app.extensions[MADE] = True
 
 
+def may_create_database(app: Flask) -> None:
+    """For an app made to fill a new database outside the state directory
+    (``claudeops copy-to``'s target): its SQLite file may be created, and
+    nothing of the state directory is."""
+    app.extensions[MADE] = True
+
+
 def _make_dir(label: str, key: str, path: Path) -> None:
     try:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -58,8 +58,8 @@ def test_readme_commands_exist_and_ci_runs_the_test_command():
 def test_readme_command_table_matches_the_cli():
     claudeops = Path(sys.executable).with_name("claudeops")
     help_text = subprocess.run([str(claudeops), "--help"], capture_output=True, text=True, check=True).stdout
-    listed = set(re.findall(r"^\| `claudeops (\w+)", README, re.M))
-    offered = set(re.findall(r"^  (\w+)\s", help_text.split("Commands:")[1], re.M))
+    listed = set(re.findall(r"^\| `claudeops ([\w-]+)", README, re.M))
+    offered = set(re.findall(r"^  ([\w-]+)\s", help_text.split("Commands:")[1], re.M))
     assert listed == offered
     serve_help = subprocess.run([str(claudeops), "serve", "--help"], capture_output=True, text=True, check=True).stdout
     for option, default in (("--host", "127.0.0.1"), ("--port", "8080"), ("--workers", "2")):

@@ -53,11 +53,14 @@ class SchedulerAlreadyRunning(RunnerLockError):
 
 
 class RunnerLock:
-    def __init__(self, state_dir: str, database_url: str | URL | None = None):
-        self.path = Path(state_dir) / "scheduler.lock"
+    def __init__(self, state_dir: Optional[str], database_url: str | URL | None = None):
+        """``state_dir`` None: the database's locks alone, for a command that
+        reads the database but none of a state directory's files."""
         url = make_url(database_url) if database_url else None
         # What each file lock covers, for the message of a refusal.
-        self._paths = {self.path: str(self.path.parent)}
+        self._paths: dict[Path, str] = {}
+        if state_dir is not None:
+            self._paths[Path(state_dir) / "scheduler.lock"] = str(Path(state_dir))
         database_file = _sqlite_file(url)
         if database_file is not None:
             self._paths.setdefault(database_file.with_name(database_file.name + ".scheduler.lock"),

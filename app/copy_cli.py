@@ -1,0 +1,140 @@
+"""``claudeops copy-to`` (app/database_copy.py does the work)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from flask import Flask, current_app
+from flask.cli import with_appcontext
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import SQLAlchemyError
+
+from app import create_app, state_dir
+from app.backup_cli import hold_off_the_scheduler
+from app.config import ConfigError
+from app.database_copy import CopyError, copy_database, foreign_tables, tables_with_rows
+from app.database_url import shown_url, sqlalchemy_url
+from app.extensions import db
+
+
+@click.command("copy-to")
+@click.argument("target_url", metavar="TARGET_URL")
+@with_appcontext
+def copy_to_command(target_url: str):
+    """Copy the service's database, every row of every table, into
+    TARGET_URL, a new, empty database, migrated here first: to move from
+    SQLite to PostgreSQL when one file is outgrown (or back). Ids stay as
+    they are. The database copied is not changed.
+
+    Stop the service first (it refuses while `claudeops serve` or
+    `claudeops scheduler` runs on this database), and any dashboard served
+    elsewhere from it: what they write meanwhile is not copied. Then set
+    CLAUDEOPS_DATABASE_URL to TARGET_URL for every process of the service,
+    and start it. Run logs stay where they are (CLAUDEOPS_RESULTS_DIR).
+
+    TARGET_URL is postgresql://USER@HOST/DATABASE (a password in ~/.pgpass
+    or PGPASSWORD keeps it off the command line) or sqlite:////PATH/TO/FILE.
+    A copy that fails leaves it without a row."""
+    from app.serve import MigrationError, apply_migrations
+    from app.sessions.runner_lock import RunnerLock
+    app = current_app._get_current_object()
+    try:
+        target = make_url(sqlalchemy_url(target_url, name="TARGET_URL"))
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    shown = shown_url(target)
+    source = make_url(app.config["SQLALCHEMY_DATABASE_URI"])
+    if _same_database(source, target):
+        raise click.ClickException(f"TARGET_URL names the service's own database, {shown_url(source)}")
+    _check_schema_is_current(app)
+    # A scheduler at work would go on writing what the copy no longer reads.
+    state = Path(app.config["CLAUDEOPS_STATE_DIR"])
+    lock = RunnerLock(str(state) if state.is_dir() else None, source)
+    hold_off_the_scheduler(lock, "then copy")
+    source_engine = db.engine   # the app context's: the target's app has its own
+    target_app = None
+    try:
+        target_app = _target_app(target)
+        _check_new(target_app, shown)
+        apply_migrations(target_app)
+        click.echo(f"Copying {shown_url(source)} to {shown} …")
+        with target_app.app_context(), db.engine.begin() as connection:
+            copied = copy_database(source_engine, connection, db.metadata,
+                                   on_table=lambda name, rows: click.echo(f"  {name:<24} {rows:>12,}"))
+    except MigrationError as exc:
+        raise click.ClickException(str(exc)) from None
+    except CopyError as exc:
+        raise click.ClickException(f"{exc}\nNothing was copied: {shown} holds no row.") from None
+    except SQLAlchemyError as exc:   # the target refused a row, or went away
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        raise click.ClickException(f"cannot copy to {shown}: {reason}\nNothing was copied: a copy that fails "
+                                   "leaves the target without a row.") from None
+    finally:
+        lock.release()
+        if target_app is not None:
+            with target_app.app_context():
+                db.engine.dispose()
+    click.echo(f"Copied {copied.rows:,} rows in {len(copied.tables)} tables to {shown}.")
+    if copied.left_out:
+        click.echo(f"Not copied: {', '.join(copied.left_out)}, which no installed plugin declares "
+                   "(to bring them along, install the plugin that made them and copy again, into a new database).")
+    click.echo(f"To use it, set CLAUDEOPS_DATABASE_URL to it for every process of the service and start the "
+               f"service. The run logs stay in {app.config['CLAUDEOPS_RESULTS_DIR']}; the database copied "
+               "is unchanged.")
+
+
+def _same_database(source: URL, target: URL) -> bool:
+    if source.get_backend_name() != target.get_backend_name():
+        return False
+    if source.get_backend_name() == "sqlite":
+        return (bool(source.database) and bool(target.database)
+                and Path(source.database).expanduser().resolve() == Path(target.database).expanduser().resolve())
+    return (source.host, source.port, source.database) == (target.host, target.port, target.database)
+
+
+def _check_schema_is_current(app: Flask) -> None:
+    """The source at this version's schema: the target is migrated to it,
+    and a row of an older schema would not fit."""
+    expected = set(ScriptDirectory.from_config(app.extensions["migrate"].migrate.get_config()).get_heads())
+    with db.engine.connect() as connection:
+        current = set(MigrationContext.configure(connection).get_current_heads())
+    if not current:
+        raise click.ClickException(
+            f"there is no Claude Ops database at {shown_url(db.engine.url)}: it holds no schema. Run the command "
+            "with the service's settings (CLAUDEOPS_STATE_DIR, or CLAUDEOPS_DATABASE_URL)")
+    if current != expected:
+        raise click.ClickException(
+            f"the database {shown_url(db.engine.url)} is at revision {', '.join(sorted(current)) or 'none'}, "
+            f"this version's schema is {', '.join(sorted(expected))}: migrate it first with `claudeops db "
+            "upgrade heads` (`claudeops serve` does it when it starts), then copy")
+
+
+def _target_app(target: URL) -> Flask:
+    """An app on the target, as the service would make it with the same
+    settings on that URL: the same plugins, engine options and revisions."""
+    database = target.database
+    if target.get_backend_name() == "sqlite" and database and not Path(database).expanduser().parent.is_dir():
+        raise click.ClickException(f"cannot make {shown_url(target)}: the directory "
+                                   f"{Path(database).expanduser().parent} does not exist")
+    settings = {name: value for name, value in current_app.config.items() if name.startswith("CLAUDEOPS_")}
+    made = create_app({**settings, "CLAUDEOPS_DATABASE_URL": target.render_as_string(hide_password=False)},
+                      make_state=False)
+    state_dir.may_create_database(made)
+    return made
+
+
+def _check_new(target_app: Flask, shown: str) -> None:
+    """The target holds no row, and no table of another application."""
+    with target_app.app_context(), db.engine.connect() as connection:
+        foreign = foreign_tables(connection, db.metadata)
+        if foreign:
+            raise click.ClickException(
+                f"{shown} holds tables that are not Claude Ops' ({', '.join(foreign[:5])}"
+                f"{', …' if len(foreign) > 5 else ''}): give the copy a database of its own")
+        full = tables_with_rows(connection, db.metadata)
+        if full:
+            raise click.ClickException(
+                f"{shown} holds rows already (in {', '.join(full)}): copy-to fills only a new, empty database. "
+                "Give it a new one (PostgreSQL: CREATE DATABASE … OWNER …; SQLite: a file not there yet)")

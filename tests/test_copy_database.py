@@ -1,0 +1,276 @@
+"""``claudeops copy-to``: every row of the service's database into a new one,
+SQLite to PostgreSQL (with ``bin/test --postgres``; SQLite to SQLite
+otherwise) and back, ids and all; a target that is not new, a source not
+migrated, a running scheduler and a row PostgreSQL would refuse are
+refused, and a copy that fails leaves the target without a row."""
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import flask_migrate
+from sqlalchemy import select, update
+
+from app import create_app, database_copy, runtime
+from app.cli import main
+from app.database_copy import CopyError, tables_with_rows
+from app.extensions import db
+from app.models import Session
+from app.sessions.runner_lock import RunnerLock
+from app.timeutil import utcnow
+from plugins.events.models import Event
+from tests import streamlines as sl
+from tests.conftest import make_app
+from tests.memory_helpers import add_memory
+from tests.support.database import explicit_database_url, postgres_only
+
+
+def sqlite_source(tmp_path: Path):
+    """The service on a SQLite file, whatever database the suite runs on:
+    the one operators outgrow."""
+    state = tmp_path / "source"
+    return make_app(tmp_path, CLAUDEOPS_STATE_DIR=str(state),
+                    CLAUDEOPS_DATABASE_URL=f"sqlite:///{state / 'claudeops.db'}")
+
+
+def new_database(tmp_path: Path, name: str = "target") -> str:
+    """A new, empty database: on the suite's PostgreSQL server, or a SQLite file not there yet."""
+    (tmp_path / name).mkdir()
+    return explicit_database_url(tmp_path / name)
+
+
+def app_on(tmp_path: Path, url: str, name: str = "target-service"):
+    """The service started on ``url`` (migrated: nothing to do at the head)."""
+    return make_app(tmp_path, CLAUDEOPS_STATE_DIR=str(tmp_path / name), CLAUDEOPS_DATABASE_URL=url)
+
+
+def fill(app, fake_cli, run_session_now) -> None:
+    """What a service gathers: sessions with their activity, an escalated
+    one, events, memories (one contradicting a newer one), their history,
+    injections and track records, a cooldown, a runtime setting."""
+    with app.app_context():
+        runtime.change({"CLAUDEOPS_MEMORY_REVIEW": False})
+        older = add_memory("Jellyfin transcodes stall when the cache disk is full", service="jellyfin")
+        newer = add_memory("Jellyfin transcodes never stall on a full cache disk", service="jellyfin")
+        older.contradicts_id = newer.id   # a reference forward: set once its table is whole
+        db.session.commit()
+        fake_cli(sl.steps(sl.init(), sl.tool_use("systemctl status postgres"), sl.tool_result("active (running)"),
+                          sl.text("[EVENT:warning:postgres] replication lag 40 s\n"
+                                  "[MEMORY:timing:postgres] vacuum runs at 03:00 and lags the replicas\n"
+                                  f"[OUTCOME:worked:m{older.id}] the cache disk was full\n"
+                                  "[COOLDOWN:restart:nginx] success — restarted after 502s"),
+                          sl.result("Checked.")))
+        first = run_session_now()
+        second = run_session_now(tier=2)
+        # An escalated session whose parent came after it: also set once its table is whole.
+        db.session.execute(update(Session).where(Session.id == first.id).values(parent_id=second.id))
+        db.session.commit()
+
+
+def rows_of(app) -> dict[str, list[tuple]]:
+    with app.app_context(), db.engine.connect() as connection:
+        return {table.name: [tuple(row) for row in connection.execute(
+                    select(table).order_by(*table.primary_key.columns))]
+                for table in db.metadata.sorted_tables}
+
+
+def invoke(app, *args):
+    # In its own context: a test's fixtures push another app's.
+    with app.app_context():
+        return app.test_cli_runner().invoke(main, list(map(str, args)))
+
+
+def rows_in(app) -> list[str]:
+    with app.app_context(), db.engine.connect() as connection:
+        return tables_with_rows(connection, db.metadata)
+
+
+def test_a_copy_holds_every_row_as_it_was_and_the_service_goes_on_there(tmp_path, fake_cli, run_session_now,
+                                                                      monkeypatch):
+    source = sqlite_source(tmp_path)
+    fill(source, fake_cli, run_session_now)
+    before = rows_of(source)
+    target_url = new_database(tmp_path)
+    monkeypatch.setattr(database_copy, "CHUNK_ROWS", 2)   # every table of more than two rows in chunks
+
+    result = invoke(source, "copy-to", target_url)
+
+    assert result.exit_code == 0, result.output
+    for table in ("sessions", "session_activity", "events", "memories", "memory_history", "memory_injections",
+                  "memory_track_records", "cooldown_actions", "runtime_settings"):
+        assert before[table], f"the source holds no {table}: the test copies too little"
+    target = app_on(tmp_path, target_url)
+    assert rows_of(target) == before
+    assert rows_of(source) == before   # the database copied is not changed
+    counted = dict(line.split() for line in result.output.splitlines() if line.startswith("  "))
+    assert counted == {table: f"{len(rows):,}" for table, rows in before.items()}
+    assert f"Copied {sum(map(len, before.values())):,} rows in {len(before)} tables" in result.output
+    assert "set CLAUDEOPS_DATABASE_URL to it" in result.output
+    with target.app_context():
+        client = target.test_client()
+        # The search index is the target's own (SQLite's FTS tables, PostgreSQL's expression index).
+        found = client.get("/api/v1/memories?q=transcodes").get_json()
+        assert sorted(memory["id"] for memory in found["memories"]) == sorted(
+            row[0] for row in before["memories"] if "transcodes" in row[3])
+        # New rows take ids past the copied ones (PostgreSQL's sequences were moved).
+        made = client.post("/api/v1/memories", json={"category": "timing", "service": "web",
+                                                     "observation": "deploys take four minutes"})
+        assert made.status_code == 201, made.get_data(as_text=True)
+        assert made.get_json()["id"] == max(row[0] for row in before["memories"]) + 1
+        session = Session(tier=1, trigger="api", status="queued")
+        db.session.add(session)
+        db.session.commit()
+        assert session.id == max(row[0] for row in before["sessions"]) + 1
+
+
+def test_a_copy_goes_back_from_the_suites_database_to_a_sqlite_file(tmp_path, app, fake_cli, run_session_now):
+    """On PostgreSQL, the way back; on SQLite, a copy to a second file."""
+    fill(app, fake_cli, run_session_now)
+    target = tmp_path / "back" / "claudeops.db"
+    target.parent.mkdir()
+    result = invoke(app, "copy-to", f"sqlite:///{target}")
+    assert result.exit_code == 0, result.output
+    assert rows_of(app_on(tmp_path, f"sqlite:///{target}")) == rows_of(app)
+
+
+def test_a_target_that_is_not_new_is_refused_and_left_as_it_was(tmp_path, fake_cli, run_session_now):
+    source = sqlite_source(tmp_path)
+    fill(source, fake_cli, run_session_now)
+    target_url = new_database(tmp_path)
+    used = app_on(tmp_path, target_url)
+    with used.app_context():
+        add_memory("kept in the target")
+    kept = rows_of(used)
+
+    result = invoke(source, "copy-to", target_url)
+
+    assert result.exit_code == 1
+    assert "holds rows already (in memories)" in result.output
+    assert "copy-to fills only a new, empty database" in result.output
+    assert rows_of(used) == kept
+
+
+def test_a_migrated_target_without_rows_is_new_enough(tmp_path, fake_cli, run_session_now):
+    """A database the service was pointed at and started on, once, with nothing recorded."""
+    source = sqlite_source(tmp_path)
+    fill(source, fake_cli, run_session_now)
+    target_url = new_database(tmp_path)
+    app_on(tmp_path, target_url)
+    result = invoke(source, "copy-to", target_url)
+    assert result.exit_code == 0, result.output
+    assert rows_of(app_on(tmp_path, target_url)) == rows_of(source)
+
+
+def test_another_applications_database_is_refused(tmp_path, app):
+    target = tmp_path / "theirs.db"
+    with sqlite3.connect(target) as connection:
+        connection.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY)")
+    result = invoke(app, "copy-to", f"sqlite:///{target}")
+    assert result.exit_code == 1
+    assert "holds tables that are not Claude Ops' (invoices): give the copy a database of its own" in result.output
+    with sqlite3.connect(target) as connection:
+        assert [name for (name,) in connection.execute("SELECT name FROM sqlite_master")] == ["invoices"]
+
+
+def test_a_source_not_at_this_versions_schema_is_refused_before_anything_is_made(tmp_path, app):
+    flask_migrate.downgrade(revision="-1")
+    target = tmp_path / "new.db"
+    result = invoke(app, "copy-to", f"sqlite:///{target}")
+    assert result.exit_code == 1
+    assert "migrate it first with `claudeops db upgrade heads`" in result.output
+    assert not target.exists()
+
+
+def test_a_database_without_a_schema_is_not_taken_for_the_services(tmp_path):
+    empty = tmp_path / "empty.db"
+    sqlite3.connect(empty).close()
+    app = create_app({"CLAUDEOPS_STATE_DIR": str(tmp_path / "state"), "CLAUDEOPS_DATABASE_URL": f"sqlite:///{empty}",
+                      "CLAUDEOPS_SECRET_KEY": "test-secret"}, make_state=False)
+    result = invoke(app, "copy-to", f"sqlite:///{tmp_path / 'new.db'}")
+    assert result.exit_code == 1
+    assert f"there is no Claude Ops database at sqlite:///{empty}: it holds no schema" in result.output
+    assert not (tmp_path / "new.db").exists()
+
+
+def test_a_copy_is_refused_while_a_scheduler_runs_on_the_database(tmp_path, app):
+    scheduler = RunnerLock(app.config["CLAUDEOPS_STATE_DIR"], app.config["SQLALCHEMY_DATABASE_URI"])
+    scheduler.acquire()
+    try:
+        result = invoke(app, "copy-to", f"sqlite:///{tmp_path / 'new.db'}")
+    finally:
+        scheduler.release()
+    assert result.exit_code == 1
+    assert "is running sessions on" in result.output and "stop it first, then copy" in result.output
+    assert not (tmp_path / "new.db").exists()
+
+
+def test_target_urls_that_cannot_work_are_named_as_the_target(tmp_path, app):
+    for url, said in (("not a url", "TARGET_URL is not a database URL"),
+                      ("mysql://ops@db.example/claudeops",
+                       "TARGET_URL=mysql://ops@db.example/claudeops: Claude Ops works with SQLite and PostgreSQL only"),
+                      (f"sqlite:///{tmp_path / 'nowhere' / 'claudeops.db'}",
+                       f"the directory {tmp_path / 'nowhere'} does not exist")):
+        result = invoke(app, "copy-to", url)
+        assert result.exit_code == 1, url
+        assert said in result.output, result.output
+
+
+def test_the_services_own_database_is_not_a_target(app):
+    result = invoke(app, "copy-to", app.config["SQLALCHEMY_DATABASE_URI"])
+    assert result.exit_code == 1
+    assert "TARGET_URL names the service's own database" in result.output
+
+
+def test_a_copy_that_fails_leaves_the_target_without_a_row(tmp_path, fake_cli, run_session_now, monkeypatch):
+    source = sqlite_source(tmp_path)
+    fill(source, fake_cli, run_session_now)
+    target_url = new_database(tmp_path)
+
+    def fails(target, metadata, copied):
+        raise CopyError("events: 3 rows read, but the target holds 2")
+    monkeypatch.setattr(database_copy, "_check_counts", fails)
+
+    result = invoke(source, "copy-to", target_url)
+
+    assert result.exit_code == 1
+    assert "events: 3 rows read, but the target holds 2" in result.output
+    assert "Nothing was copied" in result.output
+    assert rows_in(app_on(tmp_path, target_url)) == []
+
+
+@postgres_only("PostgreSQL refuses what SQLite keeps")
+def test_rows_postgresql_would_refuse_are_each_named_and_nothing_is_copied(tmp_path):
+    """As an older version could have left them: written past the ORM, as SQLite keeps them."""
+    source = sqlite_source(tmp_path)
+    with source.app_context():
+        add_memory("fine")
+        with_nul = add_memory("a NUL slipped in").id
+        db.session.add(Event(level="info", service="web", message="up", created_at=utcnow()))
+        db.session.commit()
+        event_id = db.session.scalar(select(Event.id))
+        limit = Event.__table__.c.service.type.length
+    with sqlite3.connect(tmp_path / "source" / "claudeops.db") as connection:   # past every listener
+        connection.execute("UPDATE memories SET observation = ? WHERE id = ?", ("a NUL \x00 in", with_nul))
+        connection.execute("UPDATE events SET service = ? WHERE id = ?", ("x" * 500, event_id))
+    target_url = new_database(tmp_path)
+
+    result = invoke(source, "copy-to", target_url)
+
+    assert result.exit_code == 1, result.output
+    assert "2 row(s) cannot go to postgresql" in result.output
+    assert f"events #{event_id}: service is 500 characters long, over the column's {limit}" in result.output
+    assert f"memories #{with_nul}: observation holds a NUL character" in result.output
+    assert "Nothing was copied" in result.output
+    assert rows_in(app_on(tmp_path, target_url)) == []
+
+
+def test_a_table_no_installed_plugin_declares_is_named_as_left_out(tmp_path, app):
+    with db.engine.begin() as connection:
+        connection.exec_driver_sql("CREATE TABLE incidents (id INTEGER PRIMARY KEY, title TEXT)")
+        connection.exec_driver_sql("INSERT INTO incidents (id, title) VALUES (1, 'disk full')")
+    target = tmp_path / "new.db"
+    result = invoke(app, "copy-to", f"sqlite:///{target}")
+    assert result.exit_code == 0, result.output
+    assert "Not copied: incidents, which no installed plugin declares" in result.output
+    with sqlite3.connect(target) as connection:
+        assert not connection.execute("SELECT 1 FROM sqlite_master WHERE name = 'incidents'").fetchall()
