@@ -61,7 +61,7 @@ def restore_command(source: Path):
     lock = RunnerLock(app.config["CLAUDEOPS_STATE_DIR"], app.config["SQLALCHEMY_DATABASE_URI"])
     hold_off_the_scheduler(lock, "then restore")
     try:
-        kept = restore(db.engine, source, _known_revision(app))
+        kept = restore(db.engine, source, known_revision(app))
         try:
             apply_migrations(app)
         except MigrationError as exc:   # the backup is in place by now: say so, and where the old one is
@@ -73,7 +73,7 @@ def restore_command(source: Path):
         raise click.ClickException(str(exc)) from None
     finally:
         lock.release()
-        _left_to_the_owner_of_their_directory(
+        leave_to_the_owner_of_their_directory(
             [*lock.files, Path(app.config["CLAUDEOPS_STATE_DIR"]) / "secret_key",
              Path(app.config["CLAUDEOPS_RESULTS_DIR"])])
     click.echo(f"Restored {source.resolve()} to {database} and migrated it to this version's schema; "
@@ -103,7 +103,7 @@ def hold_off_the_scheduler(lock, then: str) -> None:
         raise click.ClickException(str(exc)) from None
 
 
-def _left_to_the_owner_of_their_directory(paths: list[Path]) -> None:
+def leave_to_the_owner_of_their_directory(paths: list[Path]) -> None:
     """Run as root (with sudo) on a state directory the service has not
     used yet (a new host), this command made files there that the service's
     user could not open: the scheduler's lock files, the results directory,
@@ -121,7 +121,7 @@ def _left_to_the_owner_of_their_directory(paths: list[Path]) -> None:
             os.chown(path, directory.st_uid, directory.st_gid)
 
 
-def _known_revision(app):
+def known_revision(app):
     """Whether this installation (the host and its plugins) has a schema revision."""
     script = ScriptDirectory.from_config(app.extensions["migrate"].migrate.get_config())
 

@@ -12,10 +12,10 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from app import create_app, state_dir
-from app.backup_cli import hold_off_the_scheduler
+from app.backup_cli import known_revision, hold_off_the_scheduler, leave_to_the_owner_of_their_directory
 from app.config import ConfigError
 from app.database_copy import CopyError, copy_database, foreign_tables, tables_with_rows
-from app.database_url import shown_url, sqlalchemy_url
+from app.database_url import absolute_sqlite_url, shown_url, sqlalchemy_url
 from app.extensions import db
 
 
@@ -41,9 +41,13 @@ def copy_to_command(target_url: str):
     from app.sessions.runner_lock import RunnerLock
     app = current_app._get_current_object()
     try:
-        target = make_url(sqlalchemy_url(target_url, name="TARGET_URL"))
+        # A relative file, as for CLAUDEOPS_DATABASE_URL: in the working directory.
+        target = make_url(absolute_sqlite_url(sqlalchemy_url(target_url, name="TARGET_URL")))
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
+    if target.get_backend_name() == "sqlite" and _in_memory(target):
+        raise click.ClickException("TARGET_URL names a SQLite database in memory, gone when the command ends: "
+                                   "name a file (sqlite:////path/to/new.db)")
     shown = shown_url(target)
     source = make_url(app.config["SQLALCHEMY_DATABASE_URI"])
     if _same_database(source, target):
@@ -60,9 +64,14 @@ def copy_to_command(target_url: str):
         _check_new(target_app, shown)
         apply_migrations(target_app)
         click.echo(f"Copying {shown_url(source)} to {shown} …")
-        with target_app.app_context(), db.engine.begin() as connection:
+        with target_app.app_context(), db.engine.connect() as connection:
+            transaction = connection.begin()   # rolled back with the connection, unless committed
             copied = copy_database(source_engine, connection, db.metadata,
                                    on_table=lambda name, rows: click.echo(f"  {name:<24} {rows:>12,}"))
+            try:
+                transaction.commit()
+            except SQLAlchemyError as exc:
+                _commit_lost(target_app, shown, exc)
     except MigrationError as exc:
         raise click.ClickException(str(exc)) from None
     except CopyError as exc:
@@ -76,7 +85,13 @@ def copy_to_command(target_url: str):
         if target_app is not None:
             with target_app.app_context():
                 db.engine.dispose()
+        # Run as root (sudo), what it made is the service's user's, as restore leaves it.
+        leave_to_the_owner_of_their_directory([*lock.files, *_files_of(target)])
     click.echo(f"Copied {copied.rows:,} rows in {len(copied.tables)} tables to {shown}.")
+    if copied.changed.count:
+        click.echo(f"NUL characters, which no database of this version holds, were replaced with U+FFFD (as the "
+                   f"service replaces them in all it writes) in {copied.changed.count:,} row(s):\n"
+                   f"{copied.changed.listed()}")
     if copied.left_out:
         click.echo(f"Not copied: {', '.join(copied.left_out)}, which no installed plugin declares "
                    "(to bring them along, install the plugin that made them and copy again, into a new database).")
@@ -100,6 +115,11 @@ def _check_schema_is_current(app: Flask) -> None:
     expected = set(ScriptDirectory.from_config(app.extensions["migrate"].migrate.get_config()).get_heads())
     with db.engine.connect() as connection:
         current = set(MigrationContext.configure(connection).get_current_heads())
+    unknown = sorted(revision for revision in current if not known_revision(app)(revision))
+    if unknown:
+        raise click.ClickException(
+            f"the database {shown_url(db.engine.url)} was migrated by code not installed here (revision "
+            f"{', '.join(unknown)}: a plugin, or a newer version of Claude Ops): install it, then copy")
     if not current:
         raise click.ClickException(
             f"there is no Claude Ops database at {shown_url(db.engine.url)}: it holds no schema. Run the command "
@@ -109,6 +129,38 @@ def _check_schema_is_current(app: Flask) -> None:
             f"the database {shown_url(db.engine.url)} is at revision {', '.join(sorted(current)) or 'none'}, "
             f"this version's schema is {', '.join(sorted(expected))}: migrate it first with `claudeops db "
             "upgrade heads` (`claudeops serve` does it when it starts), then copy")
+
+
+def _in_memory(url: URL) -> bool:
+    return not url.database or url.database == ":memory:" or url.query.get("mode") == "memory"
+
+
+def _files_of(url: URL) -> list[Path]:
+    """The files of a SQLite database (none for a server's)."""
+    if url.get_backend_name() != "sqlite" or _in_memory(url):
+        return []
+    path = Path(url.database).expanduser()
+    return [path, *(path.with_name(path.name + suffix) for suffix in ("-wal", "-shm"))]
+
+
+def _commit_lost(target_app: Flask, shown: str, exc: SQLAlchemyError) -> None:
+    """The connection lost as the copy was committed: a server may have
+    carried the COMMIT out all the same. Its rows tell, the copy being
+    committed whole or not at all; if they cannot be read, the operator is
+    told how to find out."""
+    reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+    try:
+        with target_app.app_context(), db.engine.connect() as connection:
+            committed = bool(tables_with_rows(connection, db.metadata))
+    except SQLAlchemyError:
+        raise click.ClickException(
+            f"the connection to {shown} was lost as the copy was committed ({reason}), and whether the server "
+            "committed it cannot be told now: if the target holds any row, it holds the whole copy; if it holds "
+            "none, copy again") from None
+    if not committed:
+        raise click.ClickException(f"cannot copy to {shown}: the commit failed ({reason})\nNothing was copied: "
+                                   "a copy that fails leaves the target without a row.")
+    click.echo(f"The connection was lost as the copy was committed ({reason}), but the server had committed it.")
 
 
 def _target_app(target: URL) -> Flask:

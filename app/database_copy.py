@@ -1,22 +1,27 @@
 """Copy every row of one Claude Ops database into another, new one: how an
 operator who has outgrown one SQLite file moves to PostgreSQL (or back),
 keeping all the agent learned and all the sessions behind it
-(``claudeops copy-to``, app/backup_cli.py).
+(``claudeops copy-to``, app/copy_cli.py).
 
 The target has been migrated by the same revisions as the source and holds
 no row. Rows go table by table in the order their foreign keys need (the
-metadata's), each table in primary-key order and a chunk at a time, so the
-memory used stays flat however large the tables are. A column that refers
-to its own table (an escalated session's parent, the memory a memory
-contradicts) is filled in once its table is whole. Ids are copied as they
-are, so that every reference (a memory's ``#12`` in a prompt, a session's
-URL) stays true; PostgreSQL's id sequences are then set past the largest.
+metadata's), each table in primary-key order and a chunk at a time (fewer
+rows when they are wide: a session keeps its whole response), so the memory
+used stays flat however large the tables are. A column that refers to its
+own table (an escalated session's parent, the memory a memory contradicts)
+is set once its table is whole, read again from the source for it. Ids are
+copied as they are, so that every reference (a memory's ``#12`` in a
+prompt, a session's page) stays true, and the target's counters are moved
+past every id the source ever gave: a deleted memory's history keeps its
+id, which no new memory may take.
 
 The whole copy is one transaction of the target's: a copy that fails leaves
 the target without a row, ready for another try. The source is read from
 one snapshot and never written. What PostgreSQL would refuse and SQLite
-kept (a text longer than its column, a NUL character) is found before it is
-written, and every such row is named.
+kept (a text longer than its column, a number beyond its 32 bits) is found
+as it is read, and every such row is named. A NUL character, which no
+version writes any more, is replaced as the host replaces it in everything
+it writes (app/portable_text.py), and each such row is named too.
 """
 from __future__ import annotations
 
@@ -25,16 +30,22 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from sqlalchemy import MetaData, String, Table, bindparam, func, inspect, select, text, update
+from sqlalchemy import BigInteger, Integer, MetaData, SmallInteger, String, Table, bindparam, func, inspect, select, \
+    text, update
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError
 
-# Rows read and written at a time.
+from app.portable_text import NUL, REPLACEMENT
+
+# Rows read and written at a time, or fewer once they hold this many characters.
 CHUNK_ROWS = 1_000
-# Rows PostgreSQL would refuse, named at the most; the rest are counted.
+CHUNK_CHARS = 8_000_000
+# Rows named at the most in a message; the rest are counted.
 MOST_NAMED = 20
 # Kept by the migrations, not by the models: Alembic's own table, and the
-# full-text search tables on SQLite (rebuilt in the target by its triggers).
+# full-text search tables on SQLite (filled in the target by its triggers).
 _NOT_ROWS_OF_MODELS = re.compile(r"^alembic_version$|_fts(_|$)")
+_INTEGER_RANGES = ((BigInteger, None), (SmallInteger, 2**15), (Integer, 2**31))
 
 
 class CopyError(Exception):
@@ -42,9 +53,26 @@ class CopyError(Exception):
 
 
 @dataclass
+class Rows:
+    """Rows named for a reason: the first ``MOST_NAMED`` of them, and how many."""
+    named: list[str] = field(default_factory=list)
+    count: int = 0
+
+    def add(self, line: str) -> None:
+        self.count += 1
+        if len(self.named) < MOST_NAMED:
+            self.named.append(line)
+
+    def listed(self) -> str:
+        more = self.count - len(self.named)
+        return "\n".join(f"  {line}" for line in self.named) + (f"\n  … and {more:,} more" if more > 0 else "")
+
+
+@dataclass
 class Copied:
     tables: list[tuple[str, int]] = field(default_factory=list)   # each table and its rows, in copy order
     left_out: list[str] = field(default_factory=list)   # tables of the source no installed code declares
+    changed: Rows = field(default_factory=Rows)         # rows whose NUL characters were replaced
 
     @property
     def rows(self) -> int:
@@ -72,21 +100,18 @@ def copy_database(source: Engine, target: Connection, metadata: MetaData,
     ``target`` (a connection in the transaction the caller commits), each
     table told to ``on_table`` once copied. ``CopyError`` if a row cannot
     go to the target; the caller then rolls back."""
-    copied = Copied()
-    refused: list[str] = []
+    copied, refused = Copied(), Rows()
     with _snapshot(source) as reading:
         copied.left_out = foreign_tables(reading, metadata)
+        issued = _ids_issued(reading, metadata)
         for table in metadata.sorted_tables:
-            count = _copy_table(reading, target, table, refused)
+            count = _TableCopy(reading, target, table, refused, copied.changed).run()
             copied.tables.append((table.name, count))
             on_table(table.name, count)
-    if refused:
-        more = len(refused) - MOST_NAMED
-        named = "\n".join(f"  {line}" for line in refused[:MOST_NAMED])
-        raise CopyError(f"{len(refused)} row(s) cannot go to {target.dialect.name}; change or delete them in the "
-                        f"source, then copy again:\n{named}" + (f"\n  … and {more} more" if more > 0 else ""))
-    if target.dialect.name == "postgresql":
-        _move_sequences_past_ids(target, metadata)
+    if refused.count:
+        raise CopyError(f"{refused.count:,} row(s) cannot go to {target.dialect.name}; change or delete them in "
+                        f"the source, then copy again:\n{refused.listed()}")
+    _move_counters_past(target, metadata, issued)
     _check_counts(target, metadata, copied)
     return copied
 
@@ -108,88 +133,144 @@ def _snapshot(engine: Engine) -> Iterator[Connection]:
             connection.rollback()
 
 
-def _copy_table(reading: Connection, target: Connection, table: Table, refused: list[str]) -> int:
-    """The table's rows, chunk by chunk; once a row was refused, the rest
+class _TableCopy:
+    """One table's rows, chunk by chunk. Once any row was refused, the rest
     are only checked (so that every such row is named), not written."""
-    own_references = [fk.parent.name for fk in table.foreign_keys if fk.column.table is table]
-    deferred: list[dict] = []   # the rows' references to their own table, set once it is whole
-    primary_key = [column.name for column in table.primary_key.columns]
-    checks = _checks(table) if target.dialect.name == "postgresql" else []
-    count = 0
-    rows = reading.execution_options(yield_per=CHUNK_ROWS).execute(
-        select(table).order_by(*table.primary_key.columns))
-    for chunk in rows.partitions():
-        values = [dict(row._mapping) for row in chunk]
-        count += len(values)
-        for row in values:
-            for check in checks:
-                problem = check(row)
-                if problem:
-                    refused.append(f"{table.name} {_key(row, primary_key)}: {problem}")
-            for name in own_references:
-                if row[name] is not None:
-                    deferred.append({**{f"key_{key}": row[key] for key in primary_key},
-                                     "column": name, "value": row[name]})
-                    row[name] = None
-        if not refused:
-            target.execute(table.insert(), values)
-    if deferred and not refused:
-        _set_own_references(target, table, primary_key, deferred)
-    return count
+
+    def __init__(self, reading: Connection, target: Connection, table: Table, refused: Rows, changed: Rows):
+        self.reading, self.target, self.table = reading, target, table
+        self.refused, self.changed = refused, changed
+        self.key = list(table.primary_key.columns)
+        self.own_references = [fk.parent for fk in table.foreign_keys if fk.column.table is table]
+        self.limits = _limits(table) if target.dialect.name == "postgresql" else []
+        self.texts = [column.name for column in table.columns if isinstance(column.type, String)]
+
+    def run(self) -> int:
+        count, chunk, chars = 0, [], 0
+        for row in self.reading.execution_options(yield_per=CHUNK_ROWS).execute(
+                select(self.table).order_by(*self.key)):
+            values = self._checked(dict(row._mapping))
+            for column in self.own_references:
+                values[column.name] = None
+            chunk.append(values)
+            chars += sum(len(values[name]) for name in self.texts if values[name] is not None)
+            count += 1
+            if len(chunk) >= CHUNK_ROWS or chars >= CHUNK_CHARS:
+                self._write(chunk)
+                chunk, chars = [], 0
+        self._write(chunk)
+        if not self.refused.count:
+            for column in self.own_references:
+                self._set_own_references(column)
+        return count
+
+    def _checked(self, values: dict) -> dict:
+        for limit in self.limits:
+            problem = limit(values)
+            if problem:
+                self.refused.add(f"{self.table.name} {self._shown_key(values)}: {problem}")
+        replaced = [name for name in self.texts if values[name] is not None and NUL in values[name]]
+        for name in replaced:
+            values[name] = values[name].replace(NUL, REPLACEMENT)
+        if replaced:
+            self.changed.add(f"{self.table.name} {self._shown_key(values)}: {', '.join(replaced)}")
+        return values
+
+    def _write(self, chunk: list[dict]) -> None:
+        if not chunk or self.refused.count:
+            return
+        try:
+            self.target.execute(self.table.insert(), chunk)
+        except DBAPIError as exc:   # what no check foresaw: a row whose reference is gone, say
+            raise CopyError(f"{self.table.name}, the rows {self._shown_key(chunk[0])} to "
+                            f"{self._shown_key(chunk[-1])}: {_first_line(exc)}") from None
+
+    def _set_own_references(self, column) -> None:
+        """``column``, left empty as the rows went in, read again (with the
+        key of each row that has one) and set now that every row is there."""
+        keys = {key.name: bindparam(f"key_{key.name}") for key in self.key}
+        statement = (update(self.table).where(*(self.table.c[name] == value for name, value in keys.items()))
+                     .values({column.name: bindparam("reference")}))
+        rows = self.reading.execution_options(yield_per=CHUNK_ROWS).execute(
+            select(*self.key, column.label("reference")).where(column.is_not(None)).order_by(*self.key))
+        for chunk in rows.partitions():
+            self.target.execute(statement, [{**{f"key_{name}": row._mapping[name] for name in keys},
+                                             "reference": row.reference} for row in chunk])
+
+    def _shown_key(self, values: dict) -> str:
+        if [column.name for column in self.key] == ["id"]:
+            return f"#{values['id']}"
+        return "(" + ", ".join(f"{column.name}={str(values[column.name])[:40]!r}" for column in self.key) + ")"
 
 
-def _set_own_references(target: Connection, table: Table, primary_key: list[str], deferred: list[dict]) -> None:
-    for name in {row["column"] for row in deferred}:
-        statement = (update(table).where(*(table.c[key] == bindparam(f"key_{key}") for key in primary_key))
-                     .values({name: bindparam("value")}))
-        rows = [{key: value for key, value in row.items() if key != "column"}
-                for row in deferred if row["column"] == name]
-        for start in range(0, len(rows), CHUNK_ROWS):
-            target.execute(statement, rows[start:start + CHUNK_ROWS])
-
-
-def _checks(table: Table) -> list[Callable[[dict], str | None]]:
+def _limits(table: Table) -> list[Callable[[dict], str | None]]:
     """What PostgreSQL refuses in a row that SQLite keeps: a text longer
-    than its column (SQLite ignores the length) or holding a NUL character."""
-    checks = []
+    than its column (SQLite ignores the length), an integer beyond the
+    column's bits (SQLite's are all 64)."""
+    limits = []
     for column in table.columns:
-        if not isinstance(column.type, String):
-            continue
-        length = column.type.length
-
-        def check(row: dict, name: str = column.name, length: int | None = length) -> str | None:
-            value = row[name]
-            if not isinstance(value, str):
+        if isinstance(column.type, String) and column.type.length:
+            def too_long(row: dict, name: str = column.name, length: int = column.type.length) -> str | None:
+                value = row[name]
+                if isinstance(value, str) and len(value) > length:
+                    return f"{name} is {len(value):,} characters long, over the column's {length:,}"
                 return None
-            if length and len(value) > length:
-                return f"{name} is {len(value):,} characters long, over the column's {length:,}"
-            if "\x00" in value:
-                return f"{name} holds a NUL character"
-            return None
-        checks.append(check)
-    return checks
+            limits.append(too_long)
+        bound = next((bound for kind, bound in _INTEGER_RANGES if isinstance(column.type, kind)), None)
+        if bound:
+            def too_large(row: dict, name: str = column.name, bound: int = bound) -> str | None:
+                value = row[name]
+                if isinstance(value, int) and not -bound <= value < bound:
+                    return f"{name} is {value:,}, beyond the column's range ({-bound:,} to {bound - 1:,})"
+                return None
+            limits.append(too_large)
+    return limits
 
 
-def _key(row: dict, primary_key: list[str]) -> str:
-    if primary_key == ["id"]:
-        return f"#{row['id']}"
-    shown = ", ".join(f"{key}={str(row[key])[:40]!r}" for key in primary_key)
-    return f"({shown})"
+def _ids_issued(reading: Connection, metadata: MetaData) -> dict[str, int]:
+    """The largest id the source ever gave in each table, a deleted row's
+    included, where it keeps one: SQLite's sqlite_sequence (its
+    AUTOINCREMENT tables), PostgreSQL's sequences."""
+    if reading.dialect.name == "sqlite":
+        if not inspect(reading).has_table("sqlite_sequence"):
+            return {}
+        return dict(reading.execute(text("SELECT name, seq FROM sqlite_sequence")).all())
+    issued = {}
+    for table in metadata.sorted_tables:
+        if table.autoincrement_column is not None:
+            value = reading.scalar(text("SELECT pg_sequence_last_value(pg_get_serial_sequence(:table, :column))"),
+                                   _sequence_of(reading, table))
+            if value is not None:
+                issued[table.name] = value
+    return issued
 
 
-def _move_sequences_past_ids(target: Connection, metadata: MetaData) -> None:
-    """The next id PostgreSQL gives is past the largest copied: the rows
-    came with their ids, which a sequence does not see."""
+def _move_counters_past(target: Connection, metadata: MetaData, issued: dict[str, int]) -> None:
+    """The next id the target gives is past the largest copied and past
+    every id the source gave: the rows came with their ids, which the
+    target's counters did not see."""
     for table in metadata.sorted_tables:
         column = table.autoincrement_column
         if column is None:
             continue
-        largest = target.scalar(select(func.max(column)))
-        if largest is None:
+        largest = max(target.scalar(select(func.max(column))) or 0, issued.get(table.name) or 0)
+        if not largest:
             continue
-        target.execute(text("SELECT setval(pg_get_serial_sequence(:table, :column), :largest)"),
-                       {"table": target.dialect.identifier_preparer.format_table(table),
-                        "column": column.name, "largest": largest})
+        if target.dialect.name == "postgresql":
+            target.execute(text("SELECT setval(pg_get_serial_sequence(:table, :column), :largest)"),
+                           {**_sequence_of(target, table), "largest": largest})
+        elif table.dialect_options["sqlite"].get("autoincrement"):
+            # SQLite raised it to the largest id inserted; the source's deleted ones are past that.
+            target.execute(text("UPDATE sqlite_sequence SET seq = max(seq, :largest) WHERE name = :name"),
+                           {"largest": largest, "name": table.name})
+            target.execute(text("INSERT INTO sqlite_sequence (name, seq) SELECT :name, :largest "
+                                "WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = :name)"),
+                           {"largest": largest, "name": table.name})
+
+
+def _sequence_of(connection: Connection, table: Table) -> dict:
+    return {"table": connection.dialect.identifier_preparer.format_table(table),
+            "column": table.autoincrement_column.name}
 
 
 def _check_counts(target: Connection, metadata: MetaData, copied: Copied) -> None:
@@ -198,3 +279,8 @@ def _check_counts(target: Connection, metadata: MetaData, copied: Copied) -> Non
         stored = target.scalar(select(func.count()).select_from(metadata.tables[name]))
         if stored != count:
             raise CopyError(f"{name}: {count:,} rows read, but the target holds {stored:,}")
+
+
+def _first_line(exc: DBAPIError) -> str:
+    message = str(exc.orig or exc).strip()
+    return message.splitlines()[0] if message else type(exc).__name__

@@ -5,10 +5,12 @@ migrated, a running scheduler and a row PostgreSQL would refuse are
 refused, and a copy that fails leaves the target without a row."""
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
 import flask_migrate
+import pytest
 from sqlalchemy import select, update
 
 from app import create_app, database_copy, runtime
@@ -19,6 +21,7 @@ from app.models import Session
 from app.sessions.runner_lock import RunnerLock
 from app.timeutil import utcnow
 from plugins.events.models import Event
+from plugins.memory.models import Memory
 from tests import streamlines as sl
 from tests.conftest import make_app
 from tests.memory_helpers import add_memory
@@ -238,20 +241,25 @@ def test_a_copy_that_fails_leaves_the_target_without_a_row(tmp_path, fake_cli, r
     assert rows_in(app_on(tmp_path, target_url)) == []
 
 
+def write_past_every_listener(tmp_path: Path, *statements: tuple) -> None:
+    """Into the SQLite source, as an older version (or sqlite3 by hand) could have."""
+    with sqlite3.connect(tmp_path / "source" / "claudeops.db") as connection:
+        for statement in statements:
+            connection.execute(*statement)
+
+
 @postgres_only("PostgreSQL refuses what SQLite keeps")
 def test_rows_postgresql_would_refuse_are_each_named_and_nothing_is_copied(tmp_path):
-    """As an older version could have left them: written past the ORM, as SQLite keeps them."""
     source = sqlite_source(tmp_path)
     with source.app_context():
         add_memory("fine")
-        with_nul = add_memory("a NUL slipped in").id
         db.session.add(Event(level="info", service="web", message="up", created_at=utcnow()))
+        db.session.add(Session(tier=1, trigger="api", status="completed"))
         db.session.commit()
-        event_id = db.session.scalar(select(Event.id))
+        event_id, session_id = db.session.scalar(select(Event.id)), db.session.scalar(select(Session.id))
         limit = Event.__table__.c.service.type.length
-    with sqlite3.connect(tmp_path / "source" / "claudeops.db") as connection:   # past every listener
-        connection.execute("UPDATE memories SET observation = ? WHERE id = ?", ("a NUL \x00 in", with_nul))
-        connection.execute("UPDATE events SET service = ? WHERE id = ?", ("x" * 500, event_id))
+    write_past_every_listener(tmp_path, ("UPDATE events SET service = ? WHERE id = ?", ("x" * 500, event_id)),
+                              ("UPDATE sessions SET duration_ms = ? WHERE id = ?", (2**31, session_id)))
     target_url = new_database(tmp_path)
 
     result = invoke(source, "copy-to", target_url)
@@ -259,9 +267,135 @@ def test_rows_postgresql_would_refuse_are_each_named_and_nothing_is_copied(tmp_p
     assert result.exit_code == 1, result.output
     assert "2 row(s) cannot go to postgresql" in result.output
     assert f"events #{event_id}: service is 500 characters long, over the column's {limit}" in result.output
-    assert f"memories #{with_nul}: observation holds a NUL character" in result.output
+    assert (f"sessions #{session_id}: duration_ms is 2,147,483,648, beyond the column's range "
+            "(-2,147,483,648 to 2,147,483,647)") in result.output
     assert "Nothing was copied" in result.output
     assert rows_in(app_on(tmp_path, target_url)) == []
+
+
+def test_a_nul_character_is_replaced_as_the_service_replaces_it_and_its_row_named(tmp_path):
+    source = sqlite_source(tmp_path)
+    with source.app_context():
+        memory_id = add_memory("a NUL slipped in").id
+    write_past_every_listener(tmp_path, ("UPDATE memories SET observation = ? WHERE id = ?", ("a \x00 b", memory_id)))
+    target_url = new_database(tmp_path)
+    result = invoke(source, "copy-to", target_url)
+    assert result.exit_code == 0, result.output
+    assert f"replaced with U+FFFD (as the service replaces them in all it writes) in 1 row(s):\n  memories " \
+           f"#{memory_id}: observation" in result.output
+    target = app_on(tmp_path, target_url)
+    with target.app_context():
+        assert db.session.scalar(select(Memory.observation)) == "a \ufffd b"
+
+
+def test_a_row_whose_reference_is_gone_names_its_table_and_nothing_is_copied(tmp_path):
+    source = sqlite_source(tmp_path)
+    with source.app_context():
+        add_memory("kept")
+    write_past_every_listener(tmp_path, ("INSERT INTO session_activity (session_id, kind, created_at) "
+                                         "VALUES (99, 'text', '2026-11-01 00:00:00.000000')",))
+    target_url = new_database(tmp_path)
+    result = invoke(source, "copy-to", target_url)
+    assert result.exit_code == 1
+    assert "session_activity, the rows #1 to #1: " in result.output
+    assert "Nothing was copied" in result.output
+    assert rows_in(app_on(tmp_path, target_url)) == []
+
+
+def test_ids_the_source_gave_to_rows_since_deleted_are_not_given_again(tmp_path):
+    """A deleted memory's history keeps its id: a new memory with that id
+    would show it as its own."""
+    source = sqlite_source(tmp_path)
+    with source.app_context():
+        client = source.test_client()
+        made = [client.post("/api/v1/memories", json={"category": "timing", "service": "web",
+                                                     "observation": f"fact {n}"}).get_json()["id"] for n in range(3)]
+        assert client.delete(f"/api/v1/memories/{made[-1]}").status_code == 200
+    target_url = new_database(tmp_path)
+    assert invoke(source, "copy-to", target_url).exit_code == 0
+    target = app_on(tmp_path, target_url)
+    with target.app_context():
+        client = target.test_client()
+        new = client.post("/api/v1/memories", json={"category": "timing", "service": "web",
+                                                    "observation": "made after the move"}).get_json()["id"]
+        assert new == made[-1] + 1
+        assert [row["action"] for row in client.get(f"/api/v1/memories/{new}/history").get_json()["history"]] \
+            == ["created"]
+        assert client.delete(f"/api/v1/memories/{new}").status_code == 200
+    # And on from there (back to SQLite, on PostgreSQL): its counters' word is kept too.
+    onward = f"sqlite:///{tmp_path / 'onward.db'}"
+    assert invoke(target, "copy-to", onward).exit_code == 0
+    with app_on(tmp_path, onward, "onward-service").app_context() as context:
+        made_there = context.app.test_client().post("/api/v1/memories", json={
+            "category": "timing", "service": "web", "observation": "made after the second move"}).get_json()["id"]
+    assert made_there == new + 1
+
+
+@postgres_only("the server carries out a COMMIT whose answer is lost")
+def test_a_copy_the_server_committed_as_the_connection_went_is_reported_copied(tmp_path, monkeypatch):
+    from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
+
+    from tests.test_faults import server_gone_away
+    source = sqlite_source(tmp_path)
+    with source.app_context():
+        add_memory("kept")
+    counted = database_copy._check_counts
+    armed = []
+    monkeypatch.setattr(database_copy, "_check_counts", lambda *args: (counted(*args), armed.append(True)))
+    commit = PGDialect_psycopg.do_commit
+
+    def committed_then_gone(dialect, dbapi_connection):
+        commit(dialect, dbapi_connection)
+        if armed:
+            armed.clear()
+            raise server_gone_away()
+    monkeypatch.setattr(PGDialect_psycopg, "do_commit", committed_then_gone)
+    target_url = new_database(tmp_path)
+
+    result = invoke(source, "copy-to", target_url)
+
+    monkeypatch.setattr(PGDialect_psycopg, "do_commit", commit)
+    assert result.exit_code == 0, result.output
+    assert "The connection was lost as the copy was committed" in result.output
+    assert "but the server had committed it" in result.output and "Copied 1 rows" in result.output
+    assert rows_in(app_on(tmp_path, target_url)) == ["memories"]
+
+
+def test_a_database_migrated_by_a_plugin_not_installed_here_says_so(tmp_path, app):
+    with db.engine.begin() as connection:
+        connection.exec_driver_sql("INSERT INTO alembic_version (version_num) VALUES ('incidents_0001')")
+    result = invoke(app, "copy-to", f"sqlite:///{tmp_path / 'new.db'}")
+    assert result.exit_code == 1
+    assert "was migrated by code not installed here (revision incidents_0001: a plugin" in result.output
+    assert not (tmp_path / "new.db").exists()
+
+
+def test_a_relative_target_file_is_in_the_working_directory(tmp_path, app, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    add_memory("kept")
+    result = invoke(app, "copy-to", "sqlite:///moved.db")
+    assert result.exit_code == 0, result.output
+    assert f"to sqlite:///{tmp_path / 'moved.db'}." in result.output
+    with sqlite3.connect(tmp_path / "moved.db") as connection:
+        assert connection.execute("SELECT observation FROM memories").fetchall() == [("kept",)]
+
+
+def test_a_database_in_memory_is_no_target(app):
+    for url in ("sqlite://", "sqlite:///:memory:", "sqlite:///file:moved?mode=memory&uri=true"):
+        result = invoke(app, "copy-to", url)
+        assert result.exit_code == 1, url
+        assert "TARGET_URL names a SQLite database in memory" in result.output
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to another user")
+def test_a_copy_made_as_root_leaves_the_new_file_to_the_owner_of_its_directory(tmp_path, app):
+    add_memory("kept")
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, 65534, 65534)
+    result = invoke(app, "copy-to", f"sqlite:///{theirs / 'moved.db'}")
+    assert result.exit_code == 0, result.output
+    assert {path.name: path.stat().st_uid for path in theirs.iterdir()} == {"moved.db": 65534}
 
 
 def test_a_table_no_installed_plugin_declares_is_named_as_left_out(tmp_path, app):
