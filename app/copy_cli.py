@@ -16,6 +16,7 @@ from app.backup_cli import known_revision, hold_off_the_scheduler, leave_to_the_
 from app.config import ConfigError
 from app.database_copy import CopyError, copy_database, foreign_tables, tables_with_rows
 from app.database_url import absolute_sqlite_url, shown_url, sqlalchemy_url
+from app.dbfaults import first_line
 from app.extensions import db
 
 
@@ -77,9 +78,8 @@ def copy_to_command(target_url: str):
     except CopyError as exc:
         raise click.ClickException(f"{exc}\nNothing was copied: {shown} holds no row.") from None
     except SQLAlchemyError as exc:   # the target refused a row, or went away
-        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
-        raise click.ClickException(f"cannot copy to {shown}: {reason}\nNothing was copied: a copy that fails "
-                                   "leaves the target without a row.") from None
+        raise click.ClickException(f"cannot copy to {shown}: {first_line(exc)}\nNothing was copied: a copy that "
+                                   "fails leaves the target without a row.") from None
     finally:
         lock.release()
         if target_app is not None:
@@ -115,7 +115,8 @@ def _check_schema_is_current(app: Flask) -> None:
     expected = set(ScriptDirectory.from_config(app.extensions["migrate"].migrate.get_config()).get_heads())
     with db.engine.connect() as connection:
         current = set(MigrationContext.configure(connection).get_current_heads())
-    unknown = sorted(revision for revision in current if not known_revision(app)(revision))
+    known = known_revision(app)
+    unknown = sorted(revision for revision in current if not known(revision))
     if unknown:
         raise click.ClickException(
             f"the database {shown_url(db.engine.url)} was migrated by code not installed here (revision "
@@ -148,7 +149,7 @@ def _commit_lost(target_app: Flask, shown: str, exc: SQLAlchemyError) -> None:
     carried the COMMIT out all the same. Its rows tell, the copy being
     committed whole or not at all; if they cannot be read, the operator is
     told how to find out."""
-    reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+    reason = first_line(exc)
     try:
         with target_app.app_context(), db.engine.connect() as connection:
             committed = bool(tables_with_rows(connection, db.metadata))

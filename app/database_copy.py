@@ -35,6 +35,7 @@ from sqlalchemy import BigInteger, Integer, MetaData, SmallInteger, String, Tabl
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
+from app.dbfaults import first_line
 from app.portable_text import NUL, REPLACEMENT
 
 # Rows read and written at a time, or fewer once they hold this many characters.
@@ -183,7 +184,7 @@ class _TableCopy:
             self.target.execute(self.table.insert(), chunk)
         except DBAPIError as exc:   # what no check foresaw: a row whose reference is gone, say
             raise CopyError(f"{self.table.name}, the rows {self._shown_key(chunk[0])} to "
-                            f"{self._shown_key(chunk[-1])}: {_first_line(exc)}") from None
+                            f"{self._shown_key(chunk[-1])}: {first_line(exc)}") from None
 
     def _set_own_references(self, column) -> None:
         """``column``, left empty as the rows went in, read again (with the
@@ -279,8 +280,3 @@ def _check_counts(target: Connection, metadata: MetaData, copied: Copied) -> Non
         stored = target.scalar(select(func.count()).select_from(metadata.tables[name]))
         if stored != count:
             raise CopyError(f"{name}: {count:,} rows read, but the target holds {stored:,}")
-
-
-def _first_line(exc: DBAPIError) -> str:
-    message = str(exc.orig or exc).strip()
-    return message.splitlines()[0] if message else type(exc).__name__

@@ -210,6 +210,13 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {_one_line(exc)}"
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of what the driver said (the exception's own words
+    when there is no driver error): the reason, without libpq's hints."""
+    message = str(getattr(exc, "orig", None) or exc).strip()
+    return message.splitlines()[0] if message else type(exc).__name__
+
+
 def _one_line(error: BaseException) -> str:
     """A driver's message on one line: libpq adds hints on lines of their
     own ("\n\tIs the server running on that host…"), which would split a
