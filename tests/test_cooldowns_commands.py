@@ -85,6 +85,10 @@ def found(line: str, cwd: str | None = "/home/ops") -> list[tuple[str, str | Non
     ("oc -n media rollout restart dc/jellyfin", [(R, "jellyfin")]),
     ("oc rollout undo deployment/web", [(D, "web")]),
     ("oc rollout status deployment/web", []),
+    ("oc rollout latest dc/jellyfin", [(D, "jellyfin")]),
+    ("oc -n media rollout latest deploymentconfig jellyfin", [(D, "jellyfin")]),
+    ("oc rollout retry dc/jellyfin", [(D, "jellyfin")]),
+    ("kubectl rollout latest deployment/web", []),   # oc's alone: kubectl has no such command
     ("oc get pods -n media", []),
     ("grep -r 'docker restart' /etc", []),
     ("git status", []),
@@ -198,6 +202,11 @@ def test_recognises(line, expected):
     ("systemd-run --property Nice=5 --on-active 30 systemctl restart nginx", [(R, "nginx")]),
     ("systemd-run --on-active=5min -qu later docker restart jellyfin", [(R, "jellyfin")]),
     ("systemd-run -p MemoryMax=1G journalctl -u nginx", []),
+    # run0, systemd's sudo, runs its command as a transient service
+    ("run0 systemctl restart nginx", [(R, "nginx")]),
+    ("run0 --unit=fix -u root --setenv=LANG=C -- docker restart jellyfin", [(R, "jellyfin")]),
+    ("run0 -D /srv --nice 5 docker restart jellyfin", [(R, "jellyfin")]),
+    ("run0 journalctl -u nginx", []),
     # watch runs its command over and over: its words through sh -c, or with -x as they are
     ("watch -n 5 systemctl restart nginx", [(R, "nginx")]),
     ("watch 'docker restart jellyfin'", [(R, "jellyfin")]),
@@ -371,6 +380,23 @@ def test_systemd_run_starts_a_service_where_and_with_what_the_service_manager_gi
     assert found("export COMPOSE_PROJECT_NAME=other; systemd-run --scope docker compose up -d", work) == [
         (R, "other")]
     for line in ("cd /srv/jellyfin && systemd-run docker compose up -d", "systemd-run --user docker compose up -d"):
+        (item,) = recognise(line, work)
+        assert item.service is None and "unknown directory" in item.target
+
+
+def test_run0_starts_a_service_with_an_environment_of_its_own_where_its_user_works():
+    """run0 keeps the caller's directory for root and starts in the target
+    user's home (unknown here) otherwise; it passes on only what --setenv
+    sets, as sudo passes on nothing."""
+    work = "/srv/ops/work"
+    assert found("cd /srv/jellyfin && run0 docker compose up -d", work) == [(R, "jellyfin")]
+    assert found("run0 -u root docker compose restart", work) == [(R, "work")]
+    assert found("run0 -D /srv/arr docker compose restart", work) == [(R, "arr")]
+    assert found("run0 --chdir=/srv/arr -u ops docker compose restart", work) == [(R, "arr")]
+    assert found("export COMPOSE_PROJECT_NAME=other; run0 docker compose up -d", work) == [(R, "work")]
+    assert found("run0 --setenv=COMPOSE_PROJECT_NAME=media docker compose up -d", work) == [(R, "media")]
+    for line in ("run0 -u ops docker compose up -d", "run0 -uops docker compose up -d",
+                 "run0 --user=ops docker compose restart"):
         (item,) = recognise(line, work)
         assert item.service is None and "unknown directory" in item.target
 

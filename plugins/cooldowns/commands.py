@@ -241,6 +241,11 @@ KUBECTL_VALUE = {"-v", "--v", "-n", "--namespace", "--context", "--kubeconfig", 
                  "--as-group", "--request-timeout", "--to-revision", "--template", "-k", "--kustomize"}
 
 
+# OpenShift's oc also starts a DeploymentConfig's new rollout (latest) or
+# retries its failed one (retry): both deploy the pods again.
+OC_REDEPLOYS = ("undo", "latest", "retry")
+
+
 def _kubectl_within(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
     """``k3s kubectl …`` and ``microk8s kubectl …``: kubectl under another name."""
     return _kubectl(command, words[1:], state) if words[:1] == ["kubectl"] else []
@@ -248,7 +253,8 @@ def _kubectl_within(command: SimpleCommand, words: list[str], state: _Line) -> l
 
 def _kubectl(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
     positionals = parse_args(words, KUBECTL_VALUE).positionals
-    if positionals[:1] != ["rollout"] or len(positionals) < 2 or positionals[1] not in ("restart", "undo"):
+    redeploying = OC_REDEPLOYS if command.name == "oc" else ("undo",)
+    if positionals[:1] != ["rollout"] or len(positionals) < 2 or positionals[1] not in ("restart", *redeploying):
         return []
     action = RESTART if positionals[1] == "restart" else REDEPLOYMENT
     resources = positionals[2:]

@@ -47,6 +47,9 @@ PREFIX_COMMANDS = {
                     "--nice", "--on-active", "--on-boot", "--on-startup", "--on-unit-active", "--on-unit-inactive",
                     "--on-calendar", "--timer-property", "--path-property", "--socket-property",
                     "--working-directory", "--job-mode", "--background", "--json"},
+    # systemd's own sudo: the command runs as a transient service, as systemd-run's does.
+    "run0": {"-u", "--user", "-g", "--group", "-D", "--chdir", "--setenv", "--unit", "--property", "--description",
+             "--slice", "--nice", "--machine", "--background", "--shell-prompt-prefix", "--area", "--lightweight"},
 }
 # Of sudo's options, those with which it runs no command: -l lists what it may run.
 SUDO_RUNS_NOTHING = {"-l", "--list"}
@@ -564,26 +567,41 @@ def _resets_env(name: str, options: list[tuple[str, Optional[str]]]) -> bool:
         return any(o in ("-i", "--ignore-environment") or (not o.startswith("--") and "i" in o) for o in flags)
     if name == "systemd-run":
         return "--scope" not in flags
-    return name == "doas"
+    return name in ("doas", "run0")
 
 
 def _environment_given(name: str, options: list[tuple[str, Optional[str]]]) -> dict[str, str]:
-    """The variables systemd-run's -E NAME=VALUE sets for the command."""
-    if name != "systemd-run":
+    """The variables systemd-run's -E NAME=VALUE (run0's --setenv) sets for the command."""
+    if name not in ("systemd-run", "run0"):
         return {}
     pairs = (value.split("=", 1) for option, value in options if option in ("-E", "--setenv") and value)
     return {key: value for key, value in (p for p in pairs if len(p) == 2)}
 
 
 # The options of a prefix command that run the command in another directory.
-CHDIR_OPTIONS = {"env": ("-C", "--chdir"), "sudo": ("-D", "--chdir"), "systemd-run": ("--working-directory",)}
+CHDIR_OPTIONS = {"env": ("-C", "--chdir"), "sudo": ("-D", "--chdir"), "systemd-run": ("--working-directory",),
+                 "run0": ("-D", "--chdir")}
 
 
 def _chdir(name: str, options: list[tuple[str, Optional[str]]]) -> Optional[str]:
     chosen = next((value for option, value in options if option in CHDIR_OPTIONS.get(name, ()) and value), None)
     if chosen is None and name == "systemd-run":
         return _transient_service_directory(options)
+    if chosen is None and name == "run0":
+        return _run0_directory(options)
     return chosen
+
+
+def _run0_directory(options: list[tuple[str, Optional[str]]]) -> Optional[str]:
+    """run0 keeps the caller's directory when the command runs as root, and
+    starts in the target user's home (not known here) otherwise."""
+    user = None
+    for option, value in options:
+        if option in ("-u", "--user"):
+            user = value
+        elif option.startswith("-u") and len(option) > 2:   # -uops
+            user = option[2:]
+    return None if user in (None, "root", "0") else "~"
 
 
 def _transient_service_directory(options: list[tuple[str, Optional[str]]]) -> Optional[str]:
