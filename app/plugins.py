@@ -18,6 +18,7 @@ from flask import current_app
 from app import hookspecs
 from app.dbfaults import roll_back, storage_fault, waiting_out
 from app.extensions import db
+from app.plugin_fault_log import log_fault
 
 log = logging.getLogger(__name__)
 
@@ -136,11 +137,13 @@ def call_first(hook_name: str, expected: type | tuple[type, ...] = object,
     when nobody answers."""
     for plugin, result in _each_result(hook_name, False, kwargs):
         if not isinstance(result, expected):
-            log.warning("plugin %s returned %s from %s, not %s; ignored, the next plugin is asked",
-                        plugin, type(result).__name__, hook_name, _type_names(expected))
+            log_fault(log, plugin, hook_name, "wrong type",
+                      "plugin %s returned %s from %s, not %s; ignored, the next plugin is asked",
+                      plugin, type(result).__name__, hook_name, _type_names(expected))
         elif meaningful is not None and not meaningful(result):
-            log.warning("plugin %s returned %r from %s, which says nothing; ignored, the next plugin is asked",
-                        plugin, result, hook_name)
+            log_fault(log, plugin, hook_name, "says nothing",
+                      "plugin %s returned %r from %s, which says nothing; ignored, the next plugin is asked",
+                      plugin, result, hook_name)
         else:
             return result
     return None
@@ -175,7 +178,8 @@ def _each_result(hook_name: str, commit_each: bool, kwargs: dict[str, Any],
                 roll_back()   # on what a server that went away left of the connection too
             if storage_fault(exc):
                 raise
-            log.exception("plugin %s failed in %s", impl.plugin_name, hook_name)
+            log_fault(log, impl.plugin_name, hook_name, type(exc).__name__, "plugin %s failed in %s",
+                      impl.plugin_name, hook_name, exc_info=True)
             continue
         if result is not None:
             yield impl.plugin_name, result
@@ -227,8 +231,8 @@ def of_type(plugin: str, hook_name: str, result: Any, expected: type | tuple[typ
         if isinstance(item, expected):
             kept.append(item)
         else:
-            log.warning("plugin %s returned %s from %s, not %s; ignored", plugin, type(item).__name__,
-                        hook_name, _type_names(expected))
+            log_fault(log, plugin, hook_name, "wrong type", "plugin %s returned %s from %s, not %s; ignored",
+                      plugin, type(item).__name__, hook_name, _type_names(expected))
     return kept
 
 

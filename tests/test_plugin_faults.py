@@ -3,6 +3,7 @@ wrong type, a hook that raises, a link to no view. At start-up it stops the
 service with a message naming the plugin and the hook instead."""
 from __future__ import annotations
 
+import logging
 import sqlite3
 
 import pytest
@@ -13,6 +14,7 @@ from sqlalchemy.exc import OperationalError
 from app.config import Setting
 from app.extensions import db
 from app.hookspecs import hookimpl
+from app import plugin_fault_log
 from app.marker_queue import MarkerQueue
 from app.models import Session
 from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection
@@ -138,6 +140,61 @@ def test_a_failing_memory_matcher_leaves_the_marker_to_the_next(tmp_path, fake_c
         assert run_one().status == "completed"
         assert db.session.scalars(select(Memory.observation)).all() == ["Starts in 40 s"]
     assert "plugin broken_matcher failed in claudeops_memory_match" in caplog.text
+
+
+# --- a fault repeated over and over is logged a few times, then counted ------------------
+
+def test_a_plugin_failing_on_every_text_block_is_logged_a_few_times_not_for_each(tmp_path, fake_cli, caplog):
+    app = make_app(tmp_path, plugins=[plugin("flaky", claudeops_markers=raises)])
+    blocks = [sl.text(f"[EVENT:info:web] check {n} passed") for n in range(20)]
+    fake_cli(sl.steps(sl.init(), *blocks, sl.result("done")))
+    with app.app_context():
+        assert run_one().status == "completed"
+        # The plugin's failures cost nobody else: every event is stored.
+        assert len(db.session.scalars(select(Event.message).where(Event.message.like("check %"))).all()) == 20
+    logged = [r for r in caplog.records if "plugin flaky failed in claudeops_markers" in r.getMessage()]
+    assert len(logged) == plugin_fault_log.BURST
+    assert all(r.exc_info for r in logged)   # each with its traceback
+    assert "more like it within a minute are counted, not logged" in logged[-1].getMessage()
+    # Another application (another service, another test) has counts of its own.
+    other = make_app(tmp_path / "other", plugins=[plugin("flaky", claudeops_markers=raises)])
+    fake_cli(sl.steps(sl.init(), blocks[0], sl.result("done")))
+    with other.app_context():
+        assert run_one().status == "completed"
+    assert len([r for r in caplog.records if "plugin flaky failed in claudeops_markers" in r.getMessage()]) == \
+        plugin_fault_log.BURST + 1
+
+
+def test_fault_counts_let_a_burst_through_each_minute_and_say_how_many_were_left_out():
+    now = [0.0]
+    counts = plugin_fault_log.FaultCounts(clock=lambda: now[0])
+    burst = [counts.admit(("p", "hook", "RuntimeError")) for _ in range(plugin_fault_log.BURST)]
+    assert burst == [(0, False)] * (plugin_fault_log.BURST - 1) + [(0, True)]
+    assert [counts.admit(("p", "hook", "RuntimeError")) for _ in range(5)] == [None] * 5
+    # Another kind of fault, hook or plugin is counted apart.
+    assert counts.admit(("p", "hook", "KeyError")) == (0, False)
+    assert counts.admit(("q", "hook", "RuntimeError")) == (0, False)
+    now[0] += plugin_fault_log.INTERVAL_SECONDS - 1
+    assert counts.admit(("p", "hook", "RuntimeError")) is None
+    now[0] += 1
+    assert counts.admit(("p", "hook", "RuntimeError")) == (6, False)   # the minute is over: logged, with the count
+    assert counts.admit(("p", "hook", "RuntimeError")) == (0, False)
+
+
+def test_a_fault_logged_after_its_minute_says_how_many_were_not(tmp_path, caplog):
+    now = [100.0]
+    app = make_app(tmp_path)
+    app.extensions[plugin_fault_log.EXTENSION] = plugin_fault_log.FaultCounts(clock=lambda: now[0])
+    log = logging.getLogger("tests.plugin_faults")
+    with app.app_context():
+        for _ in range(plugin_fault_log.BURST + 4):
+            plugin_fault_log.log_fault(log, "p", "hook", "wrong type", "plugin %s returned %s", "p", "dict")
+        now[0] += plugin_fault_log.INTERVAL_SECONDS
+        plugin_fault_log.log_fault(log, "p", "hook", "wrong type", "plugin %s returned %s", "p", "dict")
+    messages = [r.getMessage() for r in caplog.records if r.name == "tests.plugin_faults"]
+    assert len(messages) == plugin_fault_log.BURST + 1
+    assert messages[-1] == "plugin p returned dict (4 more like it were counted, not logged, before this one)"
+    assert all(r.levelno == logging.WARNING for r in caplog.records if r.name == "tests.plugin_faults")
 
 
 # --- results of the wrong type are logged, naming the plugin -----------------------------

@@ -34,6 +34,7 @@ from sqlalchemy.orm import Session, SessionTransaction
 from app import staged_rows
 from app.dbfaults import passing, storage_fault
 from app.extensions import db
+from app.plugin_fault_log import log_fault
 from app.plugin_types import MarkerRecord, PendingRecords, RunInfo
 from app.plugins import of_type, plugin_manager
 
@@ -106,7 +107,8 @@ class MarkerFanOut:
             except Exception as exc:
                 if storage_fault(exc) or passing(exc):
                     raise   # the database's failure, not this plugin's: the stream handler's to meet
-                log.exception("plugin %s failed in %s", impl.plugin_name, HOOK)
+                log_fault(log, impl.plugin_name, HOOK, type(exc).__name__, "plugin %s failed in %s",
+                          impl.plugin_name, HOOK, exc_info=True)
                 self._undo(session, staged)
                 continue
             if result is not None:
@@ -134,7 +136,8 @@ class MarkerFanOut:
             except Exception as exc:
                 if storage_fault(exc) or passing(exc):
                     raise
-                log.exception("plugin %s failed in %s", impl.plugin_name, FLUSH_HOOK)
+                log_fault(log, impl.plugin_name, FLUSH_HOOK, type(exc).__name__, "plugin %s failed in %s",
+                          impl.plugin_name, FLUSH_HOOK, exc_info=True)
                 self._undo(session, staged)
 
     def _mark_if_written(self, session: Session) -> None:
@@ -173,14 +176,17 @@ def _tags_by_plugin(impls) -> dict[str, tuple[str, ...]]:
     for impl in impls:
         try:
             answer = impl.function()
-        except Exception:
-            log.exception("plugin %s failed in %s; it is given every text block", impl.plugin_name, TAGS_HOOK)
+        except Exception as exc:
+            log_fault(log, impl.plugin_name, TAGS_HOOK, type(exc).__name__,
+                      "plugin %s failed in %s; it is given every text block", impl.plugin_name, TAGS_HOOK,
+                      exc_info=True)
             continue
         if answer is None:
             continue
         if not isinstance(answer, (list, tuple)) or not all(isinstance(tag, str) and tag for tag in answer):
-            log.warning("plugin %s: %s must return a list of non-empty strings, not %r; "
-                        "it is given every text block", impl.plugin_name, TAGS_HOOK, answer)
+            log_fault(log, impl.plugin_name, TAGS_HOOK, "wrong type",
+                      "plugin %s: %s must return a list of non-empty strings, not %r; it is given every text block",
+                      impl.plugin_name, TAGS_HOOK, answer)
             continue
         tags[impl.plugin_name] = tuple(answer)
     return tags

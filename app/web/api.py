@@ -10,6 +10,7 @@ from sqlalchemy import func, select, text
 from app.config import TIERS
 from app.extensions import db
 from app.models import COMPLETED, FAILED, TIMED_OUT, SchedulerState, Session
+from app.plugin_fault_log import log_fault
 from app.plugins import of_type, results_by_plugin
 from app.timeutil import isoformat, utcnow
 from app.sessions import control
@@ -63,8 +64,9 @@ def stats():
         for contribution in of_type(plugin, "claudeops_stats", result, dict):
             for name, value in contribution.items():
                 if name in given_by:   # a plugin's figure never takes another's place
-                    log.warning("plugin %s: its claudeops_stats figure %r is %s's already; ignored",
-                                plugin, name, given_by[name])
+                    log_fault(log, plugin, "claudeops_stats", f"figure {name}",
+                              "plugin %s: its claudeops_stats figure %r is %s's already; ignored",
+                              plugin, name, given_by[name])
                     continue
                 figures[name], given_by[name] = value, f"plugin {plugin}"
     return figures

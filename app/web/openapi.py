@@ -10,6 +10,7 @@ from typing import Any
 
 from flask import Blueprint, Flask, current_app
 
+from app.plugin_fault_log import log_fault
 from app.plugin_types import OpenApiPaths
 from app.plugins import plugin_manager
 from app.web import API_PREFIX, MAX_REQUEST_BYTES
@@ -118,8 +119,9 @@ def _contributions() -> list[tuple[str, OpenApiPaths]]:
     for impl in plugin_manager().hook.claudeops_openapi_paths.get_hookimpls():
         try:
             result = impl.function()
-        except Exception:
-            log.exception("plugin %s failed in claudeops_openapi_paths", impl.plugin_name)
+        except Exception as exc:
+            log_fault(log, impl.plugin_name, "claudeops_openapi_paths", type(exc).__name__,
+                      "plugin %s failed in claudeops_openapi_paths", impl.plugin_name, exc_info=True)
             continue
         if isinstance(result, dict):
             result = OpenApiPaths(paths=result)
