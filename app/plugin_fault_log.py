@@ -22,6 +22,9 @@ from flask import current_app, has_app_context
 
 BURST = 3
 INTERVAL_SECONDS = 60.0
+# Kinds come from plugins (a figure's name, an exception's type): past this
+# many keys, those whose minute is over are forgotten, so the counts stay small.
+MAX_KEYS = 1_000
 EXTENSION = "claudeops.plugin_faults"
 
 
@@ -48,6 +51,8 @@ class FaultCounts:
             now = self._clock()
             window = self._windows.get(key)
             if window is None or now - window.started >= INTERVAL_SECONDS:
+                if window is None and len(self._windows) >= MAX_KEYS:
+                    self._forget_before(now - INTERVAL_SECONDS)
                 self._windows[key] = _Window(now)
                 return (window.left_out if window else 0), BURST == 1
             if window.logged < BURST:
@@ -56,11 +61,19 @@ class FaultCounts:
             window.left_out += 1
             return None
 
+    def _forget_before(self, moment: float) -> None:
+        """Forget every key whose minute began at ``moment`` or before (what
+        they left out goes unsaid: better than counts that grow without end)."""
+        self._windows = {key: window for key, window in self._windows.items() if window.started > moment}
+
 
 def _counts() -> Optional[FaultCounts]:
     if not has_app_context():
         return None   # outside a running service (a start-up check): every fault is logged
-    return current_app.extensions.setdefault(EXTENSION, FaultCounts())
+    counts = current_app.extensions.get(EXTENSION)
+    if counts is None:   # setdefault: of two threads that get here at once, both use the first one's
+        counts = current_app.extensions.setdefault(EXTENSION, FaultCounts())
+    return counts
 
 
 def log_fault(logger: logging.Logger, plugin: str, hook: str, kind: str, message: str, *args,

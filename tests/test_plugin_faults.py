@@ -181,6 +181,21 @@ def test_fault_counts_let_a_burst_through_each_minute_and_say_how_many_were_left
     assert counts.admit(("p", "hook", "RuntimeError")) == (0, False)
 
 
+def test_fault_counts_forget_keys_whose_minute_is_over_once_they_are_many(monkeypatch):
+    monkeypatch.setattr(plugin_fault_log, "MAX_KEYS", 10)
+    now = [0.0]
+    counts = plugin_fault_log.FaultCounts(clock=lambda: now[0])
+    for n in range(10):
+        assert counts.admit(("p", "claudeops_stats", f"figure {n}")) == (0, False)
+    now[0] += plugin_fault_log.INTERVAL_SECONDS
+    assert counts.admit(("p", "claudeops_stats", "figure 10")) == (0, False)
+    assert len(counts._windows) == 1
+    # Within the minute nothing is forgotten, however many.
+    for n in range(11, 25):
+        counts.admit(("p", "claudeops_stats", f"figure {n}"))
+    assert len(counts._windows) == 15
+
+
 def test_a_fault_logged_after_its_minute_says_how_many_were_not(tmp_path, caplog):
     now = [100.0]
     app = make_app(tmp_path)
