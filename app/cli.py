@@ -193,7 +193,8 @@ def main():
     it in a dashboard and a JSON API.
 
     Settings come from CLAUDEOPS_* environment variables (see `claudeops config`).
-    `claudeops db upgrade heads|check|history` manage the database schema.
+    `claudeops db upgrade heads`, `claudeops db check` and `claudeops db history`
+    manage the database schema.
     """
 
 
@@ -215,13 +216,13 @@ def serve(host: str, port: int, workers: int):
     if not is_loopback(host) and not credentials_configured(current_app.config):
         raise click.ClickException(
             f"refusing to listen on {host}: anyone who reaches it could run the agent. Set CLAUDEOPS_PASSWORD "
-            "(dashboard) and CLAUDEOPS_API_TOKEN (API) first, or listen on 127.0.0.1")
+            "(dashboard) or CLAUDEOPS_API_TOKEN (API) first, or listen on 127.0.0.1")
     proxies = current_app.config["CLAUDEOPS_TRUSTED_PROXIES"]
     if proxies and not credentials_configured(current_app.config):
         # A proxy's requests come from loopback, whoever sent them to it.
         raise click.ClickException(
             f"refusing to serve behind a reverse proxy (CLAUDEOPS_TRUSTED_PROXIES={proxies}) with no credential: "
-            "anyone who reaches the proxy could run the agent. Set CLAUDEOPS_PASSWORD (dashboard) and "
+            "anyone who reaches the proxy could run the agent. Set CLAUDEOPS_PASSWORD (dashboard) or "
             "CLAUDEOPS_API_TOKEN (API) first")
     try:
         sys.exit(run_service(current_app._get_current_object(), host, port, workers))
@@ -254,9 +255,10 @@ def run_once(tier: int, prompt: str | None):
     printing how each ended.
 
     Exits 0 if the last session of the chain completed, 1 otherwise. Meant
-    for trying a setup out; it refuses while `claudeops serve` runs on the
-    same state directory (use Run now there instead), so two sessions never
-    run at once. Killed outright between two sessions of its chain, the
+    for trying a setup out; it refuses while another process runs sessions
+    on the same state directory or database (`claudeops serve`, `claudeops
+    scheduler`, another `claudeops run`; use Run now there instead), so two
+    sessions never run at once. Killed outright between two sessions of its chain, the
     escalation it had queued is not run later: the next `claudeops run` or
     scheduler start ends it as interrupted."""
     from app.serve import MigrationError, StateDirError, apply_migrations, check_writable_dirs
@@ -346,7 +348,8 @@ def prune(dry_run: bool):
     The scheduler does the same at start and daily; this runs it by hand.
     Rows are deleted in batches, so it may run beside the service. A session
     whose run logs are in another host's results directory (the scheduler's,
-    with a dashboard on this one) is left whole to that host's retention."""
+    with a dashboard on this one) is left whole to that host's retention
+    for a week past its own; after that, it is pruned here."""
     from app.retention import periods_in_force
     from app.retention import prune as prune_now
     report = prune_now(dry_run=dry_run)

@@ -69,7 +69,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--repeat", type=_positive, metavar="N",
                    help=f"timed runs per read and start figure; the median counts (default {FULL['repeat']})")
     p.add_argument("--ingest-repeat", type=_positive, metavar="N",
-                   help=f"timed runs of the ingest figure (default {FULL['ingest_repeat']})")
+                   help=f"timed runs of each ingest speed and scaling figure (default {FULL['ingest_repeat']})")
     p.add_argument("--workdir", type=Path, metavar="DIR",
                    help="where the throwaway databases go (default: a temporary directory, removed after)")
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown as well")

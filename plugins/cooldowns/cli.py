@@ -88,7 +88,8 @@ def check_tool():
     Run by the Claude Code CLI before every Bash call of a session (the
     session manager configures it with --settings). CLAUDEOPS_SESSION_ID and
     CLAUDEOPS_TIER name the session the allowed or denied action is recorded
-    for. Always exits 0: a denial is the printed decision."""
+    for. Exits 0 whenever it runs: a denial is the printed decision. If
+    claudeops cannot start at all (exit 1), the CLI lets the call through."""
     include_withheld(current_app)   # the commands it records may hold the service's own secrets
     caller = gate.Caller(session_id=_int_env("CLAUDEOPS_SESSION_ID", range(1, MAX_ROW_ID + 1)),
                          tier=_int_env("CLAUDEOPS_TIER", range(min(TIERS), max(TIERS) + 1)))

@@ -196,7 +196,8 @@ def context():
 @click.option("--format", "fmt", type=click.Choice(["json", "markdown"]), default="json", show_default=True,
               help="json keeps everything, history included; markdown is the prompt's line format, for people.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default="-",
-              help="File to write, which must not exist yet unless --force; default standard output.")
+              help="File to write, which must not exist yet unless --force (a device or a pipe is written as it "
+                   "is); default standard output.")
 @click.option("--force", is_flag=True, help="Replace the file if it exists (never the database).")
 def export(fmt, output, force):
     """Write every memory, active or not, to a file. The file takes its name
@@ -226,7 +227,8 @@ HISTORY_ROWS_WHILE_A_SESSION_RUNS = 100_000
 @click.argument("source", type=click.File("r"))
 @click.option("--format", "fmt", type=click.Choice(["auto", "json", "markdown"]), default="auto", show_default=True)
 @click.option("--while-a-session-runs", "anyway", is_flag=True,
-              help="Import a file of more than 1,000 memories even while a session runs, which it may fail.")
+              help="Import a file of more than 1,000 memories or 100,000 history rows even while a session "
+                   "runs, which it may fail.")
 def import_(source, fmt, anyway):
     """Read memories from an export (JSON or Markdown). Each goes through the
     matcher: a memory already known is reinforced, not stored twice. One bad
