@@ -18,6 +18,7 @@ from flask import Flask
 from sqlalchemy import event
 
 from app.extensions import db
+from app.plugin_fault_log import log_fault
 from app.plugin_types import McpTool
 from app.plugins import of_type, results_by_plugin
 from app.portable_text import is_unicode
@@ -40,8 +41,8 @@ def plugin_tools() -> list[McpTool]:
     for plugin, result in reversed(results_by_plugin("claudeops_mcp_tools")):
         for tool in of_type(plugin, "claudeops_mcp_tools", result, McpTool):
             if tool.name in tools:
-                log.warning("plugin %s offers MCP tool %r, which another plugin offers first; ignored",
-                            plugin, tool.name)
+                log_fault(log, plugin, "claudeops_mcp_tools", f"tool {tool.name}",
+                          "plugin %s offers MCP tool %r, which another plugin offers first; ignored", plugin, tool.name)
             else:
                 tools[tool.name] = tool
     return list(tools.values())

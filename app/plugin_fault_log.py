@@ -77,8 +77,8 @@ def _counts() -> Optional[FaultCounts]:
 
 
 def log_fault(logger: logging.Logger, plugin: str, hook: str, kind: str, message: str, *args,
-              exc_info: bool = False) -> None:
-    """``logger.warning(message, *args)`` (``logger.exception`` with
+              exc_info: bool = False, level: int = logging.WARNING) -> None:
+    """``logger.log(level, message, *args)`` (``logger.exception`` with
     ``exc_info``) unless this plugin's ``kind`` of fault in ``hook`` has
     been logged ``BURST`` times in the last minute; ``kind`` tells apart the
     faults that are counted together (an exception's type, say)."""
@@ -94,4 +94,4 @@ def log_fault(logger: logging.Logger, plugin: str, hook: str, kind: str, message
     if exc_info:
         logger.exception(message, *args)
     else:
-        logger.warning(message, *args)
+        logger.log(level, message, *args)

@@ -15,6 +15,7 @@ from datetime import datetime
 
 from app.batched_delete import stopping
 from app.config import retention_days
+from app.plugin_fault_log import log_fault
 from app.plugins import results_by_plugin
 from app.runtime import declared, setting
 from app.sessions.log_pruning import prune_session_logs
@@ -61,8 +62,9 @@ def prune(dry_run: bool = False, batch_size: int = BATCH_SIZE, now: datetime | N
     for plugin, counts in results_by_plugin("claudeops_prune", commit_each=True, now=now, dry_run=dry_run,
                                             batch_size=batch_size):
         if not isinstance(counts, dict) or not all(isinstance(v, int) for v in counts.values()):
-            log.error("plugin %s returned %r from claudeops_prune, not a dict of counts; left out",
-                      plugin, counts)
+            log_fault(log, plugin, "claudeops_prune", "wrong type",
+                      "plugin %s returned %r from claudeops_prune, not a dict of counts; left out", plugin, counts,
+                      level=logging.ERROR)
             continue
         for what, count in counts.items():
             report.counts[str(what)] = report.counts.get(str(what), 0) + count

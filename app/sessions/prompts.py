@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Optional
 
 from app.config import TIERS
+from app.plugin_fault_log import log_fault
 from app.plugin_types import PromptSection, RunInfo
 from app.plugins import results_by_plugin
 from app.timeutil import isoformat, utcnow
@@ -77,14 +78,16 @@ def _as_section(plugin: str, result) -> PromptSection | None:
     if isinstance(result, str):
         return PromptSection(name="", text=result, position=DEFAULT_SECTION_POSITION)
     if not isinstance(result, PromptSection):
-        log.warning("plugin %s returned prompt context of type %s; return a PromptSection or a str",
-                    plugin, type(result).__name__)
+        log_fault(log, plugin, "claudeops_prompt_context", "wrong type",
+                  "plugin %s returned prompt context of type %s; return a PromptSection or a str",
+                  plugin, type(result).__name__)
         return None
     try:
         # Checked when it was made; checked again in case it was changed since
         # (frozen is no guarantee): one bad section must not fail the session.
         result.validate()
     except (TypeError, ValueError) as exc:
-        log.warning("plugin %s returned a prompt section that is left out: %s", plugin, exc)
+        log_fault(log, plugin, "claudeops_prompt_context", "invalid section",
+                  "plugin %s returned a prompt section that is left out: %s", plugin, exc)
         return None
     return result

@@ -128,8 +128,9 @@ def _contributions() -> list[tuple[str, OpenApiPaths]]:
         if result is None:
             continue
         if not isinstance(result, OpenApiPaths):
-            log.error("plugin %s returned %r from claudeops_openapi_paths; expected OpenApiPaths or a dict",
-                      impl.plugin_name, type(result).__name__)
+            log_fault(log, impl.plugin_name, "claudeops_openapi_paths", "wrong type",
+                      "plugin %s returned %r from claudeops_openapi_paths; expected OpenApiPaths or a dict",
+                      impl.plugin_name, type(result).__name__, level=logging.ERROR)
             continue
         parts.append((impl.plugin_name, result))
     return parts

@@ -30,6 +30,7 @@ import re
 from datetime import timedelta
 
 from app.listing import distinct_values
+from app.plugin_fault_log import log_fault
 from app.plugin_types import RunInfo
 from app.plugins import results_by_plugin
 from app.runtime import setting
@@ -61,8 +62,9 @@ def relevant_services(run: RunInfo) -> dict[str, str]:
     since = utcnow() - timedelta(hours=relevant_hours())
     for plugin, answer in results_by_plugin(HOOK, run=run, since=since):
         if not isinstance(answer, dict):
-            log.warning("plugin %s returned %s from %s, not a dict of service to reason; ignored",
-                        plugin, type(answer).__name__, HOOK)
+            log_fault(log, plugin, HOOK, "wrong type",
+                      "plugin %s returned %s from %s, not a dict of service to reason; ignored",
+                      plugin, type(answer).__name__, HOOK)
             continue
         for name, why in answer.items():
             if isinstance(name, str):
