@@ -17,7 +17,8 @@ id, which no new memory may take.
 
 The whole copy is one transaction of the target's: a copy that fails leaves
 the target without a row, ready for another try. The source is read from
-one snapshot and never written. What PostgreSQL would refuse and SQLite
+one snapshot and never written; anything another process writes to it
+meanwhile undoes the copy, which would lack it. What PostgreSQL would refuse and SQLite
 kept (a text longer than its column, a number beyond its 32 bits) is found
 as it is read, and every such row is named. A NUL character, which no
 version writes any more, is replaced as the host replaces it in everything
@@ -26,8 +27,7 @@ it writes (app/portable_text.py), and each such row is named too.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sqlalchemy import BigInteger, Integer, MetaData, SmallInteger, String, Table, bindparam, func, inspect, select, \
@@ -101,8 +101,8 @@ def copy_database(source: Engine, target: Connection, metadata: MetaData,
     ``target`` (a connection in the transaction the caller commits), each
     table told to ``on_table`` once copied. ``CopyError`` if a row cannot
     go to the target; the caller then rolls back."""
-    copied, refused = Copied(), Rows()
-    with _snapshot(source) as reading:
+    copied, refused, snapshot = Copied(), Rows(), _Snapshot(source)
+    with snapshot as reading:
         copied.left_out = foreign_tables(reading, metadata)
         issued = _ids_issued(reading, metadata)
         for table in metadata.sorted_tables:
@@ -112,26 +112,68 @@ def copy_database(source: Engine, target: Connection, metadata: MetaData,
     if refused.count:
         raise CopyError(f"{refused.count:,} row(s) cannot go to {target.dialect.name}; change or delete them in "
                         f"the source, then copy again:\n{refused.listed()}")
+    _check_source_unchanged(source, metadata, copied, issued, snapshot.written_meanwhile)
     _move_counters_past(target, metadata, issued)
     _check_counts(target, metadata, copied)
     return copied
 
 
-@contextmanager
-def _snapshot(engine: Engine) -> Iterator[Connection]:
+class _Snapshot:
     """A connection that reads the database as it was when the copy
-    began, whatever is committed meanwhile (a dashboard left running)."""
-    with engine.connect() as connection:
-        if engine.dialect.name == "postgresql":
-            connection = connection.execution_options(isolation_level="REPEATABLE READ")
+    began, whatever is committed meanwhile (a dashboard left running); once
+    it is closed, ``written_meanwhile`` says whether, on SQLite, any other
+    connection committed to the file while it was open (SQLite's PRAGMA
+    data_version, which moves with every such commit, but not within a
+    transaction; PostgreSQL has no such figure for one database)."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self.written_meanwhile = False
+
+    def __enter__(self) -> Connection:
+        self.connection = self.engine.connect()
+        self.version = self._data_version()
+        if self.engine.dialect.name == "postgresql":
+            self.connection.execution_options(isolation_level="REPEATABLE READ")
         else:
             # The driver begins a transaction only before a write; without
             # one, each read would see the latest commit.
-            connection.exec_driver_sql("BEGIN")
+            self.connection.exec_driver_sql("BEGIN")
+        return self.connection
+
+    def __exit__(self, *exc_info) -> None:
         try:
-            yield connection
+            self.connection.rollback()
+            self.written_meanwhile = self._data_version() != self.version
         finally:
-            connection.rollback()
+            self.connection.close()
+
+    def _data_version(self) -> int | None:
+        if self.engine.dialect.name != "sqlite":
+            return None
+        version = self.connection.exec_driver_sql("PRAGMA data_version").scalar()
+        self.connection.commit()   # ends the transaction SQLAlchemy began around it
+        return version
+
+
+def _check_source_unchanged(source: Engine, metadata: MetaData, copied: Copied, issued: dict[str, int],
+                            written_meanwhile: bool) -> None:
+    """``CopyError`` if anything wrote to the source while it was copied (a
+    dashboard on another host, a script): what it wrote is not in the
+    snapshot, and a service moved to the copy would lose it. Seen as it is
+    now against the snapshot: a table's rows counted, and the ids its
+    counter has given (an insert shows even when its row is gone again);
+    on SQLite, any commit at all."""
+    with source.connect() as now:
+        ids_now = _ids_issued(now, metadata)
+        tables = [name for name, count in copied.tables
+                  if now.scalar(select(func.count()).select_from(metadata.tables[name])) != count
+                  or ids_now.get(name) != issued.get(name)]
+    if tables or written_meanwhile:
+        where = f" (rows added or deleted in {', '.join(tables)})" if tables else ""
+        raise CopyError(f"the database was written while it was copied{where}, and the copy would lack what was "
+                        "written: stop every process that uses it, a dashboard on another host included, and copy "
+                        "again")
 
 
 class _TableCopy:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import flask_migrate
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 
 from app import create_app, database_copy, runtime
 from app.cli import main
@@ -237,6 +237,82 @@ def test_a_copy_that_fails_leaves_the_target_without_a_row(tmp_path, fake_cli, r
 
     assert result.exit_code == 1
     assert "events: 3 rows read, but the target holds 2" in result.output
+    assert "Nothing was copied" in result.output
+    assert rows_in(app_on(tmp_path, target_url)) == []
+
+
+def copy_writing_meanwhile(source, tmp_path: Path, *statements) -> None:
+    """``copy_database`` from ``source`` into a new database while another
+    connection (a dashboard on another host, say) carries out ``statements``
+    in one transaction once the first table is copied."""
+    with source.app_context():
+        engine = db.engine
+
+    def write_meanwhile(name: str, rows: int) -> None:
+        if name == db.metadata.sorted_tables[0].name:
+            with engine.begin() as elsewhere:
+                for statement in statements:
+                    elsewhere.execute(statement)
+
+    target = app_on(tmp_path, new_database(tmp_path))
+    with target.app_context(), db.engine.connect() as connection:
+        database_copy.copy_database(engine, connection, db.metadata, on_table=write_meanwhile)
+
+
+def test_rows_added_to_the_source_while_it_is_copied_refuse_the_copy_naming_their_tables(
+        tmp_path, app, fake_cli, run_session_now):
+    """On the suite's database: SQLite, or PostgreSQL, whose snapshot would
+    otherwise hide the new rows without a word."""
+    fill(app, fake_cli, run_session_now)
+    with pytest.raises(CopyError, match=r"^the database was written while it was copied \(rows added or deleted "
+                                        r"in events\).*stop every process that uses it"):
+        copy_writing_meanwhile(app, tmp_path, Event.__table__.insert().values(
+            level="info", service="web", message="written meanwhile", created_at=utcnow()))
+
+
+def test_a_memory_added_and_deleted_again_while_the_source_is_copied_is_seen_by_its_id(
+        tmp_path, app, fake_cli, run_session_now):
+    """The count is as it was, but the id given is not: the copy's counter
+    would give it again."""
+    fill(app, fake_cli, run_session_now)
+    memories = Memory.__table__
+    with pytest.raises(CopyError, match=r"\(rows added or deleted in memories\)"):
+        copy_writing_meanwhile(
+            app, tmp_path,
+            memories.insert().values(category="timing", observation="briefly", created_at=utcnow(),
+                                     updated_at=utcnow(), decay_due_at=utcnow()),
+            delete(memories).where(memories.c.observation == "briefly"))
+
+
+def test_a_row_changed_in_a_sqlite_source_while_it_is_copied_refuses_the_copy(tmp_path, fake_cli,
+                                                                               run_session_now):
+    """SQLite counts every commit of another connection: a change that adds
+    no row is seen too."""
+    source = sqlite_source(tmp_path)
+    fill(source, fake_cli, run_session_now)
+    with pytest.raises(CopyError, match=r"^the database was written while it was copied, and the copy would lack"):
+        copy_writing_meanwhile(source, tmp_path, update(Memory.__table__).values(observation="changed meanwhile"))
+
+
+def test_the_cli_says_nothing_was_copied_when_the_source_was_written_meanwhile(tmp_path, fake_cli, run_session_now,
+                                                                                monkeypatch):
+    source = sqlite_source(tmp_path)
+    fill(source, fake_cli, run_session_now)
+    target_url = new_database(tmp_path)
+    copy_table = database_copy._TableCopy.run
+
+    def run_then_write(self):
+        count = copy_table(self)
+        if self.table.name == "events":
+            with sqlite3.connect(tmp_path / "source" / "claudeops.db") as elsewhere:
+                elsewhere.execute("DELETE FROM events WHERE id = (SELECT min(id) FROM events)")
+        return count
+    monkeypatch.setattr(database_copy._TableCopy, "run", run_then_write)
+
+    result = invoke(source, "copy-to", target_url)
+
+    assert result.exit_code == 1
+    assert "the database was written while it was copied (rows added or deleted in events)" in result.output
     assert "Nothing was copied" in result.output
     assert rows_in(app_on(tmp_path, target_url)) == []
 
