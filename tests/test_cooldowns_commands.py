@@ -202,6 +202,15 @@ def test_recognises(line, expected):
     ("systemd-run --property Nice=5 --on-active 30 systemctl restart nginx", [(R, "nginx")]),
     ("systemd-run --on-active=5min -qu later docker restart jellyfin", [(R, "jellyfin")]),
     ("systemd-run -p MemoryMax=1G journalctl -u nginx", []),
+    # at and batch run later what they are fed, as a shell would; a script file we cannot see
+    ("echo 'systemctl restart nginx' | at now + 5 minutes", [(R, "nginx")]),
+    ("at 03:00 <<< 'docker restart jellyfin'", [(R, "jellyfin")]),
+    ("printf 'docker restart %s\\n' jellyfin sonarr | batch", [(R, "jellyfin"), (R, "sonarr")]),
+    ("sudo at -q b -m now <<EOF\nsystemctl restart nginx\nEOF", [(R, "nginx")]),
+    ("at -f /srv/restart-nginx.sh now", []),
+    ("at -l", []),
+    ("at -c 12 | grep systemctl", []),
+    ("echo 'systemctl status nginx' | at now", []),
     # run0, systemd's sudo, runs its command as a transient service
     ("run0 systemctl restart nginx", [(R, "nginx")]),
     ("run0 --unit=fix -u root --setenv=LANG=C -- docker restart jellyfin", [(R, "jellyfin")]),
@@ -382,6 +391,13 @@ def test_systemd_run_starts_a_service_where_and_with_what_the_service_manager_gi
     for line in ("cd /srv/jellyfin && systemd-run docker compose up -d", "systemd-run --user docker compose up -d"):
         (item,) = recognise(line, work)
         assert item.service is None and "unknown directory" in item.target
+
+
+def test_at_runs_what_it_is_fed_where_it_was_called_and_what_it_cannot_read_is_refused():
+    work = "/srv/ops/work"
+    assert found("cd /srv/jellyfin && echo 'docker compose up -d' | at now", work) == [(R, "jellyfin")]
+    (item,) = recognise('echo "docker restart $name" | at now', work)
+    assert item.service is None and item.target == "the commands a shell reads from its input"
 
 
 def test_run0_starts_a_service_with_an_environment_of_its_own_where_its_user_works():

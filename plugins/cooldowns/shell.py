@@ -60,6 +60,8 @@ FLOCK_OPTIONS_WITH_VALUE = {"-w", "--timeout", "-E", "--conflict-exit-code"}
 SHELL_OPTIONS_WITH_VALUE = {"-o", "-O", "--rcfile", "--init-file"}   # "+o" and "+O" too
 
 SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash"}
+AT_OPTIONS_WITH_VALUE = {"-q", "-f", "-t"}
+AT_RUNS_NOTHING = set("lrdcV")
 XARGS_OPTIONS_WITH_VALUE = {"-a", "--arg-file", "-d", "--delimiter", "-E", "-I", "-L", "-n", "--max-args", "-P",
                             "--max-procs", "-s", "--max-chars", "--process-slot-var"}
 # xargs adds words from its input: a target no one can read from the text.
@@ -474,6 +476,8 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | ReadsInput | None:
             return Wrapped(" ".join(words[1:]), True)
         elif name == "watch":
             return _watched(words[1:])
+        elif name in ("at", "batch"):
+            return _scheduled_by_at(words[1:])
         elif name == "find" and (run := _run_by_find(words[1:])) is not None:
             return run
         elif name == "ssh":
@@ -486,6 +490,18 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | ReadsInput | None:
         else:
             return SimpleCommand(words, env, inherits_env=inherits_env, chdir=chdir)
     return None
+
+
+def _scheduled_by_at(args: list[str]) -> Optional[ReadsInput]:
+    """``at`` and ``batch`` run later, in this directory and with this
+    environment, the commands they read on their input, as a shell would;
+    from ``-f FILE``, a script we cannot see. ``-l``, ``-r``/``-d``, ``-c``
+    and ``-V`` list, remove or print jobs, and run none."""
+    options, _ = _read_options(args, AT_OPTIONS_WITH_VALUE)
+    letters = "".join(_flags(option, AT_OPTIONS_WITH_VALUE) for option, _ in options)
+    if "f" in letters or any(letter in AT_RUNS_NOTHING for letter in letters):
+        return None
+    return ReadsInput(True)
 
 
 def _watched(args: list[str]) -> Optional[Wrapped]:
