@@ -198,6 +198,28 @@ def main():
     """
 
 
+def _guarded(callback):
+    """``serve`` refuses to be reached unguarded, before the state directory
+    is made: a refused start leaves nothing behind."""
+    @functools.wraps(callback)
+    def refusing_an_open_door(*args, host: str, **kwargs):
+        from app.auth import credentials_configured, is_loopback
+        config = click.get_current_context().ensure_object(ScriptInfo).load_app().config
+        if not is_loopback(host) and not credentials_configured(config):
+            raise click.ClickException(
+                f"refusing to listen on {host}: anyone who reaches it could run the agent. Set CLAUDEOPS_PASSWORD "
+                "(dashboard) or CLAUDEOPS_API_TOKEN (API) first, or listen on 127.0.0.1")
+        proxies = config["CLAUDEOPS_TRUSTED_PROXIES"]
+        if proxies and not credentials_configured(config):
+            # A proxy's requests come from loopback, whoever sent them to it.
+            raise click.ClickException(
+                f"refusing to serve behind a reverse proxy (CLAUDEOPS_TRUSTED_PROXIES={proxies}) with no "
+                "credential: anyone who reaches the proxy could run the agent. Set CLAUDEOPS_PASSWORD "
+                "(dashboard) or CLAUDEOPS_API_TOKEN (API) first")
+        return callback(*args, host=host, **kwargs)
+    return refusing_an_open_door
+
+
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address the dashboard and API listen on; any but loopback needs CLAUDEOPS_PASSWORD or "
@@ -205,25 +227,14 @@ def main():
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(1, 65535), help="Port to listen on.")
 @click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64),
               help="gunicorn worker processes (the scheduler is always exactly one, beside them).")
+@_guarded
 @makes_state
 @with_appcontext
 def serve(host: str, port: int, workers: int):
     """Apply migrations, then serve the dashboard and API with gunicorn and run
     the scheduler. Stops cleanly on SIGTERM or Ctrl-C."""
-    from app.auth import credentials_configured, is_loopback
     from app.serve import MigrationError, StateDirError, serve as run_service
     from app.sessions.runner_lock import RunnerLockError
-    if not is_loopback(host) and not credentials_configured(current_app.config):
-        raise click.ClickException(
-            f"refusing to listen on {host}: anyone who reaches it could run the agent. Set CLAUDEOPS_PASSWORD "
-            "(dashboard) or CLAUDEOPS_API_TOKEN (API) first, or listen on 127.0.0.1")
-    proxies = current_app.config["CLAUDEOPS_TRUSTED_PROXIES"]
-    if proxies and not credentials_configured(current_app.config):
-        # A proxy's requests come from loopback, whoever sent them to it.
-        raise click.ClickException(
-            f"refusing to serve behind a reverse proxy (CLAUDEOPS_TRUSTED_PROXIES={proxies}) with no credential: "
-            "anyone who reaches the proxy could run the agent. Set CLAUDEOPS_PASSWORD (dashboard) or "
-            "CLAUDEOPS_API_TOKEN (API) first")
     try:
         sys.exit(run_service(current_app._get_current_object(), host, port, workers))
     except (RunnerLockError, MigrationError, StateDirError) as exc:

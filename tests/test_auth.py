@@ -164,8 +164,8 @@ def test_serve_refuses_a_public_address_without_a_credential(tmp_path, monkeypat
     assert result.exit_code == 1
     assert "refusing to listen on 0.0.0.0" in result.output
     assert "CLAUDEOPS_PASSWORD" in result.output
-    # Refused before anything started: no database was even created.
-    assert not (tmp_path / "state" / "claudeops.db").exists()
+    # Refused before anything started: not even the state directory was made.
+    assert not (tmp_path / "state").exists()
 
 
 def test_serve_refuses_a_reverse_proxy_without_a_credential(tmp_path, monkeypatch):
@@ -179,7 +179,7 @@ def test_serve_refuses_a_reverse_proxy_without_a_credential(tmp_path, monkeypatc
     result = CliRunner().invoke(main, ["serve", "--host", "127.0.0.1", "--port", "1"])
     assert result.exit_code == 1
     assert "refusing to serve behind a reverse proxy (CLAUDEOPS_TRUSTED_PROXIES=1) with no credential" in result.output
-    assert not (tmp_path / "state" / "claudeops.db").exists()
+    assert not (tmp_path / "state").exists()
 
 
 # ------------------------------------------------- closed mode: every door
@@ -518,7 +518,8 @@ def test_state_changing_forms_need_the_csrf_token(tmp_path):
     assert client.post("/login", data={"password": PASSWORD, "csrf_token": token_from("/login")}).status_code == 302
     refused = client.post("/sessions/1/stop", headers={"Referer": "http://localhost/sessions"})
     assert (refused.status_code, refused.headers["Location"]) == (303, "/sessions")
-    assert "This page is out of date" in client.get("/sessions").get_data(as_text=True)   # said once, there
+    shown = client.get("/sessions").get_data(as_text=True)   # said once, there
+    assert "This page is out of date (you logged in again, or the service&#39;s key changed)" in shown
     assert "This page is out of date" not in client.get("/sessions").get_data(as_text=True)
     # Run now's request, typed at length perhaps, is not lost with the page: it is shown again.
     refused = client.post("/sessions/run", data={"tier": "2", "prompt": "Check <jellyfin> again"},
