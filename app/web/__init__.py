@@ -7,7 +7,7 @@ import logging
 from urllib.parse import urlsplit
 
 import pluggy
-from flask import Blueprint, Flask, Response, flash, redirect, render_template, request
+from flask import Blueprint, Flask, Response, current_app, flash, redirect, render_template, request
 from flask_wtf.csrf import CSRFError
 from markupsafe import Markup, escape
 from sqlalchemy.exc import SQLAlchemyError
@@ -126,8 +126,9 @@ def _wants_json() -> bool:
     return request.path == API_PREFIX or request.path.startswith(API_PREFIX + "/")
 
 
-STALE_PAGE = ("This page is out of date (you logged in again, or the service's key changed): "
-              "nothing was changed. Reload the page, then try again.")
+STALE_PAGE = ("This page is out of date ({why}): nothing was changed. Reload the page, then try again.")
+# With no credential set there is no login: the key alone can have changed.
+STALE_WHY = {True: "you logged in again, or the service's key changed", False: "the service's key changed"}
 NOT_FOUND = ("There is nothing at {path}: the address may be mistyped, or what it showed has been "
              "deleted since.")
 # Said to whoever asked, signed in or not: what is wrong goes only to the log
@@ -150,7 +151,7 @@ def _page_error(title: str, message: str, status: int) -> Response:
 
 
 def _register_error_handlers(app: Flask) -> None:
-    from app.auth import page_of   # app.auth imports this package
+    from app.auth import credentials_configured, page_of   # app.auth imports this package
 
     @app.errorhandler(CSRFError)
     def stale_page(exc: CSRFError):
@@ -164,7 +165,7 @@ def _register_error_handlers(app: Flask) -> None:
             log.warning("refused %s %s: %s (Referer %s, Host %s)", request.method, request.path,
                         exc.description, request.referrer, request.host)
         else:
-            message = STALE_PAGE
+            message = STALE_PAGE.format(why=STALE_WHY[credentials_configured(current_app.config)])
             log.info("refused %s %s: %s", request.method, request.path, exc.description)
         if is_htmx():
             return Response(message, 400, mimetype="text/plain")
