@@ -131,7 +131,9 @@ def checked(values: dict[str, Any]) -> dict[str, str | None]:
         spec = _runtime(name)
         if spec is None:
             known = ", ".join(s.name for s in runtime_settings())
-            problems[name] = f"{name} cannot be changed at run time; these can: {known}"
+            what = ("cannot be changed at run time" if any(s.name == name for s in declared())
+                    else "is no setting of this service (nor of its plugins)")
+            problems[name] = f"{name} {what}; these can be changed at run time: {known}"
             continue
         if raw is None:
             parsed[name] = None

@@ -42,12 +42,13 @@ def test_trigger_defaults_to_tier_one_without_a_prompt(client):
 
 @pytest.mark.parametrize("body, message", [
     ({"start_tier": 4}, "start_tier must be 1, 2 or 3, not 4"),   # the field the client sent
-    ({"start_tier": "2"}, "start_tier must be 1, 2 or 3, not '2'"),
-    ({"start_tier": True}, "start_tier must be 1, 2 or 3, not True"),
+    ({"start_tier": "2"}, 'start_tier must be 1, 2 or 3, not "2"'),   # as JSON writes it
+    ({"start_tier": True}, "start_tier must be 1, 2 or 3, not true"),
     ({"prompt": 5}, "prompt must be a string"),
     ({"prompt": "x" * 20001}, "the limit is 20000"),
     ({"prompt": "half a pair \udcff"}, "prompt must not contain half of a surrogate pair"),
-    ({"promt": "typo"}, "unknown field(s): promt"),
+    ({"promt": "typo"}, "unknown field(s): promt; allowed: prompt, start_tier"),
+    ({"tier": 2}, "unknown field(s): tier; allowed: prompt, start_tier"),   # the Run now form's name
     ([1, 2], "the body must be a JSON object, not an array"),
     ("prompt", "the body must be a JSON object, not a string"),
 ])

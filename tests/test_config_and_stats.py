@@ -117,12 +117,17 @@ def test_every_bad_change_is_named_in_one_answer(client):
     assert error.startswith("CLAUDEOPS_INTERVAL must be a whole number (a JSON integer)")
     assert error.index("; CLAUDEOPS_MEMORY_BUDGET='0': must be from 1") < error.index(
         "; CLAUDEOPS_STATE_DIR cannot be changed at run time")
-    assert "CLAUDEOPS_TIER1_MODEL" not in error.split("these can:")[0]
+    assert "CLAUDEOPS_TIER1_MODEL" not in error.split("these can be changed at run time:")[0]
     assert config_of(client)["CLAUDEOPS_TIER1_MODEL"]["value"] == "haiku"
 
 
 @pytest.mark.parametrize("body, message", [
-    ({"CLAUDEOPS_STATE_DIR": "/tmp"}, "CLAUDEOPS_STATE_DIR cannot be changed at run time"),
+    ({"CLAUDEOPS_STATE_DIR": "/tmp"}, "CLAUDEOPS_STATE_DIR cannot be changed at run time; these can be changed"),
+    ({"CLAUDEOPS_INTERVALL": 600}, "CLAUDEOPS_INTERVALL is no setting of this service (nor of its plugins); "
+                                   "these can be changed at run time: "),
+    # The value as the client wrote it, in JSON.
+    ({"CLAUDEOPS_INTERVAL": True}, "must be a whole number (a JSON integer), or null to remove the change; not true"),
+    ({"CLAUDEOPS_DRY_RUN": "yes"}, 'must be true or false (a JSON boolean), or null to remove the change; not "yes"'),
     ({"CLAUDEOPS_INTERVAL": "soon"}, "CLAUDEOPS_INTERVAL must be a whole number (a JSON integer)"),
     ({"CLAUDEOPS_INTERVAL": "600"}, "CLAUDEOPS_INTERVAL must be a whole number (a JSON integer), or null"),
     ({"CLAUDEOPS_INTERVAL": -1}, "CLAUDEOPS_INTERVAL='-1': must be 0 or more"),

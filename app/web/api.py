@@ -1,6 +1,7 @@
 """The host's JSON API under /api/v1: health and sessions."""
 from __future__ import annotations
 
+import json
 import logging
 from datetime import timedelta
 
@@ -88,18 +89,22 @@ def get_session(session_id: int):
     return session.to_dict(detail=True)
 
 
+TRIGGER_FIELDS = {"prompt", "start_tier"}
+
+
 @api.post("/sessions/trigger")
 def trigger():
     body = json_body()
-    unknown = sorted(set(body) - {"prompt", "start_tier"})
+    unknown = sorted(set(body) - TRIGGER_FIELDS)
     if unknown:
-        raise ApiError(f"unknown field(s): {', '.join(unknown)}")
+        # "tier" is the Run now form's name for start_tier: the list says which to send.
+        raise ApiError(f"unknown field(s): {', '.join(unknown)}; allowed: {', '.join(sorted(TRIGGER_FIELDS))}")
     prompt = body.get("prompt")
     if prompt is not None and not isinstance(prompt, str):
         raise ApiError("prompt must be a string")
     tier = body.get("start_tier", 1)
     if isinstance(tier, bool) or not isinstance(tier, int) or tier not in TIERS:
-        raise ApiError(f"start_tier must be 1, 2 or 3, not {tier!r}")
+        raise ApiError(f"start_tier must be 1, 2 or 3, not {json.dumps(tier)[:40]}")
     try:
         session = control.enqueue(tier=tier, prompt=prompt, trigger="api")
     except control.ControlError as exc:

@@ -2,6 +2,7 @@
 and the settings an operator may change while the service runs."""
 from __future__ import annotations
 
+import json
 import os
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
@@ -144,7 +145,7 @@ def _json_type_problem(name: str, value) -> str | None:
     allowed, what = JSON_TYPES.get((spec.schema or {}).get("type"), SCALARS)
     # bool is an int in Python, never in JSON.
     if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
-        return f"{name} must be {what}, or null to remove the change; not {value!r}"
+        return f"{name} must be {what}, or null to remove the change; not {json.dumps(value)[:200]}"
     return None
 
 

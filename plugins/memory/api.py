@@ -107,7 +107,8 @@ def update_memory(memory_id: int):
     _only(body, UPDATE_FIELDS)
     changes = {field: value for field, value in body.items() if value is not None}  # null: leave as is
     if not changes:
-        raise ApiError(f"nothing to change; send any of {', '.join(sorted(UPDATE_FIELDS))}")
+        raise ApiError(f"nothing to change (null leaves a field as it is); send any of "
+                       f"{', '.join(sorted(UPDATE_FIELDS))}")
     store.update(memory, **changes)
     db.session.commit()
     return memory.to_dict()

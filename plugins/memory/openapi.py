@@ -24,6 +24,9 @@ OBSERVATION = text(min_length=1, pattern="^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"
 # clean_service: letters, digits, '_' and '-'; empty or "general" is a general memory.
 SERVICE = text(pattern=f"^\\s*[A-Za-z0-9_-]{{0,{MAX_SERVICE_CHARS}}}\\s*$",
                description="the service; empty, null or general for a general memory")
+# What a change or an approval takes: null there leaves the service as it is.
+SERVICE_CHANGE = text(pattern=SERVICE["pattern"],
+                      description="the service; empty or general makes the memory general (null leaves it as it is)")
 CONFIDENCE_INPUT = {"type": "number", "description": "0 to 1; a value outside is clamped to it"}
 
 SCHEMAS = {
@@ -63,7 +66,7 @@ CREATE = obj({"category": {"type": "string", "enum": list(CATEGORIES)}, "observa
               "service": nullable(SERVICE), "confidence": CONFIDENCE_INPUT | {"default": 0.7}},
              required=("category", "observation"))
 UPDATE = obj({"observation": nullable(OBSERVATION), "category": nullable({"type": "string", "enum": list(CATEGORIES)}),
-              "service": nullable(SERVICE), "confidence": nullable(CONFIDENCE_INPUT),
+              "service": nullable(SERVICE_CHANGE), "confidence": nullable(CONFIDENCE_INPUT),
               "active": {"type": ["boolean", "null"],
                          "description": "true needs a confidence of at least 0.3 (given here, or the memory's)"},
               "pinned": {"type": ["boolean", "null"]}},
@@ -73,7 +76,7 @@ UPDATE = obj({"observation": nullable(OBSERVATION), "category": nullable({"type"
 UPDATE["minProperties"] = 1
 BULK_DELETE = obj({"ids": array({"type": "integer"}, minItems=1, maxItems=1000)})
 APPROVE = obj({"observation": nullable(OBSERVATION), "category": nullable({"type": "string", "enum": list(CATEGORIES)}),
-               "service": nullable(SERVICE), "confidence": nullable(CONFIDENCE_INPUT)},
+               "service": nullable(SERVICE_CHANGE), "confidence": nullable(CONFIDENCE_INPUT)},
               required=(), description="Edits made before approving; each optional, null leaves a field as it "
                                        "is. A confidence given sets active by the 0.3 threshold.")
 REJECT = obj({"reason": nullable(text(max_length=MAX_REASON_CHARS, description="kept in the memory's history"))},
