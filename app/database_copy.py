@@ -141,10 +141,11 @@ class _Snapshot:
             self.connection.exec_driver_sql("BEGIN")
         return self.connection
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, kind, *exc_info) -> None:
         try:
             self.connection.rollback()
-            self.written_meanwhile = self._data_version() != self.version
+            if kind is None:   # a copy that failed is undone anyway: its own error is the one to tell
+                self.written_meanwhile = self._data_version() != self.version
         finally:
             self.connection.close()
 
