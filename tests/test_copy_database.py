@@ -294,6 +294,25 @@ def test_a_row_changed_in_a_sqlite_source_while_it_is_copied_refuses_the_copy(tm
         copy_writing_meanwhile(source, tmp_path, update(Memory.__table__).values(observation="changed meanwhile"))
 
 
+def test_a_copy_that_fails_is_told_by_its_own_error_not_by_the_check_for_writes(tmp_path, monkeypatch):
+    source = sqlite_source(tmp_path)
+    asked = []
+
+    def data_version(snapshot):
+        asked.append(1)
+        if len(asked) > 1:
+            raise AssertionError("the snapshot was asked again after the copy failed")
+        return 1
+
+    def fails(self):
+        raise CopyError("events, the rows #1 to #2: FOREIGN KEY constraint failed")
+    monkeypatch.setattr(database_copy._Snapshot, "_data_version", data_version)
+    monkeypatch.setattr(database_copy._TableCopy, "run", fails)
+    with pytest.raises(CopyError, match="FOREIGN KEY constraint failed"):
+        copy_writing_meanwhile(source, tmp_path)
+    assert len(asked) == 1
+
+
 def test_the_cli_says_nothing_was_copied_when_the_source_was_written_meanwhile(tmp_path, fake_cli, run_session_now,
                                                                                 monkeypatch):
     source = sqlite_source(tmp_path)
