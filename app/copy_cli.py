@@ -31,8 +31,8 @@ def copy_to_command(target_url: str):
 
     Stop the service first (it refuses while `claudeops serve` or
     `claudeops scheduler` runs on this database), and any dashboard served
-    elsewhere from it: rows they add or delete meanwhile (on SQLite, any
-    change) undo the copy, which would lack them. Then set
+    elsewhere from it: anything they write meanwhile undoes the copy, which
+    would lack it. Then set
     CLAUDEOPS_DATABASE_URL to TARGET_URL for every process of the service,
     and start it. Run logs stay where they are (CLAUDEOPS_RESULTS_DIR).
 

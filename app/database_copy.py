@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 from sqlalchemy import BigInteger, Integer, MetaData, SmallInteger, String, Table, bindparam, func, inspect, select, \
     text, update
@@ -109,10 +110,11 @@ def copy_database(source: Engine, target: Connection, metadata: MetaData,
             count = _TableCopy(reading, target, table, refused, copied.changed).run()
             copied.tables.append((table.name, count))
             on_table(table.name, count)
+        contents = _contents(reading, metadata)
     if refused.count:
         raise CopyError(f"{refused.count:,} row(s) cannot go to {target.dialect.name}; change or delete them in "
                         f"the source, then copy again:\n{refused.listed()}")
-    _check_source_unchanged(source, metadata, copied, issued, snapshot.written_meanwhile)
+    _check_source_unchanged(source, metadata, copied, issued, contents, snapshot.written_meanwhile)
     _move_counters_past(target, metadata, issued)
     _check_counts(target, metadata, copied)
     return copied
@@ -124,7 +126,8 @@ class _Snapshot:
     it is closed, ``written_meanwhile`` says whether, on SQLite, any other
     connection committed to the file while it was open (SQLite's PRAGMA
     data_version, which moves with every such commit, but not within a
-    transaction; PostgreSQL has no such figure for one database)."""
+    transaction; PostgreSQL has no such figure for one database, and its
+    tables' contents are compared instead)."""
 
     def __init__(self, engine: Engine):
         self.engine = engine
@@ -157,21 +160,38 @@ class _Snapshot:
         return version
 
 
+def _contents(connection: Connection, metadata: MetaData) -> dict[str, Decimal]:
+    """On PostgreSQL, each table's rows summed up as one number: the sum of
+    a 64-bit hash of each row's text, which any change to any row moves
+    (all but certainly). Empty on SQLite, where PRAGMA data_version sees
+    every commit of another connection instead."""
+    if connection.dialect.name != "postgresql":
+        return {}
+    return {table.name: connection.scalar(text(
+        f"SELECT coalesce(sum(hashtextextended(t::text, 0)::numeric), 0) FROM {_quoted(connection, table)} AS t"))
+        for table in metadata.sorted_tables}
+
+
+def _quoted(connection: Connection, table: Table) -> str:
+    return connection.dialect.identifier_preparer.format_table(table)
+
+
 def _check_source_unchanged(source: Engine, metadata: MetaData, copied: Copied, issued: dict[str, int],
-                            written_meanwhile: bool) -> None:
+                            contents: dict[str, Decimal], written_meanwhile: bool) -> None:
     """``CopyError`` if anything wrote to the source while it was copied (a
     dashboard on another host, a script): what it wrote is not in the
     snapshot, and a service moved to the copy would lose it. Seen as it is
-    now against the snapshot: a table's rows counted, and the ids its
-    counter has given (an insert shows even when its row is gone again);
-    on SQLite, any commit at all."""
+    now against the snapshot: a table's rows counted, the ids its counter
+    has given (an insert shows even when its row is gone again) and, on
+    PostgreSQL, its rows' contents; on SQLite, any commit at all."""
     with source.connect() as now:
         ids_now = _ids_issued(now, metadata)
+        contents_now = _contents(now, metadata)
         tables = [name for name, count in copied.tables
                   if now.scalar(select(func.count()).select_from(metadata.tables[name])) != count
-                  or ids_now.get(name) != issued.get(name)]
+                  or ids_now.get(name) != issued.get(name) or contents_now.get(name) != contents.get(name)]
     if tables or written_meanwhile:
-        where = f" (rows added or deleted in {', '.join(tables)})" if tables else ""
+        where = f" (rows added, changed or deleted in {', '.join(tables)})" if tables else ""
         raise CopyError(f"the database was written while it was copied{where}, and the copy would lack what was "
                         "written: stop every process that uses it, a dashboard on another host included, and copy "
                         "again")

@@ -264,8 +264,8 @@ def test_rows_added_to_the_source_while_it_is_copied_refuse_the_copy_naming_thei
     """On the suite's database: SQLite, or PostgreSQL, whose snapshot would
     otherwise hide the new rows without a word."""
     fill(app, fake_cli, run_session_now)
-    with pytest.raises(CopyError, match=r"^the database was written while it was copied \(rows added or deleted "
-                                        r"in events\).*stop every process that uses it"):
+    with pytest.raises(CopyError, match=r"^the database was written while it was copied \(rows added, changed or "
+                                        r"deleted in events\).*stop every process that uses it"):
         copy_writing_meanwhile(app, tmp_path, Event.__table__.insert().values(
             level="info", service="web", message="written meanwhile", created_at=utcnow()))
 
@@ -276,7 +276,7 @@ def test_a_memory_added_and_deleted_again_while_the_source_is_copied_is_seen_by_
     would give it again."""
     fill(app, fake_cli, run_session_now)
     memories = Memory.__table__
-    with pytest.raises(CopyError, match=r"\(rows added or deleted in memories\)"):
+    with pytest.raises(CopyError, match=r"\(rows added, changed or deleted in memories\)"):
         copy_writing_meanwhile(
             app, tmp_path,
             memories.insert().values(category="timing", observation="briefly", created_at=utcnow(),
@@ -292,6 +292,20 @@ def test_a_row_changed_in_a_sqlite_source_while_it_is_copied_refuses_the_copy(tm
     fill(source, fake_cli, run_session_now)
     with pytest.raises(CopyError, match=r"^the database was written while it was copied, and the copy would lack"):
         copy_writing_meanwhile(source, tmp_path, update(Memory.__table__).values(observation="changed meanwhile"))
+
+
+def test_a_row_changed_while_the_source_is_copied_refuses_the_copy(tmp_path, app, fake_cli, run_session_now):
+    """On the suite's database: a change that adds no row (an operator's
+    edit on a dashboard left running) is seen by SQLite's count of commits,
+    and on PostgreSQL by the table's contents, which it names."""
+    fill(app, fake_cli, run_session_now)
+    with app.app_context():
+        postgres = db.engine.dialect.name == "postgresql"
+        memory_id = db.session.scalar(select(Memory.id).limit(1))
+    named = r" \(rows added, changed or deleted in memories\)" if postgres else ""
+    with pytest.raises(CopyError, match=rf"^the database was written while it was copied{named}, and the copy"):
+        copy_writing_meanwhile(app, tmp_path, update(Memory.__table__).where(Memory.id == memory_id)
+                               .values(confidence=0.31))
 
 
 def test_a_copy_that_fails_is_told_by_its_own_error_not_by_the_check_for_writes(tmp_path, monkeypatch):
@@ -331,7 +345,7 @@ def test_the_cli_says_nothing_was_copied_when_the_source_was_written_meanwhile(t
     result = invoke(source, "copy-to", target_url)
 
     assert result.exit_code == 1
-    assert "the database was written while it was copied (rows added or deleted in events)" in result.output
+    assert "the database was written while it was copied (rows added, changed or deleted in events)" in result.output
     assert "Nothing was copied" in result.output
     assert rows_in(app_on(tmp_path, target_url)) == []
 
