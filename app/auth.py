@@ -30,7 +30,7 @@ import time
 from typing import Optional
 from urllib.parse import urlsplit
 
-from flask import (Blueprint, Flask, current_app, flash, redirect, render_template, request, session, url_for)
+from flask import (Blueprint, Flask, current_app, flash, make_response, redirect, render_template, request, session, url_for)
 from limits import parse as parse_limit
 from werkzeug.wrappers import Response
 
@@ -302,9 +302,14 @@ def login():
 @auth.errorhandler(429)
 def too_many_attempts(_exc):
     log.warning("login attempts from %s over the limit (%s)", request.remote_addr, LOGIN_ATTEMPTS)
-    return render_template("login.html", next_url=safe_next(request.values.get("next")),
-                           password_set=bool(current_app.config.get("CLAUDEOPS_PASSWORD")),
-                           error="Too many attempts. Wait a minute, then try again."), 429
+    response = make_response(render_template(
+        "login.html", next_url=safe_next(request.values.get("next")),
+        password_set=bool(current_app.config.get("CLAUDEOPS_PASSWORD")),
+        error="Too many attempts. Wait a minute, then try again."), 429)
+    # When the window that refused it is over, as for the API's wrong tokens.
+    breached = limiter.current_limit
+    response.headers["Retry-After"] = str(max(1, round(breached.reset_at - time.time())) if breached else 60)
+    return response
 
 
 @auth.post("/logout")

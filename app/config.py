@@ -102,6 +102,21 @@ def _not_empty(parse: Callable[[str], Any], default_is: str) -> Callable[[str], 
     return checked
 
 
+def _credential(least: int) -> Callable[[str], str]:
+    """A password or token: empty leaves it unset. One that begins or ends
+    with whitespace (a stray space in an environment file, or nothing but
+    spaces) is refused rather than taken for one nobody can type, as is one
+    short enough to guess within the login limit."""
+    def checked(raw: str) -> str:
+        if raw and raw != raw.strip():
+            raise ValueError("begins or ends with whitespace (a stray space in an environment file?); "
+                             "remove it, or leave the variable unset")
+        if raw and len(raw) < least:
+            raise ValueError(f"is {len(raw)} characters long; use at least {least}")
+        return raw
+    return checked
+
+
 def _path(raw: str) -> str:
     return str(Path(raw).expanduser().resolve())
 
@@ -238,11 +253,12 @@ SETTINGS: tuple[Setting, ...] = (
             "Key that signs dashboard cookies and CSRF tokens; empty means one generated once into the state directory.",
             secret=True),
     Setting("CLAUDEOPS_PASSWORD", "",
-            "The operator's dashboard password. Setting it or CLAUDEOPS_API_TOKEN turns authentication on; "
-            "`serve` refuses a non-loopback address without one.", secret=True),
+            "The operator's dashboard password (at least 8 characters, no whitespace at either end). Setting it "
+            "or CLAUDEOPS_API_TOKEN turns authentication on; `serve` refuses a non-loopback address without one.",
+            _credential(8), secret=True),
     Setting("CLAUDEOPS_API_TOKEN", "",
-            "Bearer token for /api/v1 (`Authorization: Bearer …`); with authentication on and no token, the API is closed.",
-            secret=True),
+            "Bearer token for /api/v1 (`Authorization: Bearer …`; at least 16 characters, no whitespace at either "
+            "end); with authentication on and no token, the API is closed.", _credential(16), secret=True),
     Setting("CLAUDEOPS_LOGIN_HOURS", "12", "Hours a dashboard login lasts (at most 366 days).",
             _login_hours),
     Setting("CLAUDEOPS_TRUSTED_PROXIES", "0",
@@ -270,7 +286,8 @@ def load_settings(environ: dict[str, str] | None = None,
         try:
             values[setting.name] = setting.parse(raw)
         except ValueError as exc:
-            raise ConfigError(f"{setting.name}={raw!r}: {exc}") from None
+            shown = "(set, hidden)" if setting.secret else repr(raw)   # a secret is never echoed, nor logged
+            raise ConfigError(f"{setting.name}={shown}: {exc}") from None
     return values
 
 

@@ -168,6 +168,27 @@ def test_serve_refuses_a_public_address_without_a_credential(tmp_path, monkeypat
     assert not (tmp_path / "state").exists()
 
 
+@pytest.mark.parametrize("name, value, why", [
+    ("CLAUDEOPS_PASSWORD", " ", "begins or ends with whitespace"),
+    ("CLAUDEOPS_PASSWORD", "a long password ", "begins or ends with whitespace"),
+    ("CLAUDEOPS_PASSWORD", "short", "is 5 characters long; use at least 8"),
+    ("CLAUDEOPS_API_TOKEN", "\ttok-4f1c9a7e0b6d2c8e", "begins or ends with whitespace"),
+    ("CLAUDEOPS_API_TOKEN", "tok-4f1c9a7e", "is 12 characters long; use at least 16")])
+def test_serve_refuses_a_credential_nobody_could_type_or_anyone_could_guess(tmp_path, monkeypatch, name, value, why):
+    """A stray space in an environment file would otherwise open every
+    interface with a password of one space; the message never shows it."""
+    from app.cli import main
+    monkeypatch.setenv("CLAUDEOPS_STATE_DIR", str(tmp_path / "state"))
+    for other in ("CLAUDEOPS_PASSWORD", "CLAUDEOPS_API_TOKEN"):
+        monkeypatch.delenv(other, raising=False)
+    monkeypatch.setenv(name, value)
+    result = CliRunner().invoke(main, ["serve", "--host", "0.0.0.0", "--port", "1"])
+    assert result.exit_code != 0
+    assert f"{name}=(set, hidden): {why}" in result.output
+    assert not value.strip() or value.strip() not in result.output
+    assert not (tmp_path / "state").exists()
+
+
 def test_serve_refuses_a_reverse_proxy_without_a_credential(tmp_path, monkeypatch):
     """A proxy on this machine makes every request come from loopback,
     whoever sent it to the proxy."""
@@ -385,7 +406,9 @@ def test_failed_logins_are_limited(closed_app):
     statuses = [login(client, f"guess {n}").status_code for n in range(12)]
     assert statuses[:10] == [401] * 10
     assert statuses[10:] == [429, 429]
-    assert b"Too many attempts" in login(client).data  # even the right password waits
+    held = login(client)
+    assert b"Too many attempts" in held.data  # even the right password waits
+    assert 1 <= int(held.headers["Retry-After"]) <= 61   # when the window that refused it is over (whole seconds)
     other = closed_app.test_client()  # another address is not held back
     assert other.post("/login", data={"password": PASSWORD},
                       environ_base={"REMOTE_ADDR": "127.0.0.2"}).status_code == 302
