@@ -135,6 +135,8 @@ def _model(raw: str) -> str:
     value = raw.strip()
     if not value or len(value) > 100 or any(c.isspace() for c in value):
         raise ValueError("must be a model name or alias, without spaces")
+    if value.startswith("-"):   # the CLI would read it as one of its options (--dangerously-…)
+        raise ValueError("must be a model name or alias, not an option: no model name begins with -")
     return value
 
 
@@ -184,7 +186,7 @@ def boolean(raw: str) -> bool:
 
 
 # What _model takes (surrounding whitespace aside), without the NUL the API refuses.
-MODEL_SCHEMA = {"type": "string", "pattern": "^\\s*[^\\s\\u0000]{1,100}\\s*$"}
+MODEL_SCHEMA = {"type": "string", "pattern": "^\\s*[^\\s\\u0000-][^\\s\\u0000]{0,99}\\s*$"}
 
 
 def _tier(raw: str) -> int:
