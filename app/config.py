@@ -145,7 +145,7 @@ def _tool_list(raw: str) -> list[str]:
 
 
 REDACT_ENV_DEFAULT = ("ANTHROPIC_API_KEY,ANTHROPIC_AUTH_TOKEN,CLAUDE_CODE_OAUTH_TOKEN,*_TOKEN,*_SECRET,*_SECRET_KEY,"
-                      "*_PASSWORD,*_PASSWD,*_API_KEY,*_ACCESS_KEY,*_PRIVATE_KEY,*_CREDENTIALS")
+                      "*_PASSWORD,*_PASSWD,*_PASS,*_API_KEY,*_ACCESS_KEY,*_PRIVATE_KEY,*_CREDENTIALS")
 ENV_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_*?]+$")
 
 
@@ -271,7 +271,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("CLAUDEOPS_REDACT_ENV", REDACT_ENV_DEFAULT,
             "Comma-separated names or glob patterns of environment variables whose values (8 characters or more) "
             "are redacted everywhere; see docs/security.md. The list replaces the default; one that begins with "
-            "`+` (`+MY_DB_PASS,BACKUP_*`) adds to it.", _not_empty(_env_names, "the default list")),
+            "`+` (`+DB_ROOT_PW,BACKUP_*`) adds to it.", _not_empty(_env_names, "the default list")),
 )
 
 TIERS = {1: "observe", 2: "investigate", 3: "remediate"}

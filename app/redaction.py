@@ -50,6 +50,8 @@ _KEYWORDS = (r"password|passwd|passphrase|secret(?:[_-]?key)?|token|api[_-]?key|
 # A quote, or an escaped one: inside a JSON string (\"), or inside JSON
 # kept in a JSON string, as a tool's output is in a raw line (\\\").
 _QUOTE = r"(?:\\*[\"'])?"
+# Between a key and its value: =, :, => and their URL-encoded forms (%3D, %3A; folded to lower case).
+_ASSIGNS = r"(?:[:=]>?|%3d|%3a)"
 _WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
 
@@ -126,6 +128,13 @@ def _word(value: str) -> bool:
     return value.rstrip(".,").isalpha()
 
 
+def _placeholder_path_or_count(value: str) -> bool:
+    """As ``_placeholder``; and a path, which a ``pwd`` names (``PWD=/root``
+    in a listing of the environment), and a number, which a test summary's
+    ``pass: 12`` counts: neither is a password."""
+    return _placeholder(value) or value.startswith(("/", "~")) or value.isdigit()
+
+
 def _no_digit(value: str) -> bool:
     """``sk-learn-compatible-estimators``: words joined up look like a key;
     real keys carry digits."""
@@ -152,9 +161,31 @@ SHAPES: tuple[Rule, ...] = (
     Rule("bearer token", re.compile(r"bearer[ \t]+(?P<secret>[a-z0-9._~+/=-]{8,})"), "secret",
          keep=_word, hints=("bearer",), fold_case=True, word_start=True),
     Rule("key=value pair", re.compile(
-        r"(?:" + _KEYWORDS + r")" + _QUOTE + r"[ \t]*(?:[:=]>?)[ \t]*" + _QUOTE + r"(?P<secret>" + _VALUE + ")"),
+        r"(?:" + _KEYWORDS + r")" + _QUOTE + r"[ \t]*" + _ASSIGNS + r"[ \t]*" + _QUOTE + r"(?P<secret>" + _VALUE + ")"),
         "secret", keep=_placeholder, hints=("pass", "secret", "token", "key", "credential"), fold_case=True,
         overlapping=True),
+    # Short names, only as a whole key or its last part (DB_PASS, db-pwd):
+    # within a word they are other words (bypass, compass).
+    Rule("pass=value pair", re.compile(
+        r"(?:[a-z0-9]+[_-])*(?:pass|pwd)" + _QUOTE + r"[ \t]*" + _ASSIGNS + r"[ \t]*" + _QUOTE
+        + r"(?P<secret>" + _VALUE + ")"),
+        "secret", keep=_placeholder_path_or_count, hints=("pass", "pwd"), fold_case=True, word_start=True,
+        overlapping=True),
+    # The client's own spelling, its value joined to the flag: -pSECRET (-P
+    # is the port, so the case counts).
+    Rule("mysql -p password", re.compile(
+        r"(?:mysql|mariadb)[\w-]*[ \t](?:[^\n|;&]*?[ \t])?-p" + _QUOTE + r"(?P<secret>[^\s\"'\\-][^\s\"'\\]*)"), "secret",
+        keep=_placeholder, hints=("mysql", "mariadb"), word_start=True),
+    Rule("sshpass -p password", re.compile(
+        r"sshpass[ \t]+(?:-[a-zA-Z]+[ \t]+)*?-p[ \t]*(?P<secret>[^\s\"'\\]+)"), "secret",
+        keep=_placeholder, hints=("sshpass",), word_start=True),
+    Rule("curl user:password", re.compile(
+        r"curl[ \t](?:[^\n|;&]*?[ \t])?(?:-u|--user)(?:[ \t]+|=)?[\"']?[^\s:\"'\\]*:(?P<secret>[^\s\"'\\]+)"),
+        "secret", keep=_placeholder, hints=("curl",), word_start=True),
+    # The whole value: a session cookie is as good as a password.
+    Rule("cookie header", re.compile(
+        r"(?:set-)?cookie" + _QUOTE + r"[ \t]*:[ \t]*" + _QUOTE + r"(?P<secret>[^\s\"'\\][^\r\n\"'\\]*)"),
+        "secret", keep=_placeholder, hints=("cookie",), fold_case=True, word_start=True),
     # Hints as narrow as the pattern allows: "key" for api-key, not "api",
     # which every status page's "GET /api/…" holds.
     Rule("--password value", re.compile(

@@ -64,6 +64,17 @@ CAUGHT = [
      f"DB_PASSWORD='{R}' and API_TOKEN=${{TOKEN:{R}"),   # a default given in the text may be the secret
     # JSON kept in a JSON string (a Kubernetes last-applied-configuration annotation).
     ('annotation: "{\\"password\\": \\"KubeSecretPw42\\"}"', f'annotation: "{{\\"password\\": \\"{R}\\"}}"'),
+    ("pass=hunter22 DB_PASS='s3cret!' db-pwd: x9y8z7 pass:S3cret", f"pass={R} DB_PASS='{R}' db-pwd: {R} pass:{R}"),
+    ("GET /login?user=bob&password%3Dhunter2 and pwd%3Ds3cr3t", f"GET /login?user=bob&password%3D{R} and pwd%3D{R}"),
+    ("mysql -uroot -pS3cretPw db && mysqldump -h db -u root -pAn0ther x",
+     f"mysql -uroot -p{R} db && mysqldump -h db -u root -p{R} x"),
+    ("mariadb -p'Qu0ted' -e 'select 1'", f"mariadb -p'{R}' -e 'select 1'"),
+    ("sshpass -p S3cret ssh host && sshpass -v -pS3cret scp a b", f"sshpass -p {R} ssh host && sshpass -v -p{R} scp a b"),
+    ("curl -u admin:S3cret https://x; curl -s --user=admin:pw x; curl -uadmin:pw2 x",
+     f"curl -u admin:{R} https://x; curl -s --user=admin:{R} x; curl -uadmin:{R} x"),
+    ("Cookie: session=abc123; theme=dark", f"Cookie: {R}"),
+    ("< Set-Cookie: sid=xyz; Path=/; HttpOnly", f"< Set-Cookie: {R}"),
+    ('{"Cookie": "session=abc"}', f'{{"Cookie": "{R}"}}'),
     ("postgres://admin:p4ss@db.example.com:5432/app", f"postgres://admin:{R}@db.example.com:5432/app"),
     ("redis://:p@ss:w0rd@cache:6379/0", f"redis://:{R}@cache:6379/0"),
     ("https://deploy:ghp_tok@github.com/o/r.git", f"https://deploy:{R}@github.com/o/r.git"),
@@ -89,6 +100,13 @@ LEFT_ALONE = [
     "https://example.com:8080/path and ssh://git@github.com/o/r",
     "user@example.com wrote: see http://host/a:b@c",
     "mysql --password-file /etc/pw --token-ttl 60",
+    "bypass=true compass: north mypass=x",
+    "PWD=/root OLDPWD=/home/x pwd: ~/src",
+    "tests pass: 12 fail: 0",
+    "mysql -P3306 -p -h db && mysql --port 3306 && echo x | grep -p",
+    "docker run -u 1000:1000 img && sudo -u postgres:postgres psql",
+    "sshpass -f /etc/pw ssh host && sshpass -e ssh host",
+    "cookie-jar: /tmp/c.txt and curl --cookie-jar /tmp/c x",
 ]
 
 
@@ -221,9 +239,11 @@ def test_bytes_that_are_not_utf8_pass_through():
 
 def test_secret_environment_values_by_name_and_pattern():
     environ = {"ANTHROPIC_API_KEY": "sk-ant-key-value-1", "GITHUB_TOKEN": "gh-token-value", "db_password": "pw-value-long",
-               "HOME": "/home/operator", "LANG": "C.UTF-8", "SHORT_TOKEN": "abc"}
+               "HOME": "/home/operator", "LANG": "C.UTF-8", "SHORT_TOKEN": "abc", "MYSQL_ROOT_PASS": "root-pass-value",
+               "CACHE_BYPASS": "yes-please"}
     patterns = load_settings(environ={})["CLAUDEOPS_REDACT_ENV"]
-    assert sorted(secret_env_values(patterns, environ)) == ["abc", "gh-token-value", "pw-value-long", "sk-ant-key-value-1"]
+    assert sorted(secret_env_values(patterns, environ)) == ["abc", "gh-token-value", "pw-value-long", "root-pass-value",
+                                                            "sk-ant-key-value-1"]
     assert secret_env_values(["HOME"], environ) == ["/home/operator"]
     redactor = build({"CLAUDEOPS_REDACT_ENV": patterns}, (), environ)
     assert redactor.redact("abc gh-token-value /home/operator") == f"abc {R} /home/operator"
