@@ -10,6 +10,9 @@ from plugins.cooldowns.shell import simple_commands, split_commands
 R, D = "restart", "redeployment"
 
 
+OTHER_LANGUAGE = "the commands another language runs (python -c, perl -e, …)"
+
+
 def found(line: str, cwd: str | None = "/home/ops") -> list[tuple[str, str | None]]:
     return [(r.action, r.service) for r in recognise(line, cwd)]
 
@@ -230,6 +233,21 @@ def test_recognises(line, expected):
     ("find . -name '*.log' -exec rm {} \\;", []),
     ("find . -name '*.log' -exec rm {} + -exec echo systemctl restart nginx {} +", []),
     ("find / -name docker -print", []),
+    # GNU parallel runs its command with each argument, or its arguments as commands
+    ("parallel docker restart ::: jellyfin sonarr", [(R, "jellyfin"), (R, "sonarr")]),
+    ("parallel -j 4 --delay=1 'systemctl restart {}' ::: nginx smbd", [(R, "nginx"), (R, "smbd")]),
+    ("parallel ::: 'docker restart jellyfin' 'uptime'", [(R, "jellyfin")]),
+    ("parallel docker compose restart ::: jellyfin ::: sonarr", [(R, "jellyfin"), (R, "sonarr")]),
+    ("parallel docker logs ::: jellyfin", []),
+    ("cat commands.txt | parallel -j 2", []),
+    # code another language runs, when it names no restart of a recognised program
+    ("python3 -c 'import subprocess; print(subprocess.check_output([\"docker\", \"ps\"]))'", []),
+    ("perl -ne 'print if /restart/' /var/log/syslog && docker ps", []),
+    ("python3 -m pip install docker", []),
+    ("python3 restart_report.py --service jellyfin", []),   # a script: not seen into (documented)
+    # a command named at run time that does nothing like a restart
+    ("\"$(command -v docker)\" ps && $EDITOR notes.txt", []),
+    ("docker logs $name && docker inspect ${id}", []),
     # a quoted or escaped operator character is part of a word
     ("echo ';' docker restart jellyfin", []),
     ("echo \\; docker restart jellyfin", []),
@@ -471,6 +489,24 @@ def test_a_command_of_many_words_is_read_in_one_pass():
     ("find /srv -name 'jelly*' -exec docker restart {} +", "{}"),
     ("find . -type d -exec sh -c 'systemctl restart $(basename {})' \\;", "$(…)"),
     ("find /srv -name compose.yml -execdir docker compose up -d \\;", "the compose project in an unknown directory"),
+    ("docker ps -q | parallel docker restart", "<input of parallel>"),
+    ("parallel -a containers.txt docker restart", "<input of parallel>"),
+    ("parallel systemctl restart :::: units.txt", "<input of parallel>"),
+    ("cat restarts.txt | parallel ; docker ps", "the commands a shell reads from its input"),
+    ("python3 -c 'import os; os.system(\"docker restart jellyfin\")'", OTHER_LANGUAGE),
+    ("python3 -u -W ignore -c 'import os; os.system(\"systemctl restart nginx\")'", OTHER_LANGUAGE),
+    ("python3 - <<'EOF'\nimport os\nos.system('systemctl restart nginx')\nEOF", OTHER_LANGUAGE),
+    ("echo 'import os; os.system(\"docker restart jellyfin\")' | python3", OTHER_LANGUAGE),
+    ("perl -e 'system \"docker restart jellyfin\"'", OTHER_LANGUAGE),
+    ("perl -MPOSIX -le'system(q{systemctl restart nginx})'", OTHER_LANGUAGE),
+    ("ruby -e 'system(\"systemctl restart nginx\")'", OTHER_LANGUAGE),
+    ("node --eval='require(\"child_process\").execSync(\"docker restart jellyfin\")'", OTHER_LANGUAGE),
+    ("php -r 'shell_exec(\"docker restart jellyfin\");'", OTHER_LANGUAGE),
+    ("D=docker; $D restart jellyfin", "a command named at run time"),
+    ("\"$(which systemctl)\" restart nginx", "a command named at run time"),
+    ("$'systemctl' restart nginx", "a command named at run time"),
+    ("docker rest${x}art jellyfin", "a command whose words are spelt at run time"),
+    ("systemctl re$(true)start nginx", "a command whose words are spelt at run time"),
 ])
 def test_targets_that_cannot_be_read_are_recognised_without_a_service(line, target):
     (item,) = recognise(line, "/home/ops")

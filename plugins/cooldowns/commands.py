@@ -16,9 +16,13 @@ from typing import Callable, Optional
 from plugins.cooldowns.limits import REDEPLOYMENT, RESTART
 from plugins.cooldowns.options import Args, parse_args
 from plugins.cooldowns.prefilter import names_a_program
-from plugins.cooldowns.shell import FROM_SHELL_INPUT, SimpleCommand, TooDeep, simple_commands
+from plugins.cooldowns.shell import (FROM_OTHER_LANGUAGE, FROM_SHELL_INPUT, SimpleCommand, TooDeep, is_literal,
+                                     simple_commands)
 
 SERVICE_NAME = re.compile(r"[a-z0-9][a-z0-9_.@-]{0,99}")
+# Words of a command that may restart or redeploy something: where the text
+# cannot say what a command is, these make it one to refuse, not to let pass.
+SUSPECT = re.compile(r"restart|\bstart\b|\bup\b|force-reload|upgrade|install|rollback|rollout|ansible-playbook")
 
 
 @dataclass(frozen=True)
@@ -55,9 +59,22 @@ def recognise(line: str, cwd: Optional[str] = None) -> list[Recognised]:
         if command.name == FROM_SHELL_INPUT:
             found += _unread(line, "the commands a shell reads from its input")
             continue
+        if command.name == FROM_OTHER_LANGUAGE:
+            # Its code, or with a heredoc the line that holds it.
+            code = command.words[1] if len(command.words) > 1 else line
+            found += _unread(code, "the commands another language runs (python -c, perl -e, …)", suspect=True)
+            continue
         handler = HANDLERS.get(command.name) or (_init_script if _is_init_script(command) else None)
-        if handler is not None and not _asks_for_help(command.words[1:]):
-            found += handler(command, command.words[1:], state)
+        if handler is None:
+            if not is_literal(command.words[0]):   # `$D restart web`, `"$(which systemctl)" restart x`
+                found += _unread(line, "a command named at run time", suspect=True, within=command.text())
+            continue
+        if _asks_for_help(command.words[1:]):
+            continue
+        recognised = handler(command, command.words[1:], state)
+        if not recognised and any(_spelt_at_run_time_as_suspect(word) for word in command.words[1:]):
+            recognised = _unread(line, "a command whose words are spelt at run time")   # `docker rest${x}art web`
+        found += recognised
     # One tool call restarts a service once, however it is spelt (stop + start, pull + up).
     unique: dict[tuple, Recognised] = {}
     for item in found:
@@ -65,12 +82,24 @@ def recognise(line: str, cwd: Optional[str] = None) -> list[Recognised]:
     return list(unique.values())
 
 
-def _unread(line: str, what: str) -> list[Recognised]:
+def _unread(line: str, what: str, suspect: bool = False, within: Optional[str] = None) -> list[Recognised]:
     """Unread, so unknown: a line that may restart something (one the
-    prefilter would let on) is refused, not let through uncounted."""
-    if names_a_program(line):
+    prefilter would let on) is refused, not let through uncounted. With
+    ``suspect``, only if it also holds a word of a restart (in ``within``,
+    the unread part, when given): code or a command that merely names a
+    program (``subprocess.run(["docker", "ps"])``) is let be."""
+    if names_a_program(line) and (not suspect or SUSPECT.search(within or line)):
         return [Recognised(RESTART, None, what, line[:200])]
     return []
+
+
+_RUN_TIME_PARTS = re.compile(r"\$\{[^}]*\}?|\$\(…\)|\$[A-Za-z_][A-Za-z0-9_]*|\$.|`[^`]*`?")
+
+
+def _spelt_at_run_time_as_suspect(word: str) -> bool:
+    """A word the shell spells at run time whose letters around the
+    variables read as a restart's: ``rest${x}art``, ``re$(echo)start``."""
+    return not is_literal(word) and SUSPECT.search(_RUN_TIME_PARTS.sub("", word)) is not None
 
 
 HELP = ("-h", "--help")

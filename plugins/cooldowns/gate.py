@@ -36,14 +36,11 @@ from app.redaction import redactor, replace_spans
 from app.timeutil import utcnow
 from app.write_lock import lock_for_writing
 from plugins.cooldowns import store
-from plugins.cooldowns.commands import Recognised, recognise
+from plugins.cooldowns.commands import SUSPECT, Recognised, recognise
 from plugins.cooldowns.limits import MAX_PER_SESSION, current_limits, max_per_session
 from plugins.cooldowns.models import DENIED, PENDING
 
 log = logging.getLogger(__name__)
-
-# If recognising itself fails, these words make a command suspect enough to deny.
-SUSPECT = re.compile(r"restart|\bstart\b|\bup\b|force-reload|upgrade|install|rollback|rollout|ansible-playbook")
 
 MAX_COMMAND_CHARS = 2000
 # How far past a cut a secret that the cut would halve is looked for.
@@ -92,7 +89,7 @@ def check(raw: str, caller: Caller, now: Optional[datetime] = None) -> Optional[
         found = recognise(command, cwd)
     except Exception as exc:   # a bug here must not let a restart through unchecked
         log.exception("cooldowns: could not read the command %r", redacted_start(command, 200))
-        if SUSPECT.search(command):
+        if SUSPECT.search(command):   # recognising failed: a restart's words are reason enough to deny
             return f"Claude Ops could not check this command against the cooldowns ({exc}), so it was not run. {ADVICE}"
         return None
     if not found:

@@ -66,9 +66,43 @@ XARGS_OPTIONS_WITH_VALUE = {"-a", "--arg-file", "-d", "--delimiter", "-E", "-I",
                             "--max-procs", "-s", "--max-chars", "--process-slot-var"}
 # xargs adds words from its input: a target no one can read from the text.
 FROM_XARGS = "<input of xargs>"
+# GNU parallel: its options that take a value, and what separates its command from its arguments.
+PARALLEL_OPTIONS_WITH_VALUE = {
+    "-j", "--jobs", "-P", "--max-procs", "-S", "--sshlogin", "--slf", "--sshloginfile", "-a", "--arg-file", "-I",
+    "-C", "--colsep", "-d", "--delimiter", "-E", "-n", "--max-args", "-N", "-L", "--max-lines", "-s", "--max-chars",
+    "--delay", "--timeout", "--joblog", "--results", "--res", "--tmpdir", "--workdir", "--wd", "--retries",
+    "--halt", "--memfree", "--load", "--tagstring", "--tag-string", "--env", "--basefile", "--bf", "--return",
+    "--transferfile", "--tf", "--block", "--block-size", "--termseq", "--limit", "--header"}
+PARALLEL_ARGUMENTS = {":::", ":::+"}          # the arguments follow, in the text
+PARALLEL_ARGUMENT_FILES = {"::::", "::::+"}   # in files, which the text does not hold
+PARALLEL_REPLACEMENT = re.compile(r"\{[0-9]*[./#%]*\}")
+# Its arguments from its input or a file: like xargs', a target no one can read.
+FROM_PARALLEL = "<input of parallel>"
 # Stands for the commands of a shell fed from a variable, a substitution or
 # another program: what it runs is not in the text.
 FROM_SHELL_INPUT = "<input of a shell>"
+# Stands for code another language runs (``python3 -c …``): its words are
+# followed by the code when the text holds it, alone when it does not (a
+# heredoc, read as the line's own text).
+FROM_OTHER_LANGUAGE = "<code of another language>"
+@dataclass(frozen=True)
+class Interpreter:
+    """A language's command: the short options that give it its code on the
+    command line, those that take a value of their own, those that run a
+    module (as a script would be run), and the long ones that give code."""
+
+    name: re.Pattern
+    code: str
+    with_value: str = ""
+    module: str = ""
+    long_code: tuple[str, ...] = ()
+
+
+INTERPRETERS = (Interpreter(re.compile(r"python[0-9.]*"), "c", with_value="WX", module="m"),
+                Interpreter(re.compile(r"perl[0-9.]*"), "eE", with_value="I"),
+                Interpreter(re.compile(r"ruby[0-9.]*"), "e", with_value="Ir"),
+                Interpreter(re.compile(r"php[0-9.]*"), "r", with_value="cdz"),
+                Interpreter(re.compile(r"node(?:js)?"), "ep", with_value="r", long_code=("--eval", "--print")))
 # What they write into a pipe is in the text, when their words are.
 PRINTING_COMMANDS = {"echo", "printf"}
 PRINTF_DIRECTIVE = re.compile(r"%(?:%|[-+ #0]*[0-9]*(?:\.[0-9]*)?[a-zA-Z])")
@@ -112,18 +146,21 @@ class Wrapped:
 @dataclass(frozen=True)
 class ReadsInput:
     """A shell that runs what it reads on its standard input: ``bash``,
-    ``sh -s`` (here) or ``ssh host`` with no command (elsewhere)."""
+    ``sh -s`` (here) or ``ssh host`` with no command (elsewhere); or, with
+    ``other_language``, an interpreter (``python3``, ``python3 -``)."""
 
     same_directory: bool
+    other_language: bool = False
 
 
 @dataclass(frozen=True)
 class Input:
     """What a command reads on its standard input, as the text says it:
     ``text`` is None when it comes from a variable, a substitution or
-    another program."""
+    another program; a heredoc's is "" (its body is read with the line)."""
 
     text: Optional[str]
+    heredoc: bool = False
 
 
 @dataclass(frozen=True)
@@ -380,10 +417,10 @@ def simple_commands(line: str, cwd: Optional[str] = None, depth: int = 0,
             stdin = _written(previous, previous_input)
             continue
         if isinstance(words, HereString):
-            stdin = Input(words.word if _is_literal(words.word) else None)
+            stdin = Input(words.word if is_literal(words.word) else None)
             continue
         if words == HEREDOC:
-            stdin = Input("")   # its body is read with the line's own commands
+            stdin = Input("", heredoc=True)   # its body is read with the line's own commands
             continue
         command = previous = _unwrap(words)
         previous_input, stdin = stdin, None
@@ -466,6 +503,8 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | ReadsInput | None:
             if script is not None:
                 return Wrapped(script, True)
             return ReadsInput(True) if _reads_input(words[1:]) else None
+        elif (language := _interpreter(name)) is not None:
+            return _other_language(language, words[1:])
         elif name == "su":
             script = _option_value(words[1:], {"-c", "--command"})
             return Wrapped(script, False) if script is not None else None
@@ -474,6 +513,8 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | ReadsInput | None:
             words = words + [FROM_XARGS] if words else []
         elif name == "eval":
             return Wrapped(" ".join(words[1:]), True)
+        elif name == "parallel":
+            return _run_by_parallel(words[1:])
         elif name == "watch":
             return _watched(words[1:])
         elif name in ("at", "batch"):
@@ -502,6 +543,67 @@ def _scheduled_by_at(args: list[str]) -> Optional[ReadsInput]:
     if "f" in letters or any(letter in AT_RUNS_NOTHING for letter in letters):
         return None
     return ReadsInput(True)
+
+
+def _interpreter(name: str) -> Optional[Interpreter]:
+    return next((language for language in INTERPRETERS if language.name.fullmatch(name)), None)
+
+
+def _other_language(language: Interpreter, args: list[str]) -> SimpleCommand | ReadsInput | None:
+    """The code an interpreter is given on its command line (``python3 -c
+    CODE``, ``perl -ne CODE``, ``perl -e'CODE'``, ``node --eval=CODE``), which
+    no shell reading can see into; with no script named (or ``-``), it runs
+    what it reads on its input. A script or a module is one we cannot see."""
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg in ("-", "--"):
+            return ReadsInput(True, other_language=True) if arg == "-" or i == len(args) else None
+        if not arg.startswith("-"):
+            return None
+        name, equals, glued = arg.partition("=")
+        if name in language.long_code:
+            return SimpleCommand([FROM_OTHER_LANGUAGE, glued if equals else (args[i] if i < len(args) else "")])
+        if arg.startswith("--"):
+            continue
+        for place, letter in enumerate(arg[1:], start=1):
+            if letter in language.code:
+                return SimpleCommand([FROM_OTHER_LANGUAGE, arg[place + 1:] or (args[i] if i < len(args) else "")])
+            if letter in language.with_value:
+                i += 0 if arg[place + 1:] else 1   # -W ignore, or -Wignore
+                break
+            if letter in language.module:
+                return None   # `python3 -m pkg`: a script we cannot see
+    return ReadsInput(True, other_language=True)
+
+
+def _run_by_parallel(args: list[str]) -> Optional[Wrapped]:
+    """The commands GNU ``parallel`` runs, one a line, through a shell: its
+    command with each argument after ``:::`` in place of ``{}`` (or after
+    it), or the arguments themselves when no command is given. Arguments
+    from its input or a file (``::::``, ``-a``) are, like xargs', a target
+    no one can read; commands from there, a shell's unseen input."""
+    options, rest = _read_options(args, PARALLEL_OPTIONS_WITH_VALUE)
+    separators = PARALLEL_ARGUMENTS | PARALLEL_ARGUMENT_FILES
+    first = next((i for i, word in enumerate(rest) if word in separators), len(rest))
+    command, arguments = rest[:first], []
+    unread = first == len(rest) or any(option in ("-a", "--arg-file") for option, _ in options)
+    in_text = False
+    for word in rest[first:]:
+        if word in separators:
+            in_text = word in PARALLEL_ARGUMENTS
+            unread = unread or not in_text
+        elif in_text:
+            arguments.append(word)
+    if not command:   # the arguments are the commands; read from elsewhere, a shell's unseen input
+        lines = arguments + ([shlex.quote(FROM_SHELL_INPUT)] if unread else [])
+        return Wrapped("\n".join(lines), True) if lines else None
+    arguments = [shlex.quote(word) for word in arguments] + ([shlex.quote(FROM_PARALLEL)] if unread else [])
+    line = " ".join(command)
+    if PARALLEL_REPLACEMENT.search(line):
+        return Wrapped("\n".join(PARALLEL_REPLACEMENT.sub(lambda _: argument, line) for argument in arguments), True)
+    return Wrapped("\n".join(f"{line} {argument}" for argument in arguments), True)
 
 
 def _watched(args: list[str]) -> Optional[Wrapped]:
@@ -707,6 +809,10 @@ def _fed(shell: ReadsInput, stdin: Optional[Input]) -> Wrapped | SimpleCommand |
     the text does not say, commands no one can read."""
     if stdin is None:
         return None   # a terminal, or a file (`bash < script.sh`): a script we cannot see
+    if shell.other_language:
+        # Code in the text is read for what it names; a heredoc's, with the line.
+        known = stdin.text is not None and not stdin.heredoc
+        return SimpleCommand([FROM_OTHER_LANGUAGE] + ([stdin.text] if known else []))
     if stdin.text is None:
         return SimpleCommand([FROM_SHELL_INPUT])
     return Wrapped(stdin.text, shell.same_directory)
@@ -719,7 +825,7 @@ def _written(command: SimpleCommand | Wrapped | ReadsInput | None, its_input: Op
         return its_input
     if not isinstance(command, SimpleCommand) or command.name not in PRINTING_COMMANDS:
         return Input(None)
-    if not all(_is_literal(word) for word in command.words[1:]):
+    if not all(is_literal(word) for word in command.words[1:]):
         return Input(None)
     if command.name == "echo":
         return Input(_echo_output(command.words[1:]))
@@ -731,7 +837,7 @@ def _passes_on_input(command: SimpleCommand | Wrapped | ReadsInput | None) -> bo
         word.startswith("-") for word in command.words[1:])
 
 
-def _is_literal(word: str) -> bool:
+def is_literal(word: str) -> bool:
     """Not spelt by the shell at run time from a variable or a substitution."""
     return "$" not in word and "`" not in word
 
