@@ -14,6 +14,10 @@ MAX_ROW_ID = 2**31 - 1
 
 
 class RowIdConverter(IntegerConverter):
+    # ASCII digits only: werkzeug's \d also takes other scripts' digits
+    # (/memories/１, fullwidth), one row reached by many spellings of its URL.
+    regex = r"[0-9]+"
+
     def to_python(self, value: str) -> int:
         number = super().to_python(value)
         if number > MAX_ROW_ID:
