@@ -520,6 +520,37 @@ def test_a_plugin_meeting_a_locked_database_ends_the_session_instead_of_dropping
         db.session.remove()
 
 
+class SlowlyLockedPlugin:
+    """Meets a database locked for a while (the busy timeout waited out)
+    in the marker hook, as a plugin's write would."""
+
+    @hookimpl
+    def claudeops_markers(self, text, run):
+        if "while locked" in text:
+            time.sleep(1.0)
+            raise OperationalError("INSERT INTO x", {}, sqlite3.OperationalError("database is locked"))
+        return None
+
+
+def test_what_the_cli_wrote_while_a_locked_database_ended_its_session_is_in_the_run_log(tmp_path, fake_cli):
+    """The line that met the lock is the last one handed on; what the CLI
+    wrote meanwhile and after, up to the end of its group, sits in the pipe:
+    it is read into the run log before the session ends, and its stderr kept."""
+    app = make_app(tmp_path, plugins=[SlowlyLockedPlugin()])
+    later = [sl.text(f"[EVENT:info:a] written during the wait {n}") for n in range(20)]
+    fake_cli(sl.steps(sl.init(), sl.text("while locked")) + [{"sleep": 0.3}, {"stderr": "the CLI's own complaint"}]
+             + sl.steps(*later) + [{"sleep": 30}] + sl.steps(sl.result()))
+    with app.app_context():
+        started = time.monotonic()
+        session = run_session(control.claim(control.enqueue().id))
+        assert time.monotonic() - started < 20   # its group ended, not waited for
+        assert session.status == "failed" and "the run log keeps the CLI's output" in session.status_reason
+        run_log = Path(session.log_path).read_text()
+        assert all(f"written during the wait {n}" in run_log for n in range(20))
+        assert "the CLI's own complaint" in Path(session.log_path).with_suffix(".stderr.log").read_text()
+        db.session.remove()
+
+
 class ServerGoneAway(Exception):
     """What a database driver raises when its server went away (psycopg's
     OperationalError for a restarted PostgreSQL, say)."""

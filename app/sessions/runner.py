@@ -34,6 +34,8 @@ ORPHAN_GRACE_SECONDS = 2.0
 # Between SIGTERM and SIGKILL when ending a process group.
 KILL_GRACE_SECONDS = 5.0
 STDERR_TAIL_BYTES = 4000
+# How long the rest of stdout is read after the caller failed and the group was ended.
+DRAIN_SECONDS = 5.0
 # Run by path with the standard library only (-I -S): it starts in milliseconds.
 GUARD_ARGV = [sys.executable, "-I", "-S", groupguard.__file__]
 
@@ -140,7 +142,16 @@ def run_process(command: CLICommand, on_line: Callable[[bytes], None],
     run_log = RedactedLog(log_file, command.redactor)
     try:
         with stderr_file:
-            _run(command, on_line, should_stop, on_oversized, run_log, stderr_file, outcome)
+            try:
+                _run(command, on_line, should_stop, on_oversized, run_log, stderr_file, outcome)
+            except Exception:
+                # The caller's failure (the database refused a line's rows):
+                # the CLI's stderr is kept all the same, and its own error told.
+                try:
+                    _keep_stderr(stderr_file, command, outcome)
+                except Exception:
+                    log.exception("the CLI's stderr could not be kept beside %s", command.log_path)
+                raise
             _keep_stderr(stderr_file, command, outcome)
     finally:
         _close(run_log, command.log_path, outcome)
@@ -165,6 +176,13 @@ def _run(command, on_line, should_stop, on_oversized, run_log, stderr_file, outc
     splitter = LineSplitter(command.max_line_bytes, on_line, oversized)
     try:
         _pump(proc, command, splitter, run_log, should_stop, outcome)
+    except Exception:
+        # ``on_line`` failed and the session ends with it. What the CLI wrote
+        # until its group is ended (the pipe's buffer, and what it wrote while
+        # a line waited on a locked database) still goes to the run log.
+        _end_group(proc)
+        _drain(proc, command, run_log, outcome)
+        raise
     finally:
         _end_group(proc)
         proc.stdout.close()
@@ -246,6 +264,28 @@ def _pump(proc, command, splitter, run_log, should_stop, outcome) -> None:
             if exited_at is not None and now - exited_at > ORPHAN_GRACE_SECONDS:
                 log.warning("CLI exited but a leftover process kept stdout open; ending its group")
                 return
+
+
+def _drain(proc, command: CLICommand, run_log: RedactedLog, outcome: ProcessOutcome) -> None:
+    """Copy what is left on stdout to the run log, up to its end (the group
+    is ended, so no writer is left to hold it) or ``DRAIN_SECONDS`` (a
+    process that left the group may hold it still)."""
+    fd = proc.stdout.fileno()
+    os.set_blocking(fd, False)
+    deadline = time.monotonic() + DRAIN_SECONDS
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while not outcome.log_error and time.monotonic() < deadline:
+            for _ in selector.select(POLL_SECONDS):
+                data = _read(fd)
+                if data == b"":
+                    return
+                if data:
+                    try:
+                        run_log.write(data)
+                    except OSError as exc:
+                        outcome.log_error = _log_error(command.log_path, exc)
+                        return
 
 
 def _read(fd: int) -> Optional[bytes]:
