@@ -291,10 +291,14 @@ def test_a_session_whose_run_raised_is_recorded_failed_with_its_reason_redacted(
     instance = SessionScheduler(app)
     with pytest.raises(RuntimeError):
         instance._run_next()
+    broke_off = utcnow()
+    time.sleep(1.1)   # the database takes the record only later (a full disk, freed)
     instance._record_unfinished()
     session = db.session.get(Session, session_id)
     db.session.refresh(session)
     assert session.status == "failed"
+    # When it broke off, not when the record could be written.
+    assert broke_off - timedelta(seconds=1) < session.ended_at.replace(tzinfo=broke_off.tzinfo) <= broke_off
     assert session.status_reason == ("the session could not be finished: RuntimeError: could not connect to "
                                      "postgres://claudeops:[redacted]@db/claudeops")
     assert "s3cr3t-pw" not in caplog.text and f"session {session_id} recorded as failed" in caplog.text
@@ -373,7 +377,8 @@ def test_a_heartbeat_the_database_refuses_is_one_line_in_the_log_and_the_next_tr
 
 def test_a_database_that_refuses_the_worker_is_one_line_in_the_log_not_a_traceback(app, monkeypatch, caplog):
     """A database server restarted or down: the worker retries every second,
-    each time one line saying why, not a traceback a second."""
+    saying why in one line, not a traceback (and no more lines a second:
+    test_a_worker_failing_through_an_outage_logs_once_a_minute_…)."""
     instance = SessionScheduler(app)
     attempts = []
 
@@ -390,7 +395,7 @@ def test_a_database_that_refuses_the_worker_is_one_line_in_the_log_not_a_traceba
     with caplog.at_level(logging.WARNING):
         instance._work()
     records = [r for r in caplog.records if r.levelno >= logging.WARNING]
-    assert len(records) == 2 and not any(r.exc_info for r in records)
+    assert len(attempts) == 2 and len(records) == 1 and not any(r.exc_info for r in records)
     assert records[0].getMessage() == ("scheduler worker failed (the database is unavailable (connection failed: "
                                        "Connection refused Is the server running on that host and accepting "
                                        "TCP/IP connections?)); retrying")
@@ -433,6 +438,24 @@ def test_a_claimed_session_the_database_refuses_to_read_back_does_not_stay_runni
     assert session.id == session_id and session.status == "failed"
     assert "server closed the connection unexpectedly" in session.status_reason
     assert not control.has_pending("schedule")   # the schedule is armed again
+
+
+def test_a_worker_failing_through_an_outage_logs_once_a_minute_then_says_it_recovered(app, monkeypatch, caplog):
+    """A retry a second must not write a line a second to a disk that is full."""
+    clock = [1000.0]
+    monkeypatch.setattr(scheduler_module.time, "monotonic", lambda: clock[0])
+    instance = SessionScheduler(app)
+    refused = OperationalError("INSERT", {}, sqlite3.OperationalError("database or disk is full"))
+    with caplog.at_level(logging.WARNING, logger=scheduler_module.__name__):
+        for _ in range(120):   # two minutes of retries
+            instance._failed(refused)
+            clock[0] += 1
+        instance._recovered()
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 3, lines   # not 121
+    assert lines[0].startswith("scheduler worker failed (") and "full" in lines[0]
+    assert lines[1].startswith("scheduler worker still failing (") and lines[1].endswith(": 61 times in 60 s; retrying")
+    assert lines[2] == "scheduler worker works again, after failing 120 times in 120 s"
 
 
 def test_a_scheduled_run_the_database_refused_to_queue_is_armed_again_at_once(app, monkeypatch):

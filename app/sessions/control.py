@@ -7,6 +7,7 @@ atomically, and "Stop" sets a flag that the running session polls.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Optional
 
 from sqlalchemy import and_, case, func, or_, select, update
 
@@ -102,6 +103,17 @@ def scheduler_alive(state: SchedulerState | None) -> bool:
     return bool(state and state.heartbeat_at and utcnow() - state.heartbeat_at < SCHEDULER_STALE)
 
 
+def scheduler_silent_since(state: SchedulerState | None) -> Optional[datetime]:
+    """Its last heartbeat, when a scheduler that never said it stopped beats
+    no more: it was killed, or it cannot write to the database (a full
+    disk, a read-only file, a lock held for long) and so cannot record
+    anything else either, a session's end included. None otherwise: one
+    beats, or the last one stopped and said so."""
+    if state is None or state.pid is None or state.heartbeat_at is None or scheduler_alive(state):
+        return None
+    return state.heartbeat_at
+
+
 def claim(session_id: int) -> Session | None:
     """Mark one queued session running; ``None`` if it is no longer queued."""
     return claimed(session_id) if take(session_id) else None
@@ -171,12 +183,13 @@ def mark_interrupted() -> int:
     return count
 
 
-def fail_running(session_id: int, reason: str) -> bool:
-    """End a session whose run broke off before recording its end; ``False``
-    if it had ended after all."""
+def fail_running(session_id: int, reason: str, ended_at: Optional[datetime] = None) -> bool:
+    """End a session whose run broke off before recording its end (at
+    ``ended_at``, when it broke off, however much later the database takes
+    it); ``False`` if it had ended after all."""
     changed = db.session.execute(
         update(Session).where(Session.id == session_id, Session.status == RUNNING)
-        .values(status=FAILED, status_reason=reason, ended_at=utcnow())).rowcount
+        .values(status=FAILED, status_reason=reason, ended_at=ended_at or utcnow())).rowcount
     db.session.commit()
     return bool(changed)
 

@@ -26,7 +26,10 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from datetime import timedelta
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Optional
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from flask import Flask
@@ -47,6 +50,8 @@ log = logging.getLogger(__name__)
 
 SCHEDULED_JOB_ID = "scheduled-tier1"
 QUEUE_POLL_SECONDS = 1.0
+# While the worker keeps failing the same way, how often the log says so.
+FAILURE_LOG_SECONDS = 60
 HEARTBEAT_SECONDS = 15
 RETENTION_JOB_ID = "retention"
 RETENTION_HOURS = 24
@@ -79,9 +84,12 @@ class SessionScheduler:
         self._last_fired = None
         self._last_ended = None
         # Sessions whose run raised before their end was recorded (the
-        # database refusing writes, most likely), with the reason to record
-        # as soon as the database takes it.
-        self._unfinished: dict[int, str] = {}
+        # database refusing writes, most likely), with the reason and the
+        # time of that end, to record as soon as the database takes it.
+        self._unfinished: dict[int, tuple[str, datetime]] = {}
+        # The worker failing again and again (a database that takes no
+        # writes): since when, how many times, and when it was last logged.
+        self._failing: Optional[WorkerFailures] = None
 
     def hold_runner_lock(self) -> None:
         """Take the runner lock now (``start`` takes it if this was not
@@ -266,11 +274,11 @@ class SessionScheduler:
                 if not ran:
                     self._ensure_armed()
             except Exception as exc:
-                # The worker must outlive a database that refuses it for a while:
-                # then one line a retry says why; a mistake keeps its traceback.
-                log.error("scheduler worker failed (%s); retrying", dbfaults.describe(exc),
-                          exc_info=dbfaults.storage_fault(exc) is None)
+                # The worker must outlive a database that refuses it for a while.
+                self._failed(exc)
                 ran = False
+            else:
+                self._recovered()
             if not ran:
                 self._wake.wait(QUEUE_POLL_SECONDS)
                 self._wake.clear()
@@ -294,8 +302,8 @@ class SessionScheduler:
                 except Exception as exc:
                     # Written by a plain UPDATE, which no flush redacts, and
                     # a driver's message may quote a connection string.
-                    self._unfinished[session_id] = redaction.redactor().redact(
-                        f"the session could not be finished: {dbfaults.describe(exc)}")
+                    self._unfinished[session_id] = (redaction.redactor().redact(
+                        f"the session could not be finished: {dbfaults.describe(exc)}"), utcnow())
                     raise
                 if trigger == SCHEDULE_TRIGGER:
                     self._last_ended = utcnow()
@@ -304,6 +312,30 @@ class SessionScheduler:
             finally:
                 db.session.remove()
 
+    def _failed(self, exc: Exception) -> None:
+        """Log the worker's failure: in full the first time, and when its
+        cause changes; then, while it keeps failing the same way (a retry a
+        second through an outage), once a minute with the count, so that a
+        full disk is not filled further by the log of its own retries. A
+        mistake (not the database's fault) keeps its traceback."""
+        why = dbfaults.describe(exc)
+        failing, now = self._failing, time.monotonic()
+        if failing is None or failing.why != why:
+            self._failing = WorkerFailures(why, now, now)
+            log.error("scheduler worker failed (%s); retrying", why, exc_info=dbfaults.storage_fault(exc) is None)
+            return
+        failing.count += 1
+        if now - failing.logged_at >= FAILURE_LOG_SECONDS:
+            failing.logged_at = now
+            log.error("scheduler worker still failing (%s): %d times in %.0f s; retrying", why, failing.count,
+                      now - failing.since)
+
+    def _recovered(self) -> None:
+        failing, self._failing = self._failing, None
+        if failing is not None and failing.count > 1:
+            log.warning("scheduler worker works again, after failing %d times in %.0f s", failing.count,
+                        time.monotonic() - failing.since)
+
     def _record_unfinished(self) -> None:
         """Record sessions whose run raised as failed, so none stays
         "running" while nothing runs it; retried until the database takes it."""
@@ -311,12 +343,20 @@ class SessionScheduler:
             return
         with self.app.app_context():
             try:
-                for session_id, reason in list(self._unfinished.items()):
-                    if control.fail_running(session_id, reason):
+                for session_id, (reason, ended_at) in list(self._unfinished.items()):
+                    if control.fail_running(session_id, reason, ended_at):
                         log.warning("session %s recorded as failed: %s", session_id, reason)
                     del self._unfinished[session_id]
             finally:
                 db.session.remove()
+
+
+@dataclass
+class WorkerFailures:
+    why: str
+    since: float
+    logged_at: float
+    count: int = 1
 
 
 def _storage_fault_or_raise(exc: OperationalError) -> str:
