@@ -19,7 +19,7 @@ def add_events(*specs):
 
 def test_health(client):
     body = client.get("/api/v1/health").get_json()
-    assert body["status"] == "ok" and body["database"] == "ok"
+    assert body["status"] == "ok" and body["database"] == "ok" and body["scheduler"] == "stopped"
     assert "plugins.events" in body["plugins"]
 
 

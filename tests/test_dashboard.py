@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from app.extensions import db
 from app.models import Session, SessionActivity
-from app.timeutil import utcnow
+from app.timeutil import isoformat, utcnow
 from plugins.events.models import Event
 from tests.conftest import HTMX, make_app
 from tests.support.pages import message_cells, pager_links
@@ -511,6 +511,31 @@ def test_overview_tells_whether_the_scheduler_runs_and_when_next(client):
     db.session.commit()
     html = client.get("/").get_data(as_text=True)
     assert "Next scheduled run" in html and "not running" not in html
+
+
+def test_a_scheduler_gone_silent_is_told_apart_from_one_stopped_on_the_overview_and_in_health(client):
+    """A scheduler that cannot write (a full disk, a read-only file) beats no
+    more, and records no session's end either: the overview says so, and
+    health, which probes watch, answers degraded."""
+    from datetime import timedelta
+    from app.models import SchedulerState
+    assert client.get("/api/v1/health").get_json()["scheduler"] == "stopped"
+    last_beat = utcnow() - timedelta(minutes=3)
+    db.session.add(SchedulerState(id=1, pid=4321, heartbeat_at=last_beat))
+    db.session.commit()
+    html = client.get("/").get_data(as_text=True)
+    assert "silent" in html and f"no heartbeat since {isoformat(last_beat)}" in html
+    assert "one shown running may have ended meanwhile" in html
+    health = client.get("/api/v1/health")
+    assert health.status_code == 503
+    assert health.get_json() | {"plugins": []} == {"status": "degraded", "database": "ok", "plugins": [],
+                                                   "scheduler": f"silent since {isoformat(last_beat)}"}
+    # One that stopped and said so (its pid cleared) is stopped, not silent: nothing is wrong.
+    db.session.get(SchedulerState, 1).pid = None
+    db.session.commit()
+    assert client.get("/api/v1/health").get_json()["scheduler"] == "stopped"
+    assert client.get("/api/v1/health").status_code == 200
+    assert "not running" in client.get("/").get_data(as_text=True)
 
 
 def test_a_filter_for_a_service_with_no_rows_stays_selected_for_the_polls(client):

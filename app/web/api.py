@@ -24,13 +24,19 @@ api = Blueprint("api", __name__)
 
 @api.get("/health")
 def health():
+    scheduler = "unknown"
     try:
         db.session.execute(text("SELECT 1"))
         database = "ok"
+        state = db.session.get(SchedulerState, 1)
+        silent_since = control.scheduler_silent_since(state)
+        scheduler = ("running" if control.scheduler_alive(state)
+                     else f"silent since {isoformat(silent_since)}" if silent_since else "stopped")
     except Exception as exc:  # health must answer even when the database does not
         database = f"error: {type(exc).__name__}"
-    ok = database == "ok"
-    return {"status": "ok" if ok else "degraded", "database": database,
+    # A scheduler gone silent runs nothing, and records nothing: sessions wait.
+    ok = database == "ok" and not scheduler.startswith("silent")
+    return {"status": "ok" if ok else "degraded", "database": database, "scheduler": scheduler,
             "plugins": sorted(name for name, _ in current_app.extensions["claudeops.plugins"].list_name_plugin())}, (200 if ok else 503)
 
 

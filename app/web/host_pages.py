@@ -46,7 +46,13 @@ def claudeops_overview_cards():
     active = counts.get(RUNNING, 0) + counts.get(QUEUED, 0)
     state = db.session.get(SchedulerState, 1)
     alive = control.scheduler_alive(state)
-    if not alive:
+    silent_since = control.scheduler_silent_since(state)
+    if silent_since:
+        scheduler = OverviewCard("Scheduler", "silent", f"no heartbeat since {isoformat(silent_since)}: it was "
+                                 "killed, or cannot write to the database (a full disk, a read-only file, a lock); "
+                                 "sessions wait, and one shown running may have ended meanwhile",
+                                 position=4, tone="bad")
+    elif not alive:
         scheduler = OverviewCard("Scheduler", "not running", "sessions wait in the queue until it runs",
                                  position=4, tone="bad")
     elif state.next_run_at:

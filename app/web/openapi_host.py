@@ -49,6 +49,9 @@ CONFIG = obj({"settings": array(ref("ConfigSetting"))})
 HEALTH = obj({
     "status": {"type": "string", "enum": ["ok", "degraded"]},
     "database": {"type": "string", "description": "ok, or error: <kind>"},
+    "scheduler": {"type": "string", "description": "running; stopped (the last one said so); silent since <time> "
+                                                    "(killed, or it cannot write to the database: degraded); or "
+                                                    "unknown (the database does not answer)"},
     "plugins": array({"type": "string"}),
 })
 
@@ -90,9 +93,10 @@ def config_change() -> dict:
 def openapi_paths() -> OpenApiPaths:
     return OpenApiPaths(schemas=SCHEMAS, paths={
         "/health": {"get": {
-            "summary": "Database status and loaded plugins", "tags": ["service"], "operationId": "health",
+            "summary": "Database and scheduler status, loaded plugins", "tags": ["service"], "operationId": "health",
             "responses": {"200": response("the database answers", HEALTH),
-                          "503": response("the database does not answer", HEALTH)}}},
+                          "503": response("the database does not answer, or the scheduler has gone silent",
+                                          HEALTH)}}},
         "/stats": {"get": {
             "summary": "Runs, escalations, success rate, cost, next run and plugins' figures",
             "tags": ["service"], "operationId": "stats",
