@@ -356,7 +356,10 @@ def count_events(path: Path) -> int:
 
 @sqlite_only("a second connection to the SQLite file; PostgreSQL readers and writers never block each other")
 def test_a_long_reader_does_not_hold_up_the_session(app, fake_cli, run_session_now, caplog):
-    fake_cli(sl.steps(sl.init()) + marker_steps(20, 0.05) + sl.steps(sl.result()))
+    # A pause after the first two: they are committed, and the reader holds
+    # its snapshot, before the rest arrive, however slow a shared machine is.
+    markers = marker_steps(20, 0.05)   # each a line and a pause
+    fake_cli(sl.steps(sl.init()) + markers[:4] + [{"sleep": 3.0}] + markers[4:] + sl.steps(sl.result()))
     session_done = threading.Event()
     report = {}
     holder = hold_database(db_path(app), "reader", lambda: count_events(db_path(app)) >= 2,
