@@ -526,6 +526,12 @@ def test_a_scheduler_gone_silent_is_told_apart_from_one_stopped_on_the_overview_
     html = client.get("/").get_data(as_text=True)
     assert "silent" in html and f"no heartbeat since {isoformat(last_beat)}" in html
     assert "one shown running may have ended meanwhile" in html
+    running = Session(tier=1, trigger="api", status="running", created_at=utcnow(), started_at=utcnow())
+    db.session.add(running)
+    db.session.commit()
+    for page in (f"/sessions/{running.id}", f"/sessions/{running.id}/live"):
+        assert "the session may have ended, and its end is recorded once the database takes writes again" in (
+            client.get(page, headers={"HX-Request": "true"} if page.endswith("live") else {}).get_data(as_text=True))
     health = client.get("/api/v1/health")
     assert health.status_code == 503
     assert health.get_json() | {"plugins": []} == {"status": "degraded", "database": "ok", "plugins": [],
@@ -536,6 +542,7 @@ def test_a_scheduler_gone_silent_is_told_apart_from_one_stopped_on_the_overview_
     assert client.get("/api/v1/health").get_json()["scheduler"] == "stopped"
     assert client.get("/api/v1/health").status_code == 200
     assert "not running" in client.get("/").get_data(as_text=True)
+    assert "scheduler-silent" not in client.get(f"/sessions/{running.id}").get_data(as_text=True)
 
 
 def test_a_filter_for_a_service_with_no_rows_stays_selected_for_the_polls(client):

@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 
 from app.config import TIERS
 from app.extensions import db
-from app.models import Session, SessionActivity
+from app.models import RUNNING, SchedulerState, Session, SessionActivity
 from app.sessions import control, escalation
 from app.timeutil import utcnow
 from app.web.htmx import fragment_of, is_htmx, render_page
@@ -78,7 +78,10 @@ def _chain_context(session: Session) -> dict:
     cost, and whether the page's live part should keep polling."""
     members = escalation.chain(session)
     return {"chain": members if len(members) > 1 else [], "chain_cost": sum(m.cost_usd or 0 for m in members),
-            "following": _following(session, members)}
+            "following": _following(session, members),
+            # Shown "running" by a scheduler that cannot record its end (a full disk, say): the page says so.
+            "scheduler_silent_since": control.scheduler_silent_since(db.session.get(SchedulerState, 1))
+            if session.status == RUNNING else None}
 
 
 def _following(session: Session, members: list[Session]) -> bool:
