@@ -93,6 +93,59 @@ class Rule:
             yield start, end
 
 
+# How far after a program its options are looked for, and what ends its
+# command before that: a line (also as a raw JSON line escapes it), a pipe, ; or &.
+_COMMAND_REACH = 400
+_COMMAND_ENDS = ("\n", "\\n", "|", ";", "&")
+# What ends the word before a program's name when it ends a command too (`-p3; mysql …`).
+_COMMAND_SEPARATORS = (";", "|", "&", "(")
+
+
+@dataclass(frozen=True)
+class CommandOption:
+    """A secret a program takes as an option (``mysql -pSECRET``, ``curl -u
+    user:SECRET``), in the command that runs the program: its name found
+    first (rare, and a literal), then the option after it in the same
+    command, so that a text holding many such options and the name
+    somewhere costs one scan of it, and ``journalctl -u mysql -p3`` (the
+    name as an option's value) is left alone."""
+
+    name: str
+    program: re.Pattern
+    option: re.Pattern
+    hints: tuple[str, ...] = ()
+    fold_case: bool = False
+
+    def matches(self, text: str, folded: str):
+        if self.hints and not any(hint in text for hint in self.hints):
+            return
+        scanned = 0
+        for program in self.program.finditer(text):
+            if not _names_the_command(text, program.start()):
+                continue
+            start = max(program.end(), scanned)
+            end = min([found for stop in _COMMAND_ENDS if (found := text.find(stop, start, start + _COMMAND_REACH)) >= 0],
+                      default=min(len(text), start + _COMMAND_REACH))
+            for option in self.option.finditer(text, start, end):
+                if not _placeholder(option["secret"]):
+                    yield option.span("secret")
+            scanned = max(scanned, end)
+
+
+def _names_the_command(text: str, index: int) -> bool:
+    """Whether the program named at ``index`` is run there: its name starts
+    a word (after a path, a quote or an escaped one), and the word before
+    is no option whose value it would be (a command's end, or none, is fine)."""
+    if not _starts_word(text, index):
+        return False
+    window = text[max(0, index - 100):index]
+    words = window.rsplit(None, 2)
+    if window and not window[-1].isspace():
+        words = words[:-1]   # the start of the program's own word: a path, a quote
+    before = words[-1] if words else ""
+    return not before.startswith("-") or before.endswith(_COMMAND_SEPARATORS)
+
+
 def _fold(text: str) -> str:
     """Lower case, character for character (a few characters lower-case to
     two, such as "İ"; they stay as they are, so positions still match)."""
@@ -164,24 +217,28 @@ SHAPES: tuple[Rule, ...] = (
         r"(?:" + _KEYWORDS + r")" + _QUOTE + r"[ \t]*" + _ASSIGNS + r"[ \t]*" + _QUOTE + r"(?P<secret>" + _VALUE + ")"),
         "secret", keep=_placeholder, hints=("pass", "secret", "token", "key", "credential"), fold_case=True,
         overlapping=True),
-    # Short names, only as a whole key or its last part (DB_PASS, db-pwd):
-    # within a word they are other words (bypass, compass).
-    Rule("pass=value pair", re.compile(
-        r"(?:[a-z0-9]+[_-])*(?:pass|pwd)" + _QUOTE + r"[ \t]*" + _ASSIGNS + r"[ \t]*" + _QUOTE
-        + r"(?P<secret>" + _VALUE + ")"),
-        "secret", keep=_placeholder_path_or_count, hints=("pass", "pwd"), fold_case=True, word_start=True,
-        overlapping=True),
-    # The client's own spelling, its value joined to the flag: -pSECRET (-P
-    # is the port, so the case counts).
-    Rule("mysql -p password", re.compile(
-        r"(?:mysql|mariadb)[\w-]*[ \t](?:[^\n|;&]*?[ \t])?-p" + _QUOTE + r"(?P<secret>[^\s\"'\\-][^\s\"'\\]*)"), "secret",
-        keep=_placeholder, hints=("mysql", "mariadb"), word_start=True),
+    # Short names only as a variable's (upper case, the end of a longer name:
+    # DB_PASS=, MYSQL_ROOT_PWD:), a query's (?pwd=) or openssl's (-pass
+    # pass:…): elsewhere "pass" is a test's result (--- PASS:, "pass": true).
+    # The one character before is looked behind at, so each try costs as
+    # little on a long run of capitals as on anything else.
+    Rule("_PASS variable", re.compile(
+        r"(?<=[A-Z0-9])_(?:PASS|PWD)" + _QUOTE + r"[ \t]*[:=][ \t]*" + _QUOTE + r"(?P<secret>" + _VALUE + ")"),
+        "secret", keep=_placeholder_path_or_count, hints=("_PASS", "_PWD")),
+    Rule("pass query parameter", re.compile(r"[?&;](?:pass|pwd)=(?P<secret>[^\s\"'`\\&#;]+)"), "secret",
+         keep=_placeholder, hints=("pass=", "pwd="), fold_case=True),
+    Rule("openssl pass:", re.compile(r"-pass(?:in|out)?[ \t]+pass:(?P<secret>[^\s\"'\\]+)"), "secret",
+         keep=_placeholder, hints=("-pass",)),
+    # The clients' own spelling, the value joined to the flag (-P is the
+    # port, so the case counts), in the command of that client: not -p3 of
+    # `journalctl -u mysql`, nor the port of `docker run --name mysql -p3306:3306`.
+    CommandOption("mysql -p password", re.compile(r"(?:mysql|mariadb)[\w-]*"),
+                  re.compile(r"[ \t]-p" + _QUOTE + r"(?P<secret>[^\s\"'\\-][^\s\"'\\]*)"), hints=("mysql", "mariadb")),
     Rule("sshpass -p password", re.compile(
         r"sshpass[ \t]+(?:-[a-zA-Z]+[ \t]+)*?-p[ \t]*(?P<secret>[^\s\"'\\]+)"), "secret",
         keep=_placeholder, hints=("sshpass",), word_start=True),
-    Rule("curl user:password", re.compile(
-        r"curl[ \t](?:[^\n|;&]*?[ \t])?(?:-u|--user)(?:[ \t]+|=)?[\"']?[^\s:\"'\\]*:(?P<secret>[^\s\"'\\]+)"),
-        "secret", keep=_placeholder, hints=("curl",), word_start=True),
+    CommandOption("curl user:password", re.compile(r"curl"), re.compile(
+        r"[ \t](?:-u|--user)(?:[ \t]+|=)?[\"']?[^\s:\"'\\]*:(?P<secret>[^\s\"'\\]+)"), hints=("curl",)),
     # The whole value: a session cookie is as good as a password.
     Rule("cookie header", re.compile(
         r"(?:set-)?cookie" + _QUOTE + r"[ \t]*:[ \t]*" + _QUOTE + r"(?P<secret>[^\s\"'\\][^\r\n\"'\\]*)"),
