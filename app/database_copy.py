@@ -167,9 +167,10 @@ def _contents(connection: Connection, metadata: MetaData) -> dict[str, Decimal]:
     every commit of another connection instead."""
     if connection.dialect.name != "postgresql":
         return {}
+    # ROW(alias.*), not the alias alone: a column of that name would be read instead of the row.
     return {table.name: connection.scalar(text(
-        f"SELECT coalesce(sum(hashtextextended(t::text, 0)::numeric), 0) FROM {_quoted(connection, table)} AS t"))
-        for table in metadata.sorted_tables}
+        "SELECT coalesce(sum(hashtextextended(ROW(copied_row.*)::text, 0)::numeric), 0) "
+        f"FROM {_quoted(connection, table)} AS copied_row")) for table in metadata.sorted_tables}
 
 
 def _quoted(connection: Connection, table: Table) -> str:
