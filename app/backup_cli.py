@@ -5,8 +5,6 @@ import os
 from pathlib import Path
 
 import click
-from alembic.script import ScriptDirectory
-from alembic.util import CommandError
 from flask import current_app
 from flask.cli import with_appcontext
 
@@ -14,6 +12,7 @@ from app import logins, state_dir
 from app.backup import BackupError, backup, database_file, restore
 from app.extensions import db
 from app.retention import human_size
+from app.revisions import known_revision
 
 
 @click.command("backup")
@@ -119,15 +118,3 @@ def leave_to_the_owner_of_their_directory(paths: list[Path]) -> None:
             continue
         if made.st_uid == 0 and directory.st_uid != 0:
             os.chown(path, directory.st_uid, directory.st_gid)
-
-
-def known_revision(app):
-    """Whether this installation (the host and its plugins) has a schema revision."""
-    script = ScriptDirectory.from_config(app.extensions["migrate"].migrate.get_config())
-
-    def known(revision: str) -> bool:
-        try:
-            return script.get_revision(revision) is not None
-        except CommandError:
-            return False
-    return known

@@ -12,12 +12,13 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from app import create_app, state_dir
-from app.backup_cli import known_revision, hold_off_the_scheduler, leave_to_the_owner_of_their_directory
+from app.backup_cli import hold_off_the_scheduler, leave_to_the_owner_of_their_directory
 from app.config import ConfigError
 from app.database_copy import CopyError, copy_database, foreign_tables, tables_with_rows
 from app.database_url import absolute_sqlite_url, shown_url, sqlalchemy_url
 from app.dbfaults import first_line
 from app.extensions import db
+from app.revisions import known_revision
 
 
 @click.command("copy-to")
