@@ -245,9 +245,16 @@ def test_recognises(line, expected):
     ("perl -ne 'print if /restart/' /var/log/syslog && docker ps", []),
     ("python3 -m pip install docker", []),
     ("python3 restart_report.py --service jellyfin", []),   # a script: not seen into (documented)
-    # a command named at run time that does nothing like a restart
+    # a command named at run time that does nothing like a restart, or names its program
     ("\"$(command -v docker)\" ps && $EDITOR notes.txt", []),
     ("docker logs $name && docker inspect ${id}", []),
+    ("\"$VENV/bin/pip\" install -r requirements.txt && docker compose ps", []),
+    ("${KUBECTL:-kubectl} rollout status deploy/web", []),
+    ("${KUBECTL:-kubectl} rollout restart deployment/web", [(R, "web")]),
+    # a script's words with a variable in them are no word spelt at run time
+    ("docker exec web sh -c 'pip install -q requests && echo $HOME'", []),
+    # a heredoc's code is what follows the interpreter, not the command feeding it
+    ("kubectl logs web | python3 - <<'EOF'\nimport sys\nprint(sum('restart' in l for l in sys.stdin))\nEOF", []),
     # a quoted or escaped operator character is part of a word
     ("echo ';' docker restart jellyfin", []),
     ("echo \\; docker restart jellyfin", []),
@@ -502,6 +509,11 @@ def test_a_command_of_many_words_is_read_in_one_pass():
     ("ruby -e 'system(\"systemctl restart nginx\")'", OTHER_LANGUAGE),
     ("node --eval='require(\"child_process\").execSync(\"docker restart jellyfin\")'", OTHER_LANGUAGE),
     ("php -r 'shell_exec(\"docker restart jellyfin\");'", OTHER_LANGUAGE),
+    ("perl -MTime::HiRes -e 'system(\"docker restart jellyfin\")'", OTHER_LANGUAGE),
+    ("node --require dotenv/config -e 'require(\"child_process\").execSync(\"docker restart jellyfin\")'",
+     OTHER_LANGUAGE),
+    ("pypy3 -c 'import os; os.system(\"docker restart jellyfin\")'", OTHER_LANGUAGE),
+    ("docker compose -p \"$PROJECT\" restart", "the compose project in an unknown directory"),
     ("D=docker; $D restart jellyfin", "a command named at run time"),
     ("\"$(which systemctl)\" restart nginx", "a command named at run time"),
     ("$'systemctl' restart nginx", "a command named at run time"),

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
 from plugins.cooldowns.limits import REDEPLOYMENT, RESTART
 from plugins.cooldowns.options import Args, parse_args
 from plugins.cooldowns.prefilter import names_a_program
-from plugins.cooldowns.shell import (FROM_OTHER_LANGUAGE, FROM_SHELL_INPUT, SimpleCommand, TooDeep, is_literal,
-                                     simple_commands)
+from plugins.cooldowns.shell import (FROM_OTHER_LANGUAGE, FROM_SHELL_INPUT, HEREDOC_CODE, SimpleCommand, TooDeep,
+                                     is_literal, simple_commands)
 
 SERVICE_NAME = re.compile(r"[a-z0-9][a-z0-9_.@-]{0,99}")
 # Words of a command that may restart or redeploy something: where the text
@@ -60,13 +60,15 @@ def recognise(line: str, cwd: Optional[str] = None) -> list[Recognised]:
             found += _unread(line, "the commands a shell reads from its input")
             continue
         if command.name == FROM_OTHER_LANGUAGE:
-            # Its code, or with a heredoc the line that holds it.
-            code = command.words[1] if len(command.words) > 1 else line
-            found += _unread(code, "the commands another language runs (python -c, perl -e, …)", suspect=True)
+            found += _unread(_code(command, line), "the commands another language runs (python -c, perl -e, …)",
+                             suspect=True)
             continue
+        default = _default_name(command.words[0])
+        if default is not None:   # `${KUBECTL:-kubectl} rollout status …`: read as its default names it
+            command = replace(command, words=[default, *command.words[1:]])
         handler = HANDLERS.get(command.name) or (_init_script if _is_init_script(command) else None)
         if handler is None:
-            if not is_literal(command.words[0]):   # `$D restart web`, `"$(which systemctl)" restart x`
+            if _named_at_run_time(command.words[0]):   # `$D restart web`, `"$(which systemctl)" restart x`
                 found += _unread(line, "a command named at run time", suspect=True, within=command.text())
             continue
         if _asks_for_help(command.words[1:]):
@@ -94,12 +96,46 @@ def _unread(line: str, what: str, suspect: bool = False, within: Optional[str] =
 
 
 _RUN_TIME_PARTS = re.compile(r"\$\{[^}]*\}?|\$\(…\)|\$[A-Za-z_][A-Za-z0-9_]*|\$.|`[^`]*`?")
+# ${NAME:-default}, ${NAME-default}, ${NAME:=default}: a literal default.
+_DEFAULTED = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*:?[-=](?P<default>[^}$`]+)\}")
+
+
+def _default_name(word: str) -> Optional[str]:
+    """The program a command named by a variable with a literal default
+    runs, as far as the text can say."""
+    match = _DEFAULTED.fullmatch(word)
+    return match["default"] if match else None
+
+
+def _named_at_run_time(word: str) -> bool:
+    """A command's name the shell spells at run time from nothing the text
+    shows (``$D``, ``"$(which systemctl)"``, ``$'systemctl'``), or around a
+    recognised program's name; ``"$VENV/bin/pip"`` names its program."""
+    if is_literal(word):
+        return False
+    shown = posixpath.basename(_RUN_TIME_PARTS.sub("", word))
+    return not shown or names_a_program(shown)
 
 
 def _spelt_at_run_time_as_suspect(word: str) -> bool:
-    """A word the shell spells at run time whose letters around the
-    variables read as a restart's: ``rest${x}art``, ``re$(echo)start``."""
-    return not is_literal(word) and SUSPECT.search(_RUN_TIME_PARTS.sub("", word)) is not None
+    """A word the shell spells at run time that, around its variables, is a
+    restart's: ``rest${x}art``, ``re$(echo)start``; not a sentence of a
+    script with a variable in it (``sh -c 'pip install x; echo $HOME'``)."""
+    if is_literal(word) or any(char.isspace() for char in word):
+        return False
+    return SUSPECT.fullmatch(_RUN_TIME_PARTS.sub("", word)) is not None
+
+
+def _code(command: SimpleCommand, line: str) -> str:
+    """The code another language is given: on its command line, or fed on
+    its input by a heredoc, whose body follows the interpreter's name in
+    the line (what comes before it, `kubectl logs web | python3 - <<EOF`,
+    is no part of the code)."""
+    if command.words[1:2] != [HEREDOC_CODE]:
+        return command.words[1] if len(command.words) > 1 else line
+    interpreter = command.words[2]
+    at = line.find(interpreter)
+    return line[at:] if at >= 0 else line
 
 
 HELP = ("-h", "--help")
@@ -192,6 +228,8 @@ def _compose_project(command: SimpleCommand, top: Args) -> Optional[str]:
     """Compose's own rule: -p, $COMPOSE_PROJECT_NAME, else the name of the
     project directory (that of the first -f file, else the working directory)."""
     name = top.value("-p", "--project-name") or command.env.get("COMPOSE_PROJECT_NAME")
+    if name and not is_literal(name):
+        return None   # -p "$P": a name the shell spells at run time, not the letters around it
     if not name:
         directory = top.value("--project-directory")
         # -f, else $COMPOSE_FILE (paths separated by ":"): the first one's directory.

@@ -85,6 +85,8 @@ FROM_SHELL_INPUT = "<input of a shell>"
 # followed by the code when the text holds it, alone when it does not (a
 # heredoc, read as the line's own text).
 FROM_OTHER_LANGUAGE = "<code of another language>"
+# In its place, when a heredoc feeds the code: it is in the line, after the interpreter's name.
+HEREDOC_CODE = "<in a heredoc>"
 @dataclass(frozen=True)
 class Interpreter:
     """A language's command: the short options that give it its code on the
@@ -96,13 +98,17 @@ class Interpreter:
     with_value: str = ""
     module: str = ""
     long_code: tuple[str, ...] = ()
+    long_with_value: tuple[str, ...] = ()
 
 
-INTERPRETERS = (Interpreter(re.compile(r"python[0-9.]*"), "c", with_value="WX", module="m"),
-                Interpreter(re.compile(r"perl[0-9.]*"), "eE", with_value="I"),
-                Interpreter(re.compile(r"ruby[0-9.]*"), "e", with_value="Ir"),
+INTERPRETERS = (Interpreter(re.compile(r"(?:python|pypy)[0-9.]*"), "c", with_value="WX", module="m",
+                            long_with_value=("--check-hash-based-pycs",)),
+                Interpreter(re.compile(r"perl[0-9.]*"), "eE", with_value="IMmx"),
+                Interpreter(re.compile(r"ruby[0-9.]*"), "e", with_value="IrCE", long_with_value=("--encoding",)),
                 Interpreter(re.compile(r"php[0-9.]*"), "r", with_value="cdz"),
-                Interpreter(re.compile(r"node(?:js)?"), "ep", with_value="r", long_code=("--eval", "--print")))
+                Interpreter(re.compile(r"node(?:js)?"), "ep", with_value="rC", long_code=("--eval", "--print"),
+                            long_with_value=("--require", "--import", "--loader", "--experimental-loader",
+                                             "--env-file", "--input-type", "--conditions", "--title")))
 # What they write into a pipe is in the text, when their words are.
 PRINTING_COMMANDS = {"echo", "printf"}
 PRINTF_DIRECTIVE = re.compile(r"%(?:%|[-+ #0]*[0-9]*(?:\.[0-9]*)?[a-zA-Z])")
@@ -151,6 +157,7 @@ class ReadsInput:
 
     same_directory: bool
     other_language: bool = False
+    interpreter: str = ""      # its name as written, with other_language
 
 
 @dataclass(frozen=True)
@@ -504,7 +511,7 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | ReadsInput | None:
                 return Wrapped(script, True)
             return ReadsInput(True) if _reads_input(words[1:]) else None
         elif (language := _interpreter(name)) is not None:
-            return _other_language(language, words[1:])
+            return _other_language(language, head, words[1:])
         elif name == "su":
             script = _option_value(words[1:], {"-c", "--command"})
             return Wrapped(script, False) if script is not None else None
@@ -549,7 +556,7 @@ def _interpreter(name: str) -> Optional[Interpreter]:
     return next((language for language in INTERPRETERS if language.name.fullmatch(name)), None)
 
 
-def _other_language(language: Interpreter, args: list[str]) -> SimpleCommand | ReadsInput | None:
+def _other_language(language: Interpreter, name: str, args: list[str]) -> SimpleCommand | ReadsInput | None:
     """The code an interpreter is given on its command line (``python3 -c
     CODE``, ``perl -ne CODE``, ``perl -e'CODE'``, ``node --eval=CODE``), which
     no shell reading can see into; with no script named (or ``-``), it runs
@@ -559,13 +566,14 @@ def _other_language(language: Interpreter, args: list[str]) -> SimpleCommand | R
         arg = args[i]
         i += 1
         if arg in ("-", "--"):
-            return ReadsInput(True, other_language=True) if arg == "-" or i == len(args) else None
+            return ReadsInput(True, True, name) if arg == "-" or i == len(args) else None
         if not arg.startswith("-"):
             return None
-        name, equals, glued = arg.partition("=")
-        if name in language.long_code:
+        option, equals, glued = arg.partition("=")
+        if option in language.long_code:
             return SimpleCommand([FROM_OTHER_LANGUAGE, glued if equals else (args[i] if i < len(args) else "")])
         if arg.startswith("--"):
+            i += 1 if option in language.long_with_value and not equals else 0   # --require dotenv/config
             continue
         for place, letter in enumerate(arg[1:], start=1):
             if letter in language.code:
@@ -575,7 +583,7 @@ def _other_language(language: Interpreter, args: list[str]) -> SimpleCommand | R
                 break
             if letter in language.module:
                 return None   # `python3 -m pkg`: a script we cannot see
-    return ReadsInput(True, other_language=True)
+    return ReadsInput(True, True, name)
 
 
 def _run_by_parallel(args: list[str]) -> Optional[Wrapped]:
@@ -810,9 +818,10 @@ def _fed(shell: ReadsInput, stdin: Optional[Input]) -> Wrapped | SimpleCommand |
     if stdin is None:
         return None   # a terminal, or a file (`bash < script.sh`): a script we cannot see
     if shell.other_language:
-        # Code in the text is read for what it names; a heredoc's, with the line.
-        known = stdin.text is not None and not stdin.heredoc
-        return SimpleCommand([FROM_OTHER_LANGUAGE] + ([stdin.text] if known else []))
+        # Code in the text is read for what it names; a heredoc's, in the line after the interpreter.
+        if stdin.heredoc:
+            return SimpleCommand([FROM_OTHER_LANGUAGE, HEREDOC_CODE, shell.interpreter])
+        return SimpleCommand([FROM_OTHER_LANGUAGE] + ([stdin.text] if stdin.text is not None else []))
     if stdin.text is None:
         return SimpleCommand([FROM_SHELL_INPUT])
     return Wrapped(stdin.text, shell.same_directory)
