@@ -97,7 +97,8 @@ def in_force(spec: Setting | str, raw: str | None) -> Any:
         try:
             return spec.parse(raw)
         except ValueError as exc:   # validated when stored; a newer version may read it differently
-            log.warning("ignoring stored %s=%r (%s); using the configured value", name, raw, exc)
+            log.warning("ignoring stored %s=%s (%s); using the configured value", name,
+                        "(set, hidden)" if spec.secret else repr(raw), exc)
     return current_app.config[name]
 
 
@@ -144,8 +145,8 @@ def checked(values: dict[str, Any]) -> dict[str, str | None]:
             continue
         try:
             spec.parse(text)
-        except ValueError as exc:
-            problems[name] = f"{name}={text!r}: {exc}"
+        except ValueError as exc:   # a secret's value is never shown back, as in the configuration's errors
+            problems[name] = f"{name}={'(set, hidden)' if spec.secret else repr(text)}: {exc}"
             continue
         parsed[name] = text
     if problems:

@@ -13,7 +13,7 @@ import pytest
 from flask import Blueprint
 from sqlalchemy import select
 
-from app import hookspecs
+from app import hookspecs, runtime
 from app.config import PROJECT_ROOT
 from app.extensions import db
 from app.hookspecs import hookimpl
@@ -717,6 +717,30 @@ def test_hook_claudeops_settings_are_read_from_the_environment(tmp_path, monkeyp
     app = make_app(tmp_path / "b", plugins=[WidgetSettings()])
     assert app.config["CLAUDEOPS_WIDGET_LIMIT"] == 12
     assert "CLAUDEOPS_WIDGET_LIMIT" in [s.name for s in app.extensions["claudeops.settings"]]
+
+
+class WebhookSecret:
+    @hookimpl
+    def claudeops_settings(self):
+        from app.plugin_types import Setting
+
+        def webhook_token(raw: str) -> str:
+            if raw and len(raw) < 12:
+                raise ValueError("must be 12 characters or more")
+            return raw
+        return [Setting("CLAUDEOPS_WEBHOOK_TOKEN", "", "The webhook's token.", webhook_token, runtime=True, secret=True)]
+
+
+def test_a_secret_runtime_setting_refused_or_ignored_never_shows_its_value(tmp_path, caplog):
+    app = make_app(tmp_path, plugins=[WebhookSecret()])
+    response = app.test_client().put("/api/v1/config", json={"CLAUDEOPS_WEBHOOK_TOKEN": "short-tok"})
+    assert response.status_code == 400
+    assert response.get_json()["error"] == "CLAUDEOPS_WEBHOOK_TOKEN=(set, hidden): must be 12 characters or more"
+    with app.app_context():
+        spec = next(s for s in app.extensions["claudeops.settings"] if s.name == "CLAUDEOPS_WEBHOOK_TOKEN")
+        runtime.in_force(spec, "stored-tok")   # stored by a version that took it
+    assert "ignoring stored CLAUDEOPS_WEBHOOK_TOKEN=(set, hidden) (must be 12" in caplog.text
+    assert "short-tok" not in caplog.text and "stored-tok" not in caplog.text
 
 
 def test_hook_claudeops_settings_bad_value_names_the_variable(tmp_path, monkeypatch):

@@ -14,9 +14,10 @@ MAX_ROW_ID = 2**31 - 1
 
 
 class RowIdConverter(IntegerConverter):
-    # ASCII digits only: werkzeug's \d also takes other scripts' digits
-    # (/memories/１, fullwidth), one row reached by many spellings of its URL.
-    regex = r"[0-9]+"
+    # ASCII digits, without leading zeros: werkzeug's \d also takes other
+    # scripts' digits (/memories/１, fullwidth), and int() takes /memories/007:
+    # one row would be reached by many spellings of its URL.
+    regex = r"0|[1-9][0-9]*"
 
     def to_python(self, value: str) -> int:
         number = super().to_python(value)
