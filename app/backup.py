@@ -60,8 +60,8 @@ class Copy:
 def database_file(engine: Engine) -> Path:
     """The SQLite file behind ``engine``; ``BackupError`` for any other database."""
     if engine.dialect.name != "sqlite":
-        raise BackupError(f"the database is {engine.dialect.name}, not SQLite: back it up with its own tools "
-                          "(pg_dump -Fc, and pg_restore to bring it back)")
+        raise BackupError(f"the database is {engine.dialect.name}, not SQLite: its own tools back it up and "
+                          "restore it (pg_dump -Fc to back it up, pg_restore to bring such a dump back)")
     name = engine.url.database
     if not name or name == ":memory:":
         raise BackupError("the database is in memory: there is no file to back up")
@@ -252,6 +252,8 @@ def _new_file(target: Path) -> Path:
     target = target.expanduser().resolve()
     if target.exists():
         raise BackupError(f"{target} already exists: name a new file (a backup never overwrites one)")
+    if not target.parent.exists():
+        raise BackupError(f"{target.parent} does not exist: make the directory first, or name a file in another")
     if not target.parent.is_dir():
         raise BackupError(f"{target.parent} is not a directory")
     if not os.access(target.parent, os.W_OK):

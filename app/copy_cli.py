@@ -1,6 +1,7 @@
 """``claudeops copy-to`` (app/database_copy.py does the work)."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -63,6 +64,7 @@ def copy_to_command(target_url: str):
     source_engine = db.engine   # the app context's: the target's app has its own
     target_app = None
     try:
+        _made_private(target)
         target_app = _target_app(target)
         _check_new(target_app, shown)
         apply_migrations(target_app)
@@ -136,6 +138,20 @@ def _check_schema_is_current(app: Flask) -> None:
 
 def _in_memory(url: URL) -> bool:
     return not url.database or url.database == ":memory:" or url.query.get("mode") == "memory"
+
+
+def _made_private(url: URL) -> None:
+    """A new SQLite file made the owner's alone before SQLite opens it,
+    whatever the umask (a root shell's 022): it will hold every session,
+    memory and dashboard login. SQLite gives its -wal and -shm the same mode."""
+    if url.get_backend_name() != "sqlite" or _in_memory(url):
+        return
+    try:
+        os.close(os.open(Path(url.database).expanduser(), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass   # a target that holds a row already is refused by _check_new
+    except OSError:
+        pass   # its directory cannot be written: SQLite says so, as before
 
 
 def _files_of(url: URL) -> list[Path]:

@@ -67,7 +67,8 @@ def _check_driver(url: URL, name: str) -> None:
     except ImportError as exc:
         if url.get_driver_name() == POSTGRES_DRIVER:
             raise ConfigError(f"{named} needs the PostgreSQL driver: install Claude Ops with its postgres extra "
-                              "(.venv/bin/pip install -e '.[postgres]' in the checkout; bin/serve does it)") from None
+                              "(.venv/bin/pip install -e '.[postgres]' in the checkout; bin/serve does it when "
+                              "CLAUDEOPS_DATABASE_URL names PostgreSQL in its environment as it runs)") from None
         raise ConfigError(f"{named} needs the Python module {exc.name}, which is not installed; {EXAMPLES}") from None
 
 

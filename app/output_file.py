@@ -30,7 +30,8 @@ def write_text(path: Path, text: str, replace: bool = False) -> None:
         raise OutputRefused(f"{path} already exists: name a new file, or pass --force to replace it")
     partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
     try:
-        with partial.open("w", encoding="utf-8") as stream:
+        # The owner's alone, whatever the umask (a root shell's 022): it holds what the agent learned.
+        with os.fdopen(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as stream:
             stream.write(text)
             stream.flush()
             os.fsync(stream.fileno())

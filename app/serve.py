@@ -170,5 +170,7 @@ def run_scheduler(app: Flask) -> int:
             log.error("the scheduler stopped")
             exit_code = 1
             break
+    else:
+        log.info("shutting down")   # as serve says it: the journal shows a clean stop
     scheduler.shutdown()
     return exit_code

@@ -106,7 +106,7 @@ def test_a_backup_never_overwrites_and_says_why(app, tmp_path):
     assert f"Error: {existing} already exists: name a new file" in refused.output
     assert existing.read_text() == "keep me"
     nowhere = invoke(app, "backup", tmp_path / "missing" / "copy.db")
-    assert nowhere.exit_code == 1 and "is not a directory" in nowhere.output
+    assert nowhere.exit_code == 1 and f"{tmp_path / 'missing'} does not exist: make the directory first" in nowhere.output
 
 
 @pytest.mark.parametrize("suffix", ["", "-journal", "-wal", "-shm"])
@@ -204,7 +204,7 @@ def test_a_backup_its_disk_cannot_hold_says_so_and_leaves_nothing(tmp_path):
 
 def test_a_backup_of_another_database_says_which_tool_to_use():
     postgres = SimpleNamespace(dialect=SimpleNamespace(name="postgresql"))
-    with pytest.raises(BackupError, match="not SQLite: back it up with its own tools .pg_dump"):
+    with pytest.raises(BackupError, match="not SQLite: its own tools back it up and restore it .pg_dump -Fc"):
         database_file(postgres)
 
 
@@ -581,8 +581,8 @@ def test_restore_on_postgresql_says_which_tool_to_use_before_anything_else(tmp_p
                       "CLAUDEOPS_DATABASE_URL": "postgresql://nobody@127.0.0.1:1/nowhere"})   # no server
     refused = invoke(app, "restore", backup)
     assert refused.exit_code == 1
-    assert "Error: the database is postgresql, not SQLite: back it up with its own tools (pg_dump -Fc, " \
-           "and pg_restore to bring it back)" in refused.output, refused.output
+    assert "Error: the database is postgresql, not SQLite: its own tools back it up and restore it (pg_dump -Fc " \
+           "to back it up, pg_restore to bring such a dump back)" in refused.output, refused.output
 
 
 @pytest.mark.parametrize("damage", ["not a database", "cut in half"])

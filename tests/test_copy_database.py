@@ -482,9 +482,14 @@ def test_a_database_migrated_by_a_plugin_not_installed_here_says_so(tmp_path, ap
 def test_a_relative_target_file_is_in_the_working_directory(tmp_path, app, monkeypatch):
     monkeypatch.chdir(tmp_path)
     add_memory("kept")
-    result = invoke(app, "copy-to", "sqlite:///moved.db")
+    previous = os.umask(0o022)   # a root shell's: the new file is the owner's alone all the same
+    try:
+        result = invoke(app, "copy-to", "sqlite:///moved.db")
+    finally:
+        os.umask(previous)
     assert result.exit_code == 0, result.output
     assert f"to sqlite:///{tmp_path / 'moved.db'}." in result.output
+    assert (tmp_path / "moved.db").stat().st_mode & 0o777 == 0o600
     with sqlite3.connect(tmp_path / "moved.db") as connection:
         assert connection.execute("SELECT observation FROM memories").fetchall() == [("kept",)]
 

@@ -325,7 +325,7 @@ def test_a_database_server_that_never_answers_stops_the_start_in_seconds(tmp_pat
                                                                 CLAUDEOPS_DATABASE_URL=url))
     assert time.monotonic() - started < 30
     assert result.returncode == 1 and "Traceback" not in result.stderr and "hunter2-secret" not in result.stderr
-    assert result.stderr.startswith(f"Error: cannot take the scheduler's lock in the database "
+    assert result.stderr.startswith(f"Error: cannot reach the database "
                                     f"postgresql+psycopg://ops:***@127.0.0.1:{url.rsplit(':', 1)[1]}"), result.stderr
     assert "timeout" in result.stderr
 

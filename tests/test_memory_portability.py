@@ -4,6 +4,7 @@ import that reinforces instead of duplicating."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 from pathlib import Path
@@ -360,9 +361,14 @@ def test_cli_export_and_import(app, tmp_path):
     seed()
     runner = app.test_cli_runner()
     path = tmp_path / "memories.json"
-    result = runner.invoke(main, ["memories", "export", "-o", str(path)])
+    previous = os.umask(0o022)   # a root shell's: the export is the owner's alone all the same
+    try:
+        result = runner.invoke(main, ["memories", "export", "-o", str(path)])
+    finally:
+        os.umask(previous)
     assert result.exit_code == 0, result.output
     assert len(json.loads(path.read_text())["memories"]) == 6
+    assert path.stat().st_mode & 0o777 == 0o600
     markdown = runner.invoke(main, ["memories", "export", "--format", "markdown"])
     assert markdown.exit_code == 0 and "## postgres" in markdown.output
 

@@ -148,9 +148,9 @@ class DatabaseLock:
                 self._released = False
                 self._releasing.clear()
                 locked = self._try_lock()
-        except SQLAlchemyError as exc:
-            raise RunnerLockError(f"cannot take the scheduler's lock in the database "
-                                  f"{shown_url(self.url)}: {_first_line(exc)}") from None
+        except SQLAlchemyError as exc:   # most often the first thing to meet a server that is down
+            raise RunnerLockError(f"cannot reach the database {shown_url(self.url)} (to take the scheduler's "
+                                  f"lock there): {_first_line(exc)}") from None
         if not locked:
             raise SchedulerAlreadyRunning(
                 f"another Claude Ops scheduler is running sessions on the database {self.url.database!r} "
