@@ -182,9 +182,9 @@ def _word(value: str) -> bool:
 
 
 def _placeholder_path_or_count(value: str) -> bool:
-    """As ``_placeholder``; and a path, which a ``pwd`` names (``PWD=/root``
-    in a listing of the environment), and a number, which a test summary's
-    ``pass: 12`` counts: neither is a password."""
+    """As ``_placeholder``; and a path, which a ``_PWD`` variable may name
+    (``BUILD_PWD=/src``), and a number, which a ``_PASS`` one may count
+    (``TESTS_PASS=12``): neither is a password."""
     return _placeholder(value) or value.startswith(("/", "~")) or value.isdigit()
 
 

@@ -81,12 +81,14 @@ FROM_PARALLEL = "<input of parallel>"
 # Stands for the commands of a shell fed from a variable, a substitution or
 # another program: what it runs is not in the text.
 FROM_SHELL_INPUT = "<input of a shell>"
-# Stands for code another language runs (``python3 -c …``): its words are
-# followed by the code when the text holds it, alone when it does not (a
-# heredoc, read as the line's own text).
+# Stands for code another language runs (``python3 -c …``): followed by the
+# code when the text holds it, by nothing when it comes from elsewhere.
 FROM_OTHER_LANGUAGE = "<code of another language>"
-# In its place, when a heredoc feeds the code: it is in the line, after the interpreter's name.
+# In the code's place, with the interpreter's name after it, when a heredoc
+# feeds the code: it is in the line, after that name.
 HEREDOC_CODE = "<in a heredoc>"
+
+
 @dataclass(frozen=True)
 class Interpreter:
     """A language's command: the short options that give it its code on the
@@ -109,6 +111,7 @@ INTERPRETERS = (Interpreter(re.compile(r"(?:python|pypy)[0-9.]*"), "c", with_val
                 Interpreter(re.compile(r"node(?:js)?"), "ep", with_value="rC", long_code=("--eval", "--print"),
                             long_with_value=("--require", "--import", "--loader", "--experimental-loader",
                                              "--env-file", "--input-type", "--conditions", "--title")))
+
 # What they write into a pipe is in the text, when their words are.
 PRINTING_COMMANDS = {"echo", "printf"}
 PRINTF_DIRECTIVE = re.compile(r"%(?:%|[-+ #0]*[0-9]*(?:\.[0-9]*)?[a-zA-Z])")
