@@ -24,7 +24,7 @@ api = Blueprint("api", __name__)
 
 @api.get("/health")
 def health():
-    scheduler = "unknown"
+    scheduler, silent_since = "unknown", None
     try:
         db.session.execute(text("SELECT 1"))
         database = "ok"
@@ -35,7 +35,7 @@ def health():
     except Exception as exc:  # health must answer even when the database does not
         database = f"error: {type(exc).__name__}"
     # A scheduler gone silent runs nothing, and records nothing: sessions wait.
-    ok = database == "ok" and not scheduler.startswith("silent")
+    ok = database == "ok" and silent_since is None
     return {"status": "ok" if ok else "degraded", "database": database, "scheduler": scheduler,
             "plugins": sorted(name for name, _ in current_app.extensions["claudeops.plugins"].list_name_plugin())}, (200 if ok else 503)
 
