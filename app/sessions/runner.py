@@ -16,9 +16,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 from app.redaction import Redactor
 from app.sessions import groupguard
@@ -230,26 +231,19 @@ def _close(run_log: RedactedLog, path: Path, outcome: ProcessOutcome) -> None:
 def _pump(proc, command, splitter, run_log, should_stop, outcome) -> None:
     deadline = time.monotonic() + command.timeout_seconds
     exited_at: Optional[float] = None
-    fd = proc.stdout.fileno()
-    os.set_blocking(fd, False)
-    with selectors.DefaultSelector() as selector:
-        selector.register(fd, selectors.EVENT_READ)
-        while True:
-            for _ in selector.select(POLL_SECONDS):
-                data = _read(fd)
-                if data == b"":
-                    proc.wait()
+    with closing(_stdout_chunks(proc)) as chunks:
+        for data in chunks:
+            if data is not None:
+                try:
+                    run_log.write(data)
+                    run_log.flush()
+                except OSError as exc:
+                    # A session whose every byte cannot be kept is ended, not run blind.
+                    outcome.log_error = _log_error(command.log_path, exc)
+                    log.error("%s; ending the CLI's process group", outcome.log_error)
                     return
-                if data:
-                    try:
-                        run_log.write(data)
-                        run_log.flush()
-                    except OSError as exc:
-                        # A session whose every byte cannot be kept is ended, not run blind.
-                        outcome.log_error = _log_error(command.log_path, exc)
-                        log.error("%s; ending the CLI's process group", outcome.log_error)
-                        return
-                    splitter.feed(data)
+                splitter.feed(data)
+                continue
             reason = should_stop()
             if reason:
                 outcome.ended_by = reason
@@ -264,28 +258,44 @@ def _pump(proc, command, splitter, run_log, should_stop, outcome) -> None:
             if exited_at is not None and now - exited_at > ORPHAN_GRACE_SECONDS:
                 log.warning("CLI exited but a leftover process kept stdout open; ending its group")
                 return
+    proc.wait()   # stdout ended: the CLI has exited, or is about to
 
 
 def _drain(proc, command: CLICommand, run_log: RedactedLog, outcome: ProcessOutcome) -> None:
     """Copy what is left on stdout to the run log, up to its end (the group
     is ended, so no writer is left to hold it) or ``DRAIN_SECONDS`` (a
     process that left the group may hold it still)."""
+    if outcome.log_error:
+        return
+    deadline = time.monotonic() + DRAIN_SECONDS
+    with closing(_stdout_chunks(proc)) as chunks:
+        for data in chunks:
+            if data is not None:
+                try:
+                    run_log.write(data)
+                except OSError as exc:
+                    outcome.log_error = _log_error(command.log_path, exc)
+                    return
+            if time.monotonic() >= deadline:
+                return
+
+
+def _stdout_chunks(proc) -> Iterator[Optional[bytes]]:
+    """The CLI's stdout as it arrives, a chunk at a time, with None after
+    every wait of up to ``POLL_SECONDS`` (so that the reader looks at its
+    clocks even while nothing comes); ends where stdout ends."""
     fd = proc.stdout.fileno()
     os.set_blocking(fd, False)
-    deadline = time.monotonic() + DRAIN_SECONDS
     with selectors.DefaultSelector() as selector:
         selector.register(fd, selectors.EVENT_READ)
-        while not outcome.log_error and time.monotonic() < deadline:
+        while True:
             for _ in selector.select(POLL_SECONDS):
                 data = _read(fd)
                 if data == b"":
                     return
                 if data:
-                    try:
-                        run_log.write(data)
-                    except OSError as exc:
-                        outcome.log_error = _log_error(command.log_path, exc)
-                        return
+                    yield data
+            yield None
 
 
 def _read(fd: int) -> Optional[bytes]:
