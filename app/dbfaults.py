@@ -146,8 +146,9 @@ def roll_back() -> None:
 
 
 # A table or column this version uses and the database lacks: SQLite's
-# words, then PostgreSQL's (psycopg's UndefinedTable, UndefinedColumn).
-_SCHEMA_BEHIND = ("no such table", "no such column", "undefinedtable", "undefinedcolumn")
+# words (an INSERT's are its own), then PostgreSQL's (psycopg's
+# UndefinedTable, UndefinedColumn).
+_SCHEMA_BEHIND = ("no such table", "no such column", "has no column named", "undefinedtable", "undefinedcolumn")
 
 
 def schema_behind(exc: BaseException) -> Optional[str]:

@@ -183,6 +183,19 @@ def test_a_command_on_a_database_an_older_version_migrated_says_how_to_migrate_i
         assert "run `claudeops db upgrade heads`" in result.stderr and "Traceback" not in result.stderr
 
 
+def test_a_command_that_writes_to_a_table_an_older_version_made_says_how_to_migrate_it(tmp_path):
+    """Its memories table lacks a later column: an INSERT is refused in
+    words of its own on SQLite ("has no column named")."""
+    env = claudeops_env(tmp_path)
+    subprocess.run([str(CLAUDEOPS), "db", "upgrade", "0009_memory_outcomes"], env=env, capture_output=True,
+                   check=True, timeout=60)
+    result = subprocess.run([str(CLAUDEOPS), "memories", "add", "--service", "nas", "--category", "timing",
+                             "The disk fills on Sundays"], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert "Error: the database is not migrated to this version of Claude Ops (" in result.stderr, result.stderr
+    assert "status" in result.stderr and "Traceback" not in result.stderr
+
+
 def test_a_command_on_a_state_directory_with_no_database_says_so_not_only_how_to_migrate(tmp_path):
     """The likeliest cause is a command run without the service's settings
     (the README's `sudo -u claudeops env CLAUDEOPS_STATE_DIR=...`): migrating
