@@ -24,6 +24,7 @@ from app.database_url import shown_url
 from app.extensions import db
 from app.plugins import PluginError
 from app.portable_text import is_unicode
+from app.revisions import newer_schema, unknown_revisions
 
 
 class StartupError(NoAppException):
@@ -116,10 +117,11 @@ class ClaudeOpsGroup(FlaskGroup):
         usage, and end with status 2.)"""
         self._load_plugin_commands()
         command = click.Group.get_command(self, ctx, name)
-        if command is not None or ctx.resilient_parsing:   # completion: no app, no error
-            return command or super().get_command(ctx, name)
-        ctx.ensure_object(ScriptInfo).load_app()   # StartupError: said in a line by click
-        return super().get_command(ctx, name)
+        if command is None and not ctx.resilient_parsing:   # completion: no app, no error
+            ctx.ensure_object(ScriptInfo).load_app()   # StartupError: said in a line by click
+        if command is None:
+            command = super().get_command(ctx, name)
+        return command and _schema_checked(command, name)
 
     def _load_plugin_commands(self):
         # Flask would add every installed package's "flask.commands" entry
@@ -132,6 +134,40 @@ class ClaudeOpsGroup(FlaskGroup):
             group.commands = {**db.commands, "upgrade": _making_the_state(db.commands["upgrade"])}
             self.add_command(group, "db")
             self._loaded_plugin_commands = True
+
+
+# The commands that may meet a database a newer version migrated: those that
+# migrate it or say they cannot (db, serve, scheduler, run), copy or restore
+# it whole (backup, restore, copy-to) or read only its settings (config), and
+# those the CLI runs within a session (the cooldowns hook, which fails closed
+# on its own, and the MCP server), which the service started after it checked
+# the schema. Every other command, a plugin's too, reads or writes rows whose
+# meaning a newer version may have changed, and refuses it.
+SCHEMA_OF_ANY_VERSION = frozenset({"db", "serve", "scheduler", "run", "backup", "restore", "copy-to", "config",
+                                   "mcp", "cooldowns check-tool"})
+
+
+def _schema_checked(command: click.Command, path: str) -> click.Command:
+    """``command`` (at ``path``: its name, after its groups'), or each
+    command of a group, refusing to run on a database at a schema revision
+    this installation lacks. Checked when it runs, after its options are
+    read: its ``--help`` needs no database."""
+    if path in SCHEMA_OF_ANY_VERSION:
+        return command
+    checked = copy.copy(command)
+    if isinstance(command, click.Group):
+        checked.commands = {name: _schema_checked(sub, f"{path} {name}") for name, sub in command.commands.items()}
+        return checked
+
+    def invoke(ctx: click.Context):
+        app = ctx.ensure_object(ScriptInfo).load_app()
+        with app.app_context():
+            unknown = unknown_revisions(app)
+            if unknown:
+                raise click.ClickException(newer_schema(shown_url(db.engine.url), unknown))
+        return command.invoke(ctx)
+    checked.invoke = invoke
+    return checked
 
 
 def _no_database(ctx: click.Context, exc: SQLAlchemyError) -> str | None:

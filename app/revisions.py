@@ -3,6 +3,7 @@ a database at a revision it lacks was migrated by a newer Claude Ops, or by
 a plugin no longer installed, and Alembic would only say it cannot locate it."""
 from __future__ import annotations
 
+import logging
 from typing import Callable
 
 from alembic.migration import MigrationContext
@@ -25,9 +26,26 @@ def known_revision(app: Flask) -> Callable[[str], bool]:
     return known
 
 
+def newer_schema(shown_url: str, unknown: list[str]) -> str:
+    """Why a database at ``unknown`` revisions is not used, and the ways back."""
+    return (f"the database {shown_url} is at schema revision {', '.join(unknown)}, which this installation does "
+            "not know. Either a newer version of Claude Ops migrated it: install that version again, or restore "
+            "the backup taken before the upgrade (`claudeops restore`; PostgreSQL: pg_restore). Or a plugin whose "
+            "tables are in it was uninstalled: reinstall it, and run `claudeops db downgrade <branch>@base` before "
+            "removing it")
+
+
 def unknown_revisions(app: Flask) -> list[str]:
     """The revisions the database is at that this installation lacks."""
-    with db.engine.connect() as connection:
-        current = MigrationContext.configure(connection).get_current_heads()
+    migration_log = logging.getLogger("alembic.runtime.migration")
+    level = migration_log.level
+    # Its words on configuring (the dialect, transactional DDL) are no news
+    # before every command that reads or writes rows.
+    migration_log.setLevel(max(logging.WARNING, level))
+    try:
+        with db.engine.connect() as connection:
+            current = MigrationContext.configure(connection).get_current_heads()
+    finally:
+        migration_log.setLevel(level)
     known = known_revision(app)
     return sorted(revision for revision in current if not known(revision))

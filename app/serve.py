@@ -25,7 +25,7 @@ from app import dbfaults
 from app.config import PROJECT_ROOT
 from app.database_url import absolute_sqlite_url, shown_url
 from app.extensions import db
-from app.revisions import unknown_revisions
+from app.revisions import newer_schema, unknown_revisions
 from app.sessions.scheduler import SessionScheduler
 
 log = logging.getLogger(__name__)
@@ -71,12 +71,7 @@ def apply_migrations(app: Flask) -> None:
         try:
             unknown = unknown_revisions(app)
             if unknown:
-                raise MigrationError(
-                    f"the database {shown_url(db.engine.url)} is at schema revision {', '.join(unknown)}, which this "
-                    "installation does not know. Either a newer version of Claude Ops migrated it: install that "
-                    "version again, or restore the backup taken before the upgrade (`claudeops restore`; "
-                    "PostgreSQL: pg_restore). Or a plugin whose tables are in it was uninstalled: reinstall it, "
-                    "and run `claudeops db downgrade <branch>@base` before removing it")
+                raise MigrationError(newer_schema(shown_url(db.engine.url), unknown))
             flask_migrate.upgrade(revision="heads")
         except OperationalError as exc:   # a database server that is down, or refuses us
             url = shown_url(db.engine.url)

@@ -172,6 +172,34 @@ def test_a_database_with_an_unknown_revision_gives_a_clear_error(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+def test_commands_that_read_or_write_rows_refuse_a_database_a_newer_version_migrated(tmp_path):
+    """Its rows may mean what this version cannot know: only the commands
+    that migrate, copy or restore a database whole, and config, run."""
+    from sqlalchemy import create_engine, text
+    env = claudeops_env(tmp_path)
+    subprocess.run([str(CLAUDEOPS), "db", "upgrade", "heads"], env=env, capture_output=True, check=True, timeout=60)
+    engine = create_engine(explicit_database_url(tmp_path / "state"))
+    with engine.begin() as connection:
+        connection.execute(text("UPDATE alembic_version SET version_num = '0099_from_a_newer_version' "
+                                "WHERE version_num LIKE '0019%'"))
+    engine.dispose()
+    for command in (["memories", "list"], ["cooldowns", "list"], ["prune"],
+                    ["memories", "add", "--service", "nas", "--category", "timing", "The disk fills on Sundays"]):
+        result = subprocess.run([str(CLAUDEOPS), *command], env=env, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 1, command
+        assert "is at schema revision 0099_from_a_newer_version, which this installation does not know" in \
+            result.stderr, result.stderr
+        assert "install that version again, or restore the backup" in result.stderr
+    engine = create_engine(explicit_database_url(tmp_path / "state"))
+    with engine.connect() as connection:   # nothing was written
+        assert connection.scalar(text("SELECT count(*) FROM memories")) == 0
+    engine.dispose()
+    for command in (["memories", "add", "--help"], ["config"]):
+        result = subprocess.run([str(CLAUDEOPS), *command], env=env, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, (command, result.stderr)
+        assert "which this installation does not know" not in result.stderr
+
+
 def test_a_command_on_a_database_an_older_version_migrated_says_how_to_migrate_it(tmp_path):
     env = claudeops_env(tmp_path)
     subprocess.run([str(CLAUDEOPS), "db", "upgrade", "0002_events"], env=env, capture_output=True, check=True,
