@@ -14,7 +14,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 from app import db_redaction, redaction, state_dir
 from app.config import PROJECT_ROOT, SETTINGS, Setting, derive_paths, load_settings
 from app.database_url import engine_options, sqlalchemy_url
-from app.extensions import csrf, db, limiter, migrate
+from app.extensions import csrf, db, dispose_at_exit, limiter, migrate
 from app.plugins import PluginError, call_at_startup, make_plugin_manager
 
 MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
@@ -69,6 +69,7 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
     db.init_app(app)
     with app.app_context():
         state_dir.guard_database(app, db.engine)
+        dispose_at_exit(db.engine)
     app.extensions["claudeops.migration_dirs"] = [
         str(directory) for _, directory in call_at_startup(pm, "claudeops_migration_dirs", (str, os.PathLike))]
     migrate.init_app(app, db, directory=str(MIGRATIONS_DIR))

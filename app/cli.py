@@ -74,6 +74,30 @@ def _making_the_state(command: click.Command) -> click.Command:
     return made
 
 
+def _beside_no_scheduler(command: click.Command) -> click.Command:
+    """For a command that changes the schema: refused while the service's
+    scheduler runs on the database (its version would go on working on a
+    schema it was not written for, its dashboard failing), which it holds
+    off meanwhile, as restore does."""
+    callback = command.callback
+
+    @functools.wraps(callback)
+    def holding_off_the_scheduler(*args, **kwargs):
+        from app.backup_cli import hold_off_the_scheduler, leave_to_the_owner_of_their_directory
+        from app.sessions.runner_lock import RunnerLock
+        app = click.get_current_context().ensure_object(ScriptInfo).load_app()
+        lock = RunnerLock(app.config["CLAUDEOPS_STATE_DIR"], app.config["SQLALCHEMY_DATABASE_URI"])
+        hold_off_the_scheduler(lock, "then run this command")
+        try:
+            return callback(*args, **kwargs)
+        finally:
+            lock.release()
+            leave_to_the_owner_of_their_directory(list(lock.files))
+    held = copy.copy(command)
+    held.callback = holding_off_the_scheduler
+    return held
+
+
 class ClaudeOpsGroup(FlaskGroup):
     """Flask's command group, without its options for choosing an app: this
     command only ever serves Claude Ops, configured from the environment."""
@@ -129,9 +153,13 @@ class ClaudeOpsGroup(FlaskGroup):
         # add theirs through the claudeops_cli_commands hook.
         if not self._loaded_plugin_commands:
             from flask_migrate.cli import db
-            # Of its commands, only upgrade may start a new database (and so its state directory).
+            # Of its commands, only upgrade may start a new database (and so its
+            # state directory); it, downgrade and stamp change the schema.
             group = copy.copy(db)
-            group.commands = {**db.commands, "upgrade": _making_the_state(db.commands["upgrade"])}
+            group.commands = {**db.commands,
+                              "upgrade": _making_the_state(_beside_no_scheduler(db.commands["upgrade"])),
+                              "downgrade": _beside_no_scheduler(db.commands["downgrade"]),
+                              "stamp": _beside_no_scheduler(db.commands["stamp"])}
             self.add_command(group, "db")
             self._loaded_plugin_commands = True
 

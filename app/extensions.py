@@ -5,8 +5,11 @@ one metadata, one migration history and one drift check cover everything.
 """
 from __future__ import annotations
 
+import atexit
 import ipaddress
+import logging
 import sqlite3
+import weakref
 
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
@@ -67,3 +70,25 @@ def _tune_sqlite(dbapi_connection, _record) -> None:
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
+
+
+# Every engine the applications of this process made, disposed of when it
+# exits: SQLite folds its write-ahead log back into the database file, and
+# removes it, only when the last connection closes, and a connection left in
+# a pool at exit is never closed. A -wal file left beside a stopped service's
+# database holds rows the file lacks, and is read back into whatever file is
+# later copied there (an earlier backup, put back by hand).
+_ENGINES: "weakref.WeakSet[Engine]" = weakref.WeakSet()
+
+
+def dispose_at_exit(engine: Engine) -> None:
+    _ENGINES.add(engine)
+
+
+@atexit.register
+def _dispose_engines() -> None:
+    for engine in list(_ENGINES):
+        try:
+            engine.dispose()
+        except Exception:   # exiting anyway: a connection that cannot close keeps its log
+            logging.getLogger(__name__).debug("could not dispose of %s at exit", engine, exc_info=True)

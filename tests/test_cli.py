@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -13,7 +14,7 @@ import pytest
 from app.sessions.scheduler import RunnerLock
 from tests import streamlines as sl
 from tests.conftest import FAKE_CLAUDE, make_app
-from tests.support.database import database_env, explicit_database_url
+from tests.support.database import database_env, explicit_database_url, sqlite_only
 
 CLAUDEOPS = Path(sys.executable).with_name("claudeops")
 
@@ -154,6 +155,30 @@ def test_run_refuses_while_another_process_runs_sessions(tmp_path):
     assert "use Run now in its dashboard" in result.stderr
 
 
+def test_the_schema_is_not_changed_under_a_running_service(tmp_path):
+    """The service of the older version would go on with a schema it was
+    not written for; `db upgrade` (downgrade, stamp) waits for its stop."""
+    from sqlalchemy import create_engine, inspect
+    env = claudeops_env(tmp_path)
+    subprocess.run([str(CLAUDEOPS), "db", "upgrade", "0002_events"], env=env, capture_output=True, check=True,
+                   timeout=60)
+    lock = RunnerLock(str(tmp_path / "state"), explicit_database_url(tmp_path / "state"))
+    lock.acquire()
+    try:
+        for command in (["upgrade", "heads"], ["downgrade", "base"], ["stamp", "heads"]):
+            result = subprocess.run([str(CLAUDEOPS), "db", *command], env=env, capture_output=True, text=True,
+                                    timeout=60)
+            assert result.returncode == 1, command
+            assert f"another Claude Ops process (pid {os.getpid()}) is running sessions" in result.stderr
+            assert "then run this command" in result.stderr and "Traceback" not in result.stderr
+    finally:
+        lock.release()
+    engine = create_engine(explicit_database_url(tmp_path / "state"))
+    assert not inspect(engine).has_table("memories")   # still at 0002
+    engine.dispose()
+    subprocess.run([str(CLAUDEOPS), "db", "upgrade", "heads"], env=env, capture_output=True, check=True, timeout=60)
+
+
 def test_a_database_with_an_unknown_revision_gives_a_clear_error(tmp_path):
     """As after uninstalling a plugin whose branch is still applied."""
     from sqlalchemy import create_engine, text
@@ -170,6 +195,22 @@ def test_a_database_with_an_unknown_revision_gives_a_clear_error(tmp_path):
     assert "Either a newer version of Claude Ops migrated it: install that version again, or restore" in result.stderr
     assert "Or a plugin whose tables are in it was uninstalled: reinstall it" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@sqlite_only("SQLite's write-ahead log")
+def test_a_command_leaves_the_database_whole_in_its_file(tmp_path):
+    """Its connections closed at exit: SQLite folds the write-ahead log
+    into the file and removes it, so that a copy of the file made after
+    the command (an operator's, by hand) holds all the command wrote."""
+    env = claudeops_env(tmp_path)
+    for command in (["db", "upgrade", "heads"], ["memories", "add", "--category", "timing", "Disk fills on Sundays"],
+                    ["memories", "list"]):
+        subprocess.run([str(CLAUDEOPS), *command], env=env, capture_output=True, check=True, timeout=60)
+        assert sorted(p.name for p in (tmp_path / "state").glob("claudeops.db*")) == ["claudeops.db"], command
+    copy = tmp_path / "copy.db"
+    copy.write_bytes((tmp_path / "state" / "claudeops.db").read_bytes())
+    with sqlite3.connect(copy) as connection:
+        assert connection.execute("SELECT observation FROM memories").fetchall() == [("Disk fills on Sundays",)]
 
 
 def test_commands_that_read_or_write_rows_refuse_a_database_a_newer_version_migrated(tmp_path):

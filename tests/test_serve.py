@@ -13,7 +13,7 @@ import pytest
 from tests import streamlines as sl
 from tests.conftest import FAKE_CLAUDE
 from tests.support.faults import assert_group_ends, group_alive, read_pid_and_group
-from tests.support.database import database_url
+from tests.support.database import database_url, on_postgres
 from tests.support.service import CLAUDEOPS, Service
 from tests.support.waiting import wait_for
 
@@ -77,6 +77,8 @@ def test_sigterm_during_a_session_records_it_as_stopped_and_exits_cleanly(servic
     assert svc.terminate() == 0
     assert not svc.group_alive(), "gunicorn workers outlived the service"
     assert_group_ends(cli_group, within=1)
+    if not on_postgres():   # every process closed its connections: the log is in the file, the file whole
+        assert not list((tmp_path / "state").glob("claudeops.db-*")), "a write-ahead log was left"
 
     # Start again on the same state: the session was ended and recorded, not left running.
     svc2 = Service(tmp_path / "state", {"CLAUDEOPS_INTERVAL": "0"}, workers=1).start()
