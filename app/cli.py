@@ -475,7 +475,10 @@ def show_config():
     for setting in current_app.extensions["claudeops.settings"]:
         value = current_app.config[setting.name]
         note = ""
-        if setting.runtime and setting.name in changed:
+        why = runtime.refused(setting, changed.get(setting.name)) if setting.runtime else None
+        if why:   # stored when an earlier version took it
+            note = f"  # the change stored on /config ({shown(setting, changed[setting.name])}) is ignored: {why}"
+        elif setting.runtime and setting.name in changed:
             configured = value
             value = runtime.in_force(setting, changed[setting.name])
             if value != configured and not setting.secret:

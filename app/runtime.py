@@ -89,17 +89,39 @@ def forget_cached() -> None:
     current_app.extensions.pop(CACHE_KEY, None)
 
 
+# The stored changes already logged as ignored, each once per application
+# (a process has one): the scheduler asks for a setting every second while
+# markers arrive.
+IGNORED_LOGGED = "claudeops.runtime_ignored_logged"
+
+
 def in_force(spec: Setting | str, raw: str | None) -> Any:
     """The value given the stored change ``raw`` (or None): the change if it
     still parses, else the configuration."""
     name = spec if isinstance(spec, str) else spec.name
     if raw is not None and not isinstance(spec, str):
-        try:
+        why = refused(spec, raw)
+        if why is None:
             return spec.parse(raw)
-        except ValueError as exc:   # validated when stored; a newer version may read it differently
+        logged = current_app.extensions.setdefault(IGNORED_LOGGED, set())
+        if (name, raw) not in logged:
+            logged.add((name, raw))
             log.warning("ignoring stored %s=%s (%s); using the configured value", name,
-                        "(set, hidden)" if spec.secret else repr(raw), exc)
+                        "(set, hidden)" if spec.secret else repr(raw), why)
     return current_app.config[name]
+
+
+def refused(spec: Setting, raw: str | None) -> Optional[str]:
+    """Why the stored change ``raw`` is not in force, or None if it is (or
+    there is none). Each was valid when stored; a later version may take
+    less (a lower maximum, say), and then the configuration holds."""
+    if raw is None:
+        return None
+    try:
+        spec.parse(raw)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def overrides() -> dict[str, str]:

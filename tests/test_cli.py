@@ -613,6 +613,15 @@ def test_config_prints_a_runtime_change_as_the_value_in_force(app, monkeypatch):
     lines = app.test_cli_runner().invoke(main, ["config"]).output.splitlines()
     assert "CLAUDEOPS_MEMORY_BUDGET=500  # changed on /config; the environment says 2000" in lines
 
+    from app.extensions import db
+    from app.models import RuntimeSetting
+    db.session.get(RuntimeSetting, "CLAUDEOPS_MEMORY_BUDGET").value = "-5"   # as an earlier version might have taken
+    db.session.commit()
+    runtime.forget_cached()
+    lines = app.test_cli_runner().invoke(main, ["config"]).output.splitlines()
+    (line,) = [line for line in lines if line.startswith("CLAUDEOPS_MEMORY_BUDGET=")]
+    assert line.startswith("CLAUDEOPS_MEMORY_BUDGET=2000  # the change stored on /config (-5) is ignored: "), line
+
 
 @pytest.mark.parametrize("module", ["app", "app.cli"])
 def test_the_command_runs_as_a_module_too(tmp_path, module):

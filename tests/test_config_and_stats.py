@@ -44,7 +44,7 @@ def test_effective_configuration_with_secrets_masked(tmp_path):
     assert settings["CLAUDEOPS_SECRET_KEY"]["value"] == "(set, hidden)"
     assert settings["CLAUDEOPS_TIER1_MODEL"] == {
         "name": "CLAUDEOPS_TIER1_MODEL", "value": "haiku", "json_value": "haiku", "default": "haiku",
-        "source": "default", "runtime": True, "help": "Model for tier 1 (observe)."}
+        "source": "default", "runtime": True, "help": "Model for tier 1 (observe).", "ignored": None}
     assert settings["CLAUDEOPS_SECRET_KEY"]["json_value"] is None
     assert settings["CLAUDEOPS_STATE_DIR"]["runtime"] is False
     assert "CLAUDEOPS_MEMORY_BUDGET" in settings        # plugins' settings too
@@ -309,7 +309,24 @@ def test_a_stored_value_that_no_longer_parses_falls_back_with_a_warning(app, cli
     db.session.commit()
     assert setting("CLAUDEOPS_MAX_TIER") == 3
     assert "ignoring stored CLAUDEOPS_MAX_TIER='7'" in caplog.text
-    assert config_of(client)["CLAUDEOPS_MAX_TIER"]["value"] == "3"
+    row = config_of(client)["CLAUDEOPS_MAX_TIER"]
+    # Not "runtime": the stored change is not what is in force, and the API says why.
+    assert (row["value"], row["source"]) == ("3", "default")
+    assert row["ignored"].startswith("the stored change '7' is ignored (")
+    assert row["ignored"].endswith("); the default is in force. Save a value, or reset, to replace it")
+    assert config_of(client)["CLAUDEOPS_INTERVAL"]["ignored"] is None
+    # Logged once, however often it is read.
+    runtime.forget_cached()
+    setting("CLAUDEOPS_MAX_TIER")
+    client.get("/config")
+    assert caplog.text.count("ignoring stored CLAUDEOPS_MAX_TIER") == 1
+    page = client.get("/config").get_data(as_text=True)
+    assert "The stored change &#39;7&#39; is ignored (" in page
+    assert '<input type="checkbox" name="reset" value="CLAUDEOPS_MAX_TIER">' in page
+    response = client.post("/config", data={"reset": "CLAUDEOPS_MAX_TIER"})
+    assert response.status_code == 302
+    assert config_of(client)["CLAUDEOPS_MAX_TIER"]["ignored"] is None
+    assert db.session.get(RuntimeSetting, "CLAUDEOPS_MAX_TIER") is None
 
 
 def test_a_stored_change_is_read_and_parsed_once_per_cache_period_and_the_configuration_at_once(app):

@@ -741,6 +741,15 @@ def test_a_secret_runtime_setting_refused_or_ignored_never_shows_its_value(tmp_p
         runtime.in_force(spec, "stored-tok")   # stored by a version that took it
     assert "ignoring stored CLAUDEOPS_WEBHOOK_TOKEN=(set, hidden) (must be 12" in caplog.text
     assert "short-tok" not in caplog.text and "stored-tok" not in caplog.text
+    with app.app_context():
+        from app.models import RuntimeSetting
+        from app.timeutil import utcnow
+        db.session.add(RuntimeSetting(name="CLAUDEOPS_WEBHOOK_TOKEN", value="stored-tok", updated_at=utcnow()))
+        db.session.commit()
+    client = app.test_client()
+    (row,) = [r for r in client.get("/api/v1/config").get_json()["settings"] if r["name"] == "CLAUDEOPS_WEBHOOK_TOKEN"]
+    assert row["ignored"].startswith("the stored change '(set, hidden)' is ignored (must be 12 characters or more)")
+    assert "stored-tok" not in client.get("/config").get_data(as_text=True)
 
 
 def test_hook_claudeops_settings_bad_value_names_the_variable(tmp_path, monkeypatch):

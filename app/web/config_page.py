@@ -10,7 +10,7 @@ from sqlalchemy.engine import make_url
 
 from app.config import Setting
 from app.database_url import shown_url
-from app.runtime import SettingError, change, checked, declared, in_force, overrides, runtime_settings
+from app.runtime import SettingError, change, checked, declared, in_force, overrides, refused, runtime_settings
 from app.web.apiutil import ApiError, json_body
 
 config_page = Blueprint("config", __name__)
@@ -49,13 +49,26 @@ def describe() -> list[dict]:
     changed = overrides()
     rows = []
     for spec in declared():   # one query for all of them, not one per setting
-        value = in_force(spec, changed.get(spec.name) if spec.runtime else None)
-        source = ("runtime" if spec.name in changed else
+        stored = changed.get(spec.name) if spec.runtime else None
+        value = in_force(spec, stored)
+        why = refused(spec, stored)
+        source = ("runtime" if stored is not None and why is None else
                   "environment" if spec.name in os.environ else "default")
         rows.append({"name": spec.name, "value": shown(spec, value), "json_value": as_json(spec, value),
                      "default": shown(spec, spec.parse(spec.default)) if not spec.secret else "",
-                     "source": source, "runtime": spec.runtime, "help": spec.help})
+                     "source": source, "runtime": spec.runtime, "help": spec.help,
+                     "ignored": _ignored(spec, stored, why, source) if why else None})
     return rows
+
+
+def _ignored(spec: Setting, stored: str, why: str, source: str) -> str:
+    """A stored change this version refuses, and what holds instead: it was
+    valid when stored (an earlier version took it), and the operator who
+    made it would otherwise see only the value in force, not that theirs is
+    ignored."""
+    instead = "the environment's value" if source == "environment" else "the default"
+    return (f"the stored change {shown(spec, stored)!r} is ignored ({why}); {instead} is in force. "
+            "Save a value, or reset, to replace it")
 
 
 def _form(settings: list[dict], status: int = 200):

@@ -41,7 +41,10 @@ SCHEMAS = {
         "default": {"type": "string"},
         "source": {"type": "string", "enum": ["runtime", "environment", "default"]},
         "runtime": {"type": "boolean", "description": "may be changed with PUT /config"},
-        "help": {"type": "string"}}),
+        "help": {"type": "string"},
+        "ignored": {"type": ["string", "null"],
+                    "description": "a stored runtime change this version refuses (an earlier one took it), why, and "
+                                   "what is in force instead; null when there is none"}}),
 }
 
 CONFIG = obj({"settings": array(ref("ConfigSetting"))})
