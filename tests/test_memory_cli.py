@@ -120,3 +120,17 @@ def test_delete_does_not_hold_the_database_while_it_asks(tmp_path, monkeypatch):
         assert [(m.id, m.confidence) for m in all_memories()] == [(other_id, 0.5)]
     with app.app_context():
         assert [(m.id, m.confidence) for m in all_memories()] == [(other_id, 0.5)]
+
+
+def test_a_confidence_is_shown_cut_to_two_places_never_rounded_past_the_active_threshold(app):
+    """0.299 is inactive (under 0.3): rounded, it would show as 0.3 beside
+    "inactive"; cut, as 0.29."""
+    from plugins.memory.context import format_confidence
+    assert [format_confidence(c) for c in (0.299, 0.3, 0.1 + 0.2, 0.29, 0.333, 0.7, 0.95, 1.0, 0.999)] == \
+        ["0.29", "0.3", "0.3", "0.29", "0.33", "0.7", "0.95", "1.0", "0.99"]
+    add_memory("Just under the threshold", confidence=0.299, active=False)   # as the store keeps it
+    add_memory("At the threshold", confidence=0.3)
+    lines = invoke(app, "list").output.splitlines()
+    (shown_below,) = [line for line in lines if "Just under" in line]
+    (shown_at,) = [line for line in lines if "At the threshold" in line]
+    assert "0.29 inactive" in shown_below and "0.3 active" in shown_at

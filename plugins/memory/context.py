@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from decimal import ROUND_FLOOR, Decimal
 from types import SimpleNamespace
 from typing import Iterable, Mapping, Optional
 
@@ -57,8 +58,12 @@ def tokens(text: str) -> int:
 
 
 def format_confidence(confidence: float) -> str:
-    """0.9, 0.95, 1.0: as the spec writes them."""
-    text = f"{confidence:.2f}"
+    """0.9, 0.95, 1.0: as the spec writes them. Cut to two places, not
+    rounded: 0.299 is inactive, and shown as 0.3 it would read as active
+    (ACTIVE_THRESHOLD). The float's shortest form is what is cut, so that
+    0.29 (stored as 0.28999…) stays 0.29."""
+    cut = Decimal(repr(confidence)).quantize(Decimal("0.01"), rounding=ROUND_FLOOR)
+    text = f"{cut:.2f}"
     return text[:-1] if text.endswith("0") else text
 
 
