@@ -96,6 +96,9 @@ def test_a_page_number_past_every_row_is_an_empty_page_not_an_error(client):
 @pytest.mark.parametrize("path, said", [
     ("/events?level=bogus", ["the level 'bogus', none of info, warning, critical: every level is shown"]),
     ("/events?before=abc", ["before='abc', which is not a number; the page is shown without it"]),
+    ("/events?before=-5", ["before=-5, which is no id (ids are 1 and up); the page is shown without it"]),
+    ("/memories?page=0", ["page=0, which is no page (the first is 1); the first page is shown"]),
+    ("/sessions?page=-3", ["page=-3, which is no page (the first is 1); the first page is shown"]),
     ("/memories?category=zzz&status=bogus&page=2x", [
         "the category 'zzz', none of timing, dependency, behavior, remediation, maintenance: every category is shown",
         "the status 'bogus', none of active, inactive, proposed, rejected: every status is shown",
@@ -458,7 +461,8 @@ def test_events_pager_keeps_the_filters_and_forgives_an_edited_link(client):
     for edited in ("before=x", "before=-5", "before=99999999999999999999999", "after=abc"):
         html = client.get(f"/events?{edited}")
         assert html.status_code == 200, edited
-    assert message_cells(client.get("/events?before=-5").get_data(as_text=True)) == []
+    # No id is below 1: said to be ignored, and the newest page shown, not an empty one.
+    assert message_cells(client.get("/events?before=-5").get_data(as_text=True)) == [f"e{n}" for n in range(250, 150, -1)]
     past_the_end = client.get("/events?after=99999999999999999999999").get_data(as_text=True)
     assert message_cells(past_the_end) == [] and "No events on this page (there are 250)." in past_the_end
     assert pager_links(past_the_end) == {"older →": "/events"}

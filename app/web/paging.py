@@ -24,12 +24,14 @@ from sqlalchemy import ColumnElement, Select, select
 
 from app.extensions import db
 from app.web.apiutil import MAX_ID, MAX_OFFSET
-from app.web.ignored_args import int_arg
+from app.web.ignored_args import ignore, int_arg
 
 
 def page_number(page_size: int) -> int:
-    page = int_arg("page") or 1
-    return min(max(page, 1), MAX_OFFSET // page_size + 1)
+    page = int_arg("page")
+    if page is not None and page < 1:
+        ignore(f"page={page}, which is no page (the first is 1); the first page is shown")
+    return min(max(page or 1, 1), MAX_OFFSET // page_size + 1)
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,10 @@ class LogPage:
 
 def _id_arg(name: str) -> Optional[int]:
     value = int_arg(name)
-    return None if value is None else min(max(value, 0), MAX_ID)
+    if value is not None and value < 0:
+        ignore(f"{name}={value}, which is no id (ids are 1 and up); the page is shown without it")
+        return None
+    return None if value is None else min(value, MAX_ID)
 
 
 def newest_first(query: Select, id_column: ColumnElement, size: int) -> LogPage:
