@@ -249,6 +249,37 @@ def test_inline_edit_moves_a_memory_to_another_service_and_category(page, servic
     assert_not_reloaded(page, loaded)
 
 
+def test_two_tabs_editing_one_memory_the_second_save_is_refused_until_saved_again(page, service):
+    """Tab A and tab B edit the same memory; A saves first. B's save is not
+    saved over A's unseen: B is told what A saved and keeps what it typed,
+    and saving again replaces A's text."""
+    tok = token()
+    memory = api_create(service, f"Takes 60s to start {tok}", service="jellyfin")
+    tab_b = page.context.new_page()
+    for tab in (page, tab_b):
+        tab.goto("/memories")
+        row(tab, memory["id"]).locator("button.edit").click()
+        expect(tab.locator(f"#memory-{memory['id']}.editing textarea")).to_be_visible()
+    row(page, memory["id"]).locator("textarea").fill(f"Tab one text {tok}")
+    row(page, memory["id"]).get_by_role("button", name="Save").click()
+    expect(row(page, memory["id"]).locator(".observation-text")).to_have_text(f"Tab one text {tok}")
+
+    editing = tab_b.locator(f"#memory-{memory['id']}.editing")
+    editing.locator("textarea").fill(f"Tab two text {tok}")
+    editing.get_by_role("button", name="Save").click()
+    expect(tab_b.locator("#memory-errors")).to_have_text(
+        f"Not saved: memory {memory['id']} was changed elsewhere since this form was opened (its observation is "
+        f"now “Tab one text {tok}”). Save again to replace that with what you typed.")
+    expect(editing.locator("textarea")).to_have_value(f"Tab two text {tok}")
+    assert api_memory(service, memory["id"])["observation"] == f"Tab one text {tok}"
+
+    editing.get_by_role("button", name="Save").click()
+    expect(row(tab_b, memory["id"]).locator(".observation-text")).to_have_text(f"Tab two text {tok}")
+    expect(tab_b.locator("#memory-errors")).to_be_empty()
+    assert api_memory(service, memory["id"])["observation"] == f"Tab two text {tok}"
+    tab_b.close()
+
+
 def test_add_memory_names_a_memory_it_restates(page, service):
     tok = token()
     old = api_create(service, f"Takes 60s to start after restart {tok}", service=f"svc-{tok}")

@@ -1,16 +1,19 @@
 """The Memories page's own edits (plugins/memory/views.py), through the
 Flask client: a row's edit form moves a memory to another service or
-category, and Add Memory names a memory the new one restates or
-contradicts (both are kept: an operator's memory is stored as given)."""
+category, it and Edit & approve save only what was edited in them and
+refuse a field changed elsewhere since they were opened (until saved again),
+and Add Memory names a memory the new one restates or contradicts (both are
+kept: an operator's memory is stored as given)."""
 from __future__ import annotations
 
 import re
+from html import unescape as html_unescape
 
 from app.extensions import db
 from app.runtime import change
 from plugins.memory.models import Memory, MemoryHistory
 from tests.conftest import HTMX
-from tests.memory_helpers import add_memory, all_memories
+from tests.memory_helpers import add_memory, all_memories, new_run, remember
 
 
 def _said(response) -> str:
@@ -140,3 +143,77 @@ def test_the_memory_named_is_shown_as_text(app, client):
                        ).get_data(as_text=True)
     assert f"Memory #{old.id}" in html
     assert "<script>" not in html and "&lt;script&gt;window.__pwned=1&lt;/script&gt; restarts slowly" in html
+
+
+def _opened_with(form_html: str) -> dict[str, str]:
+    """The hidden shown-as fields of an edit form: what it was opened with."""
+    return {f"shown-as.{name}": html_unescape(value)
+            for name, value in re.findall(r'<input type="hidden" name="shown-as\.(\w+)" value="([^"]*)"', form_html)}
+
+
+def test_a_rows_edit_saved_over_a_change_made_elsewhere_is_refused_until_saved_again(app, client):
+    """Two tabs edit the same memory: the second save is not saved over the
+    first unseen; it says what the first saved, keeps what was typed, and
+    saving again replaces the other change."""
+    memory = add_memory("Takes 60s to start", category="timing", service="jellyfin")
+    tab_a = _opened_with(client.get(f"/memories/{memory.id}/edit", headers=HTMX).get_data(as_text=True))
+    tab_b = dict(tab_a)
+    assert tab_a == {"shown-as.observation": "Takes 60s to start", "shown-as.category": "timing",
+                     "shown-as.service": "jellyfin"}
+    fields = {"service": "jellyfin", "category": "timing"}
+    saved = client.put(f"/memories/{memory.id}", data={**tab_a, **fields, "observation": "Tab one <b>text</b>"})
+    assert "memory-saved" in saved.headers["HX-Trigger"]
+
+    refused = client.put(f"/memories/{memory.id}", data={**tab_b, **fields, "observation": "Tab two text"})
+    assert refused.status_code == 200 and "HX-Trigger" not in refused.headers
+    html = refused.get_data(as_text=True)
+    # The edit form again, with what was typed, now compared with the memory as the other tab left it.
+    assert html.startswith(f'<tr id="memory-{memory.id}" class="memory-row editing')
+    assert ">Tab two text</textarea>" in html
+    assert _opened_with(html)["shown-as.observation"] == "Tab one <b>text</b>"
+    said = re.search(r'<div id="memory-errors" hx-swap-oob="innerHTML">(.*?)</div>', html, re.S).group(1)
+    assert "<b>" not in said   # the other change is shown as text
+    assert html_unescape(re.sub(r"<[^>]+>", "", said)).strip() == (
+        f"Not saved: memory {memory.id} was changed elsewhere since this form was opened (its observation is now "
+        "“Tab one <b>text</b>”). Save again to replace that with what you typed.")
+    assert all_memories()[0].observation == "Tab one <b>text</b>"
+
+    again = client.put(f"/memories/{memory.id}", data={**_opened_with(html), **fields, "observation": "Tab two text"})
+    assert "memory-saved" in again.headers["HX-Trigger"]
+    assert all_memories()[0].observation == "Tab two text"
+
+
+def test_a_rows_edit_saves_only_what_was_edited_in_it(app, client):
+    """A field left as the form showed it is not saved: a change made to it
+    elsewhere meanwhile stays. One typed the same as that change is no conflict."""
+    memory = add_memory("Takes 60s to start", category="timing", service="jellyfin")
+    opened = _opened_with(client.get(f"/memories/{memory.id}/edit", headers=HTMX).get_data(as_text=True))
+    client.put(f"/api/v1/memories/{memory.id}", json={"category": "behavior", "service": "plex"})
+    saved = client.put(f"/memories/{memory.id}", data={**opened, "observation": "Takes 90s to start",
+                                                        "category": "timing", "service": "plex"})
+    assert "memory-saved" in saved.headers["HX-Trigger"]
+    (memory,) = all_memories()
+    assert (memory.observation, memory.category, memory.service) == ("Takes 90s to start", "behavior", "plex")
+
+
+def test_edit_and_approve_over_a_change_made_elsewhere_is_refused_until_approved_again(app, client):
+    change({"CLAUDEOPS_MEMORY_REVIEW": True})
+    memory = remember("[MEMORY:timing:jellyfin] Takes 60s to start", new_run()).memory
+    db.session.commit()
+    form = client.get(f"/memories/{memory.id}/review", headers=HTMX).get_data(as_text=True)
+    opened = _opened_with(form)
+    assert opened == {"shown-as.observation": "Takes 60s to start", "shown-as.category": "timing",
+                      "shown-as.service": "jellyfin", "shown-as.confidence": "0.7"}
+    client.put(f"/api/v1/memories/{memory.id}", json={"confidence": 0.4})
+    typed = {"observation": "Takes 60s to start", "category": "timing", "service": "jellyfin", "confidence": "0.9"}
+    refused = client.post(f"/memories/{memory.id}/approve", data={**opened, **typed})
+    html = refused.get_data(as_text=True)
+    assert html.startswith(f'<tr id="proposed-{memory.id}" class="proposed-row editing"')
+    assert 'name="confidence" min="0" max="1"' in html and 'value="0.9"' in html
+    assert f"Not approved: memory {memory.id} was changed elsewhere since this form was opened (its confidence is " \
+           "now 0.4). Approve again to replace that with what you typed." in html
+    assert (all_memories()[0].status, all_memories()[0].confidence) == ("proposed", 0.4)
+
+    approved = client.post(f"/memories/{memory.id}/approve", data={**_opened_with(html), **typed})
+    assert approved.get_data(as_text=True) == "" and "memory-reviewed" in approved.headers["HX-Trigger-After-Swap"]
+    assert (all_memories()[0].status, all_memories()[0].confidence) == ("approved", 0.9)

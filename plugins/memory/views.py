@@ -22,8 +22,9 @@ from app.web.ignored_args import ignore
 from app.web.paging import page_number
 from plugins.memory import queries, review, store
 from plugins.memory.context import format_confidence
-from plugins.memory.models import CATEGORIES, Memory, MemoryHistory, MemoryInjection
+from plugins.memory.models import APPROVED, CATEGORIES, Memory, MemoryHistory, MemoryInjection
 from plugins.memory.settings import max_observation_chars, review_on
+from plugins.memory.store import one_line
 
 HERE = Path(__file__).parent
 pages = Blueprint("memory", __name__, template_folder=str(HERE / "templates"),
@@ -96,6 +97,12 @@ def _changed(*events: str, said: str = ""):
     return response
 
 
+def _refused(body: str, message: str):
+    """``body`` for the element that asked (its row: "" takes it away), and
+    ``message`` above the table (an out-of-band swap)."""
+    return make_response(body + render_template("memory/_error_oob.html", message=message))
+
+
 def _row(memory: Memory):
     return render_template("memory/_row.html", memory=memory)
 
@@ -151,19 +158,73 @@ def row(memory_id: int):
     return _row(_get(memory_id))
 
 
+# What a row's edit form edits, and the inbox's Edit & approve.
+ROW_FIELDS = ("observation", "category", "service")
+# The hidden field beside each of an edit form's that holds the value the
+# form was opened with, as on the Config page: see ``_edits``.
+SHOWN_AS = "shown-as."
+
+
+def _as_shown(memory: Memory, name: str) -> str:
+    """A field of ``memory`` as an edit form's input shows it."""
+    value = getattr(memory, name)
+    return "" if value is None else str(value)
+
+
+def _edit_form(template: str, memory: Memory, names: tuple[str, ...], typed: dict | None = None) -> str:
+    """An edit form of ``memory``'s fields ``names``, each holding what was
+    ``typed`` in it or else the memory's value, and each compared, when
+    saved, with the memory's value now."""
+    shown_as = {name: _as_shown(memory, name) for name in names}
+    return render_template(template, memory=memory, fields={**shown_as, **(typed or {})}, shown_as=shown_as,
+                           categories=CATEGORIES, max_observation=max_observation_chars())
+
+
+def _edits(memory: Memory, names: tuple[str, ...]) -> tuple[dict, list]:
+    """What the operator edited in an edit form, and only that: a field left
+    as the form showed it is not saved, whatever it holds now. Another tab,
+    the API or a session may have changed it since the form was opened, and
+    saving the form's old value would undo that without a word. Also which
+    fields edited here were changed elsewhere meanwhile: those are not
+    saved until the operator has seen the other change (``_edited_elsewhere``)."""
+    current = {name: _as_shown(memory, name) for name in names}
+    wanted = {name: request.form[name] for name in names if name in request.form}
+    # A form without the hidden fields (a script's request) is compared with what is there now.
+    shown_as = {name: request.form.get(SHOWN_AS + name, current[name]) for name in wanted}
+    edited = {name: value for name, value in wanted.items() if one_line(value) != one_line(shown_as[name])}
+    since = [name for name, value in edited.items()
+             if current[name] != shown_as[name] and one_line(value) != one_line(current[name])]
+    return edited, since
+
+
+def _edited_elsewhere(template: str, memory: Memory, names: tuple[str, ...], edited: dict, since: list,
+                      not_done: str, again: str):
+    """The form again, with what was typed in it (a field not edited shows
+    the memory's value now), to be saved again over the other change; and
+    above the table, what that change was."""
+    described = {"observation": f"“{memory.observation}”", "category": memory.category,
+                 "service": memory.service_label, "confidence": format_confidence(memory.confidence)}
+    now = ", ".join(f"its {name} is now {described[name]}" for name in since)
+    message = (f"{not_done}: memory {memory.id} was changed elsewhere since this form was opened ({now}). "
+               f"{again} again to replace that with what you typed.")
+    return _refused(_edit_form(template, memory, names, typed=edited), message)
+
+
 @pages.get("/memories/<int:memory_id>/edit")
 @fragment_of("memory.detail")
 def edit(memory_id: int):
-    return render_template("memory/_row_edit.html", memory=_get(memory_id), categories=CATEGORIES,
-                           max_observation=max_observation_chars())
+    return _edit_form("memory/_row_edit.html", _get(memory_id), ROW_FIELDS)
 
 
 @pages.put("/memories/<int:memory_id>")
 def update(memory_id: int):
     """The row's edit form: its observation, and its service and category
-    when the form sends them (a field not sent is left as it is)."""
+    when the form sends them (a field not sent, or not edited, is left as it
+    is; one edited here and elsewhere is not saved: ``_edits``)."""
     memory = _get(memory_id, change=True)
-    edits = {name: request.form[name] for name in ("observation", "category", "service") if name in request.form}
+    edits, since = _edits(memory, ROW_FIELDS)
+    if since:
+        return _edited_elsewhere("memory/_row_edit.html", memory, ROW_FIELDS, edits, since, "Not saved", "Save")
     try:
         store.update(memory, **edits)
     except store.MemoryInputError as exc:
@@ -236,8 +297,7 @@ def inbox():
 @pages.get("/memories/<int:memory_id>/review")
 @fragment_of("memory.detail")
 def review_edit(memory_id: int):
-    return render_template("memory/_inbox_edit.html", memory=_get(memory_id), categories=CATEGORIES,
-                           max_observation=max_observation_chars())
+    return _edit_form("memory/_inbox_edit.html", _get(memory_id), review.EDIT_FIELDS)
 
 
 @pages.get("/memories/<int:memory_id>/inbox-row")
@@ -248,20 +308,27 @@ def inbox_row(memory_id: int):
 
 @pages.post("/memories/<int:memory_id>/approve")
 def approve(memory_id: int):
-    """Approve, with the edit form's fields when it sent them (a table row's
-    Approve edits nothing, whatever else its request carries)."""
-    edits = {} if request.form.get("view") == "table" else \
-        {name: request.form[name] for name in review.EDIT_FIELDS if name in request.form}
-    return _decide(memory_id, "approved", lambda memory: review.approve(memory, **edits))
+    """Approve, with the edit form's fields when it sent them, those edited
+    in it as the row's edit form saves them (``update``). A table row's
+    Approve edits nothing, whatever else its request carries."""
+    memory = _get(memory_id, change=True)
+    if request.form.get("view") == "table":
+        return _decide(memory, "approved", review.approve)
+    edits, since = _edits(memory, review.EDIT_FIELDS)
+    # Approved meanwhile, it is for the inbox to leave (_decide), edits or not.
+    if since and memory.status != APPROVED:
+        return _edited_elsewhere("memory/_inbox_edit.html", memory, review.EDIT_FIELDS, edits, since,
+                                 "Not approved", "Approve")
+    return _decide(memory, "approved", lambda memory: review.approve(memory, **edits))
 
 
 @pages.post("/memories/<int:memory_id>/reject")
 def reject(memory_id: int):
-    return _decide(memory_id, "rejected", lambda memory: review.reject(memory, request.form.get("reason")))
+    return _decide(_get(memory_id, change=True), "rejected",
+                   lambda memory: review.reject(memory, request.form.get("reason")))
 
 
-def _decide(memory_id: int, done: str, decision):
-    memory = _get(memory_id, change=True)
+def _decide(memory: Memory, done: str, decision):
     try:
         decision(memory)
     except (store.MemoryInputError, review.ReviewStateError) as exc:
