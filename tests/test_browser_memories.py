@@ -379,6 +379,20 @@ def test_polling_never_destroys_an_edit_in_progress(page, service):
     assert_not_reloaded(page, loaded)
 
 
+def test_a_control_clicked_with_the_mouse_does_not_hold_the_polls(page, service):
+    """Focus a click leaves on a control of the table (Select all, ticked
+    and cleared again) is not the keyboard's: the table goes on polling."""
+    tok = token()
+    api_create(service, f"First {tok}")
+    page.goto("/memories")
+    select_all = page.locator("#memory-table input[data-select-all]")
+    select_all.click()
+    select_all.click()
+    assert page.evaluate("document.activeElement.matches('#memory-table input[data-select-all]')")
+    api_create(service, f"Second {tok}")
+    wait_for_rows(page, {f"First {tok}", f"Second {tok}"}, timeout=(POLL_PERIOD_S + 2) * 1000)
+
+
 def test_a_poll_in_flight_does_not_destroy_an_edit_started_meanwhile(page, service):
     tok = token()
     memory = api_create(service, f"Disk fills up on Sundays {tok}", service=f"svc-{tok}")

@@ -162,6 +162,47 @@ def test_polls_keep_an_edit_and_a_typed_reason(page, service):
     assert (history[-1]["action"], history[-1]["detail"]) == ("rejected", "seen once only")
 
 
+def test_a_decision_made_elsewhere_meanwhile_is_said_and_the_inbox_follows(page, service):
+    """Decided through the API (another tab, say) after the inbox was loaded:
+    Reject, a reason typed, and Approve are refused with why; the row leaves
+    the inbox, the count follows, the table shows the memory as it is now,
+    and the inbox goes on polling."""
+    tok = uuid.uuid4().hex[:6]
+    import_proposal(service, f"Answers 302 when healthy {tok}")
+    import_proposal(service, f"Restarts cleanly under load {tok}")
+    page.goto("/memories")
+    expect(page.locator("#memory-inbox-count")).to_have_text("2")
+    answers, restarts = inbox_row(page, "Answers 302"), inbox_row(page, "Restarts cleanly")
+    answers_id, restarts_id = int(answers.get_attribute("data-id")), int(restarts.get_attribute("data-id"))
+
+    def approve_elsewhere(memory_id: int) -> None:
+        status, body = service.post(f"/api/v1/memories/{memory_id}/approve", {})
+        assert status == 200, body
+
+    answers.locator("input[name=reason]").fill("seen once only")   # which holds the inbox's polls back
+    approve_elsewhere(answers_id)
+    answers.get_by_role("button", name="Reject").click()
+    expect(page.locator("#memory-errors")).to_have_text(
+        f"Not rejected: memory {answers_id} is approved: only a proposed memory can be rejected; "
+        "deactivate or delete an approved one instead")
+    expect(answers).to_have_count(0)
+    expect(page.locator("#memory-inbox-count")).to_have_text("1")
+    expect(page.locator(f"#memory-{answers_id} td.status")).to_contain_text("active")
+
+    restarts.locator("input[name=reason]").fill("not sure")   # the polls held back again
+    approve_elsewhere(restarts_id)
+    restarts.get_by_role("button", name="Approve", exact=True).click()
+    expect(page.locator("#memory-errors")).to_have_text(f"Not approved: memory {restarts_id} is already approved")
+    expect(restarts).to_have_count(0)
+    expect(page.locator("#memory-inbox-empty")).to_be_visible()
+    expect(page.locator(f"#memory-{restarts_id} td.status")).to_contain_text("active")
+
+    import_proposal(service, f"Logs rotate at midnight {tok}")
+    expect(inbox_row(page, "Logs rotate")).to_have_count(1, timeout=7_000)   # the inbox's own poll
+    expect(page.locator("#memory-errors")).to_have_text(f"Not approved: memory {restarts_id} is already approved")
+    assert api_memory(service, answers_id)["status"] == "approved"
+
+
 def test_approve_in_the_table_keeps_the_memory_as_it_is_under_any_filter(page, service):
     """The table includes the page's filters in its polls; its rows' buttons
     must not send them too, or Approve takes them as edits."""

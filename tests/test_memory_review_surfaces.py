@@ -121,6 +121,36 @@ def test_approve_edit_and_approve_and_reject_from_the_inbox(guarded):
     assert (third.service, third.category, third.status) == ("postgres", "maintenance", "approved")
 
 
+def test_a_decision_refused_as_made_elsewhere_meanwhile_takes_the_row_away_and_refreshes(guarded):
+    """Approved or rejected in another tab (or the API) since the inbox was
+    loaded: the refusal is shown above the table, and the row leaves the inbox
+    (a reason typed in it with it) or is redrawn in the table as it is now;
+    the inbox and the table refresh."""
+    app, client = guarded
+    first, second = proposals(JELLYFIN, NAS)
+    headers = csrf_headers(client)
+    review.approve(first)
+    review.approve(second)
+    db.session.commit()
+    oob = '<div id="memory-errors" hx-swap-oob="innerHTML">'
+    for path, data, said in (
+            (f"/memories/{first.id}/approve", {}, f"Not approved: memory {first.id} is already approved"),
+            (f"/memories/{second.id}/reject", {"reason": "seen once only"},
+             f"Not rejected: memory {second.id} is approved: only a proposed memory can be rejected")):
+        refused = client.post(path, headers=headers, data=data)
+        html = refused.get_data(as_text=True)
+        assert html.startswith(oob) and said in html, html   # nothing before it: the inbox row goes
+        # Not memory-reviewed: that clears the message.
+        assert refused.headers["HX-Trigger-After-Swap"] == "memories-changed"
+    row = client.post(f"/memories/{first.id}/approve", headers=headers, data={"view": "table"}).get_data(as_text=True)
+    assert row.startswith(f'<tr id="memory-{first.id}" class="memory-row active"') and "review-proposed" not in row
+    assert oob in row and f"Not approved: memory {first.id} is already approved" in row
+    # A value the form cannot take is the operator's to correct: the row stays, and nothing refreshes.
+    third, = proposals("[MEMORY:maintenance:postgres] Vacuum runs nightly")
+    bad = client.post(f"/memories/{third.id}/approve", headers=headers, data={"confidence": "high"})
+    assert bad.headers["HX-Retarget"] == "#memory-errors" and "HX-Trigger-After-Swap" not in bad.headers
+
+
 def test_a_change_that_works_clears_an_earlier_error(guarded):
     app, client = guarded
     kept = add_memory("Trusted one", service="web", confidence=0.6)

@@ -1,16 +1,27 @@
 // Polled blocks marked data-poll-holds-focus wait while keyboard focus is
-// inside them: a swap replaces the focused link or control, and focus falls
-// back to <body>, so a keyboard user would lose their place every poll.
+// inside them (:focus-visible): a swap replaces the focused link or control,
+// and focus falls back to <body>, so a keyboard user would lose their place
+// every poll.
 // Only polls wait (they have no triggering event); a refresh the page asks
 // for, a filter or a pager link, still runs. (Decided here, not in
 // hx-trigger filters: those need eval, which the pages' CSP forbids.)
 // A block whose last poll failed is not held: it shows what may be out of
 // date, and only its own poll, answered, says it is not (and clears the
 // banner below); focus goes back where it was after the swap (swaps.js).
+// Focus a mouse click left on a button holds nothing: the block goes on
+// showing what changes (swaps.js restores only keyboard focus, too). A
+// control the pointer still presses (a slider being dragged) holds it.
 function pollHeld(block) {
-  return !!block && block.hasAttribute("data-poll-holds-focus") && block.contains(document.activeElement)
-    && failingPolls.indexOf(block) < 0;
+  var active = document.activeElement;
+  return !!block && block.hasAttribute("data-poll-holds-focus") && block.contains(active)
+    && (active.matches(":focus-visible") || active === pressed) && failingPolls.indexOf(block) < 0;
 }
+
+var pressed = null;   // what the pointer pressed, until it lets go
+document.addEventListener("pointerdown", function (evt) { pressed = evt.target; }, true);
+["pointerup", "pointercancel"].forEach(function (type) {
+  document.addEventListener(type, function () { pressed = null; }, true);
+});
 
 function isPoll(config) {
   return !!config && !config.triggeringEvent;

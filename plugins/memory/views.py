@@ -331,11 +331,25 @@ def reject(memory_id: int):
 def _decide(memory: Memory, done: str, decision):
     try:
         decision(memory)
-    except (store.MemoryInputError, review.ReviewStateError) as exc:
+    except store.MemoryInputError as exc:
         db.session.rollback()
         return _error(f"Not {done}: {exc}")
+    except review.ReviewStateError as exc:
+        db.session.rollback()
+        return _decided_elsewhere(memory, f"Not {done}: {exc}")
     db.session.commit()
     return _reviewed(memory)
+
+
+def _decided_elsewhere(memory: Memory, message: str):
+    """Refused, the memory being decided elsewhere meanwhile: as after a
+    decision made here, its inbox row leaves (with whatever was typed in it,
+    which would otherwise hold the inbox's refresh back), a table row is
+    redrawn as it is now, and the inbox and the table refresh; the message
+    says why above the table."""
+    response = _refused(_row(memory) if request.form.get("view") == "table" else "", message)
+    response.headers["HX-Trigger-After-Swap"] = "memories-changed"
+    return response
 
 
 def _reviewed(memory: Memory):
