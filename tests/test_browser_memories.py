@@ -654,6 +654,36 @@ def test_bulk_delete_and_bulk_confidence(page, service, guard):
     assert_not_reloaded(page, loaded)
 
 
+def test_any_confidence_the_service_takes_can_be_typed_and_enter_sets_the_selected(page, service):
+    """Confidence is not held to steps of 0.05 (0.33 is a confidence), in
+    Add Memory and in the bulk bar; Enter in the bulk bar's field sets it,
+    as the button beside it does."""
+    tok = token()
+    page.goto("/memories")
+    page.locator("#add-memory summary").click()
+    form = page.locator("#memory-add")
+    form.locator("textarea[name=observation]").fill(f"Added at a third {tok}")
+    form.locator("input[name=confidence]").fill("0.33")
+    form.get_by_role("button", name="Add").click()
+    added = page.locator(ROWS, has_text=f"Added at a third {tok}")
+    expect(added.locator("output.confidence-value")).to_have_text("0.33")
+    assert api_memory(service, int(added.get_attribute("data-id")))["confidence"] == 0.33
+
+    other = api_create(service, f"Another {tok}", confidence=0.9)
+    field = page.locator("#memory-bulk-bar input[name=bulk_confidence]")
+    field.fill("0.42")
+    field.press("Enter")   # nothing selected: said, nothing sent
+    expect(page.locator("#memory-errors")).to_have_text("Select at least one memory first.")
+    row(page, other["id"]).locator("input[name=ids]").check()
+    field.fill("0.67")
+    assert page.evaluate("document.querySelector('#memory-bulk-bar input[name=bulk_confidence]').validity.valid")
+    field.press("Enter")
+    expect(row(page, other["id"]).locator("output.confidence-value")).to_have_text("0.67")
+    expect(page.locator("#memory-errors")).to_be_empty()
+    assert api_memory(service, other["id"])["confidence"] == 0.67
+    assert api_memory(service, int(added.get_attribute("data-id")))["confidence"] == 0.33
+
+
 def test_filters_show_only_matching_rows_and_update_the_url(page, service):
     tok = token()
     db_service, web_service = f"db-{tok}", f"web-{tok}"

@@ -217,3 +217,19 @@ def test_edit_and_approve_over_a_change_made_elsewhere_is_refused_until_approved
     approved = client.post(f"/memories/{memory.id}/approve", data={**_opened_with(html), **typed})
     assert approved.get_data(as_text=True) == "" and "memory-reviewed" in approved.headers["HX-Trigger-After-Swap"]
     assert (all_memories()[0].status, all_memories()[0].confidence) == ("approved", 0.9)
+
+
+def test_a_confidence_typed_is_held_to_no_step(app, client):
+    """The service takes any confidence from 0 to 1 (0.33, say): no field
+    that types one refuses it for not being a step of 0.05."""
+    memory = add_memory("Takes 60s to start", confidence=0.33)
+    change({"CLAUDEOPS_MEMORY_REVIEW": True})
+    proposal = remember("[MEMORY:timing:jellyfin] Needs a warm cache", new_run()).memory
+    db.session.commit()
+    html = client.get("/memories").get_data(as_text=True) + \
+        client.get(f"/memories/{proposal.id}/review", headers=HTMX).get_data(as_text=True)
+    fields = re.findall(r'<input type="number" name="(\w+)"[^>]*>', html)
+    assert sorted(fields) == ["bulk_confidence", "confidence", "confidence"]
+    assert re.findall(r'<input type="number"[^>]* step="([^"]+)"', html) == ["any"] * 3
+    assert client.put(f"/memories/{memory.id}/confidence", data={"confidence": "0.67"}).status_code == 200
+    assert db.session.get(Memory, memory.id).confidence == 0.67

@@ -170,17 +170,21 @@ document.addEventListener("keydown", function (evt) {
 
 // Enter in a one-line field of a row does what a form's Enter does: in an
 // edit (the service) it saves, as the row's Save button does; in a reason
-// for rejecting, it rejects. The rows are not forms (a form cannot hold a
-// table row's cells), so the browser does neither by itself. A text box
-// (the observation) keeps Enter for itself.
+// for rejecting, it rejects. So does Enter in the bulk bar's confidence: it
+// sets the selected memories' confidence, as the button beside it does. The
+// rows and the bar are not forms (a form cannot hold a table row's cells, and
+// the bar sends the table's boxes), so the browser does none of it by itself.
+// A text box (the observation) keeps Enter for itself.
 document.addEventListener("keydown", function (evt) {
   if (evt.key !== "Enter" || evt.isComposing || evt.shiftKey || evt.ctrlKey || evt.altKey || evt.metaKey) return;
   var field = evt.target;
   if (field.tagName !== "INPUT" || ["text", "number", "search"].indexOf(field.type) < 0) return;
-  if (!field.closest("#memory-table, #memory-inbox")) return;
+  if (!field.closest("#memory-table, #memory-inbox, #memory-bulk-bar")) return;
   var reject = field.name === "reason" && field.closest(".reject-with-reason");
+  var bulk = field.name === "bulk_confidence" && field.closest(".bulk-confidence");
   var editing = field.closest("tr.editing");
-  var button = reject ? reject.querySelector("button.reject") : editing && editing.querySelector("button.save");
+  var button = reject ? reject.querySelector("button.reject") : bulk ? bulk.querySelector("button")
+    : editing && editing.querySelector("button.save");
   if (!button) return;
   evt.preventDefault();
   button.click();
