@@ -61,6 +61,15 @@ def api_create(svc: Service, observation: str, service: str | None = None, categ
     return body
 
 
+def import_a_page_and_one(svc: Service, tok: str) -> None:
+    """101 memories of the service svc-``tok``: a full page and one on the next."""
+    entries = [{"service": f"svc-{tok}", "category": "timing", "observation": f"Entry {n:03d} {tok}"}
+               for n in range(101)]
+    status, body = svc.request("POST", "/api/v1/memories/import",
+                               {"format": "claudeops-memories", "version": 1, "memories": entries})
+    assert status == 201, body
+
+
 def api_history(svc: Service, memory_id: int) -> list[str]:
     status, body = svc.get(f"/api/v1/memories/{memory_id}/history")
     assert status == 200, body
@@ -777,11 +786,7 @@ def test_the_page_of_the_table_is_in_the_url_with_the_filters(page, service):
     """Older pages are pushed into the history: a reload or Back comes back
     to the page that was shown, under the same filters."""
     tok = token()
-    entries = [{"service": f"svc-{tok}", "category": "timing", "observation": f"Entry {n:03d} {tok}"}
-               for n in range(101)]
-    status, body = service.request("POST", "/api/v1/memories/import",
-                                   {"format": "claudeops-memories", "version": 1, "memories": entries})
-    assert status == 201, body
+    import_a_page_and_one(service, tok)
     page.goto(f"/memories?service=svc-{tok}")
     expect(page.locator(ROWS)).to_have_count(100)
     page.get_by_role("button", name="older →").click()
@@ -794,6 +799,22 @@ def test_the_page_of_the_table_is_in_the_url_with_the_filters(page, service):
     expect(page.locator("#memory-filters select[name=service]")).to_have_value(f"svc-{tok}")
     page.go_back()
     expect(page.locator(ROWS)).to_have_count(100)
+
+
+def test_deleting_the_last_row_of_the_last_page_shows_the_page_before(page, service, guard):
+    """The only row of the last page deleted: the table shows the page
+    before it, now the last, not an empty page, and the address follows."""
+    tok = token()
+    import_a_page_and_one(service, tok)
+    page.goto(f"/memories?service=svc-{tok}&page=2")
+    expect(page.locator(ROWS)).to_have_count(1)
+    guard.expect_confirm(CONFIRM_DELETE_ONE, accept=True)
+    page.locator(ROWS).get_by_role("button", name="Delete").click()
+    expect(page.locator(ROWS)).to_have_count(100)
+    expect(page.locator("#memory-count")).to_have_text("100 memories")
+    expect(page.locator("#memory-table td.empty")).to_have_count(0)
+    expect(page).not_to_have_url(re.compile(r"page=2"))
+    expect(page).to_have_url(re.compile(rf"service=svc-{tok}"))
 
 
 def test_a_memory_from_a_running_session_appears_live(page, service):

@@ -152,6 +152,29 @@ def test_past_the_last_page_newer_leads_to_the_last_page(client):
     filtered = " ".join(client.get("/memories?page=999&q=Observation").get_data(as_text=True).split())
     assert f"No memories on this page (there are {MEMORY_PAGE + 1} matching these filters)." in filtered
 
+def test_a_memories_refresh_past_the_last_page_shows_the_last_page(client):
+    """The table's refresh after a change (memories.js asks with past_end=last)
+    shows the last page when its own is past it now (its last rows deleted),
+    and puts that page in the address; a poll or a link still shows the page asked for."""
+    from tests.memory_helpers import add_memory
+    from plugins.memory.views import PAGE_SIZE as MEMORY_PAGE
+    for n in range(MEMORY_PAGE + 1):
+        add_memory(f"Observation {n}", service="web" if n else "db")
+    refresh = client.get("/memories?page=3&past_end=last&service=web", headers=HTMX)
+    html = refresh.get_data(as_text=True)
+    assert "No memories on this page" not in html and html.count('class="memory-row') == MEMORY_PAGE
+    assert 'hx-get="/memories?page=1"' in html   # its polls ask for that page from now on
+    assert refresh.headers["HX-Replace-Url"] == "/memories?service=web"
+    refresh = client.get("/memories?page=3&past_end=last", headers=HTMX)
+    assert refresh.get_data(as_text=True).count('class="memory-row') == 1
+    assert refresh.headers["HX-Replace-Url"] == "/memories?page=2"
+    # A page that is there stays, and the address with it.
+    kept = client.get("/memories?page=2&past_end=last", headers=HTMX)
+    assert kept.get_data(as_text=True).count('class="memory-row') == 1 and "HX-Replace-Url" not in kept.headers
+    poll = client.get("/memories?page=3", headers=HTMX).get_data(as_text=True)
+    assert "No memories on this page" in poll
+
+
 def test_bulk_takes_only_ascii_digits_as_ids(client):
     from tests.memory_helpers import add_memory, all_memories
     memory = add_memory("Takes 60s to start")

@@ -54,15 +54,20 @@ def _filters() -> dict:
 
 def _table_context() -> dict:
     filters = _filters()
-    page = page_number(PAGE_SIZE)
+    asked = page = page_number(PAGE_SIZE)
     query = queries.memory_query(filters["service"] or None, filters["category"] or None, q=filters["q"],
                                  **queries.status_filter(filters["status"]))
     total = queries.count(query)
+    # The table's refresh after a change (memories.js) shows the last page
+    # when its own is past it now, its last rows deleted, not an empty page.
+    # A poll or a link still shows the page asked for, and says it is empty.
+    if request.values.get("past_end") == "last" and total.exact:
+        page = min(page, max(1, (total.count - 1) // PAGE_SIZE + 1))
     # One row more than a page says whether an older page exists, whatever the total.
     memories = db.session.scalars(queries.newest_first(query).limit(PAGE_SIZE + 1)
                                   .offset((page - 1) * PAGE_SIZE)).all()
     return {"memories": memories[:PAGE_SIZE], "has_older": len(memories) > PAGE_SIZE, "total": total,
-            "page": page, "page_size": PAGE_SIZE, "filters": filters}
+            "page": page, "page_size": PAGE_SIZE, "filters": filters, "last_page_instead": page != asked}
 
 
 def _inbox_context() -> dict:
@@ -119,9 +124,16 @@ def _saved(memory: Memory):
 def index():
     extra = {} if is_htmx() else _inbox_context()   # a table poll needs no inbox
     services = queries.services()
-    return render_page("memory/index.html", "memory/_table.html", categories=CATEGORIES,
-                       services=services, statuses=queries.STATUSES, max_observation=max_observation_chars(),
-                       **choices_state(services), **_table_context(), **extra)
+    table = _table_context()
+    response = render_page("memory/index.html", "memory/_table.html", categories=CATEGORIES,
+                           services=services, statuses=queries.STATUSES, max_observation=max_observation_chars(),
+                           **choices_state(services), **table, **extra)
+    if table["last_page_instead"]:
+        # The address names the page shown: a reload shows it again.
+        shown = {name: value for name, value in table["filters"].items() if value}
+        response.headers["HX-Replace-Url"] = url_for("memory.index", page=table["page"] if table["page"] > 1 else None,
+                                                      **shown)
+    return response
 
 
 @pages.post("/memories")

@@ -31,6 +31,13 @@ document.addEventListener("htmx:beforeRequest", function (evt) {
   if (busy) evt.preventDefault();
 });
 
+// The table's refresh after a change (not a poll) asks for the last page
+// should its own be past it now: the change deleted its last rows (a Delete,
+// a bulk delete), and an empty page would be left (plugins/memory/views.py).
+document.addEventListener("htmx:configRequest", function (evt) {
+  if (evt.detail.elt.id === "memory-table" && evt.detail.triggeringEvent) evt.detail.parameters.past_end = "last";
+});
+
 // "Select all shown" ticks or clears every row's box.
 document.addEventListener("change", function (evt) {
   if (!evt.target.matches("#memory-table input[data-select-all]")) return;
