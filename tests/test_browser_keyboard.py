@@ -152,12 +152,15 @@ def test_row_actions_keep_focus_in_their_row(page, service):
     tab_to(page, f"{row} button.edit", key="Shift+Tab")
     page.keyboard.press("Enter")
     focus_on(page, f"{row}.editing textarea[name=observation]")
-    page.keyboard.press("End")
+    # The caret is at the end of the text: what is typed at once is added to it.
+    assert page.evaluate("(e => [e.selectionStart, e.selectionEnd, e.value.length])(document.activeElement)") == \
+        [len(f"Jellyfin is slow to start {tok}")] * 3
     page.keyboard.type(" (60 s)")
     page.keyboard.press("Tab")
     focus_on(page, f"{row} button.save")
     page.keyboard.press("Enter")
-    wait_for(lambda: api_memory(service, mid)["observation"].endswith("(60 s)"), timeout=5, what="saved")
+    wait_for(lambda: api_memory(service, mid)["observation"] == f"Jellyfin is slow to start {tok} (60 s)", timeout=5,
+             what="saved")
     focus_on(page, f"{row}:not(.editing) button.edit")
 
     # Escape cancels an edit, and focus is back on Edit.

@@ -8,7 +8,7 @@
 //      in what now carries the id of the element around it (the row);
 //   2. else to what data-refocus (a selector, on the control or around it)
 //      names there: the row's Edit button after its edit is saved or cancelled,
-//      the observation's text box when Edit opens the form;
+//      the observation's text box when Edit opens the form (its caret at the end);
 //   3. else to the first control there;
 //   4. where that element is gone, to the same control (or the data-refocus
 //      one, or the first) of the row that followed it, else the one before;
@@ -101,7 +101,21 @@ function restore(memo) {
     target = focusables(block)[0] || block;
     if (target === block && !block.hasAttribute("tabindex")) block.setAttribute("tabindex", "-1");
   }
-  if (target) target.focus();
+  if (target) {
+    target.focus();
+    caretToEnd(target);
+  }
+}
+
+// A text field focus is put in (the observation when Edit opens its form)
+// has its caret at the end, as after a click past its text: what is typed
+// at once is added to the text, not put before it (focus() leaves the caret
+// at the start).
+var CARET_TYPES = ["text", "search", "url", "tel"];
+
+function caretToEnd(field) {
+  var text = field.tagName === "TEXTAREA" || (field.tagName === "INPUT" && CARET_TYPES.indexOf(field.type) >= 0);
+  if (text) field.setSelectionRange(field.value.length, field.value.length);
 }
 
 // Only focus the keyboard put there (:focus-visible; a button clicked with the
