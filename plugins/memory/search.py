@@ -24,10 +24,15 @@ import re
 from sqlalchemy import Float, Integer, bindparam, column, false, func, literal_column, or_, select, text
 
 from app.extensions import db
+from app.web.row_ids import MAX_ROW_ID
 from plugins.memory.models import Memory
 
 MAX_WORDS = 10
 WORD = re.compile(r"\w+", re.UNICODE)
+# A memory as the service names it to the operator (#12: notices, messages,
+# the table) and to the agent (m12: the prompt, outcome markers): a search
+# for it is that memory, not the text "12". ASCII digits with no leading zero.
+REFERENCE = re.compile(r"\s*(?:#|[mM])([1-9][0-9]{0,18})\s*")
 # The indexed text on PostgreSQL; each must stay the expression of its index
 # (ix_memories_fts, ix_memories_words_fts), with the configurations of pg_configurations.
 PG_TEXT = "coalesce(memories.service, '') || ' ' || memories.category || ' ' || memories.observation"
@@ -41,9 +46,15 @@ def words(q: str) -> list[str]:
 
 def apply(query, q: str):
     """``query`` (a select of Memory) narrowed to memories matching every
-    word of ``q``, best match first; later ``order_by`` calls break ties."""
+    word of ``q``, best match first; later ``order_by`` calls break ties.
+    A ``q`` that is a memory's reference (#12, m12) is that memory."""
     if not (q or "").strip():
         return query
+    reference = REFERENCE.fullmatch(q)
+    if reference:
+        memory_id = int(reference.group(1))
+        # Past the largest id a column holds, no memory (the driver would refuse the number).
+        return query.where(Memory.id == memory_id) if memory_id <= MAX_ROW_ID else query.where(false())
     terms = words(q)
     if not terms:  # only punctuation: nothing can match it
         return query.where(false())

@@ -40,7 +40,8 @@ def _confidence(value: float) -> str:
 
 
 def _filters() -> dict:
-    category, status = request.values.get("category", ""), request.values.get("status", "")
+    # Any case, as the Events and Cooldowns filters take theirs: a link typed by hand.
+    category, status = request.values.get("category", "").lower(), request.values.get("status", "").lower()
     if category and category not in CATEGORIES:
         ignore(f"the category {category[:40]!r}, none of {', '.join(CATEGORIES)}: every category is shown")
         category = ""
