@@ -11,7 +11,7 @@ from flask import Flask, current_app, request
 from flask.sessions import SecureCookieSessionInterface
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from app import db_redaction, redaction, state_dir
+from app import db_redaction, migration_log, redaction, state_dir
 from app.config import PROJECT_ROOT, SETTINGS, Setting, derive_paths, load_settings
 from app.database_url import engine_options, sqlalchemy_url
 from app.extensions import csrf, db, dispose_at_exit, limiter, migrate
@@ -44,6 +44,7 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
     derive_paths(app.config)
     logging.basicConfig(level=app.config["CLAUDEOPS_LOG_LEVEL"],
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    migration_log.install()
     # APScheduler tells of every run of the scheduler's heartbeat at INFO.
     logging.getLogger("apscheduler").setLevel(
         logging.NOTSET if app.config["CLAUDEOPS_LOG_LEVEL"] == "DEBUG" else logging.WARNING)

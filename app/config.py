@@ -266,8 +266,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("CLAUDEOPS_TRUSTED_PROXIES", "0",
             "Reverse proxies in front of the service whose X-Forwarded-For/-Proto/-Host headers are believed "
             "(client address, TLS for Secure cookies); 0 believes none.", _proxy_count),
-    Setting("CLAUDEOPS_LOG_LEVEL", "INFO", "Log level of the service (DEBUG, INFO, WARNING, ERROR, CRITICAL).",
-            _log_level),
+    Setting("CLAUDEOPS_LOG_LEVEL", "INFO", "Log level of the service (DEBUG, INFO, WARNING, ERROR, CRITICAL), "
+            "gunicorn's included.", _log_level),
+    Setting("CLAUDEOPS_ACCESS_LOG", "true",
+            "Log a line for every dashboard and API request (gunicorn's access log; an open dashboard tab's polls "
+            "write some 2,000 lines an hour). Logged only at DEBUG and INFO; false turns it off there too.",
+            boolean),
     Setting("CLAUDEOPS_REDACT_ENV", REDACT_ENV_DEFAULT,
             "Comma-separated names or glob patterns of environment variables whose values (8 characters or more) "
             "are redacted everywhere; see docs/security.md. The list replaces the default; one that begins with "

@@ -89,11 +89,17 @@ def apply_migrations(app: Flask) -> None:
                 "and run `claudeops db downgrade <branch>@base` before removing it") from None
 
 
-def gunicorn_command(host: str, port: int, workers: int) -> list[str]:
+def gunicorn_command(host: str, port: int, workers: int, log_level: str = "INFO",
+                     access_log: bool = True) -> list[str]:
+    """gunicorn logging at the service's level; its access log (a line a
+    request, at INFO: each open dashboard tab's polls write some 2,000 an
+    hour) only where INFO lines are logged and ``access_log`` is on."""
     # No control socket: gunicorn would put one for every instance at the same
     # path in $HOME, and this process is what controls its gunicorn.
+    logs_info = log_level in ("DEBUG", "INFO")
     return [sys.executable, "-m", "gunicorn", "--workers", str(workers), "--bind", f"{host}:{port}",
-            "--chdir", str(PROJECT_ROOT), "--access-logfile", "-", "--graceful-timeout", "20",
+            "--chdir", str(PROJECT_ROOT), "--log-level", log_level.lower(),
+            *(["--access-logfile", "-"] if access_log and logs_info else []), "--graceful-timeout", "20",
             "--no-control-socket", "--config", str(GUNICORN_CONF), "wsgi:app"]
 
 
@@ -124,7 +130,8 @@ def serve(app: Flask, host: str, port: int, workers: int) -> int:
 
     scheduler.start()
     # The gunicorn master ends with this process (app/gunicorn_conf.py).
-    web = subprocess.Popen(gunicorn_command(host, port, workers), env={**env, "CLAUDEOPS_SERVE_PID": str(os.getpid())})
+    command = gunicorn_command(host, port, workers, app.config["CLAUDEOPS_LOG_LEVEL"], app.config["CLAUDEOPS_ACCESS_LOG"])
+    web = subprocess.Popen(command, env={**env, "CLAUDEOPS_SERVE_PID": str(os.getpid())})
     log.info("dashboard on http://%s:%d with %d worker(s); one scheduler in pid %d",
              host, port, workers, os.getpid())
     exit_code = 0

@@ -197,6 +197,24 @@ def test_a_database_with_an_unknown_revision_gives_a_clear_error(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+def test_migrating_says_a_line_for_each_revision_and_nothing_of_alembic_s_own_set_up(tmp_path):
+    env = claudeops_env(tmp_path)
+    first = subprocess.run([str(CLAUDEOPS), "db", "upgrade", "heads"], env=env, capture_output=True, text=True,
+                           check=True, timeout=60).stderr.splitlines()
+    applied = [line for line in first if "Running upgrade" in line]
+    assert applied and applied[0].endswith("Running upgrade  -> 0001_sessions, Sessions and their activity log "
+                                           "(the host's tables).")
+    # A docstring of several lines and paragraphs: its first paragraph, on the one line.
+    assert len(applied) == len(first), first
+    assert not any(line.startswith("Context impl") or "Will assume" in line for line in first)
+    again = subprocess.run([str(CLAUDEOPS), "db", "upgrade", "heads"], env=env, capture_output=True, text=True,
+                           check=True, timeout=60)
+    assert again.stderr == ""
+    debug = subprocess.run([str(CLAUDEOPS), "db", "upgrade", "heads"], env={**env, "CLAUDEOPS_LOG_LEVEL": "DEBUG"},
+                           capture_output=True, text=True, check=True, timeout=60)
+    assert "Context impl" in debug.stderr   # all of it at DEBUG
+
+
 @sqlite_only("SQLite's write-ahead log")
 def test_a_command_leaves_the_database_whole_in_its_file(tmp_path):
     """Its connections closed at exit: SQLite folds the write-ahead log
@@ -206,7 +224,7 @@ def test_a_command_leaves_the_database_whole_in_its_file(tmp_path):
     for command in (["db", "upgrade", "heads"], ["memories", "add", "--category", "timing", "Disk fills on Sundays"],
                     ["memories", "list"]):
         subprocess.run([str(CLAUDEOPS), *command], env=env, capture_output=True, check=True, timeout=60)
-        assert sorted(p.name for p in (tmp_path / "state").glob("claudeops.db*")) == ["claudeops.db"], command
+        assert not list((tmp_path / "state").glob("claudeops.db-*")), command   # no -wal, no -shm
     copy = tmp_path / "copy.db"
     copy.write_bytes((tmp_path / "state" / "claudeops.db").read_bytes())
     with sqlite3.connect(copy) as connection:

@@ -101,6 +101,30 @@ def test_the_dashboard_is_served_by_gunicorn(service):
     assert "gunicorn" in svc.log().lower() or "Booting worker" in svc.log()
 
 
+def test_gunicorn_logs_at_the_service_s_level_and_its_access_log_only_where_info_is_logged(tmp_path):
+    """An open dashboard tab polls every 5 s: at WARNING, or with the access
+    log off, no request makes a line."""
+    from app.serve import gunicorn_command
+    command = gunicorn_command("127.0.0.1", 8080, 2)
+    assert command[command.index("--log-level") + 1] == "info" and "--access-logfile" in command
+    assert "--access-logfile" not in gunicorn_command("127.0.0.1", 8080, 2, "INFO", access_log=False)
+    for level in ("WARNING", "ERROR"):
+        quiet = gunicorn_command("127.0.0.1", 8080, 2, level)
+        assert quiet[quiet.index("--log-level") + 1] == level.lower() and "--access-logfile" not in quiet
+    logs = {}
+    for level in ("INFO", "WARNING"):
+        svc = Service(tmp_path / level, {"CLAUDEOPS_INTERVAL": "0", "CLAUDEOPS_LOG_LEVEL": level}, workers=1).start()
+        try:
+            for _ in range(3):
+                assert svc.get("/api/v1/health")[0] == 200
+        finally:
+            assert svc.terminate() == 0
+        logs[level] = svc.log()
+    assert logs["INFO"].count('"GET /api/v1/health HTTP/1.1" 200') >= 3 and "[INFO]" in logs["INFO"]
+    assert "GET /api/v1/health" not in logs["WARNING"] and "[INFO]" not in logs["WARNING"], logs["WARNING"]
+    assert " INFO " not in logs["WARNING"]
+
+
 def test_every_gunicorn_worker_counts_the_same_wrong_bearer_tokens(tmp_path):
     """The limit of ten wrong tokens holds for all the workers together
     (app/limit_store.py), not ten for each. Three of the four workers are
