@@ -185,6 +185,8 @@ def test_a_missing_run_log_is_a_warning_and_a_file_outside_the_results_dir_is_ne
     assert report.counts["sessions' logs"] == 2 and report.counts["run log files"] == 1   # the stderr log
     assert "is already gone" in caplog.text and "not inside the results directory" in caplog.text
     assert outside.exists()
+    # The stderr log beside the file outside was never there: a crash leaves none, and it is no news.
+    assert "stderr.log is already gone" not in caplog.text
     db.session.expire_all()
     assert activity_count(missing.id) == 0 and activity_count(elsewhere.id) == 0
     # The file left in place is still offered; the other session's are gone.

@@ -132,14 +132,17 @@ def old_sessions(cutoff: datetime, here: str | None = None, elsewhere: bool = Fa
 def _run_log_files(session_id: int, log_path: str | None, results_dir: Path) -> tuple[list[Path], bool]:
     """The session's run log and stderr log to remove, and whether a file of
     them stays: one outside the results directory is logged and left alone,
-    and a missing one is logged."""
+    and a missing run log is logged."""
     if not log_path:
         return [], False
     run_log = Path(log_path)
     found, stays = [], False
     for path in (run_log, run_log.with_suffix(".stderr.log")):
         if not os.path.lexists(path):
-            log.warning("retention: session %s: %s is already gone", session_id, path)
+            # A session ended by a crash has no stderr log: the stderr it
+            # gathered in a temporary file went with the process.
+            if path == run_log:
+                log.warning("retention: session %s: %s is already gone", session_id, path)
             continue
         try:
             # Where the name is that unlink removes: a link named outside is
