@@ -98,8 +98,10 @@ def test_pruning_removes_only_old_finished_sessions_logs(app, fake_cli, run_sess
     kept = db.session.get(Session, old.id)
     assert (kept.status, kept.cost_usd, kept.response) == (COMPLETED, old_cost, old_response)
     assert kept.log_path is None and kept.logs_removed_at is not None
+    assert kept.system_prompt is None   # the largest text a session keeps goes with its logs
     assert activity_count(recent.id) > 0 and all(path.exists() for path in recent_files)
     assert db.session.get(Session, recent.id).logs_removed_at is None
+    assert "## Reporting events" in db.session.get(Session, recent.id).system_prompt
     assert (activity_count(running.id), activity_count(queued.id)) == (3, 2)
     assert db.session.get(Memory, memory.id) is not None
     # The events the old session reported are younger than their own retention.
@@ -327,7 +329,7 @@ def test_the_session_page_says_the_activity_log_was_removed(app, client, fake_cl
 
     page = client.get(f"/sessions/{old.id}").get_data(as_text=True)
     assert "Activity log removed 90 days after the session ended, by retention (CLAUDEOPS_LOG_RETENTION_DAYS)," in page
-    assert ", with the run log files." in page
+    assert ", with the run log files and the system prompt." in page
     assert "Run log</dt>" not in page and "Checked the disks." in page   # the response is kept
     api = client.get(f"/api/v1/sessions/{old.id}").get_json()
     assert api["logs_removed_at"] is not None and api["status"] == COMPLETED

@@ -108,7 +108,11 @@ def prune_session_logs(now: datetime, dry_run: bool, batch_size: int) -> LogPrun
                                                    batch_size)
         if stopping():   # some rows may be left: these sessions are not marked, and are finished next time
             break
-        db.session.execute(update(Session).where(Session.id.in_(pruned)).values(logs_removed_at=now))
+        # The system prompt goes with them: the largest text a session keeps
+        # (its memory section alone up to the memory budget), there only to
+        # look back on; which memories it was given stays (memory_injections).
+        db.session.execute(update(Session).where(Session.id.in_(pruned)).values(logs_removed_at=now,
+                                                                               system_prompt=None))
         db.session.commit()
         done.sessions += len(chunk) - len(tried_again)
     return done

@@ -27,7 +27,7 @@ SESSION_FIELDS = {
     "parent_id": nullable(integer(1, description="the session that escalated to this one")),
     "escalation_reason": OPTIONAL_TEXT,
     "logs_removed_at": nullable({**TIMESTAMP, "description": "when retention (CLAUDEOPS_LOG_RETENTION_DAYS) "
-                                 "removed the session's activity log and run log; the session is kept"}),
+                                 "removed the session's activity log, run log and system prompt; the session is kept"}),
 }
 
 SCHEMAS = {
