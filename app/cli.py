@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import threading
+from pathlib import Path
 
 import click
 from flask import current_app
@@ -84,9 +85,10 @@ def _beside_no_scheduler(command: click.Command) -> click.Command:
     @functools.wraps(callback)
     def holding_off_the_scheduler(*args, **kwargs):
         from app.backup_cli import hold_off_the_scheduler, leave_to_the_owner_of_their_directory
-        from app.sessions.runner_lock import RunnerLock
+        if kwargs.get("sql"):   # --sql writes the statements out and touches no database
+            return callback(*args, **kwargs)
         app = click.get_current_context().ensure_object(ScriptInfo).load_app()
-        lock = RunnerLock(app.config["CLAUDEOPS_STATE_DIR"], app.config["SQLALCHEMY_DATABASE_URI"])
+        lock = _lock_a_scheduler_could_hold(app)
         hold_off_the_scheduler(lock, "then run this command")
         try:
             return callback(*args, **kwargs)
@@ -175,6 +177,19 @@ SCHEMA_OF_ANY_VERSION = frozenset({"db", "serve", "scheduler", "run", "backup", 
                                    "mcp", "cooldowns check-tool"})
 
 
+def _lock_a_scheduler_could_hold(app):
+    """The runner lock where a scheduler could hold it: in a state directory
+    and beside a SQLite file that are there (where they are not, none runs,
+    and the command says what is missing itself), and PostgreSQL's own,
+    which needs no state directory on a host that only migrates."""
+    from app.sessions.runner_lock import RunnerLock
+    state = app.config["CLAUDEOPS_STATE_DIR"]
+    url = make_url(app.config["SQLALCHEMY_DATABASE_URI"])
+    if url.get_backend_name() == "sqlite" and not (url.database and Path(url.database).exists()):
+        url = None
+    return RunnerLock(state if Path(state).is_dir() else None, url)
+
+
 def _schema_checked(command: click.Command, path: str) -> click.Command:
     """``command`` (at ``path``: its name, after its groups'), or each
     command of a group, refusing to run on a database at a schema revision
@@ -184,7 +199,11 @@ def _schema_checked(command: click.Command, path: str) -> click.Command:
         return command
     checked = copy.copy(command)
     if isinstance(command, click.Group):
-        checked.commands = {name: _schema_checked(sub, f"{path} {name}") for name, sub in command.commands.items()}
+        # As the group finds each command, a lazy group's too.
+        def get_command(ctx: click.Context, name: str):
+            sub = command.get_command(ctx, name)
+            return sub and _schema_checked(sub, f"{path} {name}")
+        checked.get_command = get_command
         return checked
 
     def invoke(ctx: click.Context):
@@ -413,8 +432,8 @@ def _echo_outcome(session) -> None:
 @with_appcontext
 def prune(dry_run: bool):
     """Remove what is past its retention now, and print what was removed: the
-    activity logs and run log files of sessions that ended more than
-    CLAUDEOPS_LOG_RETENTION_DAYS ago (the sessions themselves are kept), events
+    activity logs, run log files and system prompts of sessions that ended more
+    than CLAUDEOPS_LOG_RETENTION_DAYS ago (the sessions themselves are kept), events
     older than CLAUDEOPS_EVENT_RETENTION_DAYS, cooldown records older than
     CLAUDEOPS_COOLDOWN_RETENTION_DAYS (never one a limit's window still
     counts), and what installed plugins prune. Memories are never removed.

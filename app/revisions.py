@@ -3,7 +3,6 @@ a database at a revision it lacks was migrated by a newer Claude Ops, or by
 a plugin no longer installed, and Alembic would only say it cannot locate it."""
 from __future__ import annotations
 
-import logging
 from typing import Callable
 
 from alembic.migration import MigrationContext
@@ -31,21 +30,15 @@ def newer_schema(shown_url: str, unknown: list[str]) -> str:
     return (f"the database {shown_url} is at schema revision {', '.join(unknown)}, which this installation does "
             "not know. Either a newer version of Claude Ops migrated it: install that version again, or restore "
             "the backup taken before the upgrade (`claudeops restore`; PostgreSQL: pg_restore). Or a plugin whose "
-            "tables are in it was uninstalled: reinstall it, and run `claudeops db downgrade <branch>@base` before "
-            "removing it")
+            "tables are in it was uninstalled: reinstall it, and run `claudeops db downgrade <branch>@base` (with the "
+            "service stopped) before removing it")
 
 
 def unknown_revisions(app: Flask) -> list[str]:
     """The revisions the database is at that this installation lacks."""
-    migration_log = logging.getLogger("alembic.runtime.migration")
-    level = migration_log.level
-    # Its words on configuring (the dialect, transactional DDL) are no news
-    # before every command that reads or writes rows.
-    migration_log.setLevel(max(logging.WARNING, level))
-    try:
-        with db.engine.connect() as connection:
-            current = MigrationContext.configure(connection).get_current_heads()
-    finally:
-        migration_log.setLevel(level)
+    # Its words on configuring (the dialect, transactional DDL) are dropped
+    # below DEBUG (app/migration_log.py): no news before every command.
+    with db.engine.connect() as connection:
+        current = MigrationContext.configure(connection).get_current_heads()
     known = known_revision(app)
     return sorted(revision for revision in current if not known(revision))

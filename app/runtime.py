@@ -120,7 +120,8 @@ def refused(spec: Setting, raw: str | None) -> Optional[str]:
     try:
         spec.parse(raw)
     except ValueError as exc:
-        return str(exc)
+        # A plugin's parser may put the value in its words: a secret's are not shown.
+        return "not valid for this version" if spec.secret else str(exc)
     return None
 
 

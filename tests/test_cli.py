@@ -179,6 +179,18 @@ def test_the_schema_is_not_changed_under_a_running_service(tmp_path):
     subprocess.run([str(CLAUDEOPS), "db", "upgrade", "heads"], env=env, capture_output=True, check=True, timeout=60)
 
 
+@sqlite_only("a state directory holds the database")
+def test_changing_the_schema_of_no_database_says_there_is_none(tmp_path):
+    """No scheduler can hold a lock in a state directory that is not there:
+    the command says what is missing, not that it cannot make a lock file."""
+    env = claudeops_env(tmp_path)
+    for command in (["downgrade", "base"], ["stamp", "heads"]):
+        result = subprocess.run([str(CLAUDEOPS), "db", *command], env=env, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 1, command
+        assert "Error: there is no Claude Ops database at " in result.stderr, result.stderr
+        assert "lock file" not in result.stderr and not (tmp_path / "state").exists()
+
+
 def test_a_database_with_an_unknown_revision_gives_a_clear_error(tmp_path):
     """As after uninstalling a plugin whose branch is still applied."""
     from sqlalchemy import create_engine, text

@@ -96,7 +96,7 @@ def test_a_page_number_past_every_row_is_an_empty_page_not_an_error(client):
 @pytest.mark.parametrize("path, said", [
     ("/events?level=bogus", ["the level 'bogus', none of info, warning, critical: every level is shown"]),
     ("/events?before=abc", ["before='abc', which is not a number; the page is shown without it"]),
-    ("/events?before=-5", ["before=-5, which is no id (ids are 1 and up); the page is shown without it"]),
+    ("/events?before=-5", ["before=-5, which is below every id; the page is shown without it"]),
     ("/memories?page=0", ["page=0, which is no page (the first is 1); the first page is shown"]),
     ("/sessions?page=-3", ["page=-3, which is no page (the first is 1); the first page is shown"]),
     ("/memories?category=zzz&status=bogus&page=2x", [

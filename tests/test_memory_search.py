@@ -148,19 +148,21 @@ def test_without_fts5_words_still_match(app, memories):
 
 
 def test_a_memory_s_reference_finds_that_memory_alone(memories, client):
-    """#12 as the table, notices and messages name a memory, m12 as the
-    agent's prompt does: the memory, not every text holding "12"."""
+    """#12 as the table, notices and messages name a memory: the memory, not
+    every text holding "12"."""
     vacuum = memories["vacuum"]
     add_memory(f"Port {vacuum.id} is closed on the firewall")   # its id as a word
-    for q in (f"#{vacuum.id}", f"m{vacuum.id}", f"M{vacuum.id}", f"  #{vacuum.id} "):
+    add_memory(f"Built for the m{vacuum.id} board")
+    for q in (f"#{vacuum.id}", f"  #{vacuum.id} "):
         assert found(q) == ["Vacuum runs Sundays at 03:00"], q
     assert found(f"{vacuum.id}") == [f"Port {vacuum.id} is closed on the firewall"]   # digits alone are text
+    assert found(f"m{vacuum.id}") == [f"Built for the m{vacuum.id} board"]   # as is the prompt's m12
     assert found(f"#{vacuum.id}", category="timing") == []   # the other filters still hold
     for q in ("#007", "m99999", f"#{2**31}", "#" + "9" * 19, "#" + "9" * 5000, "#١٢"):
         assert found(q) == [], q
     api = client.get(f"/api/v1/memories?q=%23{vacuum.id}").get_json()
     assert [m["id"] for m in api["memories"]] == [vacuum.id]
     assert client.get("/api/v1/memories?q=%23" + "9" * 5000).status_code in (200, 400)
-    page = client.get(f"/memories?q=m{vacuum.id}").get_data(as_text=True)
+    page = client.get(f"/memories?q=%23{vacuum.id}").get_data(as_text=True)
     assert "Vacuum runs Sundays" in page and "Takes 60s to start" not in page
     assert f'<span class="memory-id card-detail">#{vacuum.id}</span>' in page   # as the row shows it

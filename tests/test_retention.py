@@ -99,6 +99,12 @@ def test_pruning_removes_only_old_finished_sessions_logs(app, fake_cli, run_sess
     assert (kept.status, kept.cost_usd, kept.response) == (COMPLETED, old_cost, old_response)
     assert kept.log_path is None and kept.logs_removed_at is not None
     assert kept.system_prompt is None   # the largest text a session keeps goes with its logs
+    # One whose logs an earlier version removed loses its system prompt at the next pruning.
+    db.session.execute(update(Session).where(Session.id == old.id).values(system_prompt="## Earlier"))
+    db.session.commit()
+    retention.prune()
+    db.session.expire_all()
+    assert db.session.get(Session, old.id).system_prompt is None
     assert activity_count(recent.id) > 0 and all(path.exists() for path in recent_files)
     assert db.session.get(Session, recent.id).logs_removed_at is None
     assert "## Reporting events" in db.session.get(Session, recent.id).system_prompt

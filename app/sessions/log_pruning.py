@@ -68,6 +68,11 @@ def prune_session_logs(now: datetime, dry_run: bool, batch_size: int) -> LogPrun
         log.info("retention: %d sessions past retention keep their logs: their run logs are in another "
                  "results directory (the scheduler's host), whose retention removes them",
                  done.left_to_their_host)
+    if not dry_run:
+        # Sessions whose logs an earlier version removed still hold their
+        # system prompt: it goes now, as it would have with them.
+        db.session.execute(update(Session).where(Session.logs_removed_at.is_not(None),
+                                                 Session.system_prompt.is_not(None)).values(system_prompt=None))
     db.session.commit()   # nothing held while files are looked at
     for start in range(0, len(old), SESSIONS_PER_ROUND):
         chunk = old[start:start + SESSIONS_PER_ROUND]

@@ -45,7 +45,7 @@ class LogPage:
 def _id_arg(name: str) -> Optional[int]:
     value = int_arg(name)
     if value is not None and value < 0:
-        ignore(f"{name}={value}, which is no id (ids are 1 and up); the page is shown without it")
+        ignore(f"{name}={value}, which is below every id; the page is shown without it")
         return None
     return None if value is None else min(value, MAX_ID)
 

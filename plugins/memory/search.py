@@ -30,9 +30,10 @@ from plugins.memory.models import Memory
 MAX_WORDS = 10
 WORD = re.compile(r"\w+", re.UNICODE)
 # A memory as the service names it to the operator (#12: notices, messages,
-# the table) and to the agent (m12: the prompt, outcome markers): a search
-# for it is that memory, not the text "12". ASCII digits with no leading zero.
-REFERENCE = re.compile(r"\s*(?:#|[mM])([1-9][0-9]{0,18})\s*")
+# the table): a search for it is that memory, not the text "12". ASCII
+# digits with no leading zero. (Not m12, as the agent's prompt names it: a
+# search for "m2" may well mean the text.)
+REFERENCE = re.compile(r"\s*#([1-9][0-9]{0,18})\s*")
 # The indexed text on PostgreSQL; each must stay the expression of its index
 # (ix_memories_fts, ix_memories_words_fts), with the configurations of pg_configurations.
 PG_TEXT = "coalesce(memories.service, '') || ' ' || memories.category || ' ' || memories.observation"
@@ -47,7 +48,7 @@ def words(q: str) -> list[str]:
 def apply(query, q: str):
     """``query`` (a select of Memory) narrowed to memories matching every
     word of ``q``, best match first; later ``order_by`` calls break ties.
-    A ``q`` that is a memory's reference (#12, m12) is that memory."""
+    A ``q`` that is a memory's reference (#12) is that memory."""
     if not (q or "").strip():
         return query
     reference = REFERENCE.fullmatch(q)

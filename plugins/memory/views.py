@@ -328,7 +328,8 @@ def approve(memory_id: int):
     if request.form.get("view") == "table":
         return _decide(memory, "approved", review.approve)
     edits, since = _edits(memory, review.EDIT_FIELDS)
-    # Approved meanwhile, it is for the inbox to leave (_decide), edits or not.
+    # Approved meanwhile, it is for the inbox to leave (_decide), edits or not. (Rejected
+    # meanwhile, it may still be approved: its edits are checked as any others.)
     if since and memory.status != APPROVED:
         return _edited_elsewhere("memory/_inbox_edit.html", memory, review.EDIT_FIELDS, edits, since,
                                  "Not approved", "Approve")
