@@ -100,9 +100,10 @@ def in_force(spec: Setting | str, raw: str | None) -> Any:
     still parses, else the configuration."""
     name = spec if isinstance(spec, str) else spec.name
     if raw is not None and not isinstance(spec, str):
-        why = refused(spec, raw)
-        if why is None:
+        try:
             return spec.parse(raw)
+        except ValueError:   # valid when stored; a later version may take less
+            why = refused(spec, raw)
         logged = current_app.extensions.setdefault(IGNORED_LOGGED, set())
         if (name, raw) not in logged:
             logged.add((name, raw))
