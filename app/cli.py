@@ -432,8 +432,9 @@ def _echo_outcome(session) -> None:
 @with_appcontext
 def prune(dry_run: bool):
     """Remove what is past its retention now, and print what was removed: the
-    activity logs, run log files and system prompts of sessions that ended more
-    than CLAUDEOPS_LOG_RETENTION_DAYS ago (the sessions themselves are kept), events
+    activity logs, run log files, system prompts and records of the memories
+    given to sessions that ended more than CLAUDEOPS_LOG_RETENTION_DAYS ago
+    (the sessions themselves are kept), events
     older than CLAUDEOPS_EVENT_RETENTION_DAYS, cooldown records older than
     CLAUDEOPS_COOLDOWN_RETENTION_DAYS (never one a limit's window still
     counts), and what installed plugins prune. Memories are never removed.

@@ -3,8 +3,9 @@ sessions does not fill the disk.
 
 The host removes old sessions' activity logs and run logs
 (app/sessions/log_pruning.py); each plugin prunes its own tables in
-``claudeops_prune`` (events, cooldown records), by settings of its own.
-Memories and their history are never pruned: the operator curates them.
+``claudeops_prune`` (events, cooldown records, which memories each session
+was given), by settings of its own or the host's. Memories and their
+history are never pruned: the operator curates them.
 The scheduler runs this at start and daily; ``claudeops prune`` runs it by hand.
 """
 from __future__ import annotations

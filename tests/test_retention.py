@@ -25,7 +25,8 @@ from app.timeutil import utcnow
 from plugins.cooldowns.models import CooldownAction
 from plugins.events.models import Event
 from plugins.memory import store as memories
-from plugins.memory.models import Memory
+from plugins.memory import GIVEN_RECORDS, given_to_sessions_ended_before
+from plugins.memory.models import Memory, MemoryHistory, MemoryInjection
 from tests import streamlines as sl
 from tests.conftest import make_app
 from tests.support.database import sqlite_only
@@ -167,7 +168,7 @@ def test_a_dry_run_deletes_nothing_and_reports_counts(app, fake_cli, run_session
 
     assert report.dry_run
     assert report.counts == {"sessions' logs": 1, "activity entries": entries, "run log files": 2,
-                             "events": 1, "cooldown records": 0}
+                             "events": 1, "cooldown records": 0, GIVEN_RECORDS: 0}
     assert report.bytes_freed == size
     db.session.expire_all()
     assert activity_count(old.id) == entries and all(path.exists() for path in run_logs(old))
@@ -367,6 +368,47 @@ def test_a_session_that_never_ran_is_not_said_to_have_lost_its_logs(app, client)
     assert "activity-removed" not in page and "Activity log removed" not in page
 
 
+def given_to(session_id: int) -> list[int]:
+    return list(db.session.scalars(select(MemoryInjection.memory_id).where(MemoryInjection.session_id == session_id)
+                                   .order_by(MemoryInjection.position)))
+
+
+def test_which_memories_a_session_was_given_goes_with_its_logs(app, client, fake_cli, run_session_now):
+    fake_cli(SCRIPT)
+    kept = [memories.create("timing", "nas", "Disks take 5 minutes to spin up"),
+            memories.create("dependency", "web", "Needs postgres up first")]
+    db.session.commit()
+    old = ran_days_ago(run_session_now, 91)
+    recent = ran_days_ago(run_session_now, 89)
+    running = control.enqueue()
+    db.session.add(MemoryInjection(session_id=running.id, memory_id=kept[0].id, confidence=0.7, position=0))
+    db.session.execute(update(Session).where(Session.id == running.id)
+                       .values(status=RUNNING, ended_at=utcnow() - timedelta(days=400)))
+    db.session.commit()
+    assert len(given_to(old.id)) == len(given_to(recent.id)) == 2
+    history = db.session.scalar(select(func.count()).select_from(MemoryHistory))
+
+    assert retention.prune(dry_run=True).counts[GIVEN_RECORDS] == 2
+    assert len(given_to(old.id)) == 2
+
+    report = retention.prune(batch_size=1)
+
+    assert report.counts[GIVEN_RECORDS] == 2
+    assert given_to(old.id) == [] and len(given_to(recent.id)) == 2
+    # A running session may still score what it was given ([OUTCOME:…]): never touched.
+    assert given_to(running.id) == [kept[0].id]
+    # The memories, their history and what the memory's page shows of recent sessions stay.
+    assert [db.session.get(Memory, memory.id) is not None for memory in kept] == [True, True]
+    assert db.session.scalar(select(func.count()).select_from(MemoryHistory)) == history
+    page = client.get(f"/memories/{kept[0].id}").get_data(as_text=True)
+    assert f"session #{recent.id}" in page and f"session #{old.id}<" not in page
+    assert not retention.prune().counts.get(GIVEN_RECORDS)   # done once
+    change({"CLAUDEOPS_LOG_RETENTION_DAYS": 0})
+    db.session.execute(update(Session).where(Session.id == recent.id).values(ended_at=utcnow() - timedelta(days=999)))
+    db.session.commit()
+    assert GIVEN_RECORDS not in retention.prune().counts and len(given_to(recent.id)) == 2
+
+
 def test_events_past_their_retention_are_deleted(app):
     now = utcnow()
     for days in (400, 366, 364, 1):
@@ -531,6 +573,8 @@ def test_every_prune_query_uses_an_index(app):
     assert "ix_session_activity_session_id_id (session_id=?)" in activity, activity
     events = plan(batch_query(Event, [Event.created_at < now], 5000))
     assert "ix_events_created_at (created_at<?)" in events, events
+    given = plan(batch_query(MemoryInjection, given_to_sessions_ended_before(now), 5000))
+    assert "ix_memory_injections_session_id (session_id=?)" in given, given
     cooldowns = plan(batch_query(CooldownAction, [CooldownAction.created_at < now], 5000))
     assert "ix_cooldown_actions_created_at (created_at<?)" in cooldowns, cooldowns
 

@@ -115,7 +115,7 @@ def prune_session_logs(now: datetime, dry_run: bool, batch_size: int) -> LogPrun
             break
         # The system prompt goes with them: the largest text a session keeps
         # (its memory section alone up to the memory budget), there only to
-        # look back on; which memories it was given stays (memory_injections).
+        # look back on; the memory plugin prunes which memories it was given.
         db.session.execute(update(Session).where(Session.id.in_(pruned)).values(logs_removed_at=now,
                                                                                system_prompt=None))
         db.session.commit()

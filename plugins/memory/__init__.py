@@ -8,11 +8,14 @@ the dashboard, the API and ``claudeops memories``."""
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 from sqlalchemy import func, select
 
+from app.batched_delete import prune_rows
 from app.extensions import db
 from app.hookspecs import hookimpl
+from app.models import FINISHED_STATUSES, Session
 from app.runtime import setting
 from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection, SkippedMarkers
 from app.session_warnings import warn_once
@@ -24,6 +27,9 @@ from plugins.memory.relevance import relevant_services
 from plugins.memory.settings import BUDGET_SETTING
 
 log = logging.getLogger(__name__)
+
+# What retention calls the rows of ``MemoryInjection`` it removes.
+GIVEN_RECORDS = "records of memories given to sessions"
 
 
 @hookimpl
@@ -116,6 +122,27 @@ def claudeops_prompt_context(run):
     if not context.text:
         return None
     return PromptSection(name="memory", text=context.text, position=200)
+
+
+@hookimpl
+def claudeops_prune(now, dry_run, batch_size):
+    """Which memories a session was given (some 30 rows a session, read by a
+    memory's page) goes with the session's logs and system prompt, by the
+    host's CLAUDEOPS_LOG_RETENTION_DAYS: the memories, their history and
+    their track records stay."""
+    days = setting("CLAUDEOPS_LOG_RETENTION_DAYS")
+    if not days:
+        return None
+    return {GIVEN_RECORDS: prune_rows(MemoryInjection, given_to_sessions_ended_before(now - timedelta(days=days)),
+                                      dry_run, batch_size)}
+
+
+def given_to_sessions_ended_before(cutoff):
+    """The ``MemoryInjection`` rows of sessions that ended before ``cutoff``
+    (by ix_memory_injections_session_id): never a running session's, which
+    may still score what it was given."""
+    ended = select(Session.id).where(Session.status.in_(FINISHED_STATUSES), Session.ended_at < cutoff)
+    return [MemoryInjection.session_id.in_(ended)]
 
 
 @hookimpl
