@@ -665,8 +665,8 @@ def test_bulk_delete_and_bulk_confidence(page, service, guard):
 
 def test_any_confidence_the_service_takes_can_be_typed_and_enter_sets_the_selected(page, service):
     """Confidence is not held to steps of 0.05 (0.33 is a confidence), in
-    Add Memory and in the bulk bar; Enter in the bulk bar's field sets it,
-    as the button beside it does."""
+    Add Memory, in the bulk bar and on a row's slider; Enter in the bulk
+    bar's field sets it, as the button beside it does."""
     tok = token()
     page.goto("/memories")
     page.locator("#add-memory summary").click()
@@ -676,7 +676,14 @@ def test_any_confidence_the_service_takes_can_be_typed_and_enter_sets_the_select
     form.get_by_role("button", name="Add").click()
     added = page.locator(ROWS, has_text=f"Added at a third {tok}")
     expect(added.locator("output.confidence-value")).to_have_text("0.33")
-    assert api_memory(service, int(added.get_attribute("data-id")))["confidence"] == 0.33
+    added_id = int(added.get_attribute("data-id"))
+    assert api_memory(service, added_id)["confidence"] == 0.33
+    # The slider moves from where the memory is, a hundredth at a time.
+    row(page, added_id).locator("input[type=range]").press("ArrowRight")
+    expect(row(page, added_id).locator("output.confidence-value")).to_have_text("0.34")
+    assert api_memory(service, added_id)["confidence"] == 0.34
+    row(page, added_id).locator("input[type=range]").press("ArrowLeft")
+    expect(row(page, added_id).locator("output.confidence-value")).to_have_text("0.33")
 
     other = api_create(service, f"Another {tok}", confidence=0.9)
     field = page.locator("#memory-bulk-bar input[name=bulk_confidence]")
@@ -690,7 +697,7 @@ def test_any_confidence_the_service_takes_can_be_typed_and_enter_sets_the_select
     expect(row(page, other["id"]).locator("output.confidence-value")).to_have_text("0.67")
     expect(page.locator("#memory-errors")).to_be_empty()
     assert api_memory(service, other["id"])["confidence"] == 0.67
-    assert api_memory(service, int(added.get_attribute("data-id")))["confidence"] == 0.33
+    assert api_memory(service, added_id)["confidence"] == 0.33
 
 
 def test_filters_show_only_matching_rows_and_update_the_url(page, service):
