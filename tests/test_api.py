@@ -163,6 +163,10 @@ def test_events_filters_and_order(client):
     assert client.get("/api/v1/events?level=info&service=nas").get_json()["total"] == 0
     paged = client.get("/api/v1/events?limit=1&offset=1").get_json()
     assert [e["message"] for e in paged["events"]] == ["disk"] and paged["total"] == 4
+    # An event about no one service is a "general" one, as a memory is.
+    add_events(("warning", "general", "tagged general"))
+    general = client.get("/api/v1/events?service=General").get_json()
+    assert [e["message"] for e in general["events"]] == ["tagged general", "all quiet"] and general["total"] == 2
 
 
 def test_events_page_by_id_skipping_and_repeating_none_while_events_arrive(client):

@@ -432,6 +432,16 @@ def test_events_page_filters_and_fragment(client):
     assert "up" in by_service and "slow" not in by_service
     warn_alias = client.get("/events?level=warn", headers={"HX-Request": "true"}).get_data(as_text=True)
     assert re.findall(r'class="badge level-(\w+)"', warn_alias) == ["warning"]
+    # Events about no one service are offered, and found, as "general", once however they were recorded.
+    db.session.add_all([Event(level="info", service=None, message="all quiet", created_at=utcnow()),
+                        Event(level="info", service="general", message="tagged general", created_at=utcnow())])
+    db.session.commit()
+    page = client.get("/events").get_data(as_text=True)
+    assert re.findall(r'<option value="([^"]*)"', page) == ["", "info", "warning", "critical", "", "general",
+                                                            "db", "nas", "web"]
+    general = client.get("/events?service=general", headers={"HX-Request": "true"}).get_data(as_text=True)
+    assert "all quiet" in general and "tagged general" in general and "slow" not in general
+    assert general.count('<span class="card-detail">general</span>') == 1
 
 
 def _add_numbered_events(count: int) -> None:

@@ -24,7 +24,8 @@ def openapi_paths() -> OpenApiPaths:
             "summary": "Events, newest first", "tags": ["events"], "operationId": "listEvents",
             "parameters": [
                 choice("level", LEVEL_ALIASES, "one level, by any of its names (warn for warning, …)"),
-                query("service", text(), "one service (compared in lower case)"),
+                query("service", text(), "one service (compared in lower case); general: the events about no "
+                                          "one service"),
                 query("before", integer(0, MAX_ID), "only events older than this id (to walk back from the "
                                                     "last one seen); not with after"),
                 query("after", integer(0, MAX_ID), "only events newer than this id: the `limit` just newer "

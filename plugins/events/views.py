@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from flask import Blueprint, request
-from sqlalchemy import select
+from sqlalchemy import or_, select
 
 from app.extensions import db
 from app.listing import count_up_to, distinct_values
@@ -20,6 +20,10 @@ pages = Blueprint("events", __name__, template_folder=str(Path(__file__).parent 
 api = Blueprint("events_api", __name__)
 
 PAGE_SIZE = 100
+# The Service filter's choice for events about no one service ([EVENT:info]
+# and the service's own notices), as the Memories page names its memories
+# of no service; an event an agent tagged "general" is one of them too.
+GENERAL = "general"
 
 
 def _service_arg() -> str | None:
@@ -32,7 +36,9 @@ def _filtered(level: str | None, service: str | None):
     query = select(Event)
     if level:
         query = query.where(Event.level == level)
-    if service:
+    if service == GENERAL:
+        query = query.where(or_(Event.service.is_(None), Event.service == GENERAL))
+    elif service:
         query = query.where(Event.service == service)
     return query
 
@@ -46,10 +52,10 @@ def index():
     service = _service_arg()
     query = _filtered(level, service)
     shown = newest_first(query, Event.id, PAGE_SIZE)
-    services = distinct_values(Event.service)
+    services = [name for name in distinct_values(Event.service) if name != GENERAL]
     return render_page("events/index.html", "events/_rows.html", events=shown.rows, pager=shown,
                        total=count_up_to(query), levels=LEVELS, services=services, level=level,
-                       service=service, **choices_state(services))
+                       service=service, general=GENERAL, **choices_state(services))
 
 
 @api.get("/events")
