@@ -235,7 +235,7 @@ SHAPES: tuple[Rule, ...] = (
     CommandOption("mysql -p password", re.compile(r"(?:mysql|mariadb)[\w-]*"),
                   re.compile(r"[ \t]-p" + _QUOTE + r"(?P<secret>[^\s\"'\\-][^\s\"'\\]*)"), hints=("mysql", "mariadb")),
     Rule("sshpass -p password", re.compile(
-        r"sshpass[ \t]+(?:-[a-zA-Z]+[ \t]+)*?-p[ \t]*(?P<secret>[^\s\"'\\]+)"), "secret",
+        r"sshpass[ \t]+(?:-[a-zA-Z]+[ \t]+)*?-p[ \t]*" + _QUOTE + r"(?P<secret>[^\s\"'\\]+)"), "secret",
         keep=_placeholder, hints=("sshpass",), word_start=True),
     CommandOption("curl user:password", re.compile(r"curl"), re.compile(
         r"[ \t](?:-u|--user)(?:[ \t]+|=)?[\"']?[^\s:\"'\\]*:(?P<secret>[^\s\"'\\]+)"), hints=("curl",)),
@@ -444,8 +444,19 @@ def replace_spans(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(parts)
 
 
+# Go's JSON encoder (docker inspect, kubectl -o json, most of the tools an
+# agent runs) writes these as \u escapes, where Python's writes them as they are.
+_GO_HTML_ESCAPES = str.maketrans({"&": "\\u0026", "<": "\\u003c", ">": "\\u003e"})
+
+
 def _json_forms(secret: str) -> set[str]:
-    return {json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]} - {secret}
+    """The secret as a JSON string holds it: as Python and Go write it, and
+    as that text holds it again inside a raw stream-json line (a tool's JSON
+    output is a string in the CLI's line, escaped a second time)."""
+    once = {json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]}
+    once |= {form.translate(_GO_HTML_ESCAPES) for form in once}
+    twice = {json.dumps(form)[1:-1] for form in once} | {json.dumps(form, ensure_ascii=False)[1:-1] for form in once}
+    return (once | twice) - {secret}
 
 
 def _escaping(text: str, index: int) -> bool:

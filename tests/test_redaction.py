@@ -77,6 +77,7 @@ CAUGHT = [
      f'{{"command": "mysql -u root -p{R} -e \\"show databases\\""}}'),
     ("mariadb -p'Qu0ted' -e 'select 1'", f"mariadb -p'{R}' -e 'select 1'"),
     ("sshpass -p S3cret ssh host && sshpass -v -pS3cret scp a b", f"sshpass -p {R} ssh host && sshpass -v -p{R} scp a b"),
+    ("sshpass -p 'S3cret' ssh host; sshpass -p\"S3cret\" scp a b", f"sshpass -p '{R}' ssh host; sshpass -p\"{R}\" scp a b"),
     ("curl -u admin:S3cret https://x; curl -s --user=admin:pw x; curl -uadmin:pw2 x",
      f"curl -u admin:{R} https://x; curl -s --user=admin:{R} x; curl -uadmin:{R} x"),
     ("Cookie: session=abc123; theme=dark", f"Cookie: {R}"),
@@ -194,6 +195,27 @@ def test_a_raw_stream_json_line_stays_valid_json(redactor, raw, _):
         decoded = json.loads(redacted)["message"]["content"][0]["content"]
         # What the line holds, redacted raw, is what the text is, redacted decoded.
         assert decoded == redactor.redact(raw)
+
+
+def test_a_secret_value_is_found_as_go_and_json_inside_json_write_it(redactor):
+    """A tool that prints JSON escapes the value once (Go's encoder writes
+    & < > as \\u escapes too); the CLI's line escapes that text again."""
+    go_redactor = Redactor(["Pa&ss<w>rd1234"])
+    printed = 'docker inspect db: {"Env": ["DB_PASSWORD=Pa\\u0026ss\\u003cw\\u003erd1234"]}'
+    assert go_redactor.redact(printed) == f'docker inspect db: {{"Env": ["DB_PASSWORD={R}"]}}'
+    for secret_redactor, value, tail in ((go_redactor, "Pa&ss<w>rd1234", "rd1234"),
+                                         (redactor, 'quo"te\\slash-secret', "slash-secret")):
+        output = json.dumps({"Env": [f"APP_KEY={value}"]})
+        if secret_redactor is go_redactor:
+            output = output.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+        for ensure_ascii in (True, False):
+            line = json.dumps({"type": "user", "message": {"content": [{"type": "tool_result", "content": output}]}},
+                              ensure_ascii=ensure_ascii)
+            redacted = secret_redactor.redact(line)
+            assert tail not in redacted
+            decoded = json.loads(redacted)["message"]["content"][0]["content"]
+            assert json.loads(decoded) == {"Env": [f"APP_KEY={R}"]}
+            assert decoded == secret_redactor.redact(output)
 
 
 def test_a_private_key_with_json_escaped_newlines_is_redacted_whole(redactor):
