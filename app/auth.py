@@ -262,8 +262,10 @@ def page_of(url: Optional[str]) -> str:
 
 
 def safe_next(target: Optional[str]) -> str:
-    """Only a path on this site: never another host (an open redirect)."""
-    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+    """Only a path on this site: never another host (an open redirect), nor a
+    control character (a line break would end the Location header)."""
+    if (not target or not target.startswith("/") or target.startswith("//") or "\\" in target
+            or any(ord(c) < 0x20 or ord(c) == 0x7f for c in target)):
         return url_for("overview.index")
     parts = urlsplit(target)
     if parts.scheme or parts.netloc:

@@ -59,10 +59,19 @@ def test_secrets_compare_exactly():
     assert not secrets_equal("", "abc")
 
 
-@pytest.mark.parametrize("target", ["//evil.example/x", "https://evil.example/", "/\\evil.example", "javascript:alert(1)", "", None])
+@pytest.mark.parametrize("target", ["//evil.example/x", "https://evil.example/", "/\\evil.example", "javascript:alert(1)", "", None,
+                                    "/\r\nSet-Cookie:x=1", "/\t/evil.example", "/a\x7f"])
 def test_next_never_leaves_the_site(app, target):
     with app.test_request_context():
         assert safe_next(target) == "/"
+
+
+def test_a_login_link_with_a_line_break_in_next_leads_home(tmp_path):
+    client = make_app(tmp_path, CLAUDEOPS_PASSWORD=PASSWORD).test_client()
+    page = client.get("/login?next=/%0d%0aSet-Cookie:x=1")
+    assert page.status_code == 200 and 'name="next" value="/"' in page.get_data(as_text=True)
+    done = client.post("/login?next=/%0d%0aSet-Cookie:x=1", data={"password": PASSWORD})
+    assert (done.status_code, done.headers["Location"]) == (302, "/") and "x=1" not in str(done.headers)
 
 
 def test_next_keeps_a_local_path(app):
@@ -237,7 +246,11 @@ def test_no_route_answers_without_credentials(closed_app):
 
 def test_open_endpoints_stay_open(closed_app):
     client = closed_app.test_client()
-    assert client.get("/api/v1/health").status_code == 200
+    health = client.get("/api/v1/health")
+    # Anyone may ask whether the service answers; which plugins it runs is told to the operator.
+    assert health.status_code == 200 and set(health.get_json()) == {"status", "database", "scheduler"}
+    stats = client.get("/api/v1/stats", headers={"Authorization": f"Bearer {TOKEN}"}).get_json()
+    assert {"plugins.events", "plugins.memory", "plugins.cooldowns"} <= set(stats["plugins"])
     assert client.get("/static/style.css").status_code == 200
     assert client.get("/login").status_code == 200
 
@@ -572,17 +585,22 @@ def test_state_changing_forms_need_the_csrf_token(tmp_path):
     assert sessions() == 1
 
 
-def test_a_proxy_that_hides_the_browsers_host_is_named_on_the_login_page(tmp_path):
+def test_a_proxy_that_hides_the_browsers_host_is_named_on_the_login_page(tmp_path, caplog):
     """Over TLS, Flask-WTF wants the Referer on the host the service sees; a
-    proxy that does not pass the host fails every form. The page says why."""
+    proxy that does not pass the host fails every form. The page says why,
+    and the log names the page without its query."""
     app = make_app(tmp_path, CLAUDEOPS_PASSWORD=PASSWORD, WTF_CSRF_ENABLED=True, CLAUDEOPS_TRUSTED_PROXIES=1)
     client = app.test_client()
     behind = {"X-Forwarded-Proto": "https", "Host": "127.0.0.1:8097"}
     page = client.get("/login", headers=behind).get_data(as_text=True)
     token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
-    refused = client.post("/login", headers={**behind, "Referer": "https://ops.example.com/login"},
+    refused = client.post("/login", headers={**behind, "Referer": "https://ops.example.com/login?next=/memories"
+                                                                          "%3Fq%3Dsearched-words"},
                           data={"password": PASSWORD, "csrf_token": token})
-    assert (refused.status_code, refused.headers["Location"]) == (303, "/login")
+    # Back to the page the form was on, which the log names without its query.
+    assert refused.status_code == 303 and refused.headers["Location"].startswith("/login?next=")
+    assert "(Referer https://ops.example.com/login, Host 127.0.0.1:8097)" in caplog.text
+    assert "searched-words" not in caplog.text
     page = client.get("/login", headers=behind).get_data(as_text=True)
     assert "this page was opened at ops.example.com, but the service sees itself as 127.0.0.1:8097" in page
     passed = client.post("/login", headers={**behind, "X-Forwarded-Host": "ops.example.com",
@@ -597,6 +615,11 @@ def test_pages_forbid_inline_script_and_framing(app):
     assert "script-src 'self'" in policy and "unsafe-inline" not in policy.split("script-src")[1].split(";")[0]
     assert "frame-ancestors 'none'" in policy
     assert response.headers["X-Content-Type-Options"] == "nosniff"
+    # What the service shows is kept in no cache; its own static files are.
+    client = app.test_client()
+    for path in ("/", "/api/v1/health", "/memories/export.json", "/no-such-page"):
+        assert client.get(path).headers["Cache-Control"] == "no-store", path
+    assert "no-store" not in client.get("/static/htmx.min.js").headers.get("Cache-Control", "")
     assert response.headers["X-Frame-Options"] == "DENY"
 
 

@@ -162,8 +162,10 @@ def _register_error_handlers(app: Flask) -> None:
             # the host the browser used fails every form, which is a setup to fix.
             origin = urlsplit(request.referrer or "").netloc or "no address"
             message = OTHER_ADDRESS.format(origin=origin, host=request.host)
+            # The page's address without its query: a search's words stay out of the log.
+            came_from = urlsplit(request.referrer or "")._replace(query="", fragment="").geturl() or "none"
             log.warning("refused %s %s: %s (Referer %s, Host %s)", request.method, request.path,
-                        exc.description, request.referrer, request.host)
+                        exc.description, came_from, request.host)
         else:
             message = STALE_PAGE.format(why=STALE_WHY[credentials_configured(current_app.config)])
             log.info("refused %s %s: %s", request.method, request.path, exc.description)

@@ -8,6 +8,7 @@ from datetime import timedelta
 from flask import Blueprint, current_app
 from sqlalchemy import func, select, text
 
+from app.auth import credentials_configured
 from app.config import TIERS
 from app.extensions import db
 from app.models import COMPLETED, FAILED, TIMED_OUT, SchedulerState, Session
@@ -36,8 +37,16 @@ def health():
         database = f"error: {type(exc).__name__}"
     # A scheduler gone silent runs nothing, and records nothing: sessions wait.
     ok = database == "ok" and silent_since is None
-    return {"status": "ok" if ok else "degraded", "database": database, "scheduler": scheduler,
-            "plugins": sorted(name for name, _ in current_app.extensions["claudeops.plugins"].list_name_plugin())}, (200 if ok else 503)
+    answer = {"status": "ok" if ok else "degraded", "database": database, "scheduler": scheduler}
+    # Anyone may ask, with a credential set: which plugins run (and so what
+    # they may be open to) is told to those who log in (GET /stats).
+    if not credentials_configured(current_app.config):
+        answer["plugins"] = loaded_plugins()
+    return answer, (200 if ok else 503)
+
+
+def loaded_plugins() -> list[str]:
+    return sorted(name for name, _ in current_app.extensions["claudeops.plugins"].list_name_plugin())
 
 
 @api.get("/stats")
@@ -65,6 +74,7 @@ def stats():
         "next_scheduled_run": isoformat(state.next_run_at) if alive and state.next_run_at else None,
         "scheduler": {"running": alive, "pid": state.pid if alive else None,
                       "heartbeat_at": isoformat(state.heartbeat_at) if state else None},
+        "plugins": loaded_plugins(),
     }
     given_by = dict.fromkeys(figures, "the host")
     for plugin, result in results_by_plugin("claudeops_stats"):

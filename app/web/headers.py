@@ -3,11 +3,13 @@
 Agent text is escaped wherever it is rendered; the Content-Security-Policy
 makes sure that, should an escape ever be missed, no injected script runs:
 scripts only from this service's own files (htmx and the plugins' static
-JS), no inline handlers, no eval, no framing.
+JS), no inline handlers, no eval, no framing. What the service answers, but for
+its static files, is kept in no cache (a shared browser's, a proxy's): it
+is the infrastructure's state, read after a login.
 """
 from __future__ import annotations
 
-from flask import Flask
+from flask import Flask, request
 
 CONTENT_SECURITY_POLICY = "; ".join((
     "default-src 'self'",
@@ -34,4 +36,7 @@ def register_security_headers(app: Flask) -> None:
     def add_headers(response):
         for name, value in SECURITY_HEADERS.items():
             response.headers.setdefault(name, value)
+        endpoint = request.endpoint or ""
+        if endpoint != "static" and not endpoint.endswith(".static"):
+            response.headers.setdefault("Cache-Control", "no-store")
         return response

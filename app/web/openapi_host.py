@@ -55,8 +55,9 @@ HEALTH = obj({
     "scheduler": {"type": "string", "description": "running; stopped (the last one said so); silent since <time> "
                                                     "(killed, or it cannot write to the database: degraded); or "
                                                     "unknown (the database does not answer)"},
-    "plugins": array({"type": "string"}),
-})
+    "plugins": array({"type": "string"}) | {"description": "the loaded plugins; only while no credential is "
+                                                          "set (then in GET /stats)"},
+}, required=("status", "database", "scheduler"))
 
 STATS = obj({
     "runs": integer(0), "runs_24h": integer(0),
@@ -69,6 +70,7 @@ STATS = obj({
     "next_scheduled_run": nullable(TIMESTAMP),
     "scheduler": obj({"running": {"type": "boolean"}, "pid": {"type": ["integer", "null"]},
                       "heartbeat_at": nullable(TIMESTAMP)}),
+    "plugins": array({"type": "string"}) | {"description": "the loaded plugins"},
 }, closed=False, description="The host's figures, and those plugins add (claudeops_stats), "
                              "such as active_memories or critical_events_24h.")
 
@@ -96,7 +98,8 @@ def config_change() -> dict:
 def openapi_paths() -> OpenApiPaths:
     return OpenApiPaths(schemas=SCHEMAS, paths={
         "/health": {"get": {
-            "summary": "Database and scheduler status, loaded plugins", "tags": ["service"], "operationId": "health",
+            "summary": "Database and scheduler status (and loaded plugins, while no credential is set)",
+            "tags": ["service"], "operationId": "health",
             "responses": {"200": response("the database answers", HEALTH),
                           "503": response("the database does not answer, or the scheduler has gone silent",
                                           HEALTH)}}},
