@@ -328,4 +328,7 @@ def init_auth(app: Flask) -> None:
 
     @app.context_processor
     def auth_state():
-        return {"login_required": credentials_configured(app.config)}
+        required = credentials_configured(app.config)
+        # A page one may see logged out (a missing static file's 404) shows no
+        # sidebar: which pages and plugins there are is the operator's to see.
+        return {"login_required": required, "signed_out": required and not logged_in()}

@@ -246,6 +246,13 @@ def test_no_route_answers_without_credentials(closed_app):
 
 def test_open_endpoints_stay_open(closed_app):
     client = closed_app.test_client()
+    # A page anyone may see, logged out, names no page of the dashboard.
+    missing = client.get("/static/no-such-file.js")
+    assert missing.status_code == 404 and "Not found" in missing.get_data(as_text=True)
+    assert "Memories" not in missing.get_data(as_text=True) and "Log out" not in missing.get_data(as_text=True)
+    operator = closed_app.test_client()
+    login(operator)
+    assert "Memories" in operator.get("/static/no-such-file.js").get_data(as_text=True)
     health = client.get("/api/v1/health")
     # Anyone may ask whether the service answers; which plugins it runs is told to the operator.
     assert health.status_code == 200 and set(health.get_json()) == {"status", "database", "scheduler"}
