@@ -82,13 +82,25 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
     from app.limit_store import STORAGE_URI   # registers the storage's scheme
     app.config.setdefault("RATELIMIT_STORAGE_URI", STORAGE_URI)
     limiter.init_app(app)
-    for _, command in call_at_startup(pm, "claudeops_cli_commands", click.Command):
-        app.cli.add_command(command)
+    _add_plugin_commands(app, call_at_startup(pm, "claudeops_cli_commands", click.Command))
 
     from app import models  # noqa: F401  (the host's tables join the metadata)
     from app.web import register_web
     register_web(app, pm)
     return app
+
+
+def _add_plugin_commands(app: Flask, commands: list[tuple[str, click.Command]]) -> None:
+    """Each plugin's commands beside the host's, or a clash stops the start:
+    click keeps one command per name, so one of the two would be missing."""
+    from app.cli import main   # the host's commands; app.cli imports this module
+    owners = {name: "the host" for name in [*main.commands, "db"]}
+    for plugin, command in commands:
+        if command.name in owners:
+            raise PluginError(f"{owners[command.name]} and plugin {plugin} both have a command {command.name!r}; "
+                              "each needs a name of its own")
+        owners[command.name] = f"plugin {plugin}"
+        app.cli.add_command(command)
 
 
 @migrate.configure

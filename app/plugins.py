@@ -59,7 +59,21 @@ def make_plugin_manager(extra_plugins: Iterable[Any] = (), load_entry_points: bo
         reason = str(exc).split(" in plugin <", 1)[0]
         raise PluginError(f"plugin {pm.get_name(exc.plugin) or exc.plugin}: {reason}") from exc
     _refuse_wrappers(pm)
+    _refuse_unmarked_hooks(pm)
     return pm
+
+
+def _refuse_unmarked_hooks(pm: pluggy.PluginManager) -> None:
+    """A function named like a hook but not marked ``@hookimpl`` stops the
+    start: pluggy registers only marked ones, so it would never be called,
+    and its plugin would seem to do nothing, with no word of why."""
+    for name, plugin in pm.list_name_plugin():
+        for attribute in dir(plugin):
+            if (attribute.startswith(f"{hookspecs.PROJECT_NAME}_") and hasattr(pm.hook, attribute)
+                    and callable(getattr(plugin, attribute, None))
+                    and pm.parse_hookimpl_opts(plugin, attribute) is None):
+                raise PluginError(f"plugin {name}: {attribute} is not marked @hookimpl "
+                                  "(from app.hookspecs import hookimpl), so it would never be called")
 
 
 def _refuse_wrappers(pm: pluggy.PluginManager) -> None:

@@ -3,12 +3,14 @@ a database at a revision it lacks was migrated by a newer Claude Ops, or by
 a plugin no longer installed, and Alembic would only say it cannot locate it."""
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Callable
 
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.util import CommandError
 from flask import Flask
+from sqlalchemy import inspect
 
 from app.extensions import db
 
@@ -42,3 +44,35 @@ def unknown_revisions(app: Flask) -> list[str]:
         current = MigrationContext.configure(connection).get_current_heads()
     known = known_revision(app)
     return sorted(revision for revision in current if not known(revision))
+
+
+def tables_not_created(app: Flask) -> dict[str, list[str]]:
+    """The tables of the host's and each installed plugin's models that the
+    database lacks once migrated, by who owns them ("the host", or the plugin's
+    name): models a plugin defines with no revision that creates their table,
+    or whose revision another's took the place of (ids are one namespace).
+    A plugin is a module (an entry point's, a built-in's); its models are
+    those of its package."""
+    owners = {"app": "the host"}
+    for name, plugin in app.extensions["claudeops.plugins"].list_name_plugin():
+        if isinstance(plugin, ModuleType):
+            owners.setdefault(_package_of(plugin), f"plugin {name}")
+    present = set(inspect(db.engine).get_table_names())
+    missing: dict[str, list[str]] = {}
+    for mapper in db.Model.registry.mappers:
+        table = mapper.local_table.name
+        owner = _owner(mapper.class_.__module__, owners)
+        if owner is not None and table not in present:
+            missing.setdefault(owner, []).append(table)
+    return {owner: sorted(set(tables)) for owner, tables in missing.items()}
+
+
+def _package_of(module: ModuleType) -> str:
+    return module.__name__ if hasattr(module, "__path__") else module.__name__.rpartition(".")[0] or module.__name__
+
+
+def _owner(module_name: str, owners: dict[str, str]) -> str | None:
+    for package in sorted(owners, key=len, reverse=True):   # the innermost package first
+        if module_name == package or module_name.startswith(package + "."):
+            return owners[package]
+    return None

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import warnings
 from pathlib import Path
 
 import flask_migrate
@@ -25,7 +26,7 @@ from app import dbfaults
 from app.config import PROJECT_ROOT
 from app.database_url import absolute_sqlite_url, shown_url
 from app.extensions import db
-from app.revisions import newer_schema, unknown_revisions
+from app.revisions import newer_schema, tables_not_created, unknown_revisions
 from app.sessions.scheduler import SessionScheduler
 
 log = logging.getLogger(__name__)
@@ -33,6 +34,10 @@ log = logging.getLogger(__name__)
 GUNICORN_STOP_SECONDS = 30
 # Ends gunicorn if this process is killed outright (see the file).
 GUNICORN_CONF = Path(__file__).with_name("gunicorn_conf.py")
+
+
+# How Alembic warns of two revision files with one id (it keeps one of them).
+DUPLICATE_REVISION = "is present more than once"
 
 
 class MigrationError(RuntimeError):
@@ -66,27 +71,54 @@ def check_writable_dirs(app: Flask) -> None:
 
 
 def apply_migrations(app: Flask) -> None:
-    """Every head: the host's revisions and each plugin's own branch."""
-    with app.app_context():
-        try:
-            unknown = unknown_revisions(app)
-            if unknown:
-                raise MigrationError(newer_schema(shown_url(db.engine.url), unknown))
-            flask_migrate.upgrade(revision="heads")
-        except OperationalError as exc:   # a database server that is down, or refuses us
-            url = shown_url(db.engine.url)
-            reason = str(exc.orig or exc).strip().splitlines()[0]
-            raise MigrationError(f"cannot use the database {url}: {reason}") from None
-        except ProgrammingError as exc:   # a role that may not create the tables
-            advice = dbfaults.not_permitted(exc, db.engine.url.username)
-            if advice is None:
-                raise
-            raise MigrationError(f"cannot migrate the database {shown_url(db.engine.url)}: {advice}") from None
-        except SystemExit:   # Flask-Migrate logs Alembic's error and exits
-            raise MigrationError(
-                "the database could not be migrated (see the error above). If it names a revision it "
-                "cannot locate, a plugin whose tables are in this database was uninstalled: reinstall it "
-                "and run `claudeops db downgrade <branch>@base` before removing it") from None
+    """Every head: the host's revisions and each plugin's own branch; then
+    every model's table must be there."""
+    said: list[warnings.WarningMessage] = []
+    try:
+        with app.app_context(), warnings.catch_warnings(record=True) as said:
+            warnings.filterwarnings("always", message=f".*{DUPLICATE_REVISION}")
+            _upgrade_to_every_head(app)
+            _refuse_tables_not_created(app, list(dict.fromkeys(str(warning.message) for warning in said
+                                                               if DUPLICATE_REVISION in str(warning.message))))
+    finally:
+        for warning in said:   # told as they would have been, once they are no longer caught
+            warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
+
+
+def _upgrade_to_every_head(app: Flask) -> None:
+    try:
+        unknown = unknown_revisions(app)
+        if unknown:
+            raise MigrationError(newer_schema(shown_url(db.engine.url), unknown))
+        flask_migrate.upgrade(revision="heads")
+    except OperationalError as exc:   # a database server that is down, or refuses us
+        url = shown_url(db.engine.url)
+        reason = str(exc.orig or exc).strip().splitlines()[0]
+        raise MigrationError(f"cannot use the database {url}: {reason}") from None
+    except ProgrammingError as exc:   # a role that may not create the tables
+        advice = dbfaults.not_permitted(exc, db.engine.url.username)
+        if advice is None:
+            raise
+        raise MigrationError(f"cannot migrate the database {shown_url(db.engine.url)}: {advice}") from None
+    except SystemExit:   # Flask-Migrate logs Alembic's error and exits
+        raise MigrationError(
+            "the database could not be migrated (see the error above). If it names a revision it "
+            "cannot locate, a plugin whose tables are in this database was uninstalled: reinstall it "
+            "and run `claudeops db downgrade <branch>@base` before removing it") from None
+
+
+def _refuse_tables_not_created(app: Flask, duplicates: list[str]) -> None:
+    """A plugin whose tables no revision created would fail at its first
+    query, long after the start: stopped here, with the likely cause. Alembic
+    only warns of two revisions with one id, and keeps one of them."""
+    missing = tables_not_created(app)
+    if not missing:
+        return
+    named = "; ".join(f"{owner}: {', '.join(tables)}" for owner, tables in sorted(missing.items()))
+    cause = (f"two revisions share an id ({'; '.join(duplicates)}), and one was left out: give each plugin's "
+             "revision ids its own prefix" if duplicates else
+             "no revision creates them: a plugin ships its own (docs/plugins.md, Tables)")
+    raise MigrationError(f"tables missing after migrating ({named}): {cause}")
 
 
 def gunicorn_command(host: str, port: int, workers: int, log_level: str = "INFO",

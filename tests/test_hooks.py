@@ -978,3 +978,77 @@ def test_hook_claudeops_mcp_tools_serves_a_plugins_tool(tmp_path):
     assert tools["search_memories"].function is not open_incidents  # the first of a name stays
     with app.app_context():
         assert tools["open_incidents"].function(limit=2) == "app: none of 2"
+
+
+def _plugin_package(root: Path, name: str, table: str, revision: str | None) -> None:
+    """A plugin package ``name`` with one model (``table``), and a revision
+    ``revision`` that creates it, or none."""
+    package = root / name
+    (package / "migrations").mkdir(parents=True)
+    (package / "__init__.py").write_text(f'''
+from pathlib import Path
+from app.extensions import db
+from app.hookspecs import hookimpl
+
+
+class Row(db.Model):
+    __tablename__ = "{table}"
+    id = db.Column(db.Integer, primary_key=True)
+
+
+@hookimpl
+def claudeops_migration_dirs():
+    return [str(Path(__file__).with_name("migrations"))]
+''')
+    if revision:
+        (package / "migrations" / f"{name}_0001.py").write_text(
+            WIDGET_REVISION.replace('"widgets_0001"', repr(revision)).replace('("widgets",)', repr((name,)))
+            .replace('"widgets"', repr(table)).replace("pk_widgets", f"pk_{table}"))
+
+
+@pytest.fixture
+def plugin_packages(tmp_path, monkeypatch):
+    """Import plugin packages written under a fresh path; their tables leave
+    the shared metadata afterwards."""
+    import importlib
+    import sys
+    root = tmp_path / "packages"
+    root.mkdir()
+    monkeypatch.syspath_prepend(str(root))
+    imported = []
+
+    def load(*names):
+        modules = [importlib.import_module(name) for name in names]
+        imported.extend(modules)
+        return modules
+    yield root, load
+    for module in imported:
+        db.metadata.remove(module.Row.__table__)
+        sys.modules.pop(module.__name__, None)
+
+
+def test_a_plugins_table_that_no_revision_creates_stops_the_start(tmp_path, plugin_packages):
+    from app.serve import MigrationError, apply_migrations
+    root, load = plugin_packages
+    _plugin_package(root, "gizmos", "gizmos", revision=None)
+    _plugin_package(root, "sprockets", "sprockets", revision="sprockets_0001")
+    app = make_app(tmp_path / "app", plugins=load("gizmos", "sprockets"))
+    with pytest.raises(MigrationError) as refused:
+        apply_migrations(app)
+    assert str(refused.value) == ("tables missing after migrating (plugin gizmos: gizmos): no revision creates "
+                                  "them: a plugin ships its own (docs/plugins.md, Tables)")
+
+
+def test_two_plugins_revisions_with_one_id_stop_the_start_naming_it(tmp_path, plugin_packages):
+    from app.serve import MigrationError, apply_migrations
+    root, load = plugin_packages
+    _plugin_package(root, "gadgets", "gadgets", revision="parts_0001")
+    _plugin_package(root, "widgetry", "widgetry", revision="parts_0001")
+    with pytest.warns(UserWarning, match="parts_0001 is present more than once"):
+        app = make_app(tmp_path / "app", plugins=load("gadgets", "widgetry"))
+    with pytest.raises(MigrationError) as refused:
+        apply_migrations(app)
+    message = str(refused.value)
+    assert message.startswith("tables missing after migrating (plugin ")
+    assert "two revisions share an id (Revision parts_0001 is present more than once)" in message
+    assert "give each plugin's revision ids its own prefix" in message

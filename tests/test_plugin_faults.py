@@ -4,6 +4,7 @@ service with a message naming the plugin and the hook instead."""
 from __future__ import annotations
 
 import logging
+import re
 import sqlite3
 
 import pytest
@@ -337,6 +338,57 @@ def test_a_blueprint_name_already_taken_stops_the_start(tmp_path, hook, name, ow
     returns = [DashboardPage("Clash", f"{name}.index", clash)] if hook == "claudeops_dashboard_pages" else [clash]
     with pytest.raises(PluginError, match=f"{owner} and plugin clash both have a blueprint named '{name}'"):
         make_app(tmp_path, plugins=[plugin("clash", **{hook: lambda: returns})])
+
+
+@pytest.mark.parametrize("path, other", [("/config", "the host (config.index)"),
+                                         ("/sessions/<int:number>", "the host (sessions.detail)"),
+                                         ("/memories", "plugin plugins.memory (memory.index)")])
+def test_a_page_at_a_url_another_view_answers_stops_the_start(tmp_path, path, other):
+    """Flask sends a request to the rule registered first: the plugin's page
+    would take over the other's, or never be seen."""
+    shadow = Blueprint("shadow", __name__)
+    shadow.add_url_rule("/shadow", "index", lambda: "mine")
+    shadow.add_url_rule(path, "taken", lambda **_: "mine too")
+    pages = plugin("shadow", claudeops_dashboard_pages=lambda: [DashboardPage("Shadow", "shadow.index", shadow,
+                                                                              position=5)])
+    with pytest.raises(PluginError) as refused:
+        make_app(tmp_path, plugins=[pages])
+    owners = {other, "plugin shadow (shadow.taken)"}
+    assert re.fullmatch(r"(.+ \(.+\)) and (.+ \(.+\)) both answer GET (\S+); only one would ever be reached: "
+                        r"give each a URL of its own", str(refused.value))
+    assert set(re.match(r"(.+) and (.+) both", str(refused.value)).groups()) == owners
+
+
+def test_two_plugins_api_endpoints_at_one_url_stop_the_start(tmp_path):
+    def api_of(name):
+        blueprint = Blueprint(f"{name}_api", __name__)
+        blueprint.add_url_rule("/tickets", "list", lambda: {"from": name})
+        return plugin(name, claudeops_api_blueprints=lambda: [blueprint])
+    with pytest.raises(PluginError, match=r"both answer GET /api/v1/tickets; only one would ever be reached"):
+        make_app(tmp_path, plugins=[api_of("first"), api_of("second")])
+    # The same URL for another method is no clash.
+    other = Blueprint("other_api", __name__)
+    other.add_url_rule("/tickets", "add", lambda: {}, methods=["POST"])
+    make_app(tmp_path / "other", plugins=[api_of("first"), plugin("other", claudeops_api_blueprints=lambda: [other])])
+
+
+@pytest.mark.parametrize("name, owner", [("run", "the host"), ("memories", "plugin plugins.memory"),
+                                         ("db", "the host")])
+def test_a_command_named_like_anothers_stops_the_start(tmp_path, name, owner):
+    import click
+    command = click.Command(name, callback=lambda: None)
+    with pytest.raises(PluginError) as refused:
+        make_app(tmp_path, plugins=[plugin("clash", claudeops_cli_commands=lambda: [command])])
+    said = re.fullmatch(rf"(.+) and (.+) both have a command '{name}'; each needs a name of its own", str(refused.value))
+    assert said and set(said.groups()) == {owner, "plugin clash"}
+
+
+def test_a_hook_not_marked_hookimpl_stops_the_start(tmp_path):
+    """pluggy registers only marked functions: this one would never be called."""
+    unmarked = type("unmarked", (), {"__name__": "unmarked",
+                                     "claudeops_markers": staticmethod(lambda text, run: None)})()
+    with pytest.raises(PluginError, match="^plugin unmarked: claudeops_markers is not marked @hookimpl"):
+        make_app(tmp_path, plugins=[unmarked])
 
 
 def test_an_overview_card_linking_to_no_view_is_shown_without_its_link(tmp_path, caplog):

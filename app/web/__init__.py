@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
 from urllib.parse import urlsplit
 
 import pluggy
@@ -17,7 +18,7 @@ from werkzeug.routing import BuildError
 from app.dbfaults import storage_fault
 from app.extensions import csrf
 from app.plugin_types import DashboardPage
-from app.plugins import PluginError, call_at_startup
+from app.plugins import HOST_PLUGINS, PluginError, call_at_startup
 from app.timeutil import isoformat
 from app.web.apiutil import ApiError, json_error, nul_in_query
 from app.web.headers import register_security_headers
@@ -59,6 +60,7 @@ def register_web(app: Flask, pm: pluggy.PluginManager) -> None:
         csrf.exempt(blueprint)
         app.register_blueprint(blueprint, url_prefix=API_PREFIX)
     _refuse_dead_links(app, pages)
+    _refuse_shadowed_routes(app, _page_blueprints(pages) + api_blueprints)
 
     @app.before_request
     def refuse_a_body_of_unknown_length_past_the_limit():
@@ -108,6 +110,29 @@ def _refuse_taken_blueprint_names(app: Flask, host_blueprints: list[Blueprint],
             raise PluginError(f"{owners[blueprint.name]} and {owner} both have a blueprint named "
                               f"{blueprint.name!r}; each needs a name of its own")
         owners[blueprint.name] = owner
+
+
+# A rule's variable, ``<int:memory_id>`` or ``<name>``: two rules that differ
+# only in their variables' names answer the same URLs.
+_ROUTE_VARIABLE = re.compile(r"<(?:(?P<converter>[A-Za-z_]\w*(?:\([^)]*\))?):)?[A-Za-z_]\w*>")
+
+
+def _refuse_shadowed_routes(app: Flask, plugin_blueprints: list[tuple[str, Blueprint]]) -> None:
+    """Stop the start when two views answer one method and URL: Flask sends
+    each request to the rule registered first, so a plugin's page would take
+    over the host's (or another plugin's) or never be reached, with no word
+    of either."""
+    owner_of = {blueprint.name: "the host" if plugin in HOST_PLUGINS else f"plugin {plugin}"
+                for plugin, blueprint in plugin_blueprints}
+    answered: dict[tuple[str, str], tuple[str, str]] = {}
+    for rule in app.url_map.iter_rules():
+        owner = owner_of.get(rule.endpoint.rpartition(".")[0], "the host")
+        shape = _ROUTE_VARIABLE.sub(lambda match: f"<{match['converter'] or 'default'}>", rule.rule)
+        for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
+            first = answered.setdefault((shape, method), (rule.endpoint, owner))
+            if first[0] != rule.endpoint:
+                raise PluginError(f"{owner} ({rule.endpoint}) and {first[1]} ({first[0]}) both answer {method} "
+                                  f"{rule.rule}; only one would ever be reached: give each a URL of its own")
 
 
 def _refuse_dead_links(app: Flask, pages: list[tuple[str, DashboardPage]]) -> None:
