@@ -17,7 +17,7 @@ from app.extensions import db
 from app.hookspecs import hookimpl
 from app import plugin_fault_log
 from app.marker_queue import MarkerQueue
-from app.models import Session
+from app.models import Session, SessionActivity
 from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection
 from app.plugins import ENTRY_POINT_GROUP, PluginError
 from app.sessions import control
@@ -153,6 +153,11 @@ def test_a_plugin_failing_on_every_text_block_is_logged_a_few_times_not_for_each
         assert run_one().status == "completed"
         # The plugin's failures cost nobody else: every event is stored.
         assert len(db.session.scalars(select(Event.message).where(Event.message.like("check %"))).all()) == 20
+        # Each block's activity log says the plugin lost what it read there, as a failed flush does.
+        lost = db.session.scalars(select(SessionActivity.body).where(SessionActivity.kind == "warning",
+                                                                     SessionActivity.title == "markers:lost")).all()
+        assert lost == ["plugin flaky failed on this text block (RuntimeError); nothing it read in it was stored; "
+                        "see the service log"] * 20
     logged = [r for r in caplog.records if "plugin flaky failed in claudeops_markers" in r.getMessage()]
     assert len(logged) == plugin_fault_log.BURST
     assert all(r.exc_info for r in logged)   # each with its traceback

@@ -110,6 +110,10 @@ class MarkerFanOut:
                 log_fault(log, impl.plugin_name, HOOK, type(exc).__name__, "plugin %s failed in %s",
                           impl.plugin_name, HOOK, exc_info=True)
                 self._undo(session, staged)
+                # Said where the agent wrote the markers, as a flush that fails is.
+                results.append(MarkerRecord("markers", "lost", f"plugin {impl.plugin_name} failed on this text "
+                                            f"block ({type(exc).__name__}); nothing it read in it was stored; "
+                                            "see the service log", stored=False))
                 continue
             if result is not None:
                 results.extend(of_type(impl.plugin_name, HOOK, result, RECORD_TYPES))
