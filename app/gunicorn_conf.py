@@ -16,6 +16,9 @@ import signal
 
 PR_SET_PDEATHSIG = 1
 SERVE_PID_ENV = "CLAUDEOPS_SERVE_PID"   # app/serve.py sets it
+# A pipe serve waits on: a byte once the port is bound, or its end (gunicorn
+# exited, the port taken), before the scheduler may start a session.
+READY_FD_ENV = "CLAUDEOPS_READY_FD"
 
 # gunicorn would believe X-Forwarded-Proto (and SCRIPT_NAME-style headers)
 # from 127.0.0.1, so any local user could pass a plain-http request off as
@@ -27,6 +30,17 @@ forwarded_allow_ips = ""
 # and no referrer: a search's words and a filter's values, anything an
 # operator typed, stay out of the journal, where redaction does not reach.
 access_log_format = '%(h)s %(l)s %(u)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s "%(a)s"'
+
+
+def when_ready(server):
+    """The port is bound (called before any worker is made, so none holds the pipe)."""
+    ready = os.environ.pop(READY_FD_ENV, None)
+    if ready is not None:
+        try:
+            os.write(int(ready), b"1")
+            os.close(int(ready))
+        except (OSError, ValueError):
+            server.log.warning("cannot tell claudeops serve that the port is bound")
 
 
 def on_starting(server):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -160,14 +161,24 @@ def serve(app: Flask, host: str, port: int, workers: int) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, _frame: stop.set())
 
-    scheduler.start()
     # The gunicorn master ends with this process (app/gunicorn_conf.py).
     command = gunicorn_command(host, port, workers, app.config["CLAUDEOPS_LOG_LEVEL"], app.config["CLAUDEOPS_ACCESS_LOG"])
-    web = subprocess.Popen(command, env={**env, "CLAUDEOPS_SERVE_PID": str(os.getpid())})
-    log.info("dashboard on http://%s:%d with %d worker(s); one scheduler in pid %d",
-             host, port, workers, os.getpid())
+    ready, tell_ready = os.pipe()
+    web = subprocess.Popen(command, env={**env, "CLAUDEOPS_SERVE_PID": str(os.getpid()),
+                                         "CLAUDEOPS_READY_FD": str(tell_ready)}, pass_fds=(tell_ready,))
+    os.close(tell_ready)
     exit_code = 0
-    while not stop.wait(1.0):
+    # No session before the dashboard is up: a port already taken ends the
+    # start before the agent is ever run.
+    if _wait_until_bound(ready, stop):
+        log.info("dashboard on http://%s:%d with %d worker(s); one scheduler in pid %d",
+                 host, port, workers, os.getpid())
+        scheduler.start()
+    elif not stop.is_set():
+        log.error("gunicorn exited with status %s before it served %s:%d (see above); no session was started",
+                  web.wait(), host, port)
+        exit_code = 1
+    while exit_code == 0 and not stop.wait(1.0):
         if web.poll() is not None:
             log.error("gunicorn exited with status %s; shutting down", web.returncode)
             exit_code = 1
@@ -186,6 +197,19 @@ def serve(app: Flask, host: str, port: int, workers: int) -> int:
             web.kill()
             web.wait()
     return exit_code
+
+
+def _wait_until_bound(ready: int, stop: threading.Event) -> bool:
+    """Whether gunicorn said it bound its port (a byte on ``ready``), rather
+    than exiting first (the pipe's end) or the service being stopped."""
+    try:
+        while not stop.is_set():
+            readable, _, _ = select.select([ready], [], [], 1.0)
+            if readable:
+                return os.read(ready, 1) == b"1"
+        return False
+    finally:
+        os.close(ready)
 
 
 def run_scheduler(app: Flask) -> int:

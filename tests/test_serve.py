@@ -242,3 +242,29 @@ def test_gunicorn_started_by_hand_with_the_settings_file_outlives_the_shell_that
         if group_alive(group):
             os.killpg(group, signal.SIGTERM)
         assert_group_ends(group, within=30)
+
+
+def test_a_port_already_taken_ends_the_start_before_any_session_runs(tmp_path, fake_cli):
+    """The scheduler starts only once gunicorn has bound the port: a service
+    that cannot serve its dashboard never runs the agent."""
+    fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:web] up"), sl.result("up")))
+    runs = tmp_path / "runs.jsonl"
+    svc = Service(tmp_path / "state", {"CLAUDEOPS_CLAUDE_BIN": str(FAKE_CLAUDE), "FAKE_CLAUDE_RUNS": str(runs)},
+                  workers=1)
+    with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        taken.bind(("127.0.0.1", svc.port))
+        taken.listen()
+        with pytest.raises(RuntimeError, match="claudeops serve exited early"):
+            svc.start(timeout=60)
+        assert svc.process.wait(30) == 1
+    log = svc.log()
+    assert "before it served 127.0.0.1:%d (see above); no session was started" % svc.port in log, log
+    assert "Connection in use" in log and "scheduler started" not in log
+    assert not runs.exists()
+    # With the port free, the same state directory serves, and the first scheduled session runs.
+    svc.start()
+    try:
+        wait_for(runs.exists, timeout=30, what="the first scheduled session")
+    finally:
+        assert svc.terminate() == 0

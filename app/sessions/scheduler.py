@@ -131,8 +131,10 @@ class SessionScheduler:
             return
         self.shutdown_event.set()
         self._wake.set()
-        self._aps.shutdown(wait=False)
-        self._worker.join(timeout)
+        if self._aps.running:
+            self._aps.shutdown(wait=False)
+        if self._worker.is_alive():
+            self._worker.join(timeout)
         if not self._lock_lost:   # else the state is the new holder's to publish
             with self.app.app_context():
                 self._publish(next_run=None, alive=False)
