@@ -144,6 +144,19 @@ def test_api_error_result_fails(app, fake_cli, run_session_now):
     assert session.is_error is True
 
 
+def test_a_cli_without_credentials_says_how_to_give_it_some_and_the_feed_says_the_session_failed(
+        app, fake_cli, run_session_now):
+    fake_cli(sl.steps(sl.init(), sl.result("Not logged in · Please run /login", is_error=True)) + [{"exit": 1}])
+    session = run_session_now()
+    assert session.status == "failed"
+    assert session.status_reason == ("the CLI reported an error: Not logged in · Please run /login (give the "
+                                     "service ANTHROPIC_API_KEY in its environment, or run `claude` once as the "
+                                     "service's user and log in)")
+    (event,) = db.session.scalars(select(Event)).all()
+    assert (event.level, event.session_id, event.message) == (
+        "warning", session.id, f"Session #{session.id} (tier 1) failed: {session.status_reason}")
+
+
 @pytest.mark.parametrize("fixture_name", ["claude-code-2.1.197-c_error_http500.ndjson",
                                           "claude-code-2.1.330-c_error_http500.ndjson"])
 def test_real_api_error_streams_fail_and_record_nothing_from_the_error_text(app, fake_cli, run_session_now, fixture_name):
@@ -153,7 +166,9 @@ def test_real_api_error_streams_fail_and_record_nothing_from_the_error_text(app,
     session = run_session_now()
     assert session.status == "failed"
     assert "API error 500" in session.status_reason
-    assert db.session.scalar(select(Event).limit(1)) is None
+    # The only event is the service's notice that the session failed.
+    assert db.session.scalars(select(Event.message)).all() == [f"Session #{session.id} (tier 1) failed: "
+                                                               f"{session.status_reason}"]
 
 
 def test_missing_binary_fails_with_a_clear_reason(app, run_session_now):

@@ -241,6 +241,13 @@ def _after_refused_write(session: Session) -> Session:
         return db.session.get(Session, session_id) or session
 
 
+# What the CLI answers when it has no credentials ("Not logged in · Please run
+# /login"): /login is its interactive command, of no use to a service.
+NOT_LOGGED_IN = "not logged in"
+NO_CREDENTIALS = ("give the service ANTHROPIC_API_KEY in its environment, or run `claude` once as the "
+                  "service's user and log in")
+
+
 def decide_status(outcome: ProcessOutcome, handler: StreamHandler, claude_bin: str) -> tuple[str, Optional[str]]:
     result = handler.result
     if outcome.log_error:
@@ -255,7 +262,10 @@ def decide_status(outcome: ProcessOutcome, handler: StreamHandler, claude_bin: s
         return STOPPED, outcome.ended_by
     if result is not None and result.is_error:
         what = f"API error {result.api_error_status}" if result.api_error_status else "the CLI reported an error"
-        return FAILED, f"{what}: {result.result or 'no message'}"
+        said = result.result or "no message"
+        if NOT_LOGGED_IN in said.lower():
+            said += f" ({NO_CREDENTIALS})"
+        return FAILED, f"{what}: {said}"
     if outcome.exit_code:
         how = (f"was killed by signal {-outcome.exit_code}" if outcome.exit_code < 0
                else f"exited with status {outcome.exit_code}")
@@ -329,6 +339,9 @@ def _finish(session: Session, run: RunInfo, status: str, reason: Optional[str],
     # A session that failed or timed out is what an operator watching at WARNING wants to see.
     log.log(logging.WARNING if status in (FAILED, TIMED_OUT) else logging.INFO,
             "session %s %s%s", run.session_id, status, f": {reason}" if reason else "")
+    if status in (FAILED, TIMED_OUT):   # and in the feed, where nothing the agent reported says so
+        escalation.notice("warning", f"Session #{run.session_id} (tier {run.tier}) {status.replace('_', ' ')}: "
+                                     f"{reason}", run, shutdown)
     result = SessionResult(
         status=status, reason=reason, response=session.response or "", cost_usd=session.cost_usd,
         num_turns=session.num_turns, duration_ms=session.duration_ms, is_error=session.is_error,
