@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import flask_migrate
 from flask import Flask
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from app import dbfaults
@@ -28,6 +30,7 @@ from app.config import PROJECT_ROOT
 from app.database_url import absolute_sqlite_url, shown_url
 from app.extensions import db
 from app.revisions import newer_schema, tables_not_created, unknown_revisions
+from app.sessions.prompts import TIER_PROMPT_FILES
 from app.sessions.scheduler import SessionScheduler
 
 log = logging.getLogger(__name__)
@@ -53,7 +56,9 @@ def check_writable_dirs(app: Flask) -> None:
     """Refuse to start, naming the directory, rather than fail at the first
     write (a read-only volume, a wrong owner) or the first session (a
     working directory that is a file)."""
-    for label, key, holds in (("state directory", "CLAUDEOPS_STATE_DIR", "the database and the cookie key"),
+    on_sqlite = make_url(app.config["SQLALCHEMY_DATABASE_URI"]).get_backend_name() == "sqlite"
+    state_holds = "the database and the cookie key" if on_sqlite else "the cookie key"
+    for label, key, holds in (("state directory", "CLAUDEOPS_STATE_DIR", state_holds),
                               ("results directory", "CLAUDEOPS_RESULTS_DIR", "the run logs"),
                               ("working directory", "CLAUDEOPS_WORKDIR", None)):
         path = app.config[key]
@@ -69,6 +74,22 @@ def check_writable_dirs(app: Flask) -> None:
         if holds and mode & 0o077:
             log.warning("the %s %s can be read by other users (mode %o); it holds %s: chmod 700 it",
                         label, path, mode, holds)
+
+
+def warn_of_what_sessions_lack(app: Flask) -> None:
+    """A Claude CLI or tier prompt that is not there fails every session:
+    said at start, where the operator looks, rather than only by each
+    session's reason. A warning, not a refusal: the dashboard still serves,
+    and either may be put in place while the service runs."""
+    claude = app.config["CLAUDEOPS_CLAUDE_BIN"]
+    if shutil.which(claude) is None:
+        log.warning("the Claude CLI %r is not an executable file, nor found on PATH: every session fails until "
+                    "it is installed (or CLAUDEOPS_CLAUDE_BIN names it)", claude)
+    for tier, name in TIER_PROMPT_FILES.items():
+        path = Path(app.config["CLAUDEOPS_PROMPTS_DIR"]) / name
+        if not path.is_file():
+            log.warning("the tier %d prompt %s is not there: tier %d sessions fail until it is "
+                        "(CLAUDEOPS_PROMPTS_DIR)", tier, path, tier)
 
 
 def apply_migrations(app: Flask) -> None:
@@ -156,6 +177,7 @@ def serve(app: Flask, host: str, port: int, workers: int) -> int:
     scheduler = SessionScheduler(app)
     scheduler.hold_runner_lock()  # first: refuses to run beside another scheduler, or to migrate beside it
     apply_migrations(app)
+    warn_of_what_sessions_lack(app)
     env = worker_environment(app)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -218,6 +240,7 @@ def run_scheduler(app: Flask) -> int:
     scheduler = SessionScheduler(app)
     scheduler.hold_runner_lock()
     apply_migrations(app)
+    warn_of_what_sessions_lack(app)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, _frame: stop.set())

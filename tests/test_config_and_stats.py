@@ -391,6 +391,23 @@ def test_the_state_directory_is_made_for_the_services_user_only(tmp_path, caplog
             "it holds the run logs") in caplog.text
 
 
+def test_a_missing_claude_cli_or_tier_prompt_is_said_at_start(tmp_path, caplog):
+    from app.serve import warn_of_what_sessions_lack
+    app = make_app(tmp_path / "ready")
+    warn_of_what_sessions_lack(app)
+    assert "every session fails" not in caplog.text and "is not there" not in caplog.text
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    (prompts / "tier1-observe.md").write_text("Look around.")
+    lacking = make_app(tmp_path / "lacking", CLAUDEOPS_CLAUDE_BIN="/nonexistent/claude", CLAUDEOPS_PROMPTS_DIR=str(prompts))
+    warn_of_what_sessions_lack(lacking)
+    assert ("the Claude CLI '/nonexistent/claude' is not an executable file, nor found on PATH: every session "
+            "fails until it is installed (or CLAUDEOPS_CLAUDE_BIN names it)") in caplog.text
+    assert f"the tier 2 prompt {prompts / 'tier2-investigate.md'} is not there" in caplog.text
+    assert "tier 3 sessions fail until it is (CLAUDEOPS_PROMPTS_DIR)" in caplog.text
+    assert "tier 1 prompt" not in caplog.text
+
+
 def test_the_schedulers_heartbeat_stays_out_of_the_log_below_debug(tmp_path):
     import logging
     make_app(tmp_path / "info")
