@@ -25,7 +25,7 @@ from app.timeutil import utcnow
 from plugins.cooldowns.models import CooldownAction
 from plugins.events.models import Event
 from plugins.memory import store as memories
-from plugins.memory import GIVEN_RECORDS, given_to_sessions_ended_before
+from plugins.memory import GIVEN_RECORDS, given_to_pruned_sessions
 from plugins.memory.models import Memory, MemoryHistory, MemoryInjection
 from tests import streamlines as sl
 from tests.conftest import make_app
@@ -286,6 +286,7 @@ def test_a_host_without_a_sessions_run_logs_leaves_it_whole_to_the_host_that_has
     before = failed_days_ago(100, activity=3)   # recorded no results directory: pruned anywhere, as before
     # Left by its host a week past its retention: no host's, pruned anywhere.
     forsaken = ran_days_ago(run_session_now, 90 + 7 + 1)
+    forsaken_files = run_logs(forsaken)
     dashboard = make_app(tmp_path / "dashboard", CLAUDEOPS_DATABASE_URL=app.config["CLAUDEOPS_DATABASE_URL"])
     assert not any((Path(dashboard.config["CLAUDEOPS_RESULTS_DIR"])).iterdir())
 
@@ -306,12 +307,16 @@ def test_a_host_without_a_sessions_run_logs_leaves_it_whole_to_the_host_that_has
     assert activity_count(forsaken.id) == 0 and db.session.get(Session, forsaken.id).logs_removed_at is not None
     assert activity_count(ran_here.id) > 0 and all(path.exists() for path in files)
     assert db.session.get(Session, ran_here.id).logs_removed_at is None
-    # The scheduler's host removes them.
+    assert all(path.exists() for path in forsaken_files)
+    assert db.session.get(Session, forsaken.id).log_path == str(forsaken_files[0])
+    # The scheduler's host removes them, and the files of the session the dashboard's host pruned.
     report = retention.prune()
-    assert (report.counts["sessions' logs"], report.counts["run log files"], report.left_to_their_host) == (1, 2, 0)
+    assert (report.counts["sessions' logs"], report.counts["run log files"], report.left_to_their_host) == (1, 4, 0)
     db.session.expire_all()
-    assert activity_count(ran_here.id) == 0 and not any(path.exists() for path in files)
+    assert activity_count(ran_here.id) == 0 and not any(path.exists() for path in files + forsaken_files)
     assert db.session.get(Session, ran_here.id).logs_removed_at is not None
+    assert db.session.get(Session, forsaken.id).log_path is None
+    assert retention.prune().counts["run log files"] == 0   # done once
 
 
 def test_a_results_directory_that_cannot_take_its_id_is_said_and_the_session_records_none(tmp_path, caplog):
@@ -573,7 +578,8 @@ def test_every_prune_query_uses_an_index(app):
     assert "ix_session_activity_session_id_id (session_id=?)" in activity, activity
     events = plan(batch_query(Event, [Event.created_at < now], 5000))
     assert "ix_events_created_at (created_at<?)" in events, events
-    given = plan(batch_query(MemoryInjection, given_to_sessions_ended_before(now), 5000))
+    given = plan(batch_query(MemoryInjection, given_to_pruned_sessions(now), 5000))
+    assert "ix_sessions_logs_removed_at_ended_at (logs_removed_at>?)" in given, given
     assert "ix_memory_injections_session_id (session_id=?)" in given, given
     cooldowns = plan(batch_query(CooldownAction, [CooldownAction.created_at < now], 5000))
     assert "ix_cooldown_actions_created_at (created_at<?)" in cooldowns, cooldowns

@@ -120,7 +120,45 @@ def prune_session_logs(now: datetime, dry_run: bool, batch_size: int) -> LogPrun
                                                                                system_prompt=None))
         db.session.commit()
         done.sessions += len(chunk) - len(tried_again)
+    if here is not None and not stopping():
+        _remove_files_left_behind(here, results_dir, dry_run, done)
     return done
+
+
+def _remove_files_left_behind(here: str, results_dir: Path, dry_run: bool, done: LogPruning) -> None:
+    """The run logs in this results directory of sessions another host
+    pruned: one that holds no such file leaves them where they are, and no
+    longer looks for the session (its logs are marked removed), so the host
+    that has them removes them now, as it would have."""
+    left = db.session.execute(select(Session.id, Session.log_path).where(
+        Session.results_dir_id == here, Session.logs_removed_at.is_not(None), Session.log_path.is_not(None))).all()
+    db.session.commit()   # nothing held while files are looked at
+    for session_id, log_path in left:
+        # A run log recorded outside this directory was named once, when its session was pruned here.
+        if not Path(log_path).parent.resolve().is_relative_to(results_dir):
+            continue
+        paths, _ = _run_log_files(session_id, log_path, results_dir)
+        removed = True
+        for path in paths:
+            size = _size(session_id, path)
+            if dry_run or _remove(session_id, path):
+                done.files, done.bytes = done.files + 1, done.bytes + size
+            else:
+                removed = False
+        if removed and not dry_run:
+            db.session.execute(update(Session).where(Session.id == session_id).values(log_path=None))
+            db.session.commit()
+
+
+def sessions_pruned(now: datetime, dry_run: bool):
+    """The ids of the sessions whose logs are removed; in a dry run, also
+    those a pruning ``now`` would remove: what a plugin prunes with them."""
+    removed = select(Session.id).where(Session.logs_removed_at.is_not(None))
+    days = setting(LOG_RETENTION)
+    if not (dry_run and days):
+        return removed
+    here = existing_id(Path(current_app.config["CLAUDEOPS_RESULTS_DIR"]).resolve())
+    return removed.union(old_sessions(now - timedelta(days=days), here).with_only_columns(Session.id).order_by(None))
 
 
 def old_sessions(cutoff: datetime, here: str | None = None, elsewhere: bool = False):

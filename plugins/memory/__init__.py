@@ -8,15 +8,13 @@ the dashboard, the API and ``claudeops memories``."""
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
-
 from sqlalchemy import func, select
 
 from app.batched_delete import prune_rows
 from app.extensions import db
 from app.hookspecs import hookimpl
-from app.models import FINISHED_STATUSES, Session
 from app.runtime import setting
+from app.sessions.log_pruning import LOG_RETENTION, sessions_pruned
 from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection, SkippedMarkers
 from app.session_warnings import warn_once
 from plugins.memory import batch, feed, hookspecs, matcher, outcomes, review, settings, store
@@ -128,21 +126,18 @@ def claudeops_prompt_context(run):
 def claudeops_prune(now, dry_run, batch_size):
     """Which memories a session was given (some 30 rows a session, read by a
     memory's page) goes with the session's logs and system prompt, by the
-    host's CLAUDEOPS_LOG_RETENTION_DAYS: the memories, their history and
-    their track records stay."""
-    days = setting("CLAUDEOPS_LOG_RETENTION_DAYS")
-    if not days:
+    host's CLAUDEOPS_LOG_RETENTION_DAYS, and stays while another host keeps
+    them: the memories, their history and their track records stay."""
+    if not setting(LOG_RETENTION):
         return None
-    return {GIVEN_RECORDS: prune_rows(MemoryInjection, given_to_sessions_ended_before(now - timedelta(days=days)),
-                                      dry_run, batch_size)}
+    return {GIVEN_RECORDS: prune_rows(MemoryInjection, given_to_pruned_sessions(now, dry_run), dry_run, batch_size)}
 
 
-def given_to_sessions_ended_before(cutoff):
-    """The ``MemoryInjection`` rows of sessions that ended before ``cutoff``
-    (by ix_memory_injections_session_id): never a running session's, which
-    may still score what it was given."""
-    ended = select(Session.id).where(Session.status.in_(FINISHED_STATUSES), Session.ended_at < cutoff)
-    return [MemoryInjection.session_id.in_(ended)]
+def given_to_pruned_sessions(now, dry_run: bool = False):
+    """The ``MemoryInjection`` rows of the sessions whose logs were removed
+    (or, in a dry run, would be): never a running session's, which may still
+    score what it was given."""
+    return [MemoryInjection.session_id.in_(sessions_pruned(now, dry_run))]
 
 
 @hookimpl
