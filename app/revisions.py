@@ -11,7 +11,9 @@ from alembic.script import ScriptDirectory
 from alembic.util import CommandError
 from flask import Flask
 from sqlalchemy import inspect
+from sqlalchemy.exc import OperationalError
 
+from app.database_url import shown_url
 from app.extensions import db
 
 
@@ -44,6 +46,30 @@ def unknown_revisions(app: Flask) -> list[str]:
         current = MigrationContext.configure(connection).get_current_heads()
     known = known_revision(app)
     return sorted(revision for revision in current if not known(revision))
+
+
+def dashboard_refusal(app: Flask) -> str | None:
+    """Why a dashboard must not serve this database, or None: a newer version
+    migrated it, or it is not at this version's schema yet (the scheduler's
+    host migrates it as it starts). Its pages would write rows whose meaning
+    they do not know, or fail on tables that are not there. A database that
+    does not answer is no reason: the pages say so themselves."""
+    with app.app_context():
+        url = shown_url(db.engine.url)
+        try:
+            unknown = unknown_revisions(app)
+            if unknown:
+                return newer_schema(url, unknown)
+            with db.engine.connect() as connection:
+                current = set(MigrationContext.configure(connection).get_current_heads())
+        except OperationalError:
+            return None
+        needed = set(ScriptDirectory.from_config(app.extensions["migrate"].migrate.get_config()).get_heads())
+    if current == needed:
+        return None
+    return (f"the database {url} is not at this version's schema yet (at {', '.join(sorted(current)) or 'none'}; "
+            f"this version needs {', '.join(sorted(needed))}): start the scheduler's host, which migrates it "
+            "(`claudeops serve` or `claudeops scheduler`), or run `claudeops db upgrade heads` with it stopped")
 
 
 def tables_not_created(app: Flask) -> dict[str, list[str]]:

@@ -268,3 +268,43 @@ def test_a_port_already_taken_ends_the_start_before_any_session_runs(tmp_path, f
         wait_for(runs.exists, timeout=30, what="the first scheduled session")
     finally:
         assert svc.terminate() == 0
+
+
+def _hand_started_gunicorn(tmp_path, state) -> subprocess.CompletedProcess:
+    """gunicorn as a dashboard-only host runs it, until it exits by itself."""
+    from app.serve import gunicorn_command
+    from tests.support.database import database_env
+    from tests.support.service import free_port
+    env = {**os.environ, "CLAUDEOPS_STATE_DIR": str(state), **database_env(state)}
+    env.pop("CLAUDEOPS_SERVE_PID", None)
+    return subprocess.run(gunicorn_command("127.0.0.1", free_port(), 1), env=env, capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_a_dashboard_host_refuses_a_database_not_at_its_schema(tmp_path):
+    """Its pages would fail on tables not there yet, or write rows a newer
+    version means otherwise: gunicorn's worker says why, and gunicorn exits."""
+    import flask_migrate
+    from sqlalchemy import text
+
+    from app.extensions import db
+    from tests.conftest import make_app
+    app = make_app(tmp_path)
+    with app.app_context():
+        flask_migrate.downgrade(revision="base")   # not migrated yet: the scheduler's host has not started
+        db.engine.dispose()
+    empty = _hand_started_gunicorn(tmp_path, tmp_path / "state")
+    assert empty.returncode != 0
+    assert "not serving: the database" in empty.stderr and "is not at this version's schema yet (at none; " \
+        "this version needs" in empty.stderr and "`claudeops db upgrade heads`" in empty.stderr, empty.stderr
+    with app.app_context():
+        flask_migrate.upgrade(revision="heads")
+        # Migrated by a newer version: its revision past this one's head.
+        db.session.execute(text("UPDATE alembic_version SET version_num = '0099_from_a_newer_version'"))
+        db.session.commit()
+        assert db.session.execute(text("SELECT version_num FROM alembic_version")).scalars().all() == \
+            ["0099_from_a_newer_version"]
+        db.engine.dispose()
+    newer = _hand_started_gunicorn(tmp_path, tmp_path / "state")
+    assert newer.returncode != 0
+    assert "is at schema revision 0099_from_a_newer_version, which this installation does not know" in newer.stderr
