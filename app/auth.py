@@ -30,8 +30,10 @@ import time
 from typing import Optional
 from urllib.parse import urlsplit
 
-from flask import (Blueprint, Flask, current_app, flash, make_response, redirect, render_template, request, session, url_for)
+from flask import (Blueprint, Flask, current_app, flash, g, make_response, redirect, render_template, request, session,
+                   url_for)
 from limits import parse as parse_limit
+from sqlalchemy.exc import SQLAlchemyError
 from werkzeug.wrappers import Response
 
 from app import logins
@@ -97,6 +99,15 @@ def _password_fingerprint() -> str:
 
 
 def logged_in() -> bool:
+    """Whether the request comes from a login in force; asked once a request
+    (the guard, then the layout), so that a page drawn while the database is
+    unavailable does not ask it again."""
+    if "claudeops_logged_in" not in g:
+        g.claudeops_logged_in = _logged_in()
+    return g.claudeops_logged_in
+
+
+def _logged_in() -> bool:
     if not current_app.config.get("CLAUDEOPS_PASSWORD"):
         return False
     stored = session.get(SESSION_KEY)
@@ -331,4 +342,8 @@ def init_auth(app: Flask) -> None:
         required = credentials_configured(app.config)
         # A page one may see logged out (a missing static file's 404) shows no
         # sidebar: which pages and plugins there are is the operator's to see.
-        return {"login_required": required, "signed_out": required and not logged_in()}
+        try:
+            signed_out = required and not logged_in()
+        except SQLAlchemyError:   # the database's error page, drawn without it
+            signed_out = True
+        return {"login_required": required, "signed_out": signed_out}

@@ -582,6 +582,20 @@ def test_state_changing_forms_need_the_csrf_token(tmp_path):
         page = client.get("/sessions").get_data(as_text=True)
         assert "This page is out of date" in page and "evil.example" not in page, origin
     assert sessions() == 0
+    # The page shown again is drawn from the database: one unavailable just now is a 503 to retry.
+    from sqlalchemy.exc import OperationalError
+    from app.web import refused_forms
+
+    def locked(message):
+        raise OperationalError("SELECT", {}, Exception("database is locked"))
+    drawn, refused_forms._PAGES["sessions.run_now"] = refused_forms._PAGES["sessions.run_now"], locked
+    try:
+        unavailable = client.post("/sessions/run", data={"tier": "2", "prompt": "x"},
+                                  headers={"Referer": "http://localhost/sessions", "Origin": "http://localhost"})
+    finally:
+        refused_forms._PAGES["sessions.run_now"] = drawn
+    assert unavailable.status_code == 503 and unavailable.headers["Retry-After"] == "5"
+    assert "The database is unavailable just now" in unavailable.get_data(as_text=True)
     # An HTMX button of a page whose token no longer holds is told so in plain text.
     stale = client.post("/memories", headers={"HX-Request": "true", "X-CSRFToken": "stale"},
                         data={"category": "timing", "observation": "x"})

@@ -51,6 +51,11 @@ from tests.support.service import Service
 
 
 def events_of(session_id: int) -> list[str]:
+    """The events the session's agent reported: not the service's notice of how it ended."""
+    return [message for message in all_events_of(session_id) if not message.startswith(f"Session #{session_id} (")]
+
+
+def all_events_of(session_id: int) -> list[str]:
     db.session.remove()
     return list(db.session.scalars(select(Event.message).where(Event.session_id == session_id).order_by(Event.id)))
 
@@ -92,7 +97,8 @@ def test_cli_killed_mid_stream_fails_the_session_and_keeps_what_it_wrote(
     assert "the Claude CLI was killed by signal 9" in session.status_reason
     assert session.exit_code == -signal.SIGKILL
     assert session.response == "[EVENT:warning:db] written before the kill"
-    assert events_of(session.id) == ["written before the kill"]
+    assert all_events_of(session.id) == ["written before the kill", f"Session #{session.id} (tier 1) failed: "
+                                         "the Claude CLI was killed by signal 9"]
     assert activity_kinds(session.id) == ["text", "marker"]
     # The child it left holding stdout is ended with the rest of its group.
     assert_group_ends(seen["pgid"])

@@ -196,7 +196,10 @@ def _register_error_handlers(app: Flask) -> None:
             log.info("refused %s %s: %s", request.method, request.path, exc.description)
         if is_htmx():
             return Response(message, 400, mimetype="text/plain")
-        again = page_with_typed_text(message)
+        try:
+            again = page_with_typed_text(message)
+        except SQLAlchemyError as exc:   # the page is drawn from the database, unavailable just now
+            return database_error(exc)
         if again is not None:
             return again
         flash(message, "error")
