@@ -249,7 +249,8 @@ SETTINGS: tuple[Setting, ...] = (
             positive_int),
     Setting("CLAUDEOPS_LOG_RETENTION_DAYS", "90",
             "Days a finished session keeps its activity log, run log files, system prompt and the record of "
-            "which memories it was given; older ones are removed daily (the session itself, its cost and response are kept). 0 keeps them forever.",
+            "which memories it was given; older ones are removed daily (the session itself, its cost and "
+            "response are kept). 0 keeps them forever.",
             retention_days, runtime=True, schema=RETENTION_DAYS_SCHEMA),
     Setting("CLAUDEOPS_SECRET_KEY", "",
             "Key that signs dashboard cookies and CSRF tokens; empty means one generated once into the state directory.",

@@ -74,8 +74,8 @@ def dashboard_refusal(app: Flask) -> str | None:
 
 def tables_not_created(app: Flask) -> dict[str, list[str]]:
     """The tables of the host's and each installed plugin's models that the
-    database lacks once migrated, by who owns them ("the host", or the plugin's
-    name): models a plugin defines with no revision that creates their table,
+    database lacks once migrated, by who owns them ("the host", or
+    "plugin <name>"): models a plugin defines with no revision that creates their table,
     or whose revision another's took the place of (ids are one namespace).
     A plugin is a module (an entry point's, a built-in's); its models are
     those of its package."""
