@@ -23,9 +23,9 @@ from pathlib import Path
 import flask_migrate
 from flask import Flask
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError, ProgrammingError
+from sqlalchemy.exc import OperationalError, ProgrammingError, SQLAlchemyError
 
-from app import dbfaults
+from app import dbfaults, runtime
 from app.config import PROJECT_ROOT
 from app.database_url import absolute_sqlite_url, shown_url
 from app.extensions import db
@@ -90,6 +90,26 @@ def warn_of_what_sessions_lack(app: Flask) -> None:
         if not path.is_file():
             log.warning("the tier %d prompt %s is not there: tier %d sessions fail until it is "
                         "(CLAUDEOPS_PROMPTS_DIR)", tier, path, tier)
+
+
+def say_what_the_config_page_holds_over(app: Flask) -> None:
+    """A change made on the Config page (or PUT /api/v1/config) holds over the
+    environment until it is reset: a variable set for this start and not in
+    force would otherwise go unexplained (``claudeops config`` shows it too)."""
+    with app.app_context():
+        try:
+            changed = runtime.overrides()
+        except SQLAlchemyError:   # the scheduler meets it soon enough, and says so
+            return
+        finally:
+            db.session.remove()
+        for spec in runtime.runtime_settings():
+            raw = changed.get(spec.name)
+            if raw is None or spec.secret or spec.name not in os.environ or runtime.refused(spec, raw):
+                continue
+            if runtime.in_force(spec, raw) != app.config[spec.name]:
+                log.warning("%s is %s, as changed on the Config page; the environment's %s holds once that "
+                            "change is reset", spec.name, raw, os.environ[spec.name])
 
 
 def apply_migrations(app: Flask) -> None:
@@ -178,6 +198,7 @@ def serve(app: Flask, host: str, port: int, workers: int) -> int:
     scheduler.hold_runner_lock()  # first: refuses to run beside another scheduler, or to migrate beside it
     apply_migrations(app)
     warn_of_what_sessions_lack(app)
+    say_what_the_config_page_holds_over(app)
     env = worker_environment(app)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -241,6 +262,7 @@ def run_scheduler(app: Flask) -> int:
     scheduler.hold_runner_lock()
     apply_migrations(app)
     warn_of_what_sessions_lack(app)
+    say_what_the_config_page_holds_over(app)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, _frame: stop.set())

@@ -408,6 +408,19 @@ def test_a_missing_claude_cli_or_tier_prompt_is_said_at_start(tmp_path, caplog):
     assert "tier 1 prompt" not in caplog.text
 
 
+def test_a_config_page_change_holding_over_the_environment_is_said_at_start(tmp_path, caplog, monkeypatch):
+    from app.serve import say_what_the_config_page_holds_over
+    monkeypatch.setenv("CLAUDEOPS_INTERVAL", "60")
+    monkeypatch.setenv("CLAUDEOPS_MAX_TIER", "2")
+    app = make_app(tmp_path, CLAUDEOPS_INTERVAL=60, CLAUDEOPS_MAX_TIER=2)
+    with app.app_context():
+        runtime.change({"CLAUDEOPS_INTERVAL": 0, "CLAUDEOPS_MAX_TIER": 2})
+    say_what_the_config_page_holds_over(app)
+    assert ("CLAUDEOPS_INTERVAL is 0, as changed on the Config page; the environment's 60 holds once that change "
+            "is reset") in caplog.text
+    assert "CLAUDEOPS_MAX_TIER is" not in caplog.text   # changed to what the environment says anyway
+
+
 def test_the_schedulers_heartbeat_stays_out_of_the_log_below_debug(tmp_path):
     import logging
     make_app(tmp_path / "info")
