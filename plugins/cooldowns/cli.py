@@ -89,7 +89,10 @@ def check_tool():
     session manager configures it with --settings). CLAUDEOPS_SESSION_ID and
     CLAUDEOPS_TIER name the session the allowed or denied action is recorded
     for. Exits 0 whenever it runs: a denial is the printed decision. If
-    claudeops cannot start at all (exit 1), the CLI lets the call through."""
+    claudeops cannot start at all (exit 1), the CLI lets the call through.
+    Not for trying a command out: one it allows is recorded, and counts
+    against the service's limit as the agent's own would (`cooldowns list`
+    shows what is left)."""
     include_withheld(current_app)   # the commands it records may hold the service's own secrets
     caller = gate.Caller(session_id=_int_env("CLAUDEOPS_SESSION_ID", range(1, MAX_ROW_ID + 1)),
                          tier=_int_env("CLAUDEOPS_TIER", range(min(TIERS), max(TIERS) + 1)))
