@@ -30,8 +30,7 @@ import time
 from typing import Optional
 from urllib.parse import urlsplit
 
-from flask import (Blueprint, Flask, current_app, flash, g, make_response, redirect, render_template, request, session,
-                   url_for)
+from flask import (Blueprint, Flask, current_app, flash, make_response, redirect, render_template, request, session, url_for)
 from limits import parse as parse_limit
 from sqlalchemy.exc import SQLAlchemyError
 from werkzeug.wrappers import Response
@@ -58,6 +57,7 @@ SESSION_KEY = "operator"
 LOGGED_IN_AT_KEY = "logged_in_at"
 # The login's token (app/logins.py): logging out ends it for every copy of the cookie.
 LOGIN_TOKEN_KEY = "login"
+LOGGED_IN_ENVIRON = "claudeops.logged_in"
 # Per client address, across every worker (app/limit_store.py); enough for
 # a person who mistypes.
 LOGIN_ATTEMPTS = "10 per minute"
@@ -102,9 +102,12 @@ def logged_in() -> bool:
     """Whether the request comes from a login in force; asked once a request
     (the guard, then the layout), so that a page drawn while the database is
     unavailable does not ask it again."""
-    if "claudeops_logged_in" not in g:
-        g.claudeops_logged_in = _logged_in()
-    return g.claudeops_logged_in
+    # Kept with the request, not in ``g``: an application context may outlast
+    # one request (a test's, a CLI's), and the next would be told this answer.
+    answer = request.environ.get(LOGGED_IN_ENVIRON)
+    if answer is None:
+        answer = request.environ[LOGGED_IN_ENVIRON] = _logged_in()
+    return answer
 
 
 def _logged_in() -> bool:
