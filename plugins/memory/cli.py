@@ -230,9 +230,12 @@ HISTORY_ROWS_WHILE_A_SESSION_RUNS = 100_000
               help="Import a file of more than 1,000 memories or 100,000 history rows even while a session "
                    "runs, which it may fail.")
 def import_(source, fmt, anyway):
-    """Read memories from an export (JSON or Markdown). Each goes through the
-    matcher: a memory already known is reinforced, not stored twice. One bad
-    entry refuses the whole file.
+    """Read memories from an export (JSON or Markdown). One whose text is
+    here already is left unchanged (importing a file again changes nothing);
+    each other goes through the matcher: one that says what a memory here
+    says reinforces it, one that contradicts it is stored as its
+    contradiction, any other is stored as new. One bad entry refuses the
+    whole file.
 
     The import holds the database's write lock until it ends; a session that
     writes meanwhile waits 15 s at most, then fails. So a file of more than
