@@ -145,8 +145,8 @@ def test_row_actions_keep_focus_in_their_row(page, service):
 
     tab_to(page, f"{row} input[type=range]", key="Shift+Tab")
     page.keyboard.press("ArrowLeft")
-    wait_for(lambda: api_memory(service, mid)["confidence"] == pytest.approx(0.75), timeout=5, what="confidence set")
-    expect(page.locator(f"{row} output.confidence-value")).to_have_text("0.75")
+    wait_for(lambda: api_memory(service, mid)["confidence"] == pytest.approx(0.79), timeout=5, what="confidence set")
+    expect(page.locator(f"{row} output.confidence-value")).to_have_text("0.79")
     focus_on(page, f"{row} input[type=range]")
 
     tab_to(page, f"{row} button.edit", key="Shift+Tab")

@@ -159,7 +159,13 @@ def test_a_failing_plugin_loses_only_its_own_rows(tmp_path, plugin, caplog):
                                                                             "disk gone"])
         assert db.session.scalars(select(CooldownAction.service)).all() == ["web"]
         kinds = db.session.scalars(select(SessionActivity.kind).order_by(SessionActivity.id)).all()
-        assert kinds == ["text", "marker", "marker", "text", "marker", "tool_use"]
+        assert [kind for kind in kinds if kind != "warning"] == ["text", "marker", "marker", "text", "marker",
+                                                                 "tool_use"]
+        # The failed plugin's loss is said where each block it failed on was (both, or the second).
+        lost = db.session.scalars(select(SessionActivity.body).where(SessionActivity.kind == "warning")).all()
+        assert len(lost) == (2 if isinstance(plugin, WritesThenFails) else 1)
+        assert all("failed on this text block (RuntimeError); nothing it read in it was stored" in body
+                   for body in lost)
     assert "plugin bug" in caplog.text
 
 
