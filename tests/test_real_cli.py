@@ -111,4 +111,5 @@ def test_api_error_with_the_real_cli(tmp_path, claude_bin):
     session, events, _ = stored(tmp_path)
     assert session.status == "failed" and session.is_error is True
     assert session.status_reason.startswith("API error 500")
-    assert events == []
+    # Nothing from the error's text: the only event is the service's notice that the session failed.
+    assert events == [("warning", None, f"Session #1 (tier 1) failed: {session.status_reason}", 1)]
