@@ -8,15 +8,16 @@ the dashboard, the API and ``claudeops memories``."""
 from __future__ import annotations
 
 import logging
+
 from sqlalchemy import func, select
 
 from app.batched_delete import prune_rows
 from app.extensions import db
 from app.hookspecs import hookimpl
 from app.runtime import setting
-from app.sessions.log_pruning import LOG_RETENTION, sessions_pruned
 from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection, SkippedMarkers
 from app.session_warnings import warn_once
+from app.sessions.log_pruning import LOG_RETENTION, sessions_pruned
 from plugins.memory import batch, feed, hookspecs, matcher, outcomes, review, settings, store
 from plugins.memory.context import build_memory_context
 from plugins.memory.markers import MARKER_TAGS, parse_memory_markers
