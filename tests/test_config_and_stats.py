@@ -17,6 +17,7 @@ from app.runtime import change, setting
 from app.sessions.scheduler import SessionScheduler
 from app.timeutil import isoformat, utcnow
 from tests import streamlines as sl
+from tests.support.database import on_postgres
 from tests.conftest import make_app
 from tests.support.waiting import wait_for
 from tests.support.database import explicit_database_url
@@ -383,8 +384,10 @@ def test_the_state_directory_is_made_for_the_services_user_only(tmp_path, caplog
     assert "can be read by other users" not in caplog.text
     os.chmod(app.config["CLAUDEOPS_STATE_DIR"], 0o755)   # one an older version, or the operator, made
     check_writable_dirs(app)
+    # On PostgreSQL the database is elsewhere: the directory holds the cookie key alone.
+    holds = "the cookie key" if on_postgres() else "the database and the cookie key"
     assert (f"the state directory {app.config['CLAUDEOPS_STATE_DIR']} can be read by other users (mode 755); "
-            "it holds the database and the cookie key") in caplog.text
+            f"it holds {holds}: chmod 700 it") in caplog.text
     os.chmod(app.config["CLAUDEOPS_RESULTS_DIR"], 0o750)
     check_writable_dirs(app)
     assert (f"the results directory {app.config['CLAUDEOPS_RESULTS_DIR']} can be read by other users (mode 750); "
