@@ -456,6 +456,35 @@ def slider_step_then(page, service, observation: str, action: str, button: str):
     return memory, the_row, actions[0], action_url
 
 
+def test_a_slider_stepped_again_while_its_step_is_answered_keeps_the_later_step(page, service):
+    """htmx queues a control's second request while its first is on its way,
+    and drops it when the first answer redraws the row around it: the later
+    step was lost, and the slider jumped back to the first. The redrawn row's
+    slider now sends where the operator left it (app/static/swaps.js)."""
+    memory = api_create(service, f"Backups take 40 min {token()}", service=f"svc-{token()}", confidence=0.5)
+    step_url = re.compile(rf"/memories/{memory['id']}/confidence$")
+    steps = []
+    page.goto("/memories")
+    page.route(step_url, lambda route: steps.append(route))
+    slider = row(page, memory["id"]).locator("input[type=range]")
+    slider.press("ArrowRight")
+    wait_for(lambda: (wait_ms(page, 50), steps)[1], timeout=10, what="the first step sent")
+    slider.press("ArrowRight")
+    expect(row(page, memory["id"]).locator("output.confidence-value")).to_have_text("0.52")
+    wait_ms(page, 200)
+    assert len(steps) == 1, "htmx holds the second step until the first is answered"
+    page.unroute(step_url)
+    with page.expect_response(step_url):
+        steps[0].fallback()
+
+    wait_for(lambda: api_memory(service, memory["id"])["confidence"] == 0.52, timeout=5, what="the later step saved")
+    expect(row(page, memory["id"]).locator("output.confidence-value")).to_have_text("0.52")
+    expect(row(page, memory["id"]).locator("input[type=range]")).to_have_value("0.52")
+    expect(row(page, memory["id"]).locator(".bar")).to_have_attribute("title", "0.52")   # the service's row
+    expect(row(page, memory["id"]).locator("input[type=range]")).to_be_focused()
+    expect(page.locator("#memory-errors")).to_be_empty()
+
+
 def test_a_slider_step_answered_while_the_rows_edit_form_is_on_its_way_leaves_it_to_open(page, service):
     """Edit pressed while the row's slider step is still being answered: that
     answer, landing first, is held back (app/static/swaps.js). Swapped in, it
@@ -679,11 +708,13 @@ def test_any_confidence_the_service_takes_can_be_typed_and_enter_sets_the_select
     added_id = int(added.get_attribute("data-id"))
     assert api_memory(service, added_id)["confidence"] == 0.33
     # The slider moves from where the memory is, a hundredth at a time.
+    # The output follows the slider at once; the save answers after it.
     row(page, added_id).locator("input[type=range]").press("ArrowRight")
     expect(row(page, added_id).locator("output.confidence-value")).to_have_text("0.34")
-    assert api_memory(service, added_id)["confidence"] == 0.34
+    wait_for(lambda: api_memory(service, added_id)["confidence"] == 0.34, timeout=5, what="0.34 saved")
     row(page, added_id).locator("input[type=range]").press("ArrowLeft")
     expect(row(page, added_id).locator("output.confidence-value")).to_have_text("0.33")
+    wait_for(lambda: api_memory(service, added_id)["confidence"] == 0.33, timeout=5, what="0.33 saved")
 
     other = api_create(service, f"Another {tok}", confidence=0.9)
     field = page.locator("#memory-bulk-bar input[name=bulk_confidence]")

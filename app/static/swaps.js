@@ -23,6 +23,9 @@
 // newer, redraws the element itself; should it bring none (a refusal shown
 // above the table, a failure), the held answer is swapped in then.
 //
+// Steps left behind. A slider stepped again while its last step is answered
+// sends its later step from the redrawn row, where htmx would drop it.
+//
 // Announcements. Text a swapped-in block marks data-announce (a count of
 // rows) is read out by the layout's live region when the swap answers the
 // operator (a filter, a pager link, a refresh after a change), never a poll:
@@ -186,9 +189,11 @@ function holdBack(detail) {
 // element was redrawn meanwhile, else swapped in once no later request for it is on its way.
 document.addEventListener("htmx:beforeSend", function (evt) {
   var request = {xhr: evt.detail.xhr, target: evt.detail.target, place: ++requestsSent};
+  var sent = valueSent(evt.detail);
   onItsWay.push(request);
   request.xhr.addEventListener("loadend", function () {
     onItsWay = onItsWay.filter(function (other) { return other !== request; });
+    if (sent) sendWhatWasLeft(sent);
     var held = heldBack;
     heldBack = [];
     held.forEach(function (answer) {
@@ -198,6 +203,33 @@ document.addEventListener("htmx:beforeSend", function (evt) {
     });
   });
 });
+
+// A control used again while its request was on its way (a slider stepped
+// twice): htmx queues the later request on the control, and drops it when the
+// first answer redraws the element around it (htmx sends nothing from a
+// control gone from the page). The later step was lost, and the redrawn
+// slider showed the first. Instead the redrawn element's like control is set
+// where the operator left the old one, and sends that.
+function valueSent(detail) {
+  var control = detail.elt;
+  var target = detail.target;
+  var config = detail.requestConfig;
+  if (!control || !target || !target.id || !target.contains(control)) return null;
+  if (["INPUT", "SELECT"].indexOf(control.tagName) < 0 || !config || !config.triggeringEvent) return null;
+  return {control: control, value: control.value, key: controlKey(control), holder: target.id,
+          trigger: config.triggeringEvent.type};
+}
+
+function sendWhatWasLeft(sent) {
+  var old = sent.control;
+  if (document.body.contains(old) || old.value === sent.value) return;   // htmx sends its queue itself
+  var holder = document.getElementById(sent.holder);
+  var like = holder && focusables(holder).filter(function (elt) { return controlKey(elt) === sent.key; })[0];
+  if (!like || like.value === old.value) return;
+  like.value = old.value;
+  like.dispatchEvent(new Event("input", {bubbles: true}));   // what shows the value (an output beside it)
+  htmx.trigger(like, sent.trigger);
+}
 
 // The swap htmx would have made of a held answer, once the page has been
 // asked again (htmx:beforeSwap: a poll over focus, an edit open now, may decline it).
