@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import click
+from sqlalchemy import select
 
 from app.cli import main
 from app.extensions import db
-from plugins.memory.models import TrackRecord
+from plugins.memory.models import MemoryHistory, TrackRecord
 from tests.conftest import make_app
 from tests.memory_helpers import add_memory, all_memories
 from tests.support.meanwhile import Meanwhile
@@ -39,6 +40,32 @@ def test_add_list_edit_delete(app):
     result = invoke(app, "delete", str(memory.id), str(memory.id), input="y\n")   # the same id twice: one memory
     assert result.exit_code == 0 and all_memories() == []
     assert result.output == f"Delete 1 memory? [y/N]: y\ndeleted #{memory.id}\n"
+
+
+def test_edit_moves_a_memory_to_another_service_and_category(app):
+    """As the page and the API can: "general" makes it a general memory, and
+    the history says what it was."""
+    memory = add_memory("Restarts cleanly after an upgrade", service="postgres", category="behavior")
+    result = invoke(app, "edit", str(memory.id), "--service", "pgbouncer", "--category", "remediation")
+    assert result.exit_code == 0, result.output
+    assert "pgbouncer" in result.output and "remediation" in result.output
+    db.session.expire_all()
+    (memory,) = all_memories()
+    assert (memory.service, memory.category) == ("pgbouncer", "remediation")
+    details = db.session.scalars(select(MemoryHistory.detail).where(MemoryHistory.memory_id == memory.id)).all()
+    assert "service postgres → pgbouncer" in details and "category behavior → remediation" in details
+
+    result = invoke(app, "edit", str(memory.id), "--service", "general")
+    assert result.exit_code == 0 and "general" in result.output
+    db.session.expire_all()
+    assert all_memories()[0].service is None
+
+    result = invoke(app, "edit", str(memory.id), "--service", "bad service", "--category", "timing")
+    assert result.exit_code == 1 and "service must be" in result.output
+    db.session.expire_all()
+    assert (all_memories()[0].service, all_memories()[0].category) == (None, "remediation")   # nothing changed
+    result = invoke(app, "edit", str(memory.id), "--category", "misc")
+    assert result.exit_code == 2 and "'misc' is not one of" in result.output
 
 
 def test_errors_are_clear(app):

@@ -104,17 +104,20 @@ def add(category, service, confidence, observation):
 @memories.command("edit")
 @click.argument("memory_id", type=MEMORY_ID)
 @click.option("--observation", help="New text.")
+@click.option("--category", type=click.Choice(CATEGORIES), help="New category.")
+@click.option("--service", help='New service ("general" for none).')
 @click.option("--confidence", type=float, help="Clamped to 0..1; at or above 0.3 reactivates, below deactivates.")
 @click.option("--pin/--unpin", default=None, help="A pinned memory never decays.")
 @click.option("--activate/--deactivate", default=None)
-def edit(memory_id, observation, confidence, pin, activate):
-    """Change a memory's text, confidence, pin or status."""
+def edit(memory_id, observation, category, service, confidence, pin, activate):
+    """Change a memory's text, category, service, confidence, pin or status."""
+    if all(value is None for value in (observation, category, service, confidence, pin, activate)):
+        raise click.UsageError("nothing to change: give --observation, --category, --service, --confidence, "
+                               "--pin/--unpin or --activate/--deactivate")
     memory = _get(memory_id)
-    if observation is None and confidence is None and pin is None and activate is None:
-        raise click.UsageError("nothing to change: give --observation, --confidence, --pin/--unpin "
-                               "or --activate/--deactivate")
     try:
-        store.update(memory, observation=observation, confidence=confidence, active=activate, pinned=pin)
+        store.update(memory, observation=observation, category=category, service=service, confidence=confidence,
+                     active=activate, pinned=pin)
     except store.MemoryInputError as exc:
         _fail(exc)
     db.session.commit()
