@@ -158,6 +158,10 @@ class ClaudeOpsGroup(FlaskGroup):
             # Of its commands, only upgrade may start a new database (and so its
             # state directory); it, downgrade and stamp change the schema.
             group = copy.copy(db)
+            group.help = ("The database's schema (Alembic). An operator needs `upgrade heads` (serve runs it), "
+                          "`current`, `check`, `history` and `downgrade`; `revision`, `migrate`, `merge`, `edit`, "
+                          "`init` and `list-templates` write revision files, for plugin authors "
+                          "(docs/example-plugin.md).")
             group.commands = {**db.commands,
                               "upgrade": _making_the_state(_beside_no_scheduler(db.commands["upgrade"])),
                               "downgrade": _beside_no_scheduler(db.commands["downgrade"]),

@@ -665,3 +665,15 @@ def test_the_command_runs_as_a_module_too(tmp_path, module):
                             timeout=60)
     assert config.returncode == 0, config.stderr
     assert f"CLAUDEOPS_STATE_DIR={env['CLAUDEOPS_STATE_DIR']}" in config.stdout.splitlines()
+
+
+def test_db_help_says_which_commands_are_an_operators_and_which_write_revisions():
+    from click.testing import CliRunner
+
+    from app import cli
+    result = CliRunner().invoke(cli.main, ["db", "--help"])
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "An operator needs `upgrade heads`" in said
+    assert "write revision files, for plugin authors (docs/example-plugin.md)" in said
+    assert "Perform database migrations" not in said
