@@ -332,6 +332,26 @@ def test_forwarded_proto_counts_only_from_a_trusted_proxy(tmp_path):
         assert "Secure" in cookie.headers["Set-Cookie"]
 
 
+def test_only_an_answer_over_tls_tells_the_browser_to_keep_to_tls(tmp_path):
+    """HSTS over TLS, directly or from a trusted proxy; never over plain
+    http (a browser ignores it there, and it would only mislead), nor on a
+    proxy's word the service does not trust. Subdomains are not included."""
+    untrusted = make_app(tmp_path / "a", CLAUDEOPS_PASSWORD=PASSWORD)
+    trusted = make_app(tmp_path / "b", CLAUDEOPS_PASSWORD=PASSWORD, CLAUDEOPS_TRUSTED_PROXIES=1)
+    forwarded = {"X-Forwarded-Proto": "https", "X-Forwarded-For": "198.51.100.7"}
+    with untrusted.app_context():
+        client = untrusted.test_client()
+        assert "Strict-Transport-Security" not in client.get("/login").headers
+        assert "Strict-Transport-Security" not in client.get("/login", headers=forwarded).headers
+        over_tls = client.get("/login", base_url="https://ops.example")
+        assert over_tls.headers["Strict-Transport-Security"] == "max-age=31536000"
+        assert client.get("/static/htmx.min.js", base_url="https://ops.example").headers[
+            "Strict-Transport-Security"] == "max-age=31536000"
+    with trusted.app_context():
+        behind = trusted.test_client().get("/api/v1/health", headers=forwarded)
+        assert behind.headers["Strict-Transport-Security"] == "max-age=31536000"
+
+
 def test_changing_the_password_ends_every_login(closed_app):
     client = closed_app.test_client()
     login(client)

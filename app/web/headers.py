@@ -5,7 +5,11 @@ makes sure that, should an escape ever be missed, no injected script runs:
 scripts only from this service's own files (htmx and the plugins' static
 JS), no inline handlers, no eval, no framing. What the service answers, but for
 its static files, is kept in no cache (a shared browser's, a proxy's): it
-is the infrastructure's state, read after a login.
+is the infrastructure's state, read after a login. An answer over TLS (or
+through a trusted proxy that says so) tells the browser to use only TLS for
+this host from then on (HSTS): a login cookie is then never offered over a
+plain-http link to it. Subdomains are left alone: a homelab's other services
+may still be plain http.
 """
 from __future__ import annotations
 
@@ -23,6 +27,8 @@ CONTENT_SECURITY_POLICY = "; ".join((
     "frame-ancestors 'none'",
 ))
 
+HSTS = "max-age=31536000"   # a year
+
 SECURITY_HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
@@ -39,4 +45,6 @@ def register_security_headers(app: Flask) -> None:
         endpoint = request.endpoint or ""
         if endpoint != "static" and not endpoint.endswith(".static"):
             response.headers.setdefault("Cache-Control", "no-store")
+        if request.is_secure:
+            response.headers.setdefault("Strict-Transport-Security", HSTS)
         return response
