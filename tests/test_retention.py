@@ -319,6 +319,24 @@ def test_a_host_without_a_sessions_run_logs_leaves_it_whole_to_the_host_that_has
     assert retention.prune().counts["run log files"] == 0   # done once
 
 
+def test_a_session_page_says_when_its_run_log_is_on_another_host(app, client, fake_cli, run_session_now, tmp_path):
+    """The path is the scheduler's host's: on a dashboard's host (one
+    PostgreSQL behind both, here one SQLite file) it names no file there."""
+    fake_cli(SCRIPT)
+    session = run_session_now()
+    here = client.get(f"/sessions/{session.id}").get_data(as_text=True)
+    assert session.log_path in here and 'id="log-elsewhere"' not in here
+
+    dashboard = make_app(tmp_path / "dashboard", CLAUDEOPS_DATABASE_URL=app.config["CLAUDEOPS_DATABASE_URL"])
+    with dashboard.app_context():
+        for path in (f"/sessions/{session.id}", f"/sessions/{session.id}/live"):
+            page = dashboard.test_client().get(path, headers={"HX-Request": "true"} if "live" in path else {})
+            text = page.get_data(as_text=True)
+            assert page.status_code == 200 and session.log_path in text, path
+            assert 'id="log-elsewhere"' in text and "not this one" in text, path
+        db.session.remove()
+
+
 def test_a_results_directory_that_cannot_take_its_id_is_said_and_the_session_records_none(tmp_path, caplog):
     not_a_directory = tmp_path / "results"
     not_a_directory.write_text("a file")

@@ -39,3 +39,16 @@ def existing_id(results_dir: Path) -> Optional[str]:
         return (results_dir / ID_FILE).read_text().strip() or None
     except FileNotFoundError:
         return None
+
+
+def held_elsewhere(recorded_id: Optional[str], results_dir: Path) -> bool:
+    """Whether a run log recorded in the directory with id ``recorded_id``
+    is in another host's results directory, not in ``results_dir``: its path
+    means nothing here. A session from before ids were recorded, or a
+    directory this host cannot read, is not said to be elsewhere."""
+    if not recorded_id:
+        return False
+    try:
+        return recorded_id != existing_id(results_dir)
+    except OSError:
+        return False

@@ -3,15 +3,17 @@ activity log, Run now and Stop."""
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 from typing import Optional
 
-from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
+from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
 from sqlalchemy import func, select
 
 from app.config import TIERS
 from app.extensions import db
 from app.models import RUNNING, SchedulerState, Session, SessionActivity
 from app.sessions import control, escalation
+from app.sessions.results_dir import held_elsewhere
 from app.timeutil import utcnow
 from app.web.htmx import fragment_of, is_htmx, render_page
 from app.web.ignored_args import int_arg
@@ -81,7 +83,10 @@ def _chain_context(session: Session) -> dict:
             "following": _following(session, members),
             # Shown "running" by a scheduler that cannot record its end (a full disk, say): the page says so.
             "scheduler_silent_since": control.scheduler_silent_since(db.session.get(SchedulerState, 1))
-            if session.status == RUNNING else None}
+            if session.status == RUNNING else None,
+            # Written on the scheduler's host: with PostgreSQL, maybe not this one.
+            "log_elsewhere": bool(session.log_path) and held_elsewhere(
+                session.results_dir_id, Path(current_app.config["CLAUDEOPS_RESULTS_DIR"]))}
 
 
 def _following(session: Session, members: list[Session]) -> bool:
