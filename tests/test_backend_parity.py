@@ -110,7 +110,7 @@ def test_ids_beyond_32_bits_are_not_found_on_every_backend(app, fake_cli, run_se
         assert client.get(path).status_code == 404, path
     assert client.post(f"/api/v1/sessions/{BEYOND_32_BITS}/stop").status_code == 404
     response = client.post("/api/v1/memories/bulk-delete", json={"ids": [BEYOND_32_BITS]})
-    assert (response.status_code, response.get_json()) == (404, {"error": f"no memory with id {BEYOND_32_BITS}"})
+    assert (response.status_code, response.get_json()) == (404, {"error": f"memory {BEYOND_32_BITS} not found"})
     live = client.get(f"/sessions/{session.id}/live?after={BEYOND_32_BITS}", headers=HTMX)
     assert live.status_code == 200 and 'beforeend:#activity' not in live.get_data(as_text=True)  # nothing after it
     assert 'beforeend:#activity' in client.get(f"/sessions/{session.id}/live?after=0", headers=HTMX).get_data(as_text=True)

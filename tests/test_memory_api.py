@@ -159,9 +159,9 @@ def test_bulk_delete(client):
 @pytest.mark.parametrize("body, status, message", [
     ({"ids": []}, 400, "non-empty list"), ({"ids": "1,2"}, 400, "non-empty list"),
     ({"ids": [1, "2"]}, 400, "whole numbers"), ({"ids": [True]}, 400, "whole numbers"),
-    ({"ids": [1, 999]}, 404, "no memory with id 999"), ({"id": [1]}, 400, "unknown field(s): id"),
+    ({"ids": [1, 999]}, 404, "memory 999 not found"), ({"id": [1]}, 400, "unknown field(s): id"),
     # Ids no database integer can hold name no memory (and must not reach the driver).
-    ({"ids": [1, 2**63, -(2**70)]}, 404, f"no memory with id {-(2**70)}, {2**63}"),
+    ({"ids": [1, 2**63, -(2**70)]}, 404, f"memories {-(2**70)}, {2**63} not found"),
 ])
 def test_bulk_delete_errors_delete_nothing(client, body, status, message):
     add_memory("Kept")

@@ -77,7 +77,7 @@ def test_errors_are_clear(app):
     memory = add_memory("Kept")
     assert "nothing to change" in invoke(app, "edit", str(memory.id)).output
     result = invoke(app, "delete", str(memory.id), "77", "--yes")
-    assert result.exit_code == 1 and "no memory with id 77" in result.output and len(all_memories()) == 1
+    assert result.exit_code == 1 and "memory 77 not found" in result.output and len(all_memories()) == 1
 
 
 def test_an_id_is_digits_as_the_list_shows_them(app):

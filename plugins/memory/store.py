@@ -440,7 +440,8 @@ def find_many(ids: Iterable) -> list[Memory]:
     found = db.session.scalars(select(Memory).where(Memory.id.in_(possible))).all() if possible else []
     missing = sorted(set(ids) - {m.id for m in found})
     if missing:
-        raise LookupError(f"no memory with id {', '.join(map(str, missing))}")
+        # Worded as a single id's "memory 12 not found" (the API's, the CLI's).
+        raise LookupError(f"{'memory' if len(missing) == 1 else 'memories'} {', '.join(map(str, missing))} not found")
     return found
 
 
