@@ -20,6 +20,7 @@ from app.database_url import absolute_sqlite_url, shown_url, sqlalchemy_url
 from app.dbfaults import first_line
 from app.extensions import db
 from app.revisions import known_revision
+from app.sessions.results_dir import existing_id
 
 
 @click.command("copy-to")
@@ -100,8 +101,20 @@ def copy_to_command(target_url: str):
         click.echo(f"Not copied: {', '.join(copied.left_out)}, which no installed plugin declares "
                    "(to bring them along, install the plugin that made them and copy again, into a new database).")
     click.echo(f"To use it, set CLAUDEOPS_DATABASE_URL to it for every process of the service and start the "
-               f"service. The run logs stay in {app.config['CLAUDEOPS_RESULTS_DIR']}; the database copied "
-               "is unchanged.")
+               f"service. The run logs stay {_where_run_logs_are(app)}; the database copied is unchanged.")
+
+
+def _where_run_logs_are(app) -> str:
+    """This host's results directory, if it ever held a run log; on a host
+    that only serves the dashboard, they are the scheduler's host's."""
+    results_dir = Path(app.config["CLAUDEOPS_RESULTS_DIR"])
+    try:
+        held_here = existing_id(results_dir) is not None
+    except OSError:
+        held_here = False
+    if held_here:
+        return f"in {results_dir}"
+    return "where the scheduler's host wrote them (its CLAUDEOPS_RESULTS_DIR; none are in this host's)"
 
 
 def _same_database(source: URL, target: URL) -> bool:

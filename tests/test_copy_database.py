@@ -109,6 +109,7 @@ def test_a_copy_holds_every_row_as_it_was_and_the_service_goes_on_there(tmp_path
     assert counted == {table: f"{len(rows):,}" for table, rows in before.items()}
     assert f"Copied {sum(map(len, before.values())):,} rows in {len(before)} tables" in result.output
     assert "set CLAUDEOPS_DATABASE_URL to it" in result.output
+    assert f"The run logs stay in {source.config['CLAUDEOPS_RESULTS_DIR']};" in result.output
     with target.app_context():
         client = target.test_client()
         # The search index is the target's own (SQLite's FTS tables, PostgreSQL's expression index).
@@ -134,6 +135,21 @@ def test_a_copy_goes_back_from_the_suites_database_to_a_sqlite_file(tmp_path, ap
     result = invoke(app, "copy-to", f"sqlite:///{target}")
     assert result.exit_code == 0, result.output
     assert rows_of(app_on(tmp_path, f"sqlite:///{target}")) == rows_of(app)
+
+
+def test_a_copy_made_on_a_host_without_run_logs_says_they_are_on_the_schedulers(tmp_path, fake_cli,
+                                                                                run_session_now):
+    """A dashboard's host (its own state directory, the one database): the run
+    logs are in the scheduler's host's results directory, not in this one's."""
+    source = sqlite_source(tmp_path)
+    fill(source, fake_cli, run_session_now)
+    dashboard = make_app(tmp_path, CLAUDEOPS_STATE_DIR=str(tmp_path / "dashboard"),
+                         CLAUDEOPS_DATABASE_URL=source.config["CLAUDEOPS_DATABASE_URL"])
+    result = invoke(dashboard, "copy-to", new_database(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert ("The run logs stay where the scheduler's host wrote them (its CLAUDEOPS_RESULTS_DIR; none are in this "
+            "host's); the database copied is unchanged.") in result.output
+    assert dashboard.config["CLAUDEOPS_RESULTS_DIR"] not in result.output
 
 
 def test_a_target_that_is_not_new_is_refused_and_left_as_it_was(tmp_path, fake_cli, run_session_now):
