@@ -3,6 +3,7 @@ no state directory, so the database's advisory lock is what keeps a second
 scheduler (or `claudeops run`) from running sessions beside the first."""
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import subprocess
@@ -110,11 +111,19 @@ def test_claudeops_run_refuses_too(two_hosts, tmp_path):
     RunnerLock(str(tmp_path / "host-b" / "state")).acquire()
 
 
-def test_a_lost_connection_takes_the_lock_again_when_no_one_else_has(two_hosts, tmp_path):
+def test_a_lost_connection_takes_the_lock_again_when_no_one_else_has(two_hosts, tmp_path, caplog):
     first, _second, start = two_hosts
     scheduler = start(first)
     assert end_lock_connection(first.config["CLAUDEOPS_DATABASE_URL"]) == 1
-    assert scheduler.verify_lock() is True
+    with caplog.at_level(logging.INFO, logger="app.sessions.runner_lock"):
+        assert scheduler.verify_lock() is True
+    said = [record.getMessage() for record in caplog.records if record.name == "app.sessions.runner_lock"]
+    assert said[0].startswith("lost the connection that holds the scheduler's database lock")
+    assert said[-1] == "took the scheduler's database lock again; sessions go on being run from here"
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="app.sessions.runner_lock"):
+        assert scheduler.verify_lock() is True   # held all along: nothing to say
+    assert "took the scheduler's database lock again" not in caplog.text
     other = RunnerLock(str(tmp_path / "host-b" / "state"), first.config["CLAUDEOPS_DATABASE_URL"])
     with pytest.raises(SchedulerAlreadyRunning):
         other.acquire()

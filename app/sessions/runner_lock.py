@@ -175,7 +175,10 @@ class DatabaseLock:
         pauses = dbfaults.outage_pauses()
         while True:
             try:
-                return self._try_lock()
+                locked = self._try_lock()
+                if locked:   # the warning above, or the one while waiting, has its end said
+                    log.info("took the scheduler's database lock again; sessions go on being run from here")
+                return locked
             except SQLAlchemyError as exc:
                 pause = next(pauses, None) if dbfaults.passing(exc) else None
                 if pause is None:
