@@ -466,6 +466,18 @@ def prune(dry_run: bool):
         click.echo(f"  {name}={days} ({f'{days} days' if days else 'kept forever'})")
 
 
+@main.command("logout-all")
+@with_appcontext
+def logout_all():
+    """End every dashboard login: each browser must log in again. For a
+    device lost while logged in, or a PostgreSQL database restored with
+    pg_restore, which brings back logins ended since its dump (`restore`
+    ends them itself). The API token and the password are unchanged."""
+    from app import logins
+    ended = logins.end_all()
+    click.echo(f"Ended {ended} dashboard login{'' if ended == 1 else 's'}.")
+
+
 @main.command("mcp")
 @click.option("--list", "list_tools", is_flag=True, help="Print the tools as JSON and exit.")
 @with_appcontext

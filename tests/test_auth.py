@@ -352,6 +352,24 @@ def test_only_an_answer_over_tls_tells_the_browser_to_keep_to_tls(tmp_path):
         assert behind.headers["Strict-Transport-Security"] == "max-age=31536000"
 
 
+def test_logout_all_ends_every_login_and_keeps_the_api_token(closed_app):
+    from app.cli import main
+    laptop, phone = closed_app.test_client(), closed_app.test_client()
+    login(laptop)
+    login(phone)
+    assert laptop.get("/").status_code == phone.get("/").status_code == 200
+
+    result = closed_app.test_cli_runner().invoke(main, ["logout-all"])
+    assert (result.exit_code, result.output) == (0, "Ended 2 dashboard logins.\n")
+    for client in (laptop, phone):
+        assert client.get("/").status_code == 302 and "/login" in client.get("/").headers["Location"]
+    api = closed_app.test_client().get("/api/v1/stats", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert api.status_code == 200
+    login(laptop)   # the password still logs in
+    assert laptop.get("/").status_code == 200
+    assert closed_app.test_cli_runner().invoke(main, ["logout-all"]).output == "Ended 1 dashboard login.\n"
+
+
 def test_changing_the_password_ends_every_login(closed_app):
     client = closed_app.test_client()
     login(client)
