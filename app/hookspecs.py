@@ -377,9 +377,9 @@ def claudeops_prune(now, dry_run, batch_size):
         Rows kept for each session can go with its logs instead of by a
         retention of their own: ``app.sessions.log_pruning.sessions_pruned(
         now, dry_run)`` selects the ids of the sessions whose logs are
-        removed (in a dry run, also those about to be), never one whose run
-        logs another host still keeps (the memory plugin prunes what it
-        gave each session so).
+        removed (in a dry run, also those about to be); a session whose run
+        logs another host keeps is left to that host, for up to a week past
+        its retention (the memory plugin prunes what it gave each session so).
     :returns: a dict of what was deleted (a few words, such as ``"events"``)
         to how many rows (in a dry run: would be), or ``None`` when your
         retention is off.
