@@ -335,7 +335,12 @@ def claudeops_stats():
         the host's own (runs, escalations, success rate, cost, next run).
 
     All implementations are called (results collected). One that raises, or
-    returns something other than a dict, is logged and left out.
+    returns something other than a dict, is logged and left out. A figure
+    named like the host's, or like one a plugin called before gave, is
+    logged and left out: the host's stand, then each plugin's in pluggy's
+    order (``tryfirst`` first; else the plugin registered last, which for two
+    installed plugins depends on the order they were installed in). Prefix
+    your figures with your plugin's name.
     """
 
 
