@@ -9,6 +9,7 @@ from app.extensions import db
 from app.models import Session
 from app.timeutil import utcnow
 from plugins.events.models import Event
+from tests.conftest import make_app
 
 
 def add_events(*specs):
@@ -263,6 +264,39 @@ def test_nul_in_a_dashboard_address_is_400_and_nothing_is_queried(client, path, 
     assert "NUL character" not in " ".join(r.getMessage() for r in caplog.records if r.name == "app.portable_text")
     htmx = client.get(path, headers={"HX-Request": "true"})
     assert htmx.status_code == 400 and htmx.mimetype == "text/plain"
+
+
+@pytest.mark.parametrize("path, message", [
+    # /sessions has no status filter: the whole list, taken for the failed ones, was the answer.
+    ("/api/v1/sessions?status=failed", "unknown query parameter(s): status; allowed: limit, offset"),
+    ("/api/v1/events?Limit=5", "unknown query parameter(s): Limit; allowed: after, before, level, limit, offset, "
+                               "service"),
+    ("/api/v1/memories?servce=web&foo=1", "unknown query parameter(s): foo, servce; allowed: active, category, "
+                                          "limit, offset, q, service, status"),
+    ("/api/v1/stats?verbose=1", "unknown query parameter(s): verbose; this operation takes none"),
+    ("/api/v1/events?limit=1&limit=2", "query parameter limit is given 2 times; give it once"),
+    ("/api/v1/events?level=info&level=critical", "query parameter level is given 2 times; give it once"),
+])
+def test_a_query_parameter_an_operation_does_not_take_is_400(client, path, message):
+    """Left out, it would answer an unfiltered list as if filtered."""
+    response = client.get(path)
+    assert (response.status_code, response.get_json()) == (400, {"error": message})
+
+
+def test_a_query_parameter_is_checked_only_on_the_api_and_after_authentication(tmp_path, client):
+    """The dashboard leaves one out and says so; an unauthenticated caller
+    learns nothing from a 400 (401 first); every parameter an operation
+    documents is taken, empty too."""
+    page = client.get("/events?Limit=5")
+    assert page.status_code == 200
+    assert client.get("/api/v1/events?level=&service=&limit=&offset=&before=&after=").status_code == 200
+    assert client.post("/api/v1/sessions/trigger?dry=1", json={}).status_code == 400
+    assert db.session.query(Session).count() == 0   # nothing was done
+    closed = make_app(tmp_path / "closed", CLAUDEOPS_API_TOKEN="t" * 32)
+    with closed.app_context():
+        assert closed.test_client().get("/api/v1/events?Limit=5").status_code == 401
+        authorised = closed.test_client().get("/api/v1/events?Limit=5", headers={"Authorization": "Bearer " + "t" * 32})
+        assert authorised.status_code == 400
 
 
 def test_a_request_body_over_the_limit_is_413_and_nothing_is_done(client, caplog):

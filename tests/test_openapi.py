@@ -146,14 +146,15 @@ def test_every_operation_documents_its_error_statuses(document):
         # 503 is on every operation (the test above), 413 on every one that takes a body (below).
         return set(document["paths"][path][method]["responses"]) - {"401", "403", "413", "429", "503"}
     assert statuses("/sessions/trigger", "post") == {"201", "400", "415"}
-    assert statuses("/sessions/{session_id}/stop", "post") == {"202", "404", "409"}
+    assert statuses("/sessions/{session_id}/stop", "post") == {"202", "400", "404", "409"}
     assert statuses("/memories/{memory_id}", "put") == {"200", "400", "404", "415"}
     assert statuses("/memories/bulk-delete", "post") == {"200", "400", "404", "415"}
     assert statuses("/memories/{memory_id}/approve", "post") == {"200", "400", "404", "409", "415"}
     assert statuses("/memories/{memory_id}/reject", "post") == {"200", "400", "404", "409", "415"}
-    assert statuses("/health", "get") == {"200"}   # and its own 503 (the test above)
+    assert statuses("/health", "get") == {"200", "400"}   # and its own 503 (the test above)
     for path, item in document["paths"].items():
         for method, operation in item.items():
+            assert "400" in operation["responses"], (method, path)   # a query parameter it does not take
             assert ("413" in operation["responses"]) == (method in ("post", "put", "patch")), (method, path)
             for status, answer in operation["responses"].items():
                 if status.startswith(("4", "5")) and status != "503":

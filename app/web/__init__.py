@@ -40,6 +40,7 @@ def register_web(app: Flask, pm: pluggy.PluginManager) -> None:
     from app.web.api import api
     from app.web.config_page import config_page
     from app.web.openapi import openapi_api
+    from app.web.query_check import query_problem
 
     app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
     # Before any rule is added: rules bind their converters when registered.
@@ -82,6 +83,14 @@ def register_web(app: Flask, pm: pluggy.PluginManager) -> None:
         if _wants_json():
             raise ApiError(problem)
         return _page_error("Not a valid address", f"Nothing to show: the {problem}.", 400)
+
+    @app.before_request
+    def refuse_query_parameters_an_api_operation_does_not_take():
+        """(The dashboard's pages leave such a parameter out, and say so: app/web/ignored_args.py.)"""
+        if request.path.startswith(API_PREFIX + "/"):
+            problem = query_problem()
+            if problem is not None:
+                raise ApiError(problem)
 
     register_security_headers(app)
     _register_error_handlers(app)

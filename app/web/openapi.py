@@ -27,8 +27,12 @@ IMPLICIT_METHODS = {"HEAD", "OPTIONS"}
 
 @openapi_api.get("/openapi.json")
 def document():
-    # Built on first request, then kept: plugins and settings are fixed
-    # once the application exists.
+    return cached_document()
+
+
+def cached_document() -> dict[str, Any]:
+    """Built on first use, then kept: plugins and settings are fixed once
+    the application exists."""
     doc = current_app.extensions.get("claudeops.openapi")
     if doc is None:
         doc = current_app.extensions["claudeops.openapi"] = build_document()
@@ -89,13 +93,16 @@ UNAVAILABLE = error("the database is unavailable just now (locked past the busy 
 TOO_LARGE = error(f"the request body is larger than the {MAX_REQUEST_BYTES // (1024 * 1024)} MiB the service takes; "
                   "nothing was done")
 TAKES_A_BODY = ("post", "put", "patch")
+# What every operation answers before its view runs (app/web/query_check.py).
+UNTAKEN_QUERY = error("a query parameter the operation does not take, or one given twice; nothing was done")
 
 
 def _declare_common_errors(paths: dict[str, Any]) -> None:
     """What app/auth.py answers before any view runs, on every operation it
     guards (the health check needs nothing), what every operation answers
-    while the database is unavailable, and what one that takes a body
-    answers for one over the limit."""
+    for a query parameter it does not take and while the database is
+    unavailable, and what one that takes a body answers for one over the
+    limit."""
     for path, item in paths.items():
         for method, operation in item.items():
             if not isinstance(operation, dict) or "responses" not in operation:
@@ -105,6 +112,7 @@ def _declare_common_errors(paths: dict[str, Any]) -> None:
             else:
                 for status, answer in AUTH_ERRORS.items():
                     operation["responses"].setdefault(status, answer)
+            operation["responses"].setdefault("400", UNTAKEN_QUERY)
             operation["responses"].setdefault("503", UNAVAILABLE)
             if method in TAKES_A_BODY:
                 operation["responses"].setdefault("413", TOO_LARGE)
