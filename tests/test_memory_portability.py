@@ -266,7 +266,19 @@ def test_a_bad_entry_refuses_the_whole_file(app):
           "memories": [good | {"created_at": "2026-01-02T00:00:00Z", "updated_at": "2025-01-01T00:00:00Z"}]},
          "memory 1: updated_at (2025-01-01T00:00:00Z) is before created_at (2026-01-02T00:00:00Z)"),
         ({"format": "claudeops-memories", "version": 1, "memories": [good | {"active": True, "confidence": 0.1}]},
-         "memory 1: active with confidence 0.1"),
+         'memory 1: active with confidence 0.1, below 0.3: give it "active": false, or raise its confidence'),
+        # The value sent is named, not the one it was clamped to.
+        ({"format": "claudeops-memories", "version": 1, "memories": [good | {"active": True, "confidence": -1}]},
+         "memory 1: active with confidence -1, below 0.3"),
+        # A key misspelt in a file written by hand is refused, not left out.
+        ({"format": "claudeops-memories", "version": 1,
+          "memories": [good, {"servce": "jellyfin", "category": "timing", "observation": "x", "confidenc": 0.9}]},
+         "memory 2: unknown field(s): confidenc, servce; allowed: id, service, category, observation, confidence,"),
+        ({"format": "claudeops-memories", "version": 1,
+          "memories": [good | {"history": [{"action": "created", "actor": "session", "when": "today"}]}]},
+         "memory 1: a history entry has unknown field(s): when; allowed: action,"),
+        ({"format": "claudeops-memories", "version": 1, "memorys": [], "memories": []},
+         "the export has unknown field(s): memorys; allowed: format, version, exported_at, memories"),
         ({"format": "claudeops-memories", "version": 1, "memories": [good | {"created_at": "yesterday"}]},
          "memory 1: 'yesterday' is not an ISO 8601 timestamp"),
         # Beyond these, decay's next date overflows, or its weeks pass what an export may hold.
@@ -309,6 +321,21 @@ def test_a_bad_entry_refuses_the_whole_file(app):
 
 
 # ------------------------------------------------------------------ the API
+
+def test_a_hand_written_entry_below_the_threshold_is_stored_inactive(app):
+    """As POST /memories stores it: an entry that does not say whether it
+    is active (a JSON file written by hand), or a Markdown line (an export
+    marks every inactive memory, and never holds an active one below 0.3)."""
+    document = {"format": "claudeops-memories", "version": 1, "memories": [
+        {"service": "jellyfin", "category": "timing", "observation": "Takes 60s at boot", "confidence": 0.1},
+        {"service": "jellyfin", "category": "timing", "observation": "Transcodes at night", "confidence": 0.9}]}
+    markdown = "## nginx\n- [behavior] Reloads drop websockets (confidence: 0.2)\n"
+    portability.import_entries(portability.parse_json(document), source="x")
+    portability.import_entries(portability.parse(markdown), source="x")
+    stored = {memory.observation: (memory.confidence, memory.active) for memory in all_memories()}
+    assert stored == {"Takes 60s at boot": (0.1, False), "Transcodes at night": (0.9, True),
+                      "Reloads drop websockets": (0.2, False)}
+
 
 def test_api_export_and_import(app, client, tmp_path):
     seed()

@@ -241,9 +241,27 @@ def _looks_like_json(text: str) -> bool:
     return True
 
 
+# What an export writes, and all an import takes: a key misspelt in a file
+# written or edited by hand ("servce") is refused, not left out (the memory
+# would be stored general, at the default confidence, without a word).
+DOCUMENT_KEYS = ("format", "version", "exported_at", "memories")
+ENTRY_KEYS = ("id", "service", "category", "observation", "confidence", "active", "pinned", "tier", "created_at",
+              "updated_at", "decayed_weeks", "session_id", "contradicts_id", "outcomes", "status", "history")
+HISTORY_KEYS = ("action", "confidence_before", "confidence_after", "actor", "detail", "session_id",
+                "related_memory_id", "created_at")
+
+
+def _unknown_keys(item: dict, allowed: tuple[str, ...]) -> Optional[str]:
+    unknown = sorted(str(key)[:40] for key in item if key not in allowed)
+    return f"unknown field(s): {', '.join(unknown)}; allowed: {', '.join(allowed)}" if unknown else None
+
+
 def parse_json(document: Any, most: int = MAX_IMPORT) -> list[Entry]:
     if not isinstance(document, dict) or document.get("format") != FORMAT_NAME:
         raise ImportRefused(f'not a memories export: expected an object with "format": "{FORMAT_NAME}"')
+    unknown = _unknown_keys(document, DOCUMENT_KEYS)
+    if unknown:
+        raise ImportRefused(f"the export has {unknown}")
     if "version" not in document:
         raise ImportRefused(f'the export names no version: expected "version": {FORMAT_VERSION}')
     if document["version"] != FORMAT_VERSION:
@@ -262,13 +280,18 @@ def _entry(item: Any, number: int) -> Entry:
         raise ImportRefused(f"memory {number}: {message}")
     if not isinstance(item, dict):
         fail("must be an object")
+    unknown = _unknown_keys(item, ENTRY_KEYS)
+    if unknown:
+        fail(unknown)
     try:
+        confidence = _confidence(item.get("confidence", 0.7), "confidence")
         entry = Entry(
             service=store.clean_service(item.get("service")),
             category=store.clean_category(item.get("category")),
             observation=store.clean_observation(item.get("observation")),
-            confidence=_confidence(item.get("confidence", 0.7), "confidence"),
-            active=_flag(item, "active", True), pinned=_flag(item, "pinned", False),
+            confidence=confidence,
+            # Not given (a file written by hand), it follows the confidence, as POST /memories does.
+            active=_flag(item, "active", confidence >= ACTIVE_THRESHOLD), pinned=_flag(item, "pinned", False),
             tier=_whole(item, "tier", 1, 1, 3), decayed_weeks=_whole(item, "decayed_weeks", 0, 0, 10_000),
             status=_review_state(item.get("status", APPROVED)),
             created_at=_time(item.get("created_at")), updated_at=_time(item.get("updated_at")),
@@ -278,7 +301,8 @@ def _entry(item: Any, number: int) -> Entry:
     except (store.MemoryInputError, ValueError) as exc:
         fail(str(exc))
     if entry.active and entry.confidence < ACTIVE_THRESHOLD:
-        fail(f"active with confidence {entry.confidence}, below {ACTIVE_THRESHOLD}")
+        fail(f"active with confidence {item.get('confidence')!r:.40}, below {ACTIVE_THRESHOLD}: "
+             "give it \"active\": false, or raise its confidence")
     if entry.created_at and entry.updated_at and entry.updated_at < entry.created_at:
         fail(f"updated_at ({item['updated_at']}) is before created_at ({item['created_at']})")
     return entry
@@ -350,6 +374,8 @@ def _history_rows(rows) -> list[dict]:
         raise ValueError("history must be a list")
     checked = []
     for row in rows:
+        if isinstance(row, dict) and _unknown_keys(row, HISTORY_KEYS):
+            raise ValueError(f"a history entry has {_unknown_keys(row, HISTORY_KEYS)}")
         if not isinstance(row, dict) or not isinstance(row.get("action"), str) or not row["action"] \
                 or len(row["action"]) > 20:
             raise ValueError("each history entry needs an action (text, at most 20 characters)")
@@ -388,15 +414,17 @@ def parse_markdown(text: str, most: int = MAX_IMPORT) -> list[Entry]:
             raise ImportRefused(f"line {number}: a memory before any '## service' heading")
         flags = match["flags"]
         try:
+            confidence = store.parse_confidence(match["confidence"])
+            # An export marks every inactive memory, and never holds an active
+            # one below the threshold: such a line was written by hand, and its
+            # memory is inactive, as POST /memories would make it.
             entry = Entry(service=store.clean_service(service), category=store.clean_category(match["category"]),
-                          observation=store.clean_observation(match["observation"]),
-                          confidence=store.parse_confidence(match["confidence"]),
-                          active="inactive" not in flags, pinned="pinned" in flags,
+                          observation=store.clean_observation(match["observation"]), confidence=confidence,
+                          active="inactive" not in flags and confidence >= ACTIVE_THRESHOLD,
+                          pinned="pinned" in flags,
                           status=next((state for state in REVIEW_STATES if state in flags), APPROVED))
         except store.MemoryInputError as exc:
             raise ImportRefused(f"line {number}: {exc}") from None
-        if entry.active and entry.confidence < ACTIVE_THRESHOLD:
-            raise ImportRefused(f"line {number}: active with confidence {entry.confidence}, below {ACTIVE_THRESHOLD}")
         entries.append(entry)
     if not entries and not text.startswith(MARKDOWN_TITLE):   # not an export of ours: say so
         raise ImportRefused("no memories found: expected lines '- [category] observation (confidence: N)' "
