@@ -34,7 +34,11 @@ SCHEMAS = {
         "id": integer(1), "service": {"type": ["string", "null"], "description": "null: a general memory"},
         "category": {"type": "string", "enum": list(CATEGORIES)}, "observation": {"type": "string"},
         "confidence": CONFIDENCE, "active": {"type": "boolean"}, "pinned": {"type": "boolean"},
-        "created_at": TIMESTAMP, "updated_at": TIMESTAMP,
+        "created_at": TIMESTAMP,
+        "updated_at": TIMESTAMP | {"description": (
+            "UTC, ISO 8601 with a Z: when the memory was last learned, confirmed or edited (text, category, "
+            "service, confidence; unpinned, reactivated, approved), from which its decay counts. A pin, a "
+            "deactivation or a rejection leaves it; the history has every change")},
         "session_id": nullable(integer(1, description="the session that recorded it; null: the operator")),
         "tier": {"type": "integer", "enum": sorted(TIERS)},
         "contradicts_id": nullable(integer(1, description="the older memory this one contradicted")),
