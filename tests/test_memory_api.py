@@ -83,6 +83,10 @@ def test_list_filters(app, client):
     assert len(observations()) == 3
     assert observations("service=jellyfin") == ["Jellyfin starts slowly"]
     assert observations("service=general") == ["DNS flaps during reconnects"]
+    # As the events' and cooldowns' filters read it: spaces around and case do not count.
+    assert observations("service=%20Jellyfin%20") == ["Jellyfin starts slowly"]
+    assert observations("service=general%20") == ["DNS flaps during reconnects"]
+    assert len(observations("service=%20")) == 3   # no filter
     assert observations("category=dependency") == ["Caddy after WireGuard"]
     assert observations("active=false") == ["Caddy after WireGuard"]
     assert sorted(observations("active=true")) == ["DNS flaps during reconnects", "Jellyfin starts slowly"]

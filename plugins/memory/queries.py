@@ -31,8 +31,9 @@ def memory_query(service: Optional[str] = None, category: Optional[str] = None,
     plugins/memory/search.py): matches come best first, and an ``order_by``
     added later only breaks ties."""
     query = select(Memory)
+    # Kept in lower case and without spaces around (store.clean_service); the events' filter reads it so too.
+    service = (service or "").strip().lower()
     if service:
-        service = service.lower()   # services are kept in lower case (store.clean_service)
         query = query.where(Memory.service.is_(None) if service == GENERAL else Memory.service == service)
     if category:
         if category not in CATEGORIES:
