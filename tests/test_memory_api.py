@@ -40,7 +40,10 @@ def test_create_defaults_and_clamps(client):
     ({"category": "timing", "observation": "x", "confidence": "high"}, "confidence must be a number"),
     ({"category": "timing", "observation": "x", "confidence": True}, "confidence must be a number"),
     ({"category": "timing", "observation": "x", "confidence": "0.5"},
-     "confidence must be a number from 0 to 1, not a string '0.5'"),
+     'confidence must be a number from 0 to 1, not a string "0.5"'),
+    ({"category": "timing", "observation": "x", "confidence": [True]},
+     "confidence must be a number from 0 to 1, not an array [true]"),
+    ({"category": "timing", "observation": "x", "confidence": None}, "confidence must be a number, not null"),
     ({"category": "timing", "observation": "x", "service": "no spaces please"}, "service must be"),
     ({"category": "timing", "observation": "x", "session_id": 3}, "unknown field(s): session_id"),
     ({"category": "timing", "observation": "x", "confidence": 10**400}, "confidence must be a finite number"),
@@ -63,7 +66,7 @@ def test_a_confidence_sent_as_text_is_refused_by_every_endpoint_that_takes_one(a
     for method, url in ((client.put, f"{API}/{memory.id}"), (client.post, f"{API}/{proposed.id}/approve")):
         response = method(url, json={"confidence": "0.9"})
         assert response.status_code == 400, response.get_json()
-        assert response.get_json()["error"] == "confidence must be a number from 0 to 1, not a string '0.9'"
+        assert response.get_json()["error"] == 'confidence must be a number from 0 to 1, not a string "0.9"'
     db.session.expire_all()
     assert (memory.confidence, proposed.confidence, proposed.status) == (0.6, 0.7, "proposed")
 

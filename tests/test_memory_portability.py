@@ -258,10 +258,10 @@ def test_a_bad_entry_refuses_the_whole_file(app):
          "memory 1: confidence must be a number"),
         # A number in text is Markdown's; in JSON it is refused, as the API refuses it.
         ({"format": "claudeops-memories", "version": 1, "memories": [good | {"confidence": "0.5"}]},
-         "memory 1: confidence must be a number, not str '0.5'"),
+         "memory 1: confidence must be a number, not a string \"0.5\""),
         ({"format": "claudeops-memories", "version": 1,
           "memories": [good | {"history": [{"action": "created", "actor": "session", "confidence_after": "0.7"}]}]},
-         "memory 1: history confidence_after must be a number, not str '0.7'"),
+         "memory 1: history confidence_after must be a number, not a string \"0.7\""),
         ({"format": "claudeops-memories", "version": 1,
           "memories": [good | {"created_at": "2026-01-02T00:00:00Z", "updated_at": "2025-01-01T00:00:00Z"}]},
          "memory 1: updated_at (2025-01-01T00:00:00Z) is before created_at (2026-01-02T00:00:00Z)"),

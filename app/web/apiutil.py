@@ -96,6 +96,12 @@ def json_kind(value: Any) -> str:
     return "a boolean" if isinstance(value, bool) else "a number"
 
 
+def json_shown(value: Any, most: int = 40) -> str:
+    """A parsed JSON value as JSON writes it (``null``, ``true``, ``"0.5"``),
+    cut to ``most`` characters, for a message."""
+    return json.dumps(value, ensure_ascii=False)[:most]
+
+
 def nul_in_query() -> Optional[str]:
     """What is wrong with a query parameter whose name or value holds a NUL
     character (no filter can match one, and PostgreSQL refuses it in a

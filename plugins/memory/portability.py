@@ -22,7 +22,7 @@ from app.db_redaction import redacted_values
 from app.extensions import db
 from app.models import Session
 from app.timeutil import utcnow
-from app.web.apiutil import MAX_ID, unstorable_text
+from app.web.apiutil import MAX_ID, json_kind, json_shown, unstorable_text
 from app.write_lock import lock_for_writing
 from plugins.memory import candidates, store
 from plugins.memory.candidates import IdRuns, Pair
@@ -311,7 +311,7 @@ def _entry(item: Any, number: int) -> Entry:
 def _confidence(value, name: str) -> float:
     """A JSON number, as the API takes it (text is Markdown's, not JSON's), clamped to [0, 1]."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{name} must be a number, not {type(value).__name__} {value!r:.40}")
+        raise ValueError(f"{name} must be a number, not {json_kind(value)} {json_shown(value)}")
     return store.parse_confidence(value)
 
 

@@ -117,6 +117,8 @@ def parse_confidence(raw) -> float:
     """A number, clamped to [0, 1]; anything else is refused."""
     if isinstance(raw, bool):
         raise MemoryInputError("confidence must be a number")
+    if raw is None:   # JSON's null, as the API was sent it
+        raise MemoryInputError("confidence must be a number, not null")
     try:
         value = float(raw)
     except (TypeError, ValueError):
