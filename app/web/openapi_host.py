@@ -22,7 +22,9 @@ SESSION_FIELDS = {
     "status_reason": OPTIONAL_TEXT,
     "created_at": TIMESTAMP, "started_at": nullable(TIMESTAMP), "ended_at": nullable(TIMESTAMP),
     "cost_usd": {"type": ["number", "null"]}, "num_turns": {"type": ["integer", "null"]},
-    "duration_ms": {"type": ["integer", "null"]}, "is_error": {"type": "boolean"},
+    "duration_ms": {"type": ["integer", "null"]},
+    "is_error": {"type": "boolean", "description": "what the CLI's result line said; a session that failed otherwise "
+                 "(its exit status, a timeout, no result line) says so in status and status_reason"},
     "exit_code": {"type": ["integer", "null"]}, "cli_session_id": OPTIONAL_TEXT,
     "parent_id": nullable(integer(1, description="the session that escalated to this one")),
     "escalation_reason": OPTIONAL_TEXT,
@@ -32,7 +34,9 @@ SESSION_FIELDS = {
 
 SCHEMAS = {
     "Session": obj(SESSION_FIELDS),
-    "SessionDetail": obj({**SESSION_FIELDS, "response": OPTIONAL_TEXT,
+    "SessionDetail": obj({**SESSION_FIELDS,
+                          "response": nullable({"type": "string", "description": "the agent's text: null until "
+                                                "the session ends, then what it wrote (empty for nothing)"}),
                           "system_prompt": OPTIONAL_TEXT}),
     "ConfigSetting": obj({
         "name": {"type": "string"}, "value": {"type": "string", "description": "as shown; secrets are masked"},

@@ -10,7 +10,9 @@ from plugins.events.markers import LEVEL_ALIASES, LEVELS
 SCHEMAS = {
     "Event": obj({
         "id": integer(1),
-        "session_id": nullable(integer(1, description="the session that reported it; null: the service itself")),
+        "session_id": nullable(integer(1, description=(
+            "the session it was reported in, by the agent or by the service (a notice of the session's "
+            "failure or escalation); null: the service, of no session"))),
         "tier": {"type": ["integer", "null"]},
         "level": {"type": "string", "enum": list(LEVELS)},
         "service": {"type": ["string", "null"]}, "message": {"type": "string"}, "created_at": TIMESTAMP,
