@@ -158,10 +158,13 @@ class ClaudeOpsGroup(FlaskGroup):
             # Of its commands, only upgrade may start a new database (and so its
             # state directory); it, downgrade and stamp change the schema.
             group = copy.copy(db)
-            group.help = ("The database's schema (Alembic). An operator needs `upgrade heads` (serve runs it), "
-                          "`current`, `check`, `history` and `downgrade`; `revision`, `migrate`, `merge`, `edit`, "
-                          "`init` and `list-templates` write revision files, for plugin authors "
-                          "(docs/example-plugin.md).")
+            # \b: kept as written (click would break "list-templates" at its hyphen).
+            group.help = ("The database's schema (Alembic).\n\n\b\n"
+                          "An operator's: upgrade heads (serve runs it), current, check,\n"
+                          "history, downgrade.\n"
+                          "For plugin authors (docs/example-plugin.md): revision, migrate,\n"
+                          "merge and edit write revision files; init and list-templates\n"
+                          "set up a directory for them.")
             group.commands = {**db.commands,
                               "upgrade": _making_the_state(_beside_no_scheduler(db.commands["upgrade"])),
                               "downgrade": _beside_no_scheduler(db.commands["downgrade"]),
@@ -474,7 +477,7 @@ def logout_all():
     pg_restore, which brings back logins ended since its dump (`restore`
     ends them itself). The API token and the password are unchanged."""
     from app import logins
-    ended = logins.end_all()
+    ended = logins.end_all(current_app.permanent_session_lifetime)
     click.echo(f"Ended {ended} dashboard login{'' if ended == 1 else 's'}.")
 
 

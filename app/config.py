@@ -90,6 +90,17 @@ def _login_hours(raw: str) -> int:
     return value
 
 
+# Two years: what browsers' preload lists ask for, and past any use.
+MAX_HSTS_SECONDS = 2 * 365 * 24 * 3600
+
+
+def _hsts_seconds(raw: str) -> int:
+    value = _int(raw)
+    if not 0 <= value <= MAX_HSTS_SECONDS:
+        raise ValueError(f"must be from 0 (not sent) to {MAX_HSTS_SECONDS} (two years)")
+    return value
+
+
 def _not_empty(parse: Callable[[str], Any], default_is: str) -> Callable[[str], Any]:
     """``parse`` for a setting that an empty value would turn into something
     else than its default: the working directory for a path, nothing at all
@@ -267,6 +278,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("CLAUDEOPS_TRUSTED_PROXIES", "0",
             "Reverse proxies in front of the service whose X-Forwarded-For/-Proto/-Host headers are believed "
             "(client address, TLS for Secure cookies); 0 believes none.", _proxy_count),
+    Setting("CLAUDEOPS_HSTS_SECONDS", "0",
+            "Over TLS (or from a trusted proxy that says so), tell browsers to reach this host name only over "
+            "https for that many seconds (Strict-Transport-Security); 0 sends nothing. It holds for every port "
+            "of the host name: a plain-http service beside this one on the same name would be unreachable.",
+            _hsts_seconds),
     Setting("CLAUDEOPS_LOG_LEVEL", "INFO", "Log level of the service (DEBUG, INFO, WARNING, ERROR, CRITICAL), "
             "gunicorn's included.", _log_level),
     Setting("CLAUDEOPS_ACCESS_LOG", "true",

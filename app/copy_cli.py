@@ -106,7 +106,7 @@ def copy_to_command(target_url: str):
 
 def _where_run_logs_are(app) -> str:
     """This host's results directory, if it ever held a run log; on a host
-    that only serves the dashboard, they are the scheduler's host's."""
+    that only serves the dashboard, they are where the sessions ran."""
     results_dir = Path(app.config["CLAUDEOPS_RESULTS_DIR"])
     try:
         held_here = existing_id(results_dir) is not None
@@ -114,7 +114,7 @@ def _where_run_logs_are(app) -> str:
         held_here = False
     if held_here:
         return f"in {results_dir}"
-    return "where the scheduler's host wrote them (its CLAUDEOPS_RESULTS_DIR; none are in this host's)"
+    return "in the results directory of the host that ran each session (none are in this host's)"
 
 
 def _same_database(source: URL, target: URL) -> bool:

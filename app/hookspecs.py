@@ -338,9 +338,10 @@ def claudeops_stats():
     returns something other than a dict, is logged and left out. A figure
     named like the host's, or like one a plugin called before gave, is
     logged and left out: the host's stand, then each plugin's in pluggy's
-    order (``tryfirst`` first; else the plugin registered last, which for two
-    installed plugins depends on the order they were installed in). Prefix
-    your figures with your plugin's name.
+    order (``tryfirst`` first; else the plugin registered last, and installed
+    plugins are registered in the order Python lists their entry points,
+    which nothing you set decides). Prefix your figures with your plugin's
+    name.
     """
 
 

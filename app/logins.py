@@ -12,8 +12,9 @@ from __future__ import annotations
 import hashlib
 import secrets
 from datetime import timedelta
+from typing import Optional
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 
 from app.extensions import db
 from app.models import DashboardLogin
@@ -50,9 +51,12 @@ def end(token: object) -> None:
         db.session.commit()
 
 
-def end_all() -> int:
+def end_all(lifetime: Optional[timedelta] = None) -> int:
     """End every login (a restored database brings back logins ended since
-    its backup); returns how many there were."""
-    ended = db.session.execute(delete(DashboardLogin)).rowcount
+    its backup); returns how many there were that had not run out yet (of
+    ``lifetime``; rows past it are only removed at the next login)."""
+    live = DashboardLogin.created_at >= utcnow() - lifetime if lifetime is not None else True
+    ended = db.session.scalar(select(func.count()).select_from(DashboardLogin).where(live))
+    db.session.execute(delete(DashboardLogin))
     db.session.commit()
     return ended

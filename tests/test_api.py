@@ -289,6 +289,9 @@ def test_a_query_parameter_is_checked_only_on_the_api_and_after_authentication(t
     documents is taken, empty too."""
     page = client.get("/events?Limit=5")
     assert page.status_code == 200
+    assert client.get("/api/v1/health?_=1732900000").status_code == 200   # a monitor's cache-buster
+    assert client.get("/api/v1/events?=x").get_json()["error"].startswith(
+        "unknown query parameter(s): (a parameter with no name); allowed:")
     assert client.get("/api/v1/events?level=&service=&limit=&offset=&before=&after=").status_code == 200
     assert client.post("/api/v1/sessions/trigger?dry=1", json={}).status_code == 400
     assert db.session.query(Session).count() == 0   # nothing was done

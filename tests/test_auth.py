@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 from app import auth
 from app.auth import is_loopback, safe_next, secrets_equal
 from app.extensions import db
-from app.models import Session
+from app.models import DashboardLogin, Session
 from app.timeutil import utcnow
 from tests.conftest import make_app
 
@@ -333,11 +333,17 @@ def test_forwarded_proto_counts_only_from_a_trusted_proxy(tmp_path):
 
 
 def test_only_an_answer_over_tls_tells_the_browser_to_keep_to_tls(tmp_path):
-    """HSTS over TLS, directly or from a trusted proxy; never over plain
-    http (a browser ignores it there, and it would only mislead), nor on a
-    proxy's word the service does not trust. Subdomains are not included."""
-    untrusted = make_app(tmp_path / "a", CLAUDEOPS_PASSWORD=PASSWORD)
-    trusted = make_app(tmp_path / "b", CLAUDEOPS_PASSWORD=PASSWORD, CLAUDEOPS_TRUSTED_PROXIES=1)
+    """HSTS when asked for, over TLS, directly or from a trusted proxy; never
+    over plain http (a browser ignores it there, and it would only mislead),
+    nor on a proxy's word the service does not trust. Subdomains are not
+    included. Off by default: it holds for every port of the host name."""
+    default = make_app(tmp_path / "c", CLAUDEOPS_PASSWORD=PASSWORD)
+    with default.app_context():
+        assert "Strict-Transport-Security" not in default.test_client().get(
+            "/login", base_url="https://ops.example").headers
+    untrusted = make_app(tmp_path / "a", CLAUDEOPS_PASSWORD=PASSWORD, CLAUDEOPS_HSTS_SECONDS=31536000)
+    trusted = make_app(tmp_path / "b", CLAUDEOPS_PASSWORD=PASSWORD, CLAUDEOPS_TRUSTED_PROXIES=1,
+                       CLAUDEOPS_HSTS_SECONDS=31536000)
     forwarded = {"X-Forwarded-Proto": "https", "X-Forwarded-For": "198.51.100.7"}
     with untrusted.app_context():
         client = untrusted.test_client()
@@ -358,6 +364,9 @@ def test_logout_all_ends_every_login_and_keeps_the_api_token(closed_app):
     login(laptop)
     login(phone)
     assert laptop.get("/").status_code == phone.get("/").status_code == 200
+    # A login past CLAUDEOPS_LOGIN_HOURS, whose row is only removed at the next login, is not counted.
+    db.session.add(DashboardLogin(token_hash="0" * 64, created_at=utcnow() - timedelta(hours=13)))
+    db.session.commit()
 
     result = closed_app.test_cli_runner().invoke(main, ["logout-all"])
     assert (result.exit_code, result.output) == (0, "Ended 2 dashboard logins.\n")
@@ -368,6 +377,7 @@ def test_logout_all_ends_every_login_and_keeps_the_api_token(closed_app):
     login(laptop)   # the password still logs in
     assert laptop.get("/").status_code == 200
     assert closed_app.test_cli_runner().invoke(main, ["logout-all"]).output == "Ended 1 dashboard login.\n"
+    assert db.session.query(DashboardLogin).count() == 0
 
 
 def test_changing_the_password_ends_every_login(closed_app):

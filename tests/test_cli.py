@@ -674,6 +674,7 @@ def test_db_help_says_which_commands_are_an_operators_and_which_write_revisions(
     result = CliRunner().invoke(cli.main, ["db", "--help"])
     assert result.exit_code == 0, result.output
     said = " ".join(result.output.split())
-    assert "An operator needs `upgrade heads`" in said
-    assert "write revision files, for plugin authors (docs/example-plugin.md)" in said
+    assert "An operator's: upgrade heads (serve runs it), current, check, history, downgrade." in said
+    assert ("For plugin authors (docs/example-plugin.md): revision, migrate, merge and edit write revision files; "
+            "init and list-templates set up a directory for them.") in said
     assert "Perform database migrations" not in said

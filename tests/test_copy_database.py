@@ -137,7 +137,7 @@ def test_a_copy_goes_back_from_the_suites_database_to_a_sqlite_file(tmp_path, ap
     assert rows_of(app_on(tmp_path, f"sqlite:///{target}")) == rows_of(app)
 
 
-def test_a_copy_made_on_a_host_without_run_logs_says_they_are_on_the_schedulers(tmp_path, fake_cli,
+def test_a_copy_made_on_a_host_without_run_logs_says_they_are_where_the_sessions_ran(tmp_path, fake_cli,
                                                                                 run_session_now):
     """A dashboard's host (its own state directory, the one database): the run
     logs are in the scheduler's host's results directory, not in this one's."""
@@ -147,7 +147,7 @@ def test_a_copy_made_on_a_host_without_run_logs_says_they_are_on_the_schedulers(
                          CLAUDEOPS_DATABASE_URL=source.config["CLAUDEOPS_DATABASE_URL"])
     result = invoke(dashboard, "copy-to", new_database(tmp_path))
     assert result.exit_code == 0, result.output
-    assert ("The run logs stay where the scheduler's host wrote them (its CLAUDEOPS_RESULTS_DIR; none are in this "
+    assert ("The run logs stay in the results directory of the host that ran each session (none are in this "
             "host's); the database copied is unchanged.") in result.output
     assert dashboard.config["CLAUDEOPS_RESULTS_DIR"] not in result.output
 

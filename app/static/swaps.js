@@ -227,8 +227,9 @@ function sendWhatWasLeft(sent) {
   var like = holder && focusables(holder).filter(function (elt) { return controlKey(elt) === sent.key; })[0];
   if (!like || like.value === old.value) return;
   like.value = old.value;
-  like.dispatchEvent(new Event("input", {bubbles: true}));   // what shows the value (an output beside it)
-  htmx.trigger(like, sent.trigger);
+  // What shows the value (an output beside it); for a control sent on input, also what sends it.
+  like.dispatchEvent(new Event("input", {bubbles: true}));
+  if (sent.trigger !== "input") htmx.trigger(like, sent.trigger);
 }
 
 // The swap htmx would have made of a held answer, once the page has been

@@ -96,10 +96,14 @@ def json_kind(value: Any) -> str:
     return "a boolean" if isinstance(value, bool) else "a number"
 
 
-def json_shown(value: Any, most: int = 40) -> str:
-    """A parsed JSON value as JSON writes it (``null``, ``true``, ``"0.5"``),
-    cut to ``most`` characters, for a message."""
-    return json.dumps(value, ensure_ascii=False)[:most]
+def json_described(value: Any, most: int = 40) -> str:
+    """A parsed JSON value for a message: what it is and how JSON writes it
+    (``null``, ``a boolean true``, ``a string "0.5"``), cut to ``most``
+    characters with an ellipsis."""
+    if value is None:
+        return "null"
+    written = json.dumps(value, ensure_ascii=False)
+    return f"{json_kind(value)} {written if len(written) <= most else written[:most - 1] + '…'}"
 
 
 def nul_in_query() -> Optional[str]:

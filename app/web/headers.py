@@ -5,15 +5,17 @@ makes sure that, should an escape ever be missed, no injected script runs:
 scripts only from this service's own files (htmx and the plugins' static
 JS), no inline handlers, no eval, no framing. What the service answers, but for
 its static files, is kept in no cache (a shared browser's, a proxy's): it
-is the infrastructure's state, read after a login. An answer over TLS (or
-through a trusted proxy that says so) tells the browser to use only TLS for
-this host from then on (HSTS): a login cookie is then never offered over a
-plain-http link to it. Subdomains are left alone: a homelab's other services
-may still be plain http.
+is the infrastructure's state, read after a login. With
+CLAUDEOPS_HSTS_SECONDS set, an answer over TLS (or through a trusted proxy
+that says so) tells the browser to use only TLS for this host name from
+then on (HSTS): a login cookie is then never offered over a plain-http link
+to it. It is off unless set: it holds for every port of the name, and a
+homelab's other services on the same name may be plain http. Subdomains are
+never included.
 """
 from __future__ import annotations
 
-from flask import Flask, request
+from flask import Flask, current_app, request
 
 CONTENT_SECURITY_POLICY = "; ".join((
     "default-src 'self'",
@@ -26,8 +28,6 @@ CONTENT_SECURITY_POLICY = "; ".join((
     "form-action 'self'",
     "frame-ancestors 'none'",
 ))
-
-HSTS = "max-age=31536000"   # a year
 
 SECURITY_HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
@@ -45,6 +45,7 @@ def register_security_headers(app: Flask) -> None:
         endpoint = request.endpoint or ""
         if endpoint != "static" and not endpoint.endswith(".static"):
             response.headers.setdefault("Cache-Control", "no-store")
-        if request.is_secure:
-            response.headers.setdefault("Strict-Transport-Security", HSTS)
+        hsts_seconds = current_app.config["CLAUDEOPS_HSTS_SECONDS"]
+        if hsts_seconds and request.is_secure:
+            response.headers.setdefault("Strict-Transport-Security", f"max-age={hsts_seconds}")
         return response

@@ -3,14 +3,15 @@ given twice: a misspelt filter (``?staus=failed``) or one an operation does
 not have would otherwise be left out without a word, and the unfiltered list
 taken for a filtered one. What each operation takes is what the OpenAPI
 document says it takes, the host's and every plugin's operations alike; an
-operation the document leaves out is not checked."""
+operation the document leaves out is not checked, nor is the open health
+check, which monitors ask with a cache-buster of their own (``?_=<time>``)."""
 from __future__ import annotations
 
 from typing import Any, Optional
 
 from flask import request
 
-from app.web.openapi import cached_document, openapi_path
+from app.web.openapi import OPEN_OPERATIONS, cached_document, openapi_path
 
 SHOWN_NAME = 40   # characters of a name a message repeats
 
@@ -25,20 +26,31 @@ def query_problem() -> Optional[str]:
     unknown = sorted(name for name in request.args if name not in taken)
     if unknown:
         allowed = f"allowed: {', '.join(sorted(taken))}" if taken else "this operation takes none"
-        return f"unknown query parameter(s): {', '.join(name[:SHOWN_NAME] for name in unknown)}; {allowed}"
+        return f"unknown query parameter(s): {', '.join(_shown(name) for name in unknown)}; {allowed}"
     for name in request.args:
         given = len(request.args.getlist(name))
-        if given > 1 and taken[name].get("schema", {}).get("type") != "array":
+        if given > 1 and not _is_array(taken[name]):
             return f"query parameter {name} is given {given} times; give it once"
     return None
+
+
+def _shown(name: str) -> str:
+    return "(a parameter with no name)" if not name else name[:SHOWN_NAME]
+
+
+def _is_array(parameter: dict[str, Any]) -> bool:
+    """A list-valued parameter (``?id=1&id=2``): its type "array", or one of its types (nullable)."""
+    kind = parameter.get("schema", {}).get("type")
+    return kind == "array" or (isinstance(kind, list) and "array" in kind)
 
 
 def _query_parameters(rule: str, method: str) -> Optional[dict[str, dict[str, Any]]]:
     """The query parameters the operation at ``rule`` takes, by name; None
     if the document has no such operation."""
-    item = cached_document()["paths"].get(openapi_path(rule))
-    operation = item and item.get("get" if method == "HEAD" else method.lower())
-    if not isinstance(operation, dict):
+    path, verb = openapi_path(rule), "get" if method == "HEAD" else method.lower()
+    item = cached_document()["paths"].get(path)
+    operation = item and item.get(verb)
+    if not isinstance(operation, dict) or (path, verb) in OPEN_OPERATIONS:
         return None
     parameters = [*item.get("parameters", []), *operation.get("parameters", [])]
     return {parameter["name"]: parameter for parameter in parameters

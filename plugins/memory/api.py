@@ -9,7 +9,7 @@ from sqlalchemy import select
 from app.extensions import db
 from app.runtime import setting
 from app.write_lock import lock_for_request
-from app.web.apiutil import ApiError, json_body, json_error, json_kind, json_shown, page, pagination
+from app.web.apiutil import ApiError, json_body, json_error, json_described, page, pagination
 from plugins.memory import queries, review, store
 from plugins.memory.models import Memory, MemoryHistory
 
@@ -41,8 +41,7 @@ def _only(body: dict, allowed: set[str]) -> None:
     # A form's text is read as a number (store.parse_confidence); in JSON a
     # number is written as one, as the OpenAPI document says.
     if confidence is not None and (isinstance(confidence, bool) or not isinstance(confidence, (int, float))):
-        raise ApiError(f"confidence must be a number from 0 to 1, not {json_kind(confidence)} "
-                       f"{json_shown(confidence)}")
+        raise ApiError(f"confidence must be a number from 0 to 1, not {json_described(confidence)}")
 
 
 def _active_arg():

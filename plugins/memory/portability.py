@@ -22,7 +22,7 @@ from app.db_redaction import redacted_values
 from app.extensions import db
 from app.models import Session
 from app.timeutil import utcnow
-from app.web.apiutil import MAX_ID, json_kind, json_shown, unstorable_text
+from app.web.apiutil import MAX_ID, json_described, unstorable_text
 from app.write_lock import lock_for_writing
 from plugins.memory import candidates, store
 from plugins.memory.candidates import IdRuns, Pair
@@ -259,13 +259,13 @@ def _unknown_keys(item: dict, allowed: tuple[str, ...]) -> Optional[str]:
 def parse_json(document: Any, most: int = MAX_IMPORT) -> list[Entry]:
     if not isinstance(document, dict) or document.get("format") != FORMAT_NAME:
         raise ImportRefused(f'not a memories export: expected an object with "format": "{FORMAT_NAME}"')
-    unknown = _unknown_keys(document, DOCUMENT_KEYS)
-    if unknown:
-        raise ImportRefused(f"the export has {unknown}")
     if "version" not in document:
         raise ImportRefused(f'the export names no version: expected "version": {FORMAT_VERSION}')
     if document["version"] != FORMAT_VERSION:
         raise ImportRefused(f"export version {document['version']!r} is not supported (only {FORMAT_VERSION})")
+    unknown = _unknown_keys(document, DOCUMENT_KEYS)   # a newer version's are refused by its version above
+    if unknown:
+        raise ImportRefused(f"the export has {unknown}")
     if not isinstance(document.get("exported_at", ""), str):
         raise ImportRefused('"exported_at" must be a timestamp (text)')
     items = document.get("memories")
@@ -311,7 +311,7 @@ def _entry(item: Any, number: int) -> Entry:
 def _confidence(value, name: str) -> float:
     """A JSON number, as the API takes it (text is Markdown's, not JSON's), clamped to [0, 1]."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{name} must be a number, not {json_kind(value)} {json_shown(value)}")
+        raise ValueError(f"{name} must be a number, not {json_described(value)}")
     return store.parse_confidence(value)
 
 
