@@ -284,7 +284,7 @@ def test_a_query_parameter_an_operation_does_not_take_is_400(client, path, messa
 
 
 def test_a_query_parameter_is_checked_only_on_the_api_and_after_authentication(tmp_path, client):
-    """The dashboard leaves one out and says so; an unauthenticated caller
+    """The dashboard's page leaves one out; an unauthenticated caller
     learns nothing from a 400 (401 first); every parameter an operation
     documents is taken, empty too."""
     page = client.get("/events?Limit=5")

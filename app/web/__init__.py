@@ -86,7 +86,8 @@ def register_web(app: Flask, pm: pluggy.PluginManager) -> None:
 
     @app.before_request
     def refuse_query_parameters_an_api_operation_does_not_take():
-        """(The dashboard's pages leave such a parameter out, and say so: app/web/ignored_args.py.)"""
+        """(The dashboard's pages are forgiving instead: an unknown value is left out and said,
+        app/web/ignored_args.py; an unknown name is only left out.)"""
         if request.path.startswith(API_PREFIX + "/"):
             problem = query_problem()
             if problem is not None:
