@@ -50,6 +50,7 @@ def test_trigger_defaults_to_tier_one_without_a_prompt(client):
     ({"prompt": "half a pair \udcff"}, "prompt must not contain half of a surrogate pair"),
     ({"promt": "typo"}, "unknown field(s): promt; allowed: prompt, start_tier"),
     ({"tier": 2}, "unknown field(s): tier; allowed: prompt, start_tier"),   # the Run now form's name
+    ({"k" * 5000: 1}, f"unknown field(s): {'k' * 40}; allowed"),   # a long name is cut, not echoed whole
     ([1, 2], "the body must be a JSON object, not an array"),
     ("prompt", "the body must be a JSON object, not a string"),
 ])

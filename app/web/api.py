@@ -16,7 +16,7 @@ from app.plugin_fault_log import log_fault
 from app.plugins import of_type, results_by_plugin
 from app.timeutil import isoformat, utcnow
 from app.sessions import control
-from app.web.apiutil import ApiError, json_body, page, pagination
+from app.web.apiutil import ApiError, json_body, page, pagination, unknown_fields
 
 log = logging.getLogger(__name__)
 
@@ -111,10 +111,10 @@ TRIGGER_FIELDS = {"prompt", "start_tier"}
 @api.post("/sessions/trigger")
 def trigger():
     body = json_body()
-    unknown = sorted(set(body) - TRIGGER_FIELDS)
+    unknown = unknown_fields(body, TRIGGER_FIELDS)
     if unknown:
         # "tier" is the Run now form's name for start_tier: the list says which to send.
-        raise ApiError(f"unknown field(s): {', '.join(unknown)}; allowed: {', '.join(sorted(TRIGGER_FIELDS))}")
+        raise ApiError(unknown)
     prompt = body.get("prompt")
     if prompt is not None and not isinstance(prompt, str):
         raise ApiError("prompt must be a string")

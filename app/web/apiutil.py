@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 from flask import jsonify, request
 
@@ -104,6 +104,15 @@ def json_described(value: Any, most: int = 40) -> str:
         return "null"
     written = json.dumps(value, ensure_ascii=False)
     return f"{json_kind(value)} {written if len(written) <= most else written[:most - 1] + '…'}"
+
+
+def unknown_fields(given: Iterable[Any], allowed: Iterable[str]) -> Optional[str]:
+    """What to say of the keys of ``given`` that ``allowed`` does not hold
+    (each cut to 40 characters), naming what is allowed: a sequence in its
+    own order, a set sorted; None when every key is allowed."""
+    allowed_names = list(allowed) if isinstance(allowed, (list, tuple)) else sorted(allowed)
+    unknown = sorted(str(key)[:40] for key in given if key not in allowed_names)
+    return f"unknown field(s): {', '.join(unknown)}; allowed: {', '.join(allowed_names)}" if unknown else None
 
 
 def nul_in_query() -> Optional[str]:

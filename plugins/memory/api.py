@@ -9,7 +9,7 @@ from sqlalchemy import select
 from app.extensions import db
 from app.runtime import setting
 from app.write_lock import lock_for_request
-from app.web.apiutil import ApiError, json_body, json_error, json_described, page, pagination
+from app.web.apiutil import ApiError, json_body, json_error, json_described, page, pagination, unknown_fields
 from plugins.memory import queries, review, store
 from plugins.memory.models import Memory, MemoryHistory
 
@@ -34,9 +34,9 @@ def _get(memory_id: int, change: bool = False) -> Memory:
 
 def _only(body: dict, allowed: set[str]) -> None:
     """The body holds only ``allowed`` fields, a confidence as a number."""
-    unknown = sorted(set(body) - allowed)
+    unknown = unknown_fields(body, allowed)
     if unknown:
-        raise ApiError(f"unknown field(s): {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}")
+        raise ApiError(unknown)
     confidence = body.get("confidence")
     # A form's text is read as a number (store.parse_confidence); in JSON a
     # number is written as one, as the OpenAPI document says.

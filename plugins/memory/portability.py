@@ -22,7 +22,7 @@ from app.db_redaction import redacted_values
 from app.extensions import db
 from app.models import Session
 from app.timeutil import utcnow
-from app.web.apiutil import MAX_ID, json_described, unstorable_text
+from app.web.apiutil import MAX_ID, json_described, unknown_fields, unstorable_text
 from app.write_lock import lock_for_writing
 from plugins.memory import candidates, store
 from plugins.memory.candidates import IdRuns, Pair
@@ -251,11 +251,6 @@ HISTORY_KEYS = ("action", "confidence_before", "confidence_after", "actor", "det
                 "related_memory_id", "created_at")
 
 
-def _unknown_keys(item: dict, allowed: tuple[str, ...]) -> Optional[str]:
-    unknown = sorted(str(key)[:40] for key in item if key not in allowed)
-    return f"unknown field(s): {', '.join(unknown)}; allowed: {', '.join(allowed)}" if unknown else None
-
-
 def parse_json(document: Any, most: int = MAX_IMPORT) -> list[Entry]:
     if not isinstance(document, dict) or document.get("format") != FORMAT_NAME:
         raise ImportRefused(f'not a memories export: expected an object with "format": "{FORMAT_NAME}"')
@@ -263,7 +258,7 @@ def parse_json(document: Any, most: int = MAX_IMPORT) -> list[Entry]:
         raise ImportRefused(f'the export names no version: expected "version": {FORMAT_VERSION}')
     if document["version"] != FORMAT_VERSION:
         raise ImportRefused(f"export version {document['version']!r} is not supported (only {FORMAT_VERSION})")
-    unknown = _unknown_keys(document, DOCUMENT_KEYS)   # a newer version's are refused by its version above
+    unknown = unknown_fields(document, DOCUMENT_KEYS)   # a newer version's are refused by its version above
     if unknown:
         raise ImportRefused(f"the export has {unknown}")
     if not isinstance(document.get("exported_at", ""), str):
@@ -280,7 +275,7 @@ def _entry(item: Any, number: int) -> Entry:
         raise ImportRefused(f"memory {number}: {message}")
     if not isinstance(item, dict):
         fail("must be an object")
-    unknown = _unknown_keys(item, ENTRY_KEYS)
+    unknown = unknown_fields(item, ENTRY_KEYS)
     if unknown:
         fail(unknown)
     try:
@@ -374,8 +369,9 @@ def _history_rows(rows) -> list[dict]:
         raise ValueError("history must be a list")
     checked = []
     for row in rows:
-        if isinstance(row, dict) and _unknown_keys(row, HISTORY_KEYS):
-            raise ValueError(f"a history entry has {_unknown_keys(row, HISTORY_KEYS)}")
+        unknown = unknown_fields(row, HISTORY_KEYS) if isinstance(row, dict) else None
+        if unknown:
+            raise ValueError(f"a history entry has {unknown}")
         if not isinstance(row, dict) or not isinstance(row.get("action"), str) or not row["action"] \
                 or len(row["action"]) > 20:
             raise ValueError("each history entry needs an action (text, at most 20 characters)")
