@@ -140,6 +140,9 @@ class SchedulerState(db.Model):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     pid: Mapped[int | None] = mapped_column(Integer)
+    # Who beats, in app/process_identity.py's terms: a dashboard on the same
+    # host sees at once that this process has ended.
+    process: Mapped[str | None] = mapped_column(String(120))
     started_at = mapped_column(UTCDateTime)
     heartbeat_at = mapped_column(UTCDateTime)
     next_run_at = mapped_column(UTCDateTime)

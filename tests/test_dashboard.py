@@ -3,11 +3,14 @@ fragments, Run now, Stop and CSRF."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 import pytest
 from markupsafe import escape
 from sqlalchemy import select
 
+from app import process_identity
 from app.extensions import db
 from app.models import Session, SessionActivity
 from app.timeutil import isoformat, utcnow
@@ -581,6 +584,42 @@ def test_a_scheduler_gone_silent_is_told_apart_from_one_stopped_on_the_overview_
     assert client.get("/api/v1/health").status_code == 200
     assert "not running" in client.get("/").get_data(as_text=True)
     assert "scheduler-silent" not in client.get(f"/sessions/{running.id}").get_data(as_text=True)
+
+
+@pytest.mark.skipif(process_identity.own() is None, reason="process identities read /proc")
+def test_a_scheduler_killed_on_this_host_is_seen_ended_at_once_not_a_minute_later(client):
+    """Its heartbeat is seconds old, but its process has ended: the overview,
+    health, Run now and a running session's page say so now."""
+    from app.models import SchedulerState
+    from app.sessions import control
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    space = process_identity.own().rsplit(" ", 2)[0]
+    identity = f"{space} {child.pid} {process_identity._start_ticks(child.pid)}"
+    last_beat = utcnow()
+    db.session.add(SchedulerState(id=1, pid=child.pid, process=identity, heartbeat_at=last_beat))
+    running = add_session(status="running", started_at=utcnow())
+    db.session.commit()
+    try:
+        assert control.scheduler_running()
+        html = client.get("/").get_data(as_text=True)
+        assert "not running" not in html and "ended without" not in html and "no heartbeat" not in html
+        assert client.get("/api/v1/health").status_code == 200
+        assert "scheduler-silent" not in client.get(f"/sessions/{running.id}").get_data(as_text=True)
+    finally:
+        child.kill()
+        child.wait()
+    assert not control.scheduler_running()
+    html = client.get("/").get_data(as_text=True)
+    assert f"its process ({child.pid}) ended without saying that it stopped (killed, or it crashed) after its " \
+           f"last heartbeat at {isoformat(last_beat)}" in html
+    health = client.get("/api/v1/health")
+    assert health.status_code == 503
+    assert health.get_json()["scheduler"] == f"silent since {isoformat(last_beat)}"
+    page = client.get(f"/sessions/{running.id}").get_data(as_text=True)
+    assert "the scheduler has ended without saying that it\n      stopped" in page
+    assert "the session is marked interrupted when a scheduler\n      starts again" in page
+    # Run now says that nothing will run the session it queues.
+    assert "queued, but no scheduler is running" in run_now_message(client)
 
 
 def test_a_filter_for_a_service_with_no_rows_stays_selected_for_the_polls(client):

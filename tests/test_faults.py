@@ -31,12 +31,13 @@ from sqlalchemy.exc import OperationalError
 from app import create_app, dbfaults, extensions
 from app.extensions import db
 from app.hookspecs import hookimpl
-from app.models import Session, SessionActivity
+from app.models import SchedulerState, Session, SessionActivity
 from app.plugin_types import PromptSection
 from app.runtime import change
 from app.sessions import control
 from app.sessions.manager import run_session
 from app.sessions.scheduler import SessionScheduler
+from app.timeutil import utcnow
 from app.web import DATABASE_UNAVAILABLE
 from plugins.cooldowns.models import CooldownAction
 from plugins.events.models import Event
@@ -243,7 +244,14 @@ def test_scheduler_killed_mid_session_ends_the_cli_group_and_recovers_on_restart
     _, pgid = read_pid_and_group(scheduler_process.cli_pid_file)
     wait_for(lambda: len(events_of(killed_id)) >= 5, what="five markers recorded")
     written_before = events_of(killed_id)
+    assert control.scheduler_running()
     first.kill()
+    # A dashboard on this host sees at once that it has ended, not a minute
+    # later when its last heartbeat goes stale.
+    db.session.remove()
+    state = db.session.get(SchedulerState, 1)
+    assert state.pid == first.process.pid and utcnow() - state.heartbeat_at < control.SCHEDULER_STALE
+    assert not control.scheduler_alive(state) and control.scheduler_ended(state)
 
     # Nothing the session started keeps running unsupervised: the group leader
     # notices its runner is gone and ends the group.

@@ -11,6 +11,7 @@ from typing import Optional
 
 from sqlalchemy import and_, case, func, or_, select, update
 
+from app import process_identity
 from app.config import TIERS
 from app.extensions import db
 from app.models import (FAILED, FINISHED_STATUSES, INTERRUPTED, QUEUED, RUNNING, STOPPED, TRIGGERS, SchedulerState,
@@ -99,8 +100,17 @@ def scheduler_running() -> bool:
 
 
 def scheduler_alive(state: SchedulerState | None) -> bool:
-    """Whether the scheduler that published ``state`` still beats."""
-    return bool(state and state.heartbeat_at and utcnow() - state.heartbeat_at < SCHEDULER_STALE)
+    """Whether the scheduler that published ``state`` still beats: its last
+    heartbeat is recent, and, seen from its own host, its process has not
+    ended since (killed outright, it could not say that it stopped)."""
+    return bool(state and state.heartbeat_at and utcnow() - state.heartbeat_at < SCHEDULER_STALE
+                and not process_identity.ended(state.process))
+
+
+def scheduler_ended(state: SchedulerState | None) -> bool:
+    """Whether the scheduler that published ``state`` is known, on its own
+    host, to have ended without saying that it stopped."""
+    return bool(state and state.pid is not None and process_identity.ended(state.process))
 
 
 def scheduler_silent_since(state: SchedulerState | None) -> Optional[datetime]:

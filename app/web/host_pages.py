@@ -47,7 +47,12 @@ def claudeops_overview_cards():
     state = db.session.get(SchedulerState, 1)
     alive = control.scheduler_alive(state)
     silent_since = control.scheduler_silent_since(state)
-    if silent_since:
+    if silent_since and control.scheduler_ended(state):
+        scheduler = OverviewCard("Scheduler", "ended", f"its process ({state.pid}) ended without saying that it "
+                                 f"stopped (killed, or it crashed) after its last heartbeat at "
+                                 f"{isoformat(silent_since)}; sessions wait, and one shown running is marked "
+                                 "interrupted when a scheduler starts again", position=4, tone="bad")
+    elif silent_since:
         scheduler = OverviewCard("Scheduler", "silent", f"no heartbeat since {isoformat(silent_since)}: it was "
                                  "killed, or cannot write to the database (a full disk, a read-only file, a lock); "
                                  "sessions wait, and one shown running may have ended meanwhile",

@@ -57,7 +57,8 @@ HEALTH = obj({
     "status": {"type": "string", "enum": ["ok", "degraded"]},
     "database": {"type": "string", "description": "ok, or error: <kind>"},
     "scheduler": {"type": "string", "description": "running; stopped (the last one said so); silent since <time> "
-                                                    "(killed, or it cannot write to the database: degraded); or "
+                                                    "(killed, or it cannot write to the database: degraded; on "
+                                                    "the scheduler's host, as soon as its process has ended); or "
                                                     "unknown (the database does not answer)"},
     "plugins": array({"type": "string"}) | {"description": "the loaded plugins; only while no credential is "
                                                           "set (then in GET /stats)"},

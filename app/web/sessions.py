@@ -82,11 +82,19 @@ def _chain_context(session: Session) -> dict:
     return {"chain": members if len(members) > 1 else [], "chain_cost": sum(m.cost_usd or 0 for m in members),
             "following": _following(session, members),
             # Shown "running" by a scheduler that cannot record its end (a full disk, say): the page says so.
-            "scheduler_silent_since": control.scheduler_silent_since(db.session.get(SchedulerState, 1))
-            if session.status == RUNNING else None,
+            **_scheduler_gone(session),
             # Written on the scheduler's host: with PostgreSQL, maybe not this one.
             "log_elsewhere": bool(session.log_path) and held_elsewhere(
                 session.results_dir_id, Path(current_app.config["CLAUDEOPS_RESULTS_DIR"]))}
+
+
+def _scheduler_gone(session: Session) -> dict:
+    """For a session shown running: since when a scheduler that never said it
+    stopped has not beaten (it cannot record the session's end: a full disk,
+    say), and whether its process is known to have ended (killed)."""
+    state = db.session.get(SchedulerState, 1) if session.status == RUNNING else None
+    return {"scheduler_silent_since": control.scheduler_silent_since(state),
+            "scheduler_ended": control.scheduler_ended(state)}
 
 
 def _following(session: Session, members: list[Session]) -> bool:
