@@ -91,6 +91,8 @@ def test_list_filters(app, client):
     assert observations("service=general%20") == ["DNS flaps during reconnects"]
     assert len(observations("service=%20")) == 3   # no filter
     assert observations("category=dependency") == ["Caddy after WireGuard"]
+    assert observations("category=Dependency%20") == ["Caddy after WireGuard"]   # as an event's level is read
+    assert len(observations("status=APPROVED")) == 3
     assert observations("active=false") == ["Caddy after WireGuard"]
     assert sorted(observations("active=true")) == ["DNS flaps during reconnects", "Jellyfin starts slowly"]
     assert observations("q=wireguard") == ["Caddy after WireGuard"]

@@ -44,7 +44,7 @@ def openapi_paths() -> OpenApiPaths:
             "parameters": [
                 query("service", text(), "one service (compared in lower case)"),
                 choice("action", ACTION_ALIASES, "restart or redeployment, by any of its names (redeploy, …)"),
-                choice("outcome", OUTCOMES, "one outcome"), *PAGINATION],
+                choice("outcome", OUTCOMES, "one outcome, in any case"), *PAGINATION],
             "responses": {"200": response("limits, usage and a page of actions", COOLDOWNS),
                           "400": error("action, outcome, limit or offset is invalid")}}},
     })

@@ -115,9 +115,10 @@ def openapi_paths() -> OpenApiPaths:
                     "operationId": "listMemories",
                     "parameters": [
                         query("service", text(), "a service, or general for general memories (compared in lower case)"),
-                        choice("category", CATEGORIES, "one category"),
+                        choice("category", CATEGORIES, "one category, in any case"),
                         query("active", {"type": "boolean"}, "active or inactive only"),
-                        choice("status", REVIEW_STATES, "approved, proposed (awaiting review) or rejected only"),
+                        choice("status", REVIEW_STATES,
+                               "approved, proposed (awaiting review) or rejected only, in any case"),
                         query("q", text(), "full-text search: every word must match the observation, service or "
                                            "category (stemmed, as a prefix); best match first"),
                         *PAGINATION],

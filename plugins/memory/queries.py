@@ -36,16 +36,21 @@ def memory_query(service: Optional[str] = None, category: Optional[str] = None,
     if service:
         query = query.where(Memory.service.is_(None) if service == GENERAL else Memory.service == service)
     if category:
-        if category not in CATEGORIES:
-            raise MemoryInputError(f"category must be one of {', '.join(CATEGORIES)}, not {category!r}")
-        query = query.where(Memory.category == category)
+        query = query.where(Memory.category == _one_of(category, CATEGORIES, "category"))
     if active is not None:
         query = query.where(Memory.active.is_(active))
     if review:
-        if review not in REVIEW_STATES:
-            raise MemoryInputError(f"status must be one of {', '.join(REVIEW_STATES)}, not {review!r}")
-        query = query.where(Memory.status == review)
+        query = query.where(Memory.status == _one_of(review, REVIEW_STATES, "status"))
     return search.apply(query, q) if q else query
+
+
+def _one_of(raw: str, choices, name: str) -> str:
+    """``raw`` as one of ``choices``, in any case, as the events' level and
+    the cooldowns' action and outcome are read; MemoryInputError if none."""
+    value = raw.strip().lower()
+    if value not in choices:
+        raise MemoryInputError(f"{name} must be one of {', '.join(choices)}, not {raw!r}")
+    return value
 
 
 def newest_first(query):
