@@ -11,7 +11,9 @@ after ``claudeops_session_finished``: a plugin need not clear it.
 """
 from __future__ import annotations
 
-from typing import Any
+import threading
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from flask import current_app
 
@@ -19,6 +21,11 @@ from app.plugin_types import PendingRecords, RunInfo
 
 # Every queue of the application, by name, so that the host can empty them all.
 QUEUES = "claudeops.marker_queues"
+# What the queues took during the plugin call under way in this thread
+# (app/sessions/fanout.py): a call that raises is taken back whole.
+_calls = threading.local()
+
+Added = list[tuple[list, PendingRecords]]   # a session's blocks, and the entry added to them
 
 
 class MarkerQueue:
@@ -31,7 +38,11 @@ class MarkerQueue:
     def add(self, run: RunInfo, markers: list[Any]) -> PendingRecords:
         """Queue one text block's markers; return this from ``claudeops_markers``."""
         records = PendingRecords()
-        self._sessions().setdefault(run.session_id, []).append((markers, records))
+        blocks = self._sessions().setdefault(run.session_id, [])
+        blocks.append((markers, records))
+        added = getattr(_calls, "added", None)
+        if added is not None:
+            added.append((blocks, records))
         return records
 
     def take(self, run: RunInfo) -> list[tuple[list[Any], PendingRecords]]:
@@ -44,3 +55,21 @@ def drop_session(session_id: int) -> None:
     nothing will write it now."""
     for sessions in current_app.extensions.get(QUEUES, {}).values():
         sessions.pop(session_id, None)
+
+
+@contextmanager
+def recording() -> Iterator[Added]:
+    """What every queue takes while the block runs (one plugin call), for
+    ``take_back`` if the call raises."""
+    _calls.added = added = []
+    try:
+        yield added
+    finally:
+        _calls.added = None
+
+
+def take_back(added: Added) -> None:
+    """Forget the blocks a plugin call queued before it raised: the activity
+    log says that nothing it read in that text block was stored."""
+    for blocks, records in added:
+        blocks[:] = [block for block in blocks if block[1] is not records]

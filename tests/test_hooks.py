@@ -17,6 +17,7 @@ from app import hookspecs, runtime
 from app.config import PROJECT_ROOT
 from app.extensions import db
 from app.hookspecs import hookimpl
+from app.marker_queue import MarkerQueue
 from app.models import SessionActivity
 from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PendingRecords, PromptSection
 from app.plugins import BUILTIN_PLUGINS, ENTRY_POINT_GROUP, PluginError, make_plugin_manager, plugin_manager
@@ -272,7 +273,7 @@ def test_hook_claudeops_markers_another_threads_writes_set_off_no_savepoint(tmp_
 class Deferring:
     """Queues each [PING] and writes the queue as events in claudeops_markers_flush."""
 
-    def __init__(self, fail: bool = False):
+    def __init__(self, fail: str | None = None):
         self.queued, self.flushes, self.fail = [], 0, fail
 
     @hookimpl
@@ -289,10 +290,14 @@ class Deferring:
         for text, pending in self.queued:
             db.session.add(Event(level="info", message=f"deferred {text}", session_id=run.session_id))
         db.session.flush()
-        if self.fail:
+        if self.fail == "raises":
             raise RuntimeError("flush bug")
         for n, (text, pending) in enumerate(self.queued):
             pending.fill([MarkerRecord("ping", f"written {n}", text), MarkerRecord("ping", "again", text)])
+        if self.fail == "raises after filling":
+            raise RuntimeError("flush bug")
+        if self.fail == "refused":   # a row the database refuses at the host's flush, after the filling
+            db.session.add(Event(level=None, message="no level", session_id=run.session_id))
         self.queued = []
 
 
@@ -318,8 +323,13 @@ def test_hook_claudeops_markers_flush_fills_the_records_in_their_place(tmp_path,
     assert deferring.flushes >= 1 and deferring.queued == []
 
 
-def test_hook_claudeops_markers_flush_a_failing_plugin_loses_only_its_own_work(tmp_path, fake_cli, caplog):
-    app = make_app(tmp_path, plugins=[Deferring(fail=True)])
+@pytest.mark.parametrize("fail, logged", [("raises", "flush bug"), ("raises after filling", "flush bug"),
+                                          ("refused", "IntegrityError")])
+def test_hook_claudeops_markers_flush_a_failing_plugin_loses_only_its_own_work(tmp_path, fake_cli, caplog, fail,
+                                                                               logged):
+    """Records it filled before it failed are not shown as stored: the rows
+    they name were rolled back."""
+    app = make_app(tmp_path, plugins=[Deferring(fail=fail)])
     fake_cli(sl.steps(sl.init(), sl.text("[PING] and [EVENT:warning:nas] disk"), sl.result("ok")))
     with app.app_context():
         from app.sessions import control
@@ -329,8 +339,47 @@ def test_hook_claudeops_markers_flush_a_failing_plugin_loses_only_its_own_work(t
         activity = _activity(session.id)
         events = db.session.scalars(select(Event.message).where(Event.session_id == session.id)).all()
     assert ("warning", "markers:lost") in activity and ("marker", "event:warning:nas") in activity
+    assert ("marker", "ping:written 0") not in activity
     assert events == ["disk"]   # the plugin's own rows rolled back, the events plugin's kept
-    assert "flush bug" in caplog.text
+    assert logged in caplog.text
+
+
+def test_hook_claudeops_markers_what_a_failing_call_queued_is_not_written(tmp_path, fake_cli, caplog):
+    """A markers hook that queues a block's markers and then raises: the
+    activity log says nothing it read in the block was stored, and the
+    flush does not write them."""
+    queue = MarkerQueue("widgets")
+
+    class Queueing:
+        @hookimpl
+        def claudeops_markers(self, text, run):
+            if "[WIDGET]" not in text:
+                return None
+            pending = queue.add(run, [text])
+            if "[BAD]" in text:
+                raise RuntimeError("markers bug")
+            return pending
+
+        @hookimpl
+        def claudeops_markers_flush(self, run):
+            for (text,), pending in queue.take(run):
+                db.session.add(Event(level="info", message=text, session_id=run.session_id))
+                pending.fill([MarkerRecord("widget", "made", text)])
+
+    app = make_app(tmp_path, plugins=[Queueing()])
+    fake_cli(sl.steps(sl.init(), sl.text("[WIDGET] one"), sl.text("[WIDGET][BAD] two"), sl.text("[WIDGET] three"),
+                      sl.result("ok")))
+    with app.app_context():
+        from app.sessions import control
+        from app.sessions.manager import run_session
+        session = run_session(control.claim(control.enqueue().id))
+        assert session.status == "completed"
+        activity = [row for row in _activity(session.id) if row.kind in ("marker", "warning")]
+        events = db.session.scalars(select(Event.message).where(Event.session_id == session.id)
+                                    .order_by(Event.id)).all()
+    assert activity == [("marker", "widget:made"), ("warning", "markers:lost"), ("marker", "widget:made")]
+    assert events == ["[WIDGET] one", "[WIDGET] three"]
+    assert "markers bug" in caplog.text
 
 
 # --- claudeops_marker_tags ---------------------------------------------------
@@ -989,6 +1038,7 @@ def _plugin_package(root: Path, name: str, table: str, revision: str | None) -> 
 from pathlib import Path
 from app.extensions import db
 from app.hookspecs import hookimpl
+from app.marker_queue import MarkerQueue
 
 
 class Row(db.Model):

@@ -403,4 +403,4 @@ def test_an_overview_card_linking_to_no_view_is_shown_without_its_link(tmp_path,
     assert response.status_code == 200
     html = response.get_data(as_text=True)
     assert "<h2>Typo card</h2>" in html and 'href="/events"' in html   # the events card keeps its link
-    assert "overview card 'Typo card' links to endpoint 'events.indx'" in caplog.text
+    assert "plugin typo_cards: overview card 'Typo card' links to endpoint 'events.indx'" in caplog.text

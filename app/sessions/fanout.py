@@ -31,7 +31,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import InvalidRequestError
 from sqlalchemy.orm import Session, SessionTransaction
 
-from app import staged_rows
+from app import marker_queue, staged_rows
 from app.dbfaults import passing, storage_fault
 from app.extensions import db
 from app.plugin_fault_log import log_fault
@@ -78,6 +78,8 @@ class MarkerFanOut:
                         if not (impl.hookwrapper or impl.wrapper)]
         self.savepoint: Optional[SessionTransaction] = None
         self.marked_at: Optional[int] = None   # write count when the state was last marked
+        # What each plugin's markers left to fill since the last flush.
+        self.pending: dict[str, list[PendingRecords]] = {}
         self.committed()
 
     def committed(self) -> None:
@@ -100,7 +102,8 @@ class MarkerFanOut:
             self._mark_if_written(session)
             staged = staged_rows.mark()
             try:
-                result = impl.function(*(kwargs[name] for name in impl.argnames))
+                with marker_queue.recording() as queued:
+                    result = impl.function(*(kwargs[name] for name in impl.argnames))
                 # Its rows reach the database in its own turn: one the database
                 # refuses is this plugin's failure, not the next one's.
                 session.flush()
@@ -110,13 +113,17 @@ class MarkerFanOut:
                 log_fault(log, impl.plugin_name, HOOK, type(exc).__name__, "plugin %s failed in %s",
                           impl.plugin_name, HOOK, exc_info=True)
                 self._undo(session, staged)
+                marker_queue.take_back(queued)   # what it queued before it raised, as its rows
                 # Said where the agent wrote the markers, as a flush that fails is.
                 results.append(MarkerRecord("markers", "lost", f"plugin {impl.plugin_name} failed on this text "
                                             f"block ({type(exc).__name__}); nothing it read in it was stored; "
                                             "see the service log", stored=False))
                 continue
             if result is not None:
-                results.extend(of_type(impl.plugin_name, HOOK, result, RECORD_TYPES))
+                records = of_type(impl.plugin_name, HOOK, result, RECORD_TYPES)
+                self.pending.setdefault(impl.plugin_name, []).extend(
+                    record for record in records if isinstance(record, PendingRecords))
+                results.extend(records)
         return results
 
     def flush(self) -> None:
@@ -126,6 +133,7 @@ class MarkerFanOut:
         statement: on SQLite it would begin a deferred transaction whose
         reads pin a snapshot, and its first write would then fail at once
         if a dashboard worker had written since.)"""
+        pending, self.pending = self.pending, {}
         if not self.flushes:
             return
         session = db.session()
@@ -143,6 +151,9 @@ class MarkerFanOut:
                 log_fault(log, impl.plugin_name, FLUSH_HOOK, type(exc).__name__, "plugin %s failed in %s",
                           impl.plugin_name, FLUSH_HOOK, exc_info=True)
                 self._undo(session, staged)
+                # Records it filled before it failed name rows just rolled back.
+                for records in pending.get(impl.plugin_name, ()):
+                    records.records = None
 
     def _mark_if_written(self, session: Session) -> None:
         if self.savepoint is not None and not self.savepoint.is_active:
