@@ -398,12 +398,16 @@ class Redactor:
         """``redact`` of each text, with one gate scan for them all: a batch
         of activity rows is mostly tool output with no hint of a secret, and
         one scan of the batch costs a fraction of one call per text."""
+        return [replace_spans(text, spans) if text else text for text, spans in zip(texts, self.spans_many(texts))]
+
+    def spans_many(self, texts: list[Optional[str]]) -> list[list[tuple[int, int]]]:
+        """``spans`` of each text, with one gate scan for them all."""
         if self.gate is None:
-            return [self.redact(text) for text in texts]
+            return [self.spans(text) if text else [] for text in texts]
         try:
             encoded = [text.encode() if text else b"" for text in texts]
-        except UnicodeEncodeError:   # a lone surrogate: each on its own, as redact() takes it
-            return [self.redact(text) for text in texts]
+        except UnicodeEncodeError:   # a lone surrogate: each on its own, as spans() takes it
+            return [self.spans(text) if text else [] for text in texts]
         hinted = set()
         # No hint holds a NUL, so none is found across two texts; RE2 takes
         # bytes without the copy and offset mapping it does for a str.
@@ -414,8 +418,7 @@ class Redactor:
             index = bisect_right(ends, found.start())
             hinted.add(index)
             position = ends[index]   # that text goes through every rule: look on from the next one
-        return [replace_spans(text, self.spans(text, hinted=index in hinted)) if text else text
-                for index, text in enumerate(texts)]
+        return [self.spans(text, hinted=index in hinted) if text else [] for index, text in enumerate(texts)]
 
     def redact_bytes(self, data: bytes) -> bytes:
         """Bytes as the CLI wrote them (UTF-8, or not quite): bytes that are
@@ -442,6 +445,23 @@ def replace_spans(text: str, spans: list[tuple[int, int]]) -> str:
         position = end
     parts.append(text[position:])
     return "".join(parts)
+
+
+# A text cut to what is shown, from secrets found in more of it: cut where the
+# text as written would be, never in the redacted text. There a long secret,
+# replaced, would shorten what comes before the cut, and bring into view the
+# part of a secret that the longer text's own end had cut, and so kept from
+# the redactor.
+
+def head_redacted(text: str, spans: list[tuple[int, int]], length: int) -> str:
+    """The first ``length`` characters of ``text``, its ``spans`` replaced."""
+    return replace_spans(text[:length], [(start, min(end, length)) for start, end in spans if start < length])
+
+
+def tail_redacted(text: str, spans: list[tuple[int, int]], length: int) -> str:
+    """The last ``length`` characters of ``text``, its ``spans`` replaced."""
+    cut = max(0, len(text) - length)
+    return replace_spans(text[cut:], [(max(start, cut) - cut, end - cut) for start, end in spans if end > cut])
 
 
 # Go's JSON encoder (docker inspect, kubectl -o json, most of the tools an

@@ -163,3 +163,52 @@ def test_a_secret_cut_by_the_start_of_the_stderr_tail_stays_out_of_the_status_re
     assert session.status == "failed" and "was refused" in session.status_reason
     assert rest not in session.status_reason
     assert rest not in Path(session.log_path).with_suffix(".stderr.log").read_text()
+
+
+# A long private key, replaced by a few characters: what is shown after it
+# comes from further along than the same number of characters as written.
+def long_key(lines: int, newline: str = "\n") -> str:
+    return ("-----BEGIN OPENSSH PRIVATE KEY-----" + newline
+            + ("b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAAB" + newline) * lines
+            + "-----END OPENSSH PRIVATE KEY-----" + newline)
+
+
+def stored_and_shown(session: Session, client) -> str:
+    page = client.get(f"/sessions/{session.id}").get_data(as_text=True)
+    return "\n".join(every_stored_text()) + page
+
+
+@pytest.mark.parametrize("where", ["tool output", "a line that is not JSON", "stderr"])
+def test_a_secret_cut_where_a_text_ends_stays_out_when_secrets_before_it_shrink_the_text(app, tmp_path,
+                                                                                         monkeypatch, where):
+    """Each of these texts is read only so far, redacted, and then cut to
+    what is shown: the secret that the first cut runs through is no longer
+    whole, nor found. Redacting a long key before it shortens the text; the
+    cut that follows falls where the text as written has it, so that the
+    secret's first part does not come into view."""
+    from app.sessions.activity import MAX_ACTIVITY_BODY, PREVIEW_CHARS, UNREDACTED_KEPT
+    from app.sessions.runlog import OVERLAP_CHARS
+    from app.sessions.runner import STDERR_TAIL_BYTES
+    first_part, rest = ENV_SECRET[:10], ENV_SECRET[10:]
+    if where == "tool output":   # read up to UNREDACTED_KEPT characters
+        output = long_key(600) + "f" * (UNREDACTED_KEPT - len(long_key(600)) - 11) + " " + ENV_SECRET + " tail"
+        assert output.index(ENV_SECRET) + len(first_part) == UNREDACTED_KEPT
+        steps = sl.steps(sl.init(), sl.tool_use("cat id_ed25519"), sl.tool_result(output), sl.result("ok"))
+    elif where == "a line that is not JSON":   # read up to PREVIEW_CHARS + MAX_ACTIVITY_BODY bytes
+        read = PREVIEW_CHARS + MAX_ACTIVITY_BODY
+        lines = max(n for n in range(500) if len(long_key(n, newline="\\n")) < read - 100)
+        raw = "not json " + long_key(lines, newline="\\n")   # as JSON writes it, on one line
+        raw += "f" * (read - len(raw) - 11) + " " + ENV_SECRET + " tail"
+        assert raw.index(ENV_SECRET) + len(first_part) == PREVIEW_CHARS + MAX_ACTIVITY_BODY
+        steps = sl.steps(sl.init()) + [{"raw": raw}] + sl.steps(sl.result("ok"))
+    else:   # its last STDERR_TAIL_BYTES + OVERLAP_CHARS bytes are read
+        head = "vault said: " + first_part
+        body = rest + " " + long_key(1300)
+        stderr = head + body + "f" * (STDERR_TAIL_BYTES + OVERLAP_CHARS - len(body) - 1)
+        assert len((stderr + "\n").encode()) - (STDERR_TAIL_BYTES + OVERLAP_CHARS) == len(head)
+        steps = sl.steps(sl.init()) + [{"stderr": stderr}, {"exit": 1}]
+    script(tmp_path, monkeypatch, steps)
+    session = run()
+    shown = stored_and_shown(session, app.test_client())
+    assert REPLACEMENT in shown
+    assert first_part not in shown and rest not in shown and ENV_SECRET not in shown

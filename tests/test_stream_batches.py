@@ -198,8 +198,10 @@ def test_the_response_keeps_its_end_within_the_limit(app, monkeypatch):
 
 def test_long_output_is_redacted_whole_then_cut_to_what_the_activity_log_shows(app):
     """A batch's tool output is redacted at its commit, in one scan: a
-    secret across the cut is still found whole, and the note counts every
-    character left to the run log, of bodies cut before and after the scan."""
+    secret across the cut is still found whole, and replaced whole; the cut
+    falls where it does in the output as written, and the note counts every
+    character of it left to the run log, of bodies cut before and after the
+    scan."""
     shown = activity.MAX_ACTIVITY_BODY
     token = "Authorization: Bearer abcDEF123456789xyz"
     across = "x" * (shown - 25) + token + " " + "y" * 10     # the token starts inside what is shown, ends past it
@@ -210,8 +212,8 @@ def test_long_output_is_redacted_whole_then_cut_to_what_the_activity_log_shows(a
     handler.close()
     bodies = db.session.scalars(select(SessionActivity.body).where(SessionActivity.kind == "tool_result")
                                 .order_by(SessionActivity.id)).all()
-    redacted = "x" * (shown - 25) + "Authorization: Bearer [redacted] " + "y" * 10
-    assert bodies[0] == redacted[:shown] + f"\n… ({len(redacted) - shown} more characters in the run log)"
+    assert bodies[0] == ("x" * (shown - 25) + "Authorization: Bearer [redacted]"
+                         + f"\n… ({len(across) - shown} more characters in the run log)")
     assert "abcDEF" not in bodies[0]
     assert bodies[1] == "z" * shown + f"\n… ({len(huge) - shown} more characters in the run log)"
     assert bodies[2] == "token=[redacted] short"

@@ -30,7 +30,7 @@ from app.bulk_insert import BulkInsert
 from app.extensions import db
 from app.models import Session, SessionActivity
 from app.plugin_types import MarkerRecord, PendingRecords, RunInfo
-from app.redaction import redactor
+from app.redaction import head_redacted, redactor, replace_spans
 from app.sessions import stream
 from app.sessions.fanout import MarkerFanOut
 from app.sessions.response import ResponseTail
@@ -177,10 +177,11 @@ class StreamHandler:
         """The start of a line the parser refused, redacted before it is
         cut: a secret standing where the cut falls is found whole, not
         stored in part. As much past the cut is read as for any body."""
-        text = self.redactor.redact(line[:PREVIEW_CHARS + MAX_ACTIVITY_BODY].decode("utf-8", "replace"))
-        # Whether it was cut is told by the characters shown, not by the
-        # line's bytes: a line of 150 accented letters is 300 bytes, and whole.
-        return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "…"
+        text = line[:PREVIEW_CHARS + MAX_ACTIVITY_BODY].decode("utf-8", "replace")
+        shown = head_redacted(text, self.redactor.spans(text), PREVIEW_CHARS)
+        # Whether it was cut is told by the characters, not by the line's
+        # bytes: a line of 150 accented letters is 300 bytes, and whole.
+        return shown if len(text) <= PREVIEW_CHARS else shown + "…"
 
     def _commit_if_due(self) -> None:
         if (len(self._batch) >= COMMIT_EVERY_LINES or self._chars_since_commit >= COMMIT_EVERY_CHARS
@@ -353,20 +354,26 @@ class StreamHandler:
         return row
 
     def _redact_pending(self) -> None:
-        texts = self.redactor.redact_many([text for row, _ in self._unredacted for text in (row["title"], row["body"])])
-        for (row, cut), title, body in zip(self._unredacted, texts[::2], texts[1::2]):
-            row["title"], row["body"] = title, body
-            _shorten(row, cut)
+        texts = [text for row, _ in self._unredacted for text in (row["title"], row["body"])]
+        spans = self.redactor.spans_many(texts)
+        for (row, cut), title_spans, body_spans in zip(self._unredacted, spans[::2], spans[1::2]):
+            if row["title"]:
+                row["title"] = replace_spans(row["title"], title_spans)
+            _shorten(row, cut, body_spans)
         self._unredacted = []
 
 
-def _shorten(row: dict, cut: int = 0) -> None:
+def _shorten(row: dict, cut: int = 0, spans: Optional[list[tuple[int, int]]] = None) -> None:
     """The row's body cut to what the activity log shows (``cut``: what
-    was cut from it already), and its title to the column's length."""
+    was cut from it already), its secrets (``spans``, if it is not
+    redacted yet) replaced; its title cut to the column's length."""
     body = row["body"]
     if body is not None and len(body) > MAX_ACTIVITY_BODY:
         more = len(body) - MAX_ACTIVITY_BODY + cut
-        row["body"] = body[:MAX_ACTIVITY_BODY] + f"\n… ({more} more characters in the run log)"
+        shown = head_redacted(body, spans or [], MAX_ACTIVITY_BODY)
+        row["body"] = f"{shown}\n… ({more} more characters in the run log)"
+    elif body and spans:
+        row["body"] = replace_spans(body, spans)
     row["title"] = fit(_TITLE, row["title"])
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Optional
 
-from app.redaction import Redactor
+from app.redaction import Redactor, tail_redacted
 from app.sessions import groupguard
 from app.sessions.runlog import OVERLAP_CHARS, RedactedLog, copy_redacted, open_private
 
@@ -201,11 +201,11 @@ def _keep_stderr(stderr_file, command: CLICommand, outcome: ProcessOutcome) -> N
         copy_redacted(stderr_file, stderr_path, command.redactor)
     except OSError as exc:
         outcome.log_error = outcome.log_error or _log_error(stderr_path, exc)
-    # The tail is redacted with what came before it and cut afterwards: cut
-    # first, a secret it begins inside would no longer be whole, nor found.
+    # The tail's secrets are found in what came before it too: cut first, a
+    # secret it begins inside would no longer be whole, nor found.
     stderr_file.seek(max(0, stderr_file.seek(0, os.SEEK_END) - STDERR_TAIL_BYTES - OVERLAP_CHARS))
-    text = command.redactor.redact(stderr_file.read().decode("utf-8", "replace")) or ""
-    outcome.stderr_tail = text[-STDERR_TAIL_BYTES:].strip()
+    text = stderr_file.read().decode("utf-8", "replace")
+    outcome.stderr_tail = tail_redacted(text, command.redactor.spans(text), STDERR_TAIL_BYTES).strip()
     if outcome.exit_code == groupguard.SPAWN_FAILED:
         for line in outcome.stderr_tail.splitlines():
             if line.startswith(groupguard.SPAWN_ERROR_PREFIX):

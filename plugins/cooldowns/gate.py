@@ -32,7 +32,7 @@ from app.extensions import db
 from app.models import Session
 from app.plugin_types import RunInfo
 from app.plugins import call_each
-from app.redaction import redactor, replace_spans
+from app.redaction import head_redacted, redactor
 from app.timeutil import utcnow
 from app.write_lock import lock_for_writing
 from plugins.cooldowns import store
@@ -115,8 +115,8 @@ def redacted_start(command: str, length: int) -> str:
     """The first ``length`` characters of ``command``, redacted. Found in
     what follows too: a secret the cut runs through would no longer be the
     value the redactor knows, and its first part would be kept."""
-    spans = redactor().spans(command[:length + SECRET_REACH_CHARS])
-    return replace_spans(command[:length], [(start, min(end, length)) for start, end in spans if start < length])
+    text = command[:length + SECRET_REACH_CHARS]
+    return head_redacted(text, redactor().spans(text), length)
 
 
 def _first_line(exc: Exception) -> str:
