@@ -20,7 +20,7 @@ import json
 import logging
 import os
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from itertools import accumulate
@@ -194,16 +194,58 @@ def _no_digit(value: str) -> bool:
     return not any(c.isdigit() for c in value)
 
 
+@dataclass(frozen=True)
+class PrivateKeys:
+    """Private key blocks: from a header to its footer (``-----END`` and the
+    same label), 64 KiB apart at most with no ``"`` between (the JSON-escaped
+    form, ``\\n`` for newlines, too); a block cut short (``head id_rsa``) from
+    its header through the key material after it.
+
+    Each header's footer is looked up among the footers found in one scan,
+    not searched for: a text of many headers and no footer would otherwise
+    cost 64 KiB of scanning for each header."""
+
+    name: str = "private key"
+    hints: tuple[str, ...] = ("PRIVATE KEY",)
+    fold_case: bool = False
+    reach: int = 65536
+    header: re.Pattern = re.compile(r"-----BEGIN (?P<label>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----")
+    footer: re.Pattern = re.compile(r"-----END (?P<label>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----")
+    material: re.Pattern = re.compile(r"(?:[A-Za-z0-9+/=\r\n \t:,-]+|\\[nrt])*")   # a run at a time: fast
+
+    def matches(self, text: str, folded: str):
+        if self.hints and not any(hint in text for hint in self.hints):
+            return
+        footers: dict[str, list[tuple[int, int]]] = {}
+        for found in self.footer.finditer(text):
+            footers.setdefault(found["label"], []).append(found.span())
+        quotes = [index for index, char in enumerate(text) if char == '"'] if '"' in text else []
+        headers = [(found.start(), found.end(), self._footer_end(footers.get(found["label"], ()), quotes, found.end()))
+                   for found in self.header.finditer(text)]
+        # Whole blocks and blocks cut short are found apart, each scan going
+        # on after what it found, and the spans merged: a header inside a
+        # block has its own say, and so has one inside another's material.
+        for cut_short in (False, True):
+            reached = 0
+            for start, header_end, footer_end in headers:
+                if start < reached or (footer_end is None) != cut_short:
+                    continue
+                reached = self.material.match(text, header_end).end() if cut_short else footer_end
+                yield start, reached
+
+    def _footer_end(self, footers, quotes, after: int) -> Optional[int]:
+        """The end of the first footer that starts ``after`` or later, within
+        reach and with no quote before it; None if there is none."""
+        index = bisect_left(footers, (after, after))
+        if index == len(footers) or footers[index][0] - after > self.reach:
+            return None
+        start, end = footers[index]
+        quote = bisect_left(quotes, after)
+        return end if quote == len(quotes) or quotes[quote] >= start else None
+
+
 SHAPES: tuple[Rule, ...] = (
-    # A whole key block; its JSON-escaped form (\n for newlines) too.
-    Rule("private key block", re.compile(
-        r"-----BEGIN (?P<label>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----[^\"]{0,65536}?-----END (?P=label)-----"),
-        hints=("PRIVATE KEY",)),
-    # A block cut short (``head id_rsa``): the header and the key material after it.
-    Rule("private key, cut short", re.compile(
-        r"-----BEGIN (?P<label>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----"
-        r"(?![^\"]{0,65536}?-----END (?P=label)-----)(?:[A-Za-z0-9+/=\r\n \t:,-]|\\[nrt])*"),
-        hints=("PRIVATE KEY",)),
+    PrivateKeys(),
     Rule("URL credentials", re.compile(r"[A-Za-z0-9]://[^\s:/@\"'\\]*:(?P<secret>[^\s/\"'\\]+)@"), "secret",
          hints=("://",)),
     # Proxy-Authorization too: "-" joins words, so "authorization" alone would not start one there.

@@ -4,10 +4,12 @@ and what they return keeps its promises."""
 from __future__ import annotations
 
 import json
+import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.redaction import PrivateKeys
 from app.sessions import stream
 from app.sessions.activity import _json as _tool_input_json
 from app.sessions.runner import LineSplitter
@@ -214,3 +216,47 @@ def test_cooldown_markers(text):
 def test_command_recogniser_never_raises(line):
     for found in recognise(line):
         assert found.action in ("restart", "redeployment")
+
+
+# --- the private key shape, against the two patterns it replaced -----------------------
+
+def _pattern_spans(pattern: re.Pattern, text: str) -> list[tuple[int, int]]:
+    spans, position = [], 0
+    while (match := pattern.search(text, position)) is not None:
+        position = max(match.end(), match.start() + 1)
+        if match.start() < match.end():
+            spans.append(match.span())
+    return spans
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+KEY_PIECES = ["-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----", "-----BEGIN PRIVATE KEY-----",
+              "-----END PRIVATE KEY-----", "-----BEGIN PGP PRIVATE KEY BLOCK-----",
+              "-----END PGP PRIVATE KEY BLOCK-----", "-----END EC PRIVATE KEY-----", '"', "\n", "\\n", "MIIE",
+              "ab+/=", " ", ".", "xyzxyzxyz", "PRIVATE KEY"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(KEY_PIECES), max_size=30))
+def test_private_keys_are_found_where_the_two_patterns_they_replaced_found_them(pieces):
+    """Whole blocks and blocks cut short: the footer of each header is looked
+    up, not searched for (a text of many headers cost 64 KiB of scanning
+    each), and the spans are the same as the patterns' were, merged. The
+    reach is shortened here so that texts this size go past it."""
+    reach = 40
+    block = re.compile(r"-----BEGIN (?P<label>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----"
+                       rf"[^\"]{{0,{reach}}}?-----END (?P=label)-----")
+    cut_short = re.compile(r"-----BEGIN (?P<label>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----"
+                           rf"(?![^\"]{{0,{reach}}}?-----END (?P=label)-----)(?:[A-Za-z0-9+/=\r\n \t:,-]|\\[nrt])*")
+    text = "".join(pieces)
+    expected = _merged(_pattern_spans(block, text) + _pattern_spans(cut_short, text))
+    assert _merged(list(PrivateKeys(reach=reach).matches(text, text))) == expected, text
