@@ -50,11 +50,32 @@ PREFIX_COMMANDS = {
     # systemd's own sudo: the command runs as a transient service, as systemd-run's does.
     "run0": {"-u", "--user", "-g", "--group", "-D", "--chdir", "--setenv", "--unit", "--property", "--description",
              "--slice", "--nice", "--machine", "--background", "--shell-prompt-prefix", "--area", "--lightweight"},
+    # How a command in a container reaches the host, or another root: `nsenter -t 1 -m -- systemctl …`,
+    # `chroot /host systemctl …`. (A namespace option's file is given as -mFILE or --mount=FILE.)
+    "nsenter": {"-t", "--target", "-S", "--setuid", "-G", "--setgid"},
+    "chroot": {"--userspec", "--groups"},
+    "unshare": {"-S", "--setuid", "-G", "--setgid", "-R", "--root", "-w", "--wd", "--map-user", "--map-group",
+                "--map-users", "--map-groups", "--propagation", "--load-interp"},
+    "setpriv": {"--reuid", "--regid", "--ruid", "--rgid", "--euid", "--egid", "--groups", "--inh-caps",
+                "--ambient-caps", "--bounding-set", "--securebits", "--pdeathsig", "--selinux-label",
+                "--apparmor-profile", "--landlock-access", "--landlock-rule"},
+    "strace": {"-e", "-o", "--output", "-p", "--attach", "-s", "--string-limit", "-u", "--user", "-E", "--env",
+               "-a", "--columns", "-b", "--detach-on", "-I", "--interruptible", "-O", "-S", "--summary-sort-by",
+               "-P", "--trace-path", "-X", "--const-print-style", "--trace", "--signal", "--status"},
+    "ltrace": {"-e", "-o", "--output", "-p", "-s", "-u", "-a", "--align", "-n", "--indent", "-A", "-D", "--debug",
+               "-F", "--config", "-l", "--library", "-x", "-L"},
+    "busybox": set(),   # `busybox sh -c …`: the applet is the command
+    "taskset": set(), "chrt": {"-T", "--sched-runtime", "-P", "--sched-period", "-D", "--sched-deadline"},
+    "prlimit": {"-p", "--pid", "-o", "--output"},
 }
 # Of sudo's options, those with which it runs no command: -l lists what it may run.
 SUDO_RUNS_NOTHING = {"-l", "--list"}
-# Of these, the first positional word is an argument, not the command.
-PREFIX_WITH_ARGUMENT = {"timeout"}
+# Of these, the first positional word is an argument, not the command: a
+# duration, a new root, a CPU mask, a priority.
+PREFIX_WITH_ARGUMENT = {"timeout", "chroot", "taskset", "chrt"}
+# script [options] [file]: -c LINE runs a command line, under a terminal it records.
+SCRIPT_OPTIONS_WITH_VALUE = {"-c", "--command", "-E", "--echo", "-I", "--log-in", "-O", "--log-out", "-B",
+                             "--log-io", "-T", "--log-timing", "-m", "--logging-format", "-o", "--output-limit"}
 # flock LOCKFILE COMMAND... or flock LOCKFILE -c LINE.
 FLOCK_OPTIONS_WITH_VALUE = {"-w", "--timeout", "-E", "--conflict-exit-code"}
 SHELL_OPTIONS_WITH_VALUE = {"-o", "-O", "--rcfile", "--init-file"}   # "+o" and "+O" too
@@ -518,6 +539,11 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | ReadsInput | None:
         elif name == "su":
             script = _option_value(words[1:], {"-c", "--command"})
             return Wrapped(script, False) if script is not None else None
+        elif name == "script":
+            options, _ = _read_options(words[1:], SCRIPT_OPTIONS_WITH_VALUE)
+            line = next((value for option, value in options
+                         if option == "--command" or _flags(option, SCRIPT_OPTIONS_WITH_VALUE).endswith("c")), None)
+            return Wrapped(line, True) if line is not None else None
         elif name == "xargs":
             words = _after_options(words[1:], XARGS_OPTIONS_WITH_VALUE)
             words = words + [FROM_XARGS] if words else []
