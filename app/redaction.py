@@ -211,6 +211,7 @@ class PrivateKeys:
     reach: int = 65536
     header: re.Pattern = re.compile(r"-----BEGIN (?P<label>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----")
     footer: re.Pattern = re.compile(r"-----END (?P<label>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----")
+    quote: re.Pattern = re.compile('"')
     material: re.Pattern = re.compile(r"(?:[A-Za-z0-9+/=\r\n \t:,-]+|\\[nrt])*")   # a run at a time: fast
 
     def matches(self, text: str, folded: str):
@@ -219,7 +220,7 @@ class PrivateKeys:
         footers: dict[str, list[tuple[int, int]]] = {}
         for found in self.footer.finditer(text):
             footers.setdefault(found["label"], []).append(found.span())
-        quotes = [index for index, char in enumerate(text) if char == '"'] if '"' in text else []
+        quotes = [found.start() for found in self.quote.finditer(text)]
         headers = [(found.start(), found.end(), self._footer_end(footers.get(found["label"], ()), quotes, found.end()))
                    for found in self.header.finditer(text)]
         # Whole blocks and blocks cut short are found apart, each scan going
