@@ -333,6 +333,7 @@ def test_restore_migrates_a_backup_made_by_an_older_version(app, tmp_path):
         old.execute("DROP TABLE dashboard_logins")
         old.execute("DROP TABLE rate_limit_windows")
         old.execute("ALTER TABLE sessions DROP COLUMN results_dir_id")
+        old.execute("ALTER TABLE scheduler_state DROP COLUMN process")
         old.execute("UPDATE alembic_version SET version_num = '0014_retention'")
     old.close()
     assert invoke(app, "restore", backup).exit_code == 0
