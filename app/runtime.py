@@ -19,6 +19,7 @@ from app.config import Setting
 from app.extensions import db
 from app.models import RuntimeSetting
 from app.timeutil import utcnow
+from app.write_lock import lock_for_writing
 
 log = logging.getLogger(__name__)
 
@@ -134,8 +135,12 @@ def change(values: dict[str, Any]) -> None:
     """Validate every change first; store all or nothing. ``None`` removes a
     change (the environment's value holds again)."""
     parsed = checked(values)
+    # Read once no one else can write: two saves of one setting at once (two
+    # workers) would both find no row and insert it, or update one the
+    # other had just removed.
+    lock_for_writing()
     for name, text in parsed.items():
-        row = db.session.get(RuntimeSetting, name)
+        row = db.session.get(RuntimeSetting, name, populate_existing=True)
         if text is None:
             if row is not None:
                 db.session.delete(row)

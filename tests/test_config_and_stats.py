@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 import time
 from datetime import timedelta
 from html.parser import HTMLParser
@@ -430,3 +431,64 @@ def test_the_schedulers_heartbeat_stays_out_of_the_log_below_debug(tmp_path):
     assert logging.getLogger("apscheduler").getEffectiveLevel() == logging.WARNING
     make_app(tmp_path / "debug", CLAUDEOPS_LOG_LEVEL="DEBUG")
     assert logging.getLogger("apscheduler").level == logging.NOTSET   # as the service's own level says
+
+
+def test_two_saves_of_one_setting_at_the_same_moment_both_succeed(app, monkeypatch):
+    """Each save reads the stored change, then writes it: the other's, saved
+    in between, was once not seen, and the second insert of the row failed
+    (a 500 for one of two operators or API clients)."""
+    other = threading.Thread(target=lambda: _in_context(app, change, {"CLAUDEOPS_MEMORY_BUDGET": 3000}))
+    stamp = runtime.utcnow
+
+    def the_other_save_between_read_and_write():
+        if other.ident is None:
+            other.start()
+            other.join(timeout=1)   # done at once, unless this save holds the lock: then after its commit
+        return stamp()
+
+    monkeypatch.setattr(runtime, "utcnow", the_other_save_between_read_and_write)
+    change({"CLAUDEOPS_MEMORY_BUDGET": 2500})
+    other.join(timeout=30)
+    assert not other.is_alive() and not getattr(other, "failed", None)
+    db.session.remove()
+    assert runtime.overrides()["CLAUDEOPS_MEMORY_BUDGET"] == "3000"   # the later save's
+
+
+def test_two_config_pages_saved_at_the_same_moment_do_not_both_hear_saved(app, monkeypatch):
+    """Two tabs loaded alike save different values at once: the page's check
+    (changed elsewhere since it was loaded?) and the save are one step, so
+    the second is told of the first's change and saves nothing, as it would
+    a moment later, instead of replacing it while both are told "Saved"."""
+    from app.web import config_page
+    first, second = app.test_client(), app.test_client()
+    loaded = _FormFields(first.get("/config").get_data(as_text=True)).fields
+    answers = {}
+
+    def post(name, client, budget):
+        answers[name] = client.post("/config", data=dict(loaded, CLAUDEOPS_MEMORY_BUDGET=budget))
+    other = threading.Thread(target=post, args=("second", second, "3000"))
+    save = config_page.change
+
+    def the_other_tab_between_check_and_save(values):
+        if other.ident is None:
+            other.start()
+            other.join(timeout=1)
+        return save(values)
+
+    monkeypatch.setattr(config_page, "change", the_other_tab_between_check_and_save)
+    post("first", first, "2500")
+    other.join(timeout=30)
+    assert answers["first"].status_code == 302
+    assert answers["second"].status_code == 409
+    assert "changed to &#39;2500&#39; elsewhere" in answers["second"].get_data(as_text=True)
+    db.session.remove()
+    assert runtime.overrides()["CLAUDEOPS_MEMORY_BUDGET"] == "2500"
+
+
+def _in_context(app, function, *args):
+    with app.app_context():
+        try:
+            function(*args)
+        except Exception as exc:
+            threading.current_thread().failed = exc
+            raise

@@ -255,3 +255,38 @@ def test_relevant_memories_are_read_in_a_bounded_first_pass(app, monkeypatch):
     assert asked == [(most, ["jellyfin"]), (most + 3, None)]
     assert [m.service for m in context.included[:3]] == ["jellyfin"] * 3
     assert len({m.id for m in context.included}) == len(context.included)   # none given twice
+
+
+def test_a_memory_deleted_as_a_session_is_given_its_memories_costs_the_session_nothing(app, fake_cli,
+                                                                                       monkeypatch):
+    """The operator deletes a memory between the section's read and the
+    record of which memories it gave: that record once failed its insert,
+    and the whole memory section was lost with it. The delete now waits
+    for the record, a few milliseconds."""
+    import threading
+    import plugins.memory as memory_plugin
+    kept = add_memory("Caddy waits for WireGuard", service="caddy", category="dependency")
+    deleted = add_memory("Jellyfin takes 60s to start", service="jellyfin", category="timing")
+    kept_id, deleted_id = kept.id, deleted.id
+    client = app.test_client()
+    answers = []
+    operator = threading.Thread(target=lambda: answers.append(client.delete(f"/api/v1/memories/{deleted_id}")))
+    build = memory_plugin.build_memory_context
+
+    def the_operator_deletes_meanwhile(*args, **kwargs):
+        context = build(*args, **kwargs)
+        operator.start()
+        operator.join(timeout=1)
+        return context
+
+    monkeypatch.setattr(memory_plugin, "build_memory_context", the_operator_deletes_meanwhile)
+    fake_cli(sl.steps(sl.init(), sl.result("ok")))
+    session = run_session(control.claim(control.enqueue(trigger="api").id))
+    operator.join(timeout=30)
+    assert session.status == "completed"
+    assert "Caddy waits for WireGuard" in session.system_prompt
+    assert "Jellyfin takes 60s to start" in session.system_prompt   # read before the delete: given
+    assert [answer.status_code for answer in answers] == [200]   # the delete, done once the record was
+    db.session.remove()
+    given = set(db.session.scalars(select(MemoryInjection.memory_id).where(MemoryInjection.session_id == session.id)))
+    assert given == {kept_id, None}   # the deleted memory's record stays, naming no memory

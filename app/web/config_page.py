@@ -12,6 +12,7 @@ from app.config import Setting
 from app.database_url import shown_url
 from app.runtime import SettingError, change, checked, declared, in_force, overrides, refused, runtime_settings
 from app.web.apiutil import ApiError, json_body
+from app.write_lock import lock_for_request
 
 config_page = Blueprint("config", __name__)
 config_api = Blueprint("config_api", __name__)
@@ -96,6 +97,7 @@ def update():
     that without a word. A field edited here that was also changed elsewhere
     since is not saved either: the form comes back saying so, and saving it
     again replaces the other change."""
+    lock_for_request()   # what is compared is what the save replaces, whoever saves at the same moment
     current = {row["name"]: row["value"] for row in describe() if row["runtime"]}
     wanted = {name: request.form[name].strip() for name in current if name in request.form}
     # A form without the hidden fields (a script's POST) is compared with what is in force.

@@ -18,6 +18,7 @@ from app.runtime import setting
 from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection, SkippedMarkers
 from app.session_warnings import warn_once
 from app.sessions.log_pruning import LOG_RETENTION, sessions_pruned
+from app.write_lock import lock_for_writing
 from plugins.memory import batch, feed, hookspecs, matcher, outcomes, review, settings, store
 from plugins.memory.context import build_memory_context
 from plugins.memory.markers import MARKER_TAGS, parse_memory_markers
@@ -113,6 +114,10 @@ def claudeops_session_starting(run):
 
 @hookimpl
 def claudeops_prompt_context(run):
+    # The memories given are recorded as read: one an operator deleted in
+    # between would fail the records' insert, and with it the whole section.
+    # Held until the host commits the records, a few milliseconds later.
+    lock_for_writing()
     context = build_memory_context(setting(BUDGET_SETTING), relevant_services(run))
     for position, memory in enumerate(context.included):
         db.session.add(MemoryInjection(session_id=run.session_id, memory_id=memory.id,
