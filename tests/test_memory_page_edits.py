@@ -233,3 +233,25 @@ def test_a_confidence_typed_is_held_to_no_step(app, client):
     assert re.findall(r'<input type="number"[^>]* step="([^"]+)"', html) == ["any"] * 3
     assert client.put(f"/memories/{memory.id}/confidence", data={"confidence": "0.67"}).status_code == 200
     assert db.session.get(Memory, memory.id).confidence == 0.67
+
+
+def test_pin_sets_the_state_the_button_showed_so_two_tabs_agree(app, client):
+    """Two tabs showing Pin: both clicks pin it (turning it over each time
+    left it unpinned, with its staleness clock reset by the unpin)."""
+    memory = add_memory("Jellyfin takes 60s to start", service="jellyfin", category="timing")
+    row = client.get("/memories", headers=HTMX).get_data(as_text=True)
+    assert f'hx-post="/memories/{memory.id}/pin"\n            hx-vals=\'{{"pinned": "true"}}\'' in row
+    for _ in range(2):
+        answer = client.post(f"/memories/{memory.id}/pin", data={"pinned": "true"}, headers=HTMX)
+        assert answer.status_code == 200 and ">Unpin</button>" in answer.get_data(as_text=True)
+    db.session.expire_all()
+    assert db.session.get(Memory, memory.id).pinned
+    assert [action for action, _ in _history(memory.id)].count("pinned") == 1
+    assert ">Pin</button>" in client.post(f"/memories/{memory.id}/pin", data={"pinned": "false"},
+                                          headers=HTMX).get_data(as_text=True)
+    refused = client.post(f"/memories/{memory.id}/pin", data={"pinned": "yes"}, headers=HTMX)
+    assert "Not saved: pinned must be true or false, not &#39;yes&#39;" in refused.get_data(as_text=True)
+    # A page from before the button said which: the pin is turned over.
+    client.post(f"/memories/{memory.id}/pin", headers=HTMX)
+    db.session.expire_all()
+    assert db.session.get(Memory, memory.id).pinned

@@ -259,9 +259,18 @@ def set_confidence(memory_id: int):
 
 @pages.post("/memories/<int:memory_id>/pin")
 def toggle_pin(memory_id: int):
+    """Pin or unpin, as the button asked (``pinned``: true or false): two
+    tabs that both showed Pin leave the memory pinned, where turning it over
+    each time left it unpinned. Without it (a page from an earlier version),
+    the pin is turned over."""
     memory = _get(memory_id, change=True)
-    store.update(memory, pinned=not memory.pinned)
-    db.session.commit()
+    asked = request.form.get("pinned")
+    if asked not in (None, "true", "false"):
+        return _error(f"Not saved: pinned must be true or false, not {asked[:40]!r}")
+    wanted = (asked == "true") if asked is not None else not memory.pinned
+    if wanted != memory.pinned:
+        store.update(memory, pinned=wanted)
+        db.session.commit()
     return _saved(memory)
 
 
