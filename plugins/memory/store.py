@@ -505,9 +505,13 @@ def _decay(now: datetime, run: Optional[RunInfo]) -> int:
 def preview_next_context(budget_tokens: int) -> MemoryContext:
     """Exactly what a scheduled session starting now would be given: decay as
     of now, then the context (its services in trouble first), then nothing of
-    the decay kept (the session does its own). Rolled back, so without the
-    write lock: a session or an operator writing meanwhile is not held back
-    while the plugins name the services in trouble."""
+    the decay kept (the session does its own). Without ``lock_for_writing``:
+    when no memory's decay has fallen due since the last session, nothing is
+    written and no writer is held back. When some has, the context's reads
+    write the decay first (autoflush), so that it is read as a session would
+    read it: the preview then waits for a writer under way (on SQLite, the
+    database's write lock; on PostgreSQL, those memories' rows), and holds
+    them back for the few milliseconds until its rollback."""
     _decay(utcnow(), None)
     context = build_memory_context(budget_tokens, relevant_services(scheduled_run()))
     context.memory_ids = [m.id for m in context.included]
