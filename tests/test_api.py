@@ -4,6 +4,7 @@ from __future__ import annotations
 import io
 
 import pytest
+from sqlalchemy import func, select
 
 from app.extensions import db
 from app.models import Session
@@ -393,3 +394,58 @@ def test_deeply_nested_json_is_400(client):
     deep = "[" * 100_000 + "]" * 100_000
     response = client.post("/api/v1/sessions/trigger", data=deep, content_type="application/json")
     assert response.status_code == 400 and "nested too deeply" in response.get_json()["error"]
+
+
+def test_a_trigger_sent_again_with_its_idempotency_key_queues_one_session(client):
+    """A retry after a lost answer: the same session, as it is now (200)."""
+    key = {"Idempotency-Key": "deploy-check:2026-11-29T10:00"}
+    first = client.post("/api/v1/sessions/trigger", json={"prompt": "Check the NAS", "start_tier": 2}, headers=key)
+    again = client.post("/api/v1/sessions/trigger", json={"start_tier": 2, "prompt": "Check the NAS"}, headers=key)
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert again.get_json() == first.get_json()
+    assert db.session.scalar(select(func.count()).select_from(Session)) == 1
+    # The key sent with another request is no repeat.
+    other = client.post("/api/v1/sessions/trigger", json={"prompt": "Check the router", "start_tier": 2}, headers=key)
+    assert other.status_code == 422
+    assert other.get_json()["error"] == (f"Idempotency-Key 'deploy-check:2026-11-29T10:00' queued session "
+                                         f"#{first.get_json()['id']} with another tier or request; send a new one "
+                                         "for a new session")
+    # Another key, or none, queues another.
+    assert client.post("/api/v1/sessions/trigger", json={}, headers={"Idempotency-Key": "k2"}).status_code == 201
+    assert client.post("/api/v1/sessions/trigger", json={}).status_code == 201
+    assert client.post("/api/v1/sessions/trigger", json={}).status_code == 201
+    assert db.session.scalar(select(func.count()).select_from(Session)) == 4
+
+
+@pytest.mark.parametrize("key", ["", "has space", "k" * 81, "ünïcode", "semi;colon"])
+def test_an_idempotency_key_out_of_its_shape_is_a_400(client, key):
+    answer = client.post("/api/v1/sessions/trigger", json={}, headers={"Idempotency-Key": key})
+    assert answer.status_code == 400
+    assert answer.get_json()["error"].startswith("Idempotency-Key must be 1 to 80 letters, digits")
+
+
+def test_two_triggers_with_one_key_at_the_same_moment_queue_one_session(app, monkeypatch):
+    """The second looks for the first's session once the first has written
+    it (app/write_lock.py): it finds it, and answers with it."""
+    import threading
+    from app.sessions import control
+    answers = []
+
+    def send():
+        answers.append(app.test_client().post("/api/v1/sessions/trigger", json={},
+                                              headers={"Idempotency-Key": "same"}).status_code)
+    other = threading.Thread(target=send)
+    enqueue = control.enqueue
+
+    def the_other_between_look_and_write(**kwargs):
+        if other.ident is None:
+            other.start()
+            other.join(timeout=1)   # done at once, unless this call holds the lock
+        return enqueue(**kwargs)
+
+    monkeypatch.setattr(control, "enqueue", the_other_between_look_and_write)
+    send()
+    other.join(timeout=30)
+    assert sorted(answers) == [200, 201]
+    db.session.remove()
+    assert db.session.scalar(select(func.count()).select_from(Session)) == 1

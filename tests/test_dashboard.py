@@ -8,7 +8,7 @@ import sys
 
 import pytest
 from markupsafe import escape
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from app import process_identity
 from app.extensions import db
@@ -652,3 +652,22 @@ def test_a_missing_page_is_a_404_within_the_dashboard_and_json_under_the_api(cli
     fragment = client.get("/sessions/999999", headers={"HX-Request": "true"})
     assert fragment.status_code == 404 and fragment.mimetype == "text/plain"
     assert fragment.get_data(as_text=True).startswith("There is nothing at /sessions/999999")
+
+
+def test_a_run_now_form_sent_twice_queues_one_session(client):
+    """A double click, or a send retried: each drawing of the form carries a
+    key of its own, and the second send shows the session the first queued."""
+    page = client.get("/sessions").get_data(as_text=True)
+    (key,) = re.findall(r'<input type="hidden" name="request_key" value="([^"]+)">', page)
+    assert re.findall(r'name="request_key" value="([^"]+)"', client.get("/sessions").get_data(as_text=True)) != [key]
+    form = {"tier": "2", "prompt": "Look at the NAS", "request_key": key}
+    first = client.post("/sessions/run", data=form)
+    again = client.post("/sessions/run", data=form, follow_redirects=True)
+    assert first.status_code == 302 and first.headers["Location"].endswith("/sessions/1")
+    assert "This form was sent already: it queued session #1, shown here." in again.get_data(as_text=True)
+    assert db.session.scalar(select(func.count()).select_from(Session)) == 1
+    # The same form with another request is no repeat: nothing is queued, and the form says why.
+    changed = client.post("/sessions/run", data=dict(form, prompt="Look at the router"))
+    assert changed.status_code == 400
+    assert "Not queued: request_key" in changed.get_data(as_text=True)
+    assert db.session.scalar(select(func.count()).select_from(Session)) == 1

@@ -145,7 +145,7 @@ def test_every_operation_documents_its_error_statuses(document):
         # 401, 403 and 429 (authentication) are on every guarded operation, test_auth checks them;
         # 503 is on every operation (the test above), 413 on every one that takes a body (below).
         return set(document["paths"][path][method]["responses"]) - {"401", "403", "413", "429", "503"}
-    assert statuses("/sessions/trigger", "post") == {"201", "400", "415"}
+    assert statuses("/sessions/trigger", "post") == {"200", "201", "400", "415", "422"}   # 200, 422: Idempotency-Key
     assert statuses("/sessions/{session_id}/stop", "post") == {"202", "400", "404", "409"}
     assert statuses("/memories/{memory_id}", "put") == {"200", "400", "404", "415"}
     assert statuses("/memories/bulk-delete", "post") == {"200", "400", "404", "415"}

@@ -6,6 +6,7 @@ atomically, and "Stop" sets a flag that the running session polls.
 """
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 from typing import Optional
 
@@ -18,8 +19,11 @@ from app.models import (FAILED, FINISHED_STATUSES, INTERRUPTED, QUEUED, RUNNING,
                         Session)
 from app.portable_text import is_unicode
 from app.timeutil import utcnow
+from app.write_lock import lock_for_writing
 
 MAX_PROMPT_CHARS = 20_000
+MAX_REQUEST_KEY = 80
+REQUEST_KEY = re.compile(rf"[A-Za-z0-9._:-]{{1,{MAX_REQUEST_KEY}}}")
 # A scheduler writes its heartbeat every 15 s: one silent for this long is not running.
 SCHEDULER_STALE = timedelta(seconds=60)
 
@@ -33,17 +37,38 @@ class ControlError(Exception):
 
 
 def enqueue(tier: int = 1, prompt: str | None = None, trigger: str = "api", parent_id: int | None = None,
-            escalation_reason: str | None = None) -> Session:
+            escalation_reason: str | None = None, request_key: str | None = None) -> Session:
     if tier not in TIERS:
         numbers = [str(number) for number in sorted(TIERS)]
         raise ControlError(f"tier must be {', '.join(numbers[:-1])} or {numbers[-1]}, not {tier!r}")
     if trigger not in TRIGGERS:
         raise ControlError(f"unknown trigger {trigger!r}")
     session = Session(tier=tier, prompt=checked_prompt(prompt), trigger=trigger, status=QUEUED, created_at=utcnow(),
-                      parent_id=parent_id, escalation_reason=escalation_reason)
+                      parent_id=parent_id, escalation_reason=escalation_reason, request_key=request_key)
     db.session.add(session)
     db.session.commit()
     return session
+
+
+def enqueue_once(key: str, name: str, tier: int, prompt: str | None, trigger: str) -> tuple[Session, bool]:
+    """``enqueue``, unless the request with this ``key`` (``name``: the Run
+    now form's field, or the API's header) queued a session already: a form
+    sent twice, or a call retried after its answer was lost, queues one
+    session. Returns the session and whether it is new. The same key sent
+    with another tier or request is refused (422): it is no repeat."""
+    if not REQUEST_KEY.fullmatch(key):
+        raise ControlError(f"{name} must be 1 to {MAX_REQUEST_KEY} letters, digits, '-', '_', '.' or ':', "
+                           f"not {key[:40]!r}")
+    stored = f"{trigger}:{key}"   # the form's keys and an API client's are apart
+    lock_for_writing()   # two sends at once: the second finds the first's session
+    earlier = db.session.scalar(select(Session).where(Session.request_key == stored))
+    if earlier is None:
+        return enqueue(tier=tier, prompt=prompt, trigger=trigger, request_key=stored), True
+    if (earlier.tier, earlier.prompt) != (tier, checked_prompt(prompt)):
+        raise ControlError(f"{name} {key!r} queued session #{earlier.id} with another tier or request; "
+                           "send a new one for a new session", 422)
+    db.session.rollback()   # nothing written: the lock is let go
+    return earlier, False
 
 
 def claim_next() -> Session | None:

@@ -5,7 +5,7 @@ import json
 import logging
 from datetime import timedelta
 
-from flask import Blueprint, current_app
+from flask import Blueprint, current_app, request
 from sqlalchemy import func, select, text
 
 from app.auth import credentials_configured
@@ -106,6 +106,9 @@ def get_session(session_id: int):
 
 
 TRIGGER_FIELDS = {"prompt", "start_tier"}
+# A client's name for one trigger: sent again (a retry after a lost answer),
+# it queues no second session.
+IDEMPOTENCY_KEY = "Idempotency-Key"
 
 
 @api.post("/sessions/trigger")
@@ -121,11 +124,16 @@ def trigger():
     tier = body.get("start_tier", 1)
     if isinstance(tier, bool) or not isinstance(tier, int) or tier not in TIERS:
         raise ApiError(f"start_tier must be 1, 2 or 3, not {json.dumps(tier)[:40]}")
+    key = request.headers.get(IDEMPOTENCY_KEY)
     try:
-        session = control.enqueue(tier=tier, prompt=prompt, trigger="api")
+        if key is None:
+            session, new = control.enqueue(tier=tier, prompt=prompt, trigger="api"), True
+        else:
+            session, new = control.enqueue_once(key, IDEMPOTENCY_KEY, tier=tier, prompt=prompt, trigger="api")
     except control.ControlError as exc:
         raise ApiError(str(exc), exc.status) from None
-    return session.to_dict(), 201
+    # A repeat answers with the session the first call queued, as it is now.
+    return session.to_dict(), 201 if new else 200
 
 
 @api.post("/sessions/<int:session_id>/stop")

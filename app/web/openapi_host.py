@@ -124,9 +124,18 @@ def openapi_paths() -> OpenApiPaths:
                           "404": error("no such session")}}},
         "/sessions/trigger": {"post": {
             "summary": "Queue an ad-hoc session", "tags": ["sessions"], "operationId": "triggerSession",
-            "description": "The scheduler runs it next, one session at a time.",
+            "description": "The scheduler runs it next, one session at a time. Sent again with the same "
+                           "Idempotency-Key (a retry after a lost answer), it queues no second session: the "
+                           "answer is the session the first call queued, as it is now.",
+            "parameters": [{"name": "Idempotency-Key", "in": "header", "required": False,
+                            "description": "the client's name for this trigger, 1 to 80 letters, digits, "
+                                           "'-', '_', '.' or ':'",
+                            "schema": {"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,80}$"}}],
             "requestBody": json_body(TRIGGER),
-            "responses": {"201": response("the queued session", ref("Session")), **JSON_BODY_ERRORS}}},
+            "responses": {"201": response("the queued session", ref("Session")),
+                          "200": response("the session this Idempotency-Key queued before", ref("Session")),
+                          "422": error("this Idempotency-Key queued a session with another tier or request"),
+                          **JSON_BODY_ERRORS}}},
         "/sessions/{session_id}/stop": {"post": {
             "summary": "Stop a session", "tags": ["sessions"], "operationId": "stopSession",
             "description": "A queued session stops at once, a running one within a second or two.",

@@ -2,6 +2,7 @@
 activity log, Run now and Stop."""
 from __future__ import annotations
 
+import secrets
 from datetime import timedelta
 from pathlib import Path
 from typing import Optional
@@ -47,7 +48,9 @@ def _list_page(draft: Optional[dict] = None):
                               .limit(PAGE_SIZE).offset((page - 1) * PAGE_SIZE)).all()
     return render_page("sessions/list.html", "sessions/_rows.html", sessions=rows, page=page,
                        total=total, page_size=PAGE_SIZE, tiers=TIERS, draft=draft or {},
-                       max_prompt_chars=control.MAX_PROMPT_CHARS)
+                       max_prompt_chars=control.MAX_PROMPT_CHARS,
+                       # Each drawing of the form queues at most one session, however often it is sent.
+                       request_key=secrets.token_urlsafe(16))
 
 
 @sessions.get("/sessions/<int:session_id>")
@@ -112,11 +115,19 @@ def run_now():
     # enqueue to refuse in the words it uses for any tier it does not know.
     tier = request.form.get("tier", "1")
     tier = {str(number): number for number in TIERS}.get(tier.strip(), tier)
+    prompt, key = request.form.get("prompt"), request.form.get("request_key")
     try:
-        session = control.enqueue(tier=tier, prompt=request.form.get("prompt"), trigger="dashboard")
+        if key is None:   # a script's POST, or a page from an earlier version
+            session, new = control.enqueue(tier=tier, prompt=prompt, trigger="dashboard"), True
+        else:
+            session, new = control.enqueue_once(key, "request_key", tier=tier, prompt=prompt, trigger="dashboard")
     except control.ControlError as exc:
         return _run_now_refused(f"Not queued: {exc}")
-    flash(_queued_message(session), "info")
+    if new:
+        flash(_queued_message(session), "info")
+    else:
+        flash(f"This form was sent already: it queued session #{session.id}, shown here. To queue another, "
+              "use the form on the Sessions page again.", "info")
     return redirect(url_for("sessions.detail", session_id=session.id))
 
 
