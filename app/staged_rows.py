@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session
 
 from app.bulk_insert import BulkInsert
 from app.extensions import db
+from app.write_lock import lock_for_writing
 
 STAGED = "claudeops.staged_rows"
 # Set once staged rows were written in the transaction, until it commits: a
@@ -91,6 +92,13 @@ def write(session: Session) -> None:
     for insert, row in rows:
         by_insert.setdefault(insert, []).append(row)
     connection = session.connection()
+    if connection.dialect.name == "postgresql":
+        # Ids come from a sequence as rows are inserted, and two transactions
+        # may commit in the other order: a client that follows the events
+        # with ?after=<the last id it saw> would never see the lower one.
+        # Held to the commit, the lock numbers the rows in commit order.
+        # (SQLite takes one writer at a time: its ids are in that order.)
+        lock_for_writing(session)
     for insert, table_rows in by_insert.items():
         insert(connection, table_rows)
 

@@ -24,8 +24,11 @@ PostgreSQL's lock wait) and reads what it left.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from flask import request
 from sqlalchemy import text
+from sqlalchemy.orm import Session
 
 from app.extensions import db
 
@@ -35,11 +38,11 @@ from app.extensions import db
 ADVISORY_KEY = 0x434C4F50   # "CLOP"
 
 
-def lock_for_writing() -> None:
-    """The lock, for the database session's transaction, now; held until
-    it commits or rolls back. Taking it again in the same transaction is
-    free."""
-    connection = db.session.connection()
+def lock_for_writing(session: Optional[Session] = None) -> None:
+    """The lock, for the database session's transaction (``session``, or
+    the application's), now; held until it commits or rolls back. Taking it
+    again in the same transaction is free."""
+    connection = (session or db.session).connection()
     dialect = connection.dialect.name
     if dialect == "sqlite":
         if not connection.connection.dbapi_connection.in_transaction:   # it has written: it holds the lock

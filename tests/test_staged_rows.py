@@ -122,3 +122,42 @@ def test_what_was_worked_out_of_rows_committed_is_kept(app):
     db.session.commit()
     db.session.rollback()   # the next transaction's end takes nothing of the last one's
     assert db.session.info["test.derived"] == 1 and stored_messages() == ["committed"]
+
+
+def test_events_are_numbered_in_the_order_they_are_committed(app, monkeypatch):
+    """A client follows the events with ?after=<the last id it saw>: an
+    event numbered lower but committed later would never reach it. The
+    second writer waits for the first's commit before it numbers its rows
+    (on SQLite, the database's one writer; on PostgreSQL, the write lock
+    taken as staged rows are written)."""
+    import threading
+    from app.plugins import call_each
+    from plugins.events import staging
+    inserted, go = threading.Event(), threading.Event()
+    original = staging._insert_events
+
+    class PausingAfterTheInsert:
+        def __call__(self, connection, rows):
+            original(connection, rows)
+            if rows[0]["message"] == "first":
+                inserted.set()
+                go.wait(timeout=30)
+
+    monkeypatch.setattr(staging, "_insert_events", PausingAfterTheInsert())
+
+    def send(message):
+        with app.app_context():
+            call_each("claudeops_notice", level="warning", message=message, service="nas", run=None)
+            db.session.commit()
+    first, second = threading.Thread(target=send, args=("first",)), threading.Thread(target=send, args=("second",))
+    first.start()
+    assert inserted.wait(timeout=30)
+    second.start()
+    second.join(timeout=1)
+    seen_meanwhile = app.test_client().get("/api/v1/events?after=0").get_json()["events"]
+    go.set()
+    first.join(timeout=30)
+    second.join(timeout=30)
+    assert seen_meanwhile == []   # neither: the second waits for the first's commit
+    events = app.test_client().get("/api/v1/events?after=0").get_json()["events"]
+    assert [event["message"] for event in sorted(events, key=lambda event: event["id"])] == ["first", "second"]
