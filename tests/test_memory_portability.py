@@ -763,3 +763,35 @@ def test_a_session_the_scheduler_claims_while_a_large_import_starts_waits_for_it
     assert seen == [False]   # no session ran while the import held the database
     assert len(all_memories()) == 3
     assert running_now()   # claimed once the import was done
+
+
+def test_an_export_reads_everything_as_of_one_moment(app):
+    """Its track records, history and memories are read in several
+    statements: what is recorded between them (an outcome, say) is in none
+    of them, not in the history alone."""
+    from sqlalchemy import event, text
+    memory = add_memory("Jellyfin takes 60s to start", service="jellyfin", category="timing")
+    memory_id = memory.id
+    engine = db.engine
+    written = []
+
+    def outcome_recorded_meanwhile(conn, cursor, statement, parameters, context, executemany):
+        if "memory_track_records" in statement and not written:
+            written.append(True)
+            with engine.begin() as other:   # another connection, as a session's batch would be
+                other.execute(text(
+                    "INSERT INTO memory_history (memory_id, action, confidence_before, confidence_after, actor, "
+                    "created_at) VALUES (:id, 'outcome', 0.7, 0.75, 'session', '2026-11-29 10:00:00')"),
+                    {"id": memory_id})
+
+    db.session.commit()
+    event.listen(engine, "after_cursor_execute", outcome_recorded_meanwhile)
+    try:
+        (exported,) = portability.export_json()["memories"]
+    finally:
+        event.remove(engine, "after_cursor_execute", outcome_recorded_meanwhile)
+    assert written
+    assert "outcome" not in [row["action"] for row in exported["history"]]
+    db.session.rollback()
+    assert db.session.scalar(select(func.count()).select_from(MemoryHistory).where(
+        MemoryHistory.memory_id == memory_id, MemoryHistory.action == "outcome")) == 1   # it was written

@@ -21,6 +21,7 @@ from app.bulk_insert import BulkInsert
 from app.db_redaction import redacted_values
 from app.extensions import db
 from app.models import Session
+from app.snapshot import one_snapshot
 from app.timeutil import utcnow
 from app.web.apiutil import MAX_ID, json_described, unknown_fields, unstorable_text
 from app.write_lock import lock_for_writing
@@ -126,7 +127,8 @@ def _exported_memories() -> Iterator[dict]:
     plain rows (ORM objects took twice as long) and a batch at a time. The
     history is read beside them in the same order, by the index on
     (memory_id, id); rows of deleted memories, kept for the audit trail,
-    are passed over."""
+    are passed over. All of it as of one moment (app/snapshot.py)."""
+    one_snapshot()
     outcomes = {row[0]: dict(zip(OUTCOME_LEVELS, row[1:])) for row in db.session.execute(
         select(TrackRecord.memory_id, *(getattr(TrackRecord, level) for level in OUTCOME_LEVELS)))}
     nothing = dict.fromkeys(OUTCOME_LEVELS, 0)
