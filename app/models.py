@@ -51,7 +51,7 @@ class Session(db.Model):
     log_path: Mapped[str | None] = mapped_column(Text)
     # The results directory the run log went to (app/sessions/results_dir.py).
     results_dir_id: Mapped[str | None] = mapped_column(String(32))
-    # The request that queued it, once (app/sessions/control.py: enqueue_once).
+    # The request that queued it, once: its key's SHA-256 (app/sessions/control.py: enqueue_once).
     request_key: Mapped[str | None] = mapped_column(String(100), unique=True, index=True)
     # Escalation: the session that asked for this one, and why.
     parent_id: Mapped[int | None] = mapped_column(ForeignKey("sessions.id", ondelete="SET NULL"), index=True)

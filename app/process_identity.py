@@ -50,10 +50,14 @@ def ended(identity: Optional[str]) -> bool:
 
 
 def _process_space() -> Optional[str]:
-    """The boot and pid namespace this process sees pids in."""
+    """The boot and pid namespace this process sees pids in; None if /proc
+    is another namespace's (a process in a pid namespace of its own, whose
+    /proc was not mounted again, would read another process as itself)."""
     try:
         boot = (PROC / "sys/kernel/random/boot_id").read_text().strip()
         namespace = os.readlink(PROC / "self/ns/pid")
+        if os.readlink(PROC / "self") != str(os.getpid()):
+            return None
     except OSError:
         return None
     return f"{boot} {namespace}" if " " not in boot + namespace else None
@@ -71,8 +75,11 @@ def _start_ticks(pid: int) -> Optional[str]:
     # "pid (command) state ppid …": the command may hold spaces and
     # parentheses, so the fields are counted from the last ")". The state
     # is the third field, the start time the 22nd.
-    fields = stat[stat.rindex(")") + 2:].split()
-    return None if fields[0] in ENDED_STATES else fields[19]
+    try:
+        fields = stat[stat.rindex(")") + 2:].split()
+        return None if fields[0] in ENDED_STATES else fields[19]
+    except (ValueError, IndexError):   # not the format known: cannot tell
+        raise OSError(f"/proc/{pid}/stat is not in the format known") from None
 
 
 def _exists(pid: int) -> bool:

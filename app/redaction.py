@@ -24,7 +24,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from itertools import accumulate
-from typing import Callable, Iterable, Mapping, Optional
+from typing import Callable, Iterable, Iterator, Mapping, Optional
 from urllib.parse import quote
 
 import re2
@@ -218,11 +218,11 @@ class PrivateKeys:
         if self.hints and not any(hint in text for hint in self.hints):
             return
         footers: dict[str, list[tuple[int, int]]] = {}
-        for found in self.footer.finditer(text):
+        for found in _overlapping(self.footer, text):
             footers.setdefault(found["label"], []).append(found.span())
         quotes = [found.start() for found in self.quote.finditer(text)]
         headers = [(found.start(), found.end(), self._footer_end(footers.get(found["label"], ()), quotes, found.end()))
-                   for found in self.header.finditer(text)]
+                   for found in _overlapping(self.header, text)]
         # Whole blocks and blocks cut short are found apart, each scan going
         # on after what it found, and the spans merged: a header inside a
         # block has its own say, and so has one inside another's material.
@@ -243,6 +243,16 @@ class PrivateKeys:
         start, end = footers[index]
         quote = bisect_left(quotes, after)
         return end if quote == len(quotes) or quotes[quote] >= start else None
+
+
+def _overlapping(pattern: re.Pattern, text: str) -> Iterator[re.Match]:
+    """Every match, also one that begins inside the one before (the dashes
+    ending one marker may begin the next, as a pattern searched for from
+    each position would find it)."""
+    position = 0
+    while (found := pattern.search(text, position)) is not None:
+        yield found
+        position = found.start() + 1
 
 
 SHAPES: tuple[Rule, ...] = (

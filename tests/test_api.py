@@ -408,13 +408,27 @@ def test_a_trigger_sent_again_with_its_idempotency_key_queues_one_session(client
     other = client.post("/api/v1/sessions/trigger", json={"prompt": "Check the router", "start_tier": 2}, headers=key)
     assert other.status_code == 422
     assert other.get_json()["error"] == (f"Idempotency-Key 'deploy-check:2026-11-29T10:00' queued session "
-                                         f"#{first.get_json()['id']} with another tier or request; send a new one "
-                                         "for a new session")
+                                         f"#{first.get_json()['id']} with another start_tier or prompt; send a new "
+                                         "key for a new session")
+    assert client.post("/api/v1/sessions/trigger", json={"start_tier": 9}, headers=key).status_code == 400
     # Another key, or none, queues another.
     assert client.post("/api/v1/sessions/trigger", json={}, headers={"Idempotency-Key": "k2"}).status_code == 201
     assert client.post("/api/v1/sessions/trigger", json={}).status_code == 201
     assert client.post("/api/v1/sessions/trigger", json={}).status_code == 201
     assert db.session.scalar(select(func.count()).select_from(Session)) == 4
+
+
+def test_a_key_or_prompt_that_looks_like_a_secret_is_repeated_all_the_same(client):
+    """What is stored is redacted: the key is kept as its digest, and the
+    prompt compared as it is stored."""
+    for key, prompt in (("token:abc12345", "Check the NAS"), ("retry-7", "Use password=hunter2hunter2 there")):
+        first = client.post("/api/v1/sessions/trigger", json={"prompt": prompt}, headers={"Idempotency-Key": key})
+        again = client.post("/api/v1/sessions/trigger", json={"prompt": prompt}, headers={"Idempotency-Key": key})
+        assert (first.status_code, again.status_code) == (201, 200), again.get_json()
+        assert again.get_json()["id"] == first.get_json()["id"]
+    other = client.post("/api/v1/sessions/trigger", json={}, headers={"Idempotency-Key": "token:xyz98765"})
+    assert other.status_code == 201   # another key of that shape is another key
+    assert db.session.scalar(select(func.count()).select_from(Session)) == 3
 
 
 @pytest.mark.parametrize("key", ["", "has space", "k" * 81, "ünïcode", "semi;colon"])

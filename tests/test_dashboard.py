@@ -669,5 +669,6 @@ def test_a_run_now_form_sent_twice_queues_one_session(client):
     # The same form with another request is no repeat: nothing is queued, and the form says why.
     changed = client.post("/sessions/run", data=dict(form, prompt="Look at the router"))
     assert changed.status_code == 400
-    assert "Not queued: request_key" in changed.get_data(as_text=True)
+    assert ("Not queued: this form queued session #1 already, with another tier or request. To queue another, "
+            "send the form shown here.") in changed.get_data(as_text=True)
     assert db.session.scalar(select(func.count()).select_from(Session)) == 1

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from app import process_identity
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process identities read /proc")
 
@@ -38,10 +39,8 @@ def test_a_process_killed_has_ended_whether_reaped_yet_or_not(child):
     assert not process_identity.ended(identity)
     child.kill()
     # Killed but not yet reaped by its parent: a zombie has ended all the same.
-    for _ in range(200):
-        with open(f"/proc/{child.pid}/stat") as stat:
-            if stat.read().rsplit(")", 1)[1].split()[0] == "Z":
-                break
+    wait_for(lambda: open(f"/proc/{child.pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z", timeout=10,
+             what="the killed child a zombie")
     assert process_identity.ended(identity)
     child.wait()
     assert process_identity.ended(identity)
@@ -93,12 +92,36 @@ def test_a_process_hidden_by_hidepid_is_not_taken_for_ended(tmp_path, monkeypatc
     """With /proc mounted hidepid=2, another user's process has no /proc
     entry at all: whether its pid is still taken decides."""
     identity = identity_of(child)
-    (tmp_path / "sys/kernel/random").mkdir(parents=True)
-    (tmp_path / "sys/kernel/random/boot_id").write_text(open("/proc/sys/kernel/random/boot_id").read())
-    (tmp_path / "self/ns").mkdir(parents=True)
-    (tmp_path / "self/ns/pid").symlink_to(os.readlink("/proc/self/ns/pid"))
-    monkeypatch.setattr(process_identity, "PROC", tmp_path)   # no /proc/<pid> for any process
+    # No /proc/<pid> for any process but this one.
+    monkeypatch.setattr(process_identity, "PROC", fake_proc(tmp_path, os.getpid()))
     assert not process_identity.ended(identity)
     child.kill()
     child.wait()
     assert process_identity.ended(identity)
+
+
+def fake_proc(tmp_path, self_pid: int):
+    """A /proc with this boot and namespace, whose "self" is ``self_pid``."""
+    (tmp_path / "sys/kernel/random").mkdir(parents=True)
+    (tmp_path / "sys/kernel/random/boot_id").write_text(open("/proc/sys/kernel/random/boot_id").read())
+    (tmp_path / "self/ns").mkdir(parents=True)
+    (tmp_path / "self/ns/pid").symlink_to(os.readlink("/proc/self/ns/pid"))
+    (tmp_path / "self").rename(tmp_path / str(self_pid))
+    (tmp_path / "self").symlink_to(str(self_pid))
+    return tmp_path
+
+
+def test_a_proc_of_another_pid_namespace_gives_no_identity(tmp_path, monkeypatch):
+    """In a pid namespace of its own with the host's /proc, "self" is
+    another process: nothing is said, rather than something wrong."""
+    monkeypatch.setattr(process_identity, "PROC", fake_proc(tmp_path, os.getpid() + 1))
+    assert process_identity.own() is None
+
+
+def test_a_stat_not_in_the_format_known_is_not_taken_for_an_end(tmp_path, monkeypatch, child):
+    identity = identity_of(child)
+    proc = fake_proc(tmp_path, os.getpid())
+    (proc / str(child.pid)).mkdir()
+    (proc / str(child.pid) / "stat").write_text("")
+    monkeypatch.setattr(process_identity, "PROC", proc)
+    assert not process_identity.ended(identity)

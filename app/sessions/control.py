@@ -6,6 +6,7 @@ atomically, and "Stop" sets a flag that the running session polls.
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from datetime import datetime, timedelta
 from typing import Optional
@@ -18,6 +19,7 @@ from app.extensions import db
 from app.models import (FAILED, FINISHED_STATUSES, INTERRUPTED, QUEUED, RUNNING, STOPPED, TRIGGERS, SchedulerState,
                         Session)
 from app.portable_text import is_unicode
+from app.redaction import redactor
 from app.timeutil import utcnow
 from app.write_lock import lock_for_writing
 
@@ -34,6 +36,14 @@ class ControlError(Exception):
     def __init__(self, message: str, status: int = 400):
         super().__init__(message)
         self.status = status
+
+
+class KeyUsedBefore(ControlError):
+    """A request key that queued a session with another tier or prompt."""
+
+    def __init__(self, session_id: int):
+        super().__init__(f"its key queued session #{session_id} with another tier or prompt", 422)
+        self.session_id = session_id
 
 
 def enqueue(tier: int = 1, prompt: str | None = None, trigger: str = "api", parent_id: int | None = None,
@@ -55,19 +65,24 @@ def enqueue_once(key: str, name: str, tier: int, prompt: str | None, trigger: st
     now form's field, or the API's header) queued a session already: a form
     sent twice, or a call retried after its answer was lost, queues one
     session. Returns the session and whether it is new. The same key sent
-    with another tier or request is refused (422): it is no repeat."""
+    with another tier or prompt raises ``KeyUsedBefore``: it is no repeat."""
     if not REQUEST_KEY.fullmatch(key):
         raise ControlError(f"{name} must be 1 to {MAX_REQUEST_KEY} letters, digits, '-', '_', '.' or ':', "
                            f"not {key[:40]!r}")
-    stored = f"{trigger}:{key}"   # the form's keys and an API client's are apart
+    if tier not in TIERS:
+        return enqueue(tier=tier, prompt=prompt, trigger=trigger), True   # refused there, in its words
+    # Kept as a digest: the key as sent may look like a credential, which the
+    # redactor would rewrite on its way into the database (and so would
+    # never find again). The prompt is compared as it is stored, redacted.
+    stored = hashlib.sha256(f"{trigger}:{key}".encode()).hexdigest()
+    wanted = (tier, redactor().redact(checked_prompt(prompt)))
     lock_for_writing()   # two sends at once: the second finds the first's session
     earlier = db.session.scalar(select(Session).where(Session.request_key == stored))
     if earlier is None:
         return enqueue(tier=tier, prompt=prompt, trigger=trigger, request_key=stored), True
-    if (earlier.tier, earlier.prompt) != (tier, checked_prompt(prompt)):
-        raise ControlError(f"{name} {key!r} queued session #{earlier.id} with another tier or request; "
-                           "send a new one for a new session", 422)
     db.session.rollback()   # nothing written: the lock is let go
+    if (earlier.tier, earlier.prompt) != wanted:
+        raise KeyUsedBefore(earlier.id)
     return earlier, False
 
 

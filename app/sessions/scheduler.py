@@ -73,7 +73,6 @@ class SessionScheduler:
         self._lock_held = False
         self._lock_lost = False
         self._started_at = utcnow()
-        self._process = process_identity.own()
         self._armed_interval: int | None = None
         # Set when the schedule's job is armed, cleared when it runs. APScheduler
         # takes a fired date job out of its store before the job's thread runs
@@ -265,7 +264,7 @@ class SessionScheduler:
         """Tell the dashboard workers (through the database) that we are alive
         and when the next scheduled session is due."""
         db.session.execute(update(SchedulerState).where(SchedulerState.id == 1).values(
-            pid=os.getpid() if alive else None, process=self._process if alive else None,
+            pid=os.getpid() if alive else None, process=process_identity.own() if alive else None,
             started_at=self._started_at,
             heartbeat_at=utcnow() if alive else None, next_run_at=next_run))
         db.session.commit()

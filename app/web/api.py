@@ -130,6 +130,9 @@ def trigger():
             session, new = control.enqueue(tier=tier, prompt=prompt, trigger="api"), True
         else:
             session, new = control.enqueue_once(key, IDEMPOTENCY_KEY, tier=tier, prompt=prompt, trigger="api")
+    except control.KeyUsedBefore as exc:
+        raise ApiError(f"{IDEMPOTENCY_KEY} {key!r} queued session #{exc.session_id} with another start_tier or "
+                       "prompt; send a new key for a new session", exc.status) from None
     except control.ControlError as exc:
         raise ApiError(str(exc), exc.status) from None
     # A repeat answers with the session the first call queued, as it is now.

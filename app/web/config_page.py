@@ -10,6 +10,7 @@ from sqlalchemy.engine import make_url
 
 from app.config import Setting
 from app.database_url import shown_url
+from app.extensions import db
 from app.runtime import SettingError, change, checked, declared, in_force, overrides, refused, runtime_settings
 from app.web.apiutil import ApiError, json_body
 from app.write_lock import lock_for_request
@@ -109,6 +110,7 @@ def update():
                    f"save again to replace that with what you typed"
              for name in values if current[name] != shown_as[name]}
     if since:
+        db.session.rollback()   # nothing to write: the lock is not held while the page is drawn
         flash(f"Nothing saved: {_settings(len(since))} changed elsewhere meanwhile.", "error")
         return _form_again(wanted, edited, current, since, 409)
     values.update({name: None for name in resets})
@@ -118,6 +120,7 @@ def update():
     try:
         change(values)
     except SettingError as exc:
+        db.session.rollback()
         flash(f"Nothing saved: {len(exc.problems)} value{'s are' if len(exc.problems) > 1 else ' is'} not valid.",
               "error")
         # Correct them, save them all: what was typed stays, each value it

@@ -120,7 +120,10 @@ def run_now():
         if key is None:   # a script's POST, or a page from an earlier version
             session, new = control.enqueue(tier=tier, prompt=prompt, trigger="dashboard"), True
         else:
-            session, new = control.enqueue_once(key, "request_key", tier=tier, prompt=prompt, trigger="dashboard")
+            session, new = control.enqueue_once(key, "the form's key", tier=tier, prompt=prompt, trigger="dashboard")
+    except control.KeyUsedBefore as exc:
+        return _run_now_refused(f"Not queued: this form queued session #{exc.session_id} already, with another "
+                                "tier or request. To queue another, send the form shown here.")
     except control.ControlError as exc:
         return _run_now_refused(f"Not queued: {exc}")
     if new:

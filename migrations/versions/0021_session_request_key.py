@@ -1,6 +1,6 @@
-"""A session queued by a request records the request's key, unique: the Run
-now form's (one for each time the page is drawn) or an API client's
-Idempotency-Key. A form sent twice (a double click, a retry) or an API call
+"""A session queued by a request records the request's key (its SHA-256),
+unique: the Run now form's (one for each time the page is drawn) or an API
+client's Idempotency-Key. A form sent twice (a double click, a retry) or an API call
 retried after a lost answer queues one session, not two.
 
 Revision ID: 0021_session_request_key

@@ -114,11 +114,12 @@ def claudeops_session_starting(run):
 
 @hookimpl
 def claudeops_prompt_context(run):
+    services = relevant_services(run)   # other plugins are asked before the lock is taken
     # The memories given are recorded as read: one an operator deleted in
     # between would fail the records' insert, and with it the whole section.
     # Held until the host commits the records, a few milliseconds later.
     lock_for_writing()
-    context = build_memory_context(setting(BUDGET_SETTING), relevant_services(run))
+    context = build_memory_context(setting(BUDGET_SETTING), services)
     for position, memory in enumerate(context.included):
         db.session.add(MemoryInjection(session_id=run.session_id, memory_id=memory.id,
                                        confidence=memory.confidence, position=position,

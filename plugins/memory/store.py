@@ -479,11 +479,14 @@ def decay(now: Optional[datetime] = None, run: Optional[RunInfo] = None) -> int:
     return _decay(now or utcnow(), run)
 
 
+def _due(now: datetime):
+    return select(Memory).where(Memory.active.is_(True), Memory.pinned.is_(False), Memory.decay_due_at <= now,
+                                Memory.status == APPROVED)
+
+
 def _decay(now: datetime, run: Optional[RunInfo]) -> int:
     """``decay``'s changes, made in the session's transaction, without the lock."""
-    due = db.session.scalars(select(Memory).where(
-        Memory.active.is_(True), Memory.pinned.is_(False), Memory.decay_due_at <= now,
-        Memory.status == APPROVED)).all()
+    due = db.session.scalars(_due(now)).all()
     changed = 0
     for memory in due:
         weeks_due = weeks_of_decay_due(memory.updated_at, now)
@@ -505,15 +508,20 @@ def _decay(now: datetime, run: Optional[RunInfo]) -> int:
 def preview_next_context(budget_tokens: int) -> MemoryContext:
     """Exactly what a scheduled session starting now would be given: decay as
     of now, then the context (its services in trouble first), then nothing of
-    the decay kept (the session does its own). Without ``lock_for_writing``:
-    when no memory's decay has fallen due since the last session, nothing is
-    written and no writer is held back. When some has, the context's reads
-    write the decay first (autoflush), so that it is read as a session would
-    read it: the preview then waits for a writer under way (on SQLite, the
-    database's write lock; on PostgreSQL, those memories' rows), and holds
-    them back for the few milliseconds until its rollback."""
-    _decay(utcnow(), None)
-    context = build_memory_context(budget_tokens, relevant_services(scheduled_run()))
+    the decay kept (the session does its own). When no memory's decay has
+    fallen due since the last session, nothing is written, and no writer is
+    held back. When some has, the context's reads write the decay first
+    (autoflush), so that it is read as a session would read it: under
+    ``lock_for_writing``, as every writer of memories, so that on PostgreSQL
+    its row locks and a session batch's cannot wait for each other. It waits
+    for a writer under way, and holds writers back for the few milliseconds
+    until its rollback."""
+    now = utcnow()
+    services = relevant_services(scheduled_run())   # other plugins are asked before any lock is taken
+    if db.session.scalar(select(_due(now).exists())):
+        lock_for_writing()
+    _decay(now, None)
+    context = build_memory_context(budget_tokens, services)
     context.memory_ids = [m.id for m in context.included]
     db.session.rollback()
     return context
