@@ -23,7 +23,7 @@ from plugins.cooldowns.models import CooldownAction
 from plugins.events.models import Event
 from tests import streamlines as sl
 from tests.conftest import make_app
-from tests.support.database import database_env, explicit_database_url
+from tests.support.database import database_env, explicit_database_url, postgres_only
 
 CLAUDEOPS = Path(sys.executable).with_name("claudeops")
 
@@ -271,3 +271,55 @@ def test_a_limit_changed_at_run_time_holds_for_the_hook_at_once(state):
     with state.app.app_context():
         change({"CLAUDEOPS_COOLDOWN_RESTART_LIMIT": None})
     assert state(pre_tool_use("docker restart jellyfin")).stdout == ""
+
+
+def test_a_held_lock_file_denies_a_restart_before_the_clis_hook_timeout_would_let_it_run(app, monkeypatch):
+    """The agent runs as the service's user and can take the lock file
+    itself (``flock ~/.claudeops/cooldowns.lock sleep 600 &``). Waiting for
+    it without end would let the CLI's 30 s hook timeout run the restart
+    unchecked; the check gives up first and denies."""
+    import fcntl
+    import time
+
+    from plugins.cooldowns import gate
+    monkeypatch.setattr(gate, "LOCK_FILE_WAIT_SECONDS", 0.3)
+    lock_path = Path(app.config["CLAUDEOPS_STATE_DIR"]) / "cooldowns.lock"
+    with open(lock_path, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        started = time.monotonic()
+        reason = gate.check(pre_tool_use("docker restart jellyfin"), gate.Caller(None, None))
+        waited = time.monotonic() - started
+        assert gate.check(pre_tool_use("uptime"), gate.Caller(None, None)) is None   # nothing to check
+    assert 0.3 <= waited < 5
+    assert reason.startswith("Claude Ops could not check the cooldown for restart of jellyfin (LockBusy: ")
+    assert f"{lock_path} has been held by another process for over 0.3 s" in reason
+    assert "so the command was not run" in reason
+    assert rows(app) == []
+    assert gate.check(pre_tool_use("docker restart jellyfin"), gate.Caller(None, None)) is None   # let go: allowed
+    assert [row[:3] for row in rows(app)] == [("jellyfin", "restart", "pending")]
+
+
+def test_every_wait_of_the_check_ends_before_the_clis_hook_timeout():
+    from plugins.cooldowns import HOOK_TIMEOUT_SECONDS, gate
+    starting_claudeops = 2   # about a second measured; twice that for a loaded host
+    assert gate.LOCK_FILE_WAIT_SECONDS + gate.DATABASE_LOCK_WAIT_SECONDS + starting_claudeops < HOOK_TIMEOUT_SECONDS
+
+
+@postgres_only("SQLite's busy timeout bounds the wait for its write lock; PostgreSQL's advisory lock waits for ever")
+def test_on_postgres_a_held_write_lock_denies_a_restart_within_the_wait(app, monkeypatch):
+    from sqlalchemy import text
+
+    from app.write_lock import ADVISORY_KEY
+    from plugins.cooldowns import gate
+    monkeypatch.setattr(gate, "DATABASE_LOCK_WAIT_SECONDS", 0.5)
+    with db.engine.connect() as other:
+        other.execute(text("SELECT pg_advisory_lock(:key)"), {"key": ADVISORY_KEY})
+        try:
+            reason = gate.check(pre_tool_use("docker restart jellyfin"), gate.Caller(None, None))
+        finally:
+            other.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": ADVISORY_KEY})
+            other.commit()
+    assert reason.startswith("Claude Ops could not check the cooldown for restart of jellyfin (OperationalError: ")
+    assert "lock timeout" in reason and "so the command was not run" in reason
+    assert rows(app) == []
+    assert gate.check(pre_tool_use("docker restart jellyfin"), gate.Caller(None, None)) is None

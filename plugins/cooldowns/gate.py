@@ -19,6 +19,7 @@ import fcntl
 import json
 import logging
 import re
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,9 +27,10 @@ from pathlib import Path
 from typing import Optional
 
 from flask import current_app
+from sqlalchemy import text
 
 from app.config import TIERS
-from app.extensions import db
+from app.extensions import SQLITE_BUSY_TIMEOUT_MS, db
 from app.models import Session
 from app.plugin_types import RunInfo
 from app.plugins import call_each
@@ -45,6 +47,15 @@ log = logging.getLogger(__name__)
 MAX_COMMAND_CHARS = 2000
 # How far past a cut a secret that the cut would halve is looked for.
 SECRET_REACH_CHARS = 2000
+
+# The CLI lets a call run when its hook takes longer than HOOK_TIMEOUT_SECONDS
+# (30 s), so every wait of the check ends well before that: starting
+# ``claudeops`` (about a second), the lock file, then the database's lock
+# (SQLite's busy timeout, or PostgreSQL's lock_timeout set below). A lock
+# held for longer (by a stuck check, or by the agent itself: it runs as the
+# service's user and can reach the state directory) denies the call.
+LOCK_FILE_WAIT_SECONDS = 8.0
+DATABASE_LOCK_WAIT_SECONDS = SQLITE_BUSY_TIMEOUT_MS / 1000
 
 ADVICE = ("Do not try another way to do it. Report what you found with an [EVENT:…] marker instead, "
           "so that the operator can decide.")
@@ -99,6 +110,7 @@ def check(raw: str, caller: Caller, now: Optional[datetime] = None) -> Optional[
             # The session's batch records the agent's reports of restarts under
             # the same lock: one it has read the counts for, or has written, is
             # counted here, and it counts what this call lets run.
+            _wait_for_the_database_lock_at_most(DATABASE_LOCK_WAIT_SECONDS)
             lock_for_writing()
             reason = _decide(found, command, caller, now or utcnow())
             db.session.commit()
@@ -176,15 +188,41 @@ def _notify(blocked: list[store.Usage], session_id: Optional[int]) -> None:
             log.exception("cooldowns: could not send the denial notice")
 
 
+class LockBusy(RuntimeError):
+    """The cooldowns lock file stayed held past LOCK_FILE_WAIT_SECONDS."""
+
+
 @contextmanager
 def _one_at_a_time():
     """Check and record under one lock, so two parallel calls cannot both
     take the last restart. Sessions and their hooks run on one host (the
-    scheduler's), so a lock file in the state directory is enough."""
+    scheduler's), so a lock file in the state directory is enough. Waits
+    at most LOCK_FILE_WAIT_SECONDS: waiting for ever would let the CLI's
+    hook timeout run the command unchecked."""
     path = Path(current_app.config["CLAUDEOPS_STATE_DIR"]) / "cooldowns.lock"
     with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        _lock_within(handle, LOCK_FILE_WAIT_SECONDS, path)
         try:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _lock_within(handle, seconds: float, path: Path) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise LockBusy(f"{path} has been held by another process for over {seconds:g} s") from None
+            time.sleep(0.05)
+
+
+def _wait_for_the_database_lock_at_most(seconds: float) -> None:
+    """SQLite's busy timeout already bounds the wait; PostgreSQL waits for
+    an advisory lock for ever unless told otherwise (for this transaction
+    only)."""
+    if db.session.connection().dialect.name == "postgresql":
+        db.session.execute(text(f"SET LOCAL lock_timeout = '{int(seconds * 1000)}ms'"))
