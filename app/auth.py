@@ -35,7 +35,7 @@ from limits import parse as parse_limit
 from sqlalchemy.exc import SQLAlchemyError
 from werkzeug.wrappers import Response
 
-from app import logins
+from app import known_browsers, logins
 from app.extensions import client_network, limiter
 from app.web.apiutil import json_error
 from app.web.origins import origin_host
@@ -58,8 +58,8 @@ LOGGED_IN_AT_KEY = "logged_in_at"
 # The login's token (app/logins.py): logging out ends it for every copy of the cookie.
 LOGIN_TOKEN_KEY = "login"
 LOGGED_IN_ENVIRON = "claudeops.logged_in"
-# Per client address, across every worker (app/limit_store.py); enough for
-# a person who mistypes.
+# Per client address, or per browser once it has logged in (app/known_browsers.py),
+# across every worker (app/limit_store.py); enough for a person who mistypes.
 LOGIN_ATTEMPTS = "10 per minute"
 # Wrong bearer tokens, counted the same way: a token is a password a script
 # holds, and must not be guessed at network speed either. Only wrong ones
@@ -288,7 +288,7 @@ def safe_next(target: Optional[str]) -> str:
 
 
 @auth.route("/login", methods=["GET", "POST"])
-@limiter.limit(LOGIN_ATTEMPTS, methods=["POST"])
+@limiter.limit(LOGIN_ATTEMPTS, methods=["POST"], key_func=known_browsers.login_limit_key)
 def login():
     config = current_app.config
     if not credentials_configured(config):
@@ -309,7 +309,7 @@ def login():
         session[LOGIN_TOKEN_KEY] = logins.begin(current_app.permanent_session_lifetime)
         session.permanent = True
         log.info("operator logged in from %s", request.remote_addr)
-        return redirect(next_url)
+        return known_browsers.remember(redirect(next_url))
     log.warning("failed dashboard login from %s", request.remote_addr)
     error = "Wrong password." if password_set else "Dashboard login is off: CLAUDEOPS_PASSWORD is not set."
     return render_template("login.html", next_url=next_url, password_set=password_set, error=error), 401

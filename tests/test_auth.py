@@ -307,16 +307,20 @@ def test_login_opens_the_dashboard_and_run_now(closed_app):
     assert session_count() == 1
 
 
+def session_cookie(response) -> str:
+    (cookie,) = [c for c in response.headers.getlist("Set-Cookie") if c.startswith("claudeops_session=")]
+    return cookie
+
+
 def test_login_cookie_flags_over_http(closed_app):
-    cookie = login(closed_app.test_client()).headers["Set-Cookie"]
-    assert cookie.startswith("claudeops_session=")
+    cookie = session_cookie(login(closed_app.test_client()))
     assert "HttpOnly" in cookie and "SameSite=Lax" in cookie
     assert "Secure" not in cookie
 
 
 def test_login_cookie_is_secure_over_tls(closed_app):
     client = closed_app.test_client()
-    cookie = client.post("/login", data={"password": PASSWORD}, base_url="https://ops.example").headers["Set-Cookie"]
+    cookie = session_cookie(client.post("/login", data={"password": PASSWORD}, base_url="https://ops.example"))
     assert "Secure" in cookie and "HttpOnly" in cookie
 
 
@@ -325,11 +329,13 @@ def test_forwarded_proto_counts_only_from_a_trusted_proxy(tmp_path):
     trusted = make_app(tmp_path / "b", CLAUDEOPS_PASSWORD=PASSWORD, CLAUDEOPS_TRUSTED_PROXIES=1)
     headers = {"X-Forwarded-Proto": "https", "X-Forwarded-For": "198.51.100.7"}
     with untrusted.app_context():
-        cookie = untrusted.test_client().post("/login", data={"password": PASSWORD}, headers=headers)
-        assert "Secure" not in cookie.headers["Set-Cookie"]
+        cookies = untrusted.test_client().post("/login", data={"password": PASSWORD}, headers=headers)
+        assert len(cookies.headers.getlist("Set-Cookie")) == 2   # the login's and the known browser's
+        assert not any("Secure" in cookie for cookie in cookies.headers.getlist("Set-Cookie"))
     with trusted.app_context():
-        cookie = trusted.test_client().post("/login", data={"password": PASSWORD}, headers=headers)
-        assert "Secure" in cookie.headers["Set-Cookie"]
+        cookies = trusted.test_client().post("/login", data={"password": PASSWORD}, headers=headers)
+        assert len(cookies.headers.getlist("Set-Cookie")) == 2
+        assert all("Secure" in cookie for cookie in cookies.headers.getlist("Set-Cookie"))
 
 
 def test_only_an_answer_over_tls_tells_the_browser_to_keep_to_tls(tmp_path):
@@ -495,6 +501,42 @@ def test_the_login_limit_counts_an_ipv6_client_by_its_64_block(closed_app):
         login(client, f"guess {n}")   # from 127.0.0.1
     mapped = client.post("/login", data={"password": PASSWORD}, environ_base={"REMOTE_ADDR": "::ffff:127.0.0.1"})
     assert mapped.status_code == 429
+
+
+def test_a_browser_that_has_logged_in_is_not_held_back_by_guesses_from_its_address(closed_app):
+    """The agent runs on the service's host: its guesses come from the same
+    address as the operator's browser behind an SSH tunnel or a local proxy.
+    A browser that has logged in is counted by its own cookie instead."""
+    from app import known_browsers
+    operator = closed_app.test_client()
+    assert login(operator).status_code == 302
+    cookie = operator.get_cookie(known_browsers.COOKIE_NAME, path="/login")
+    assert cookie is not None and cookie.http_only and cookie.same_site == "Lax" and not cookie.secure
+    assert operator.get_cookie(known_browsers.COOKIE_NAME) is None   # sent to the login page only
+    operator.post("/logout")
+    agent = closed_app.test_client()
+    # The operator's login, before it was known, counted against the address too.
+    assert [login(agent, f"guess {n}").status_code for n in range(10)] == [401] * 9 + [429]
+    assert login(agent).status_code == 429                # the address is held back, the right password too
+    assert login(operator).status_code == 302             # the known browser is not
+    forged = closed_app.test_client()
+    forged.set_cookie(known_browsers.COOKIE_NAME, cookie.value[:-2] + "xx", path="/login")
+    assert login(forged).status_code == 429               # a cookie this service did not sign counts for nothing
+
+
+def test_a_known_browsers_own_guesses_are_limited_wherever_it_sends_them(closed_app):
+    from app import known_browsers
+    browser = closed_app.test_client()
+    login(browser)
+    statuses = [browser.post("/login", data={"password": f"guess {n}"},
+                             environ_base={"REMOTE_ADDR": f"192.0.2.{n + 1}"}).status_code for n in range(11)]
+    assert statuses == [401] * 10 + [429]   # a new address per guess buys no new guesses
+    assert login(browser).status_code == 429
+    assert login(closed_app.test_client()).status_code == 302   # the address it came from is not held back
+    with closed_app.test_request_context("/login", base_url="https://ops.example"):
+        from flask import redirect
+        response = known_browsers.remember(redirect("/"))
+    assert "Secure" in response.headers["Set-Cookie"] and "Path=/login" in response.headers["Set-Cookie"]
 
 
 def test_a_head_request_to_the_login_page_checks_no_password(closed_app):
