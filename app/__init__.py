@@ -12,7 +12,7 @@ from flask.sessions import SecureCookieSessionInterface
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from app import db_redaction, migration_log, redaction, state_dir
-from app.config import PROJECT_ROOT, SETTINGS, Setting, derive_paths, load_settings
+from app.config import PROJECT_ROOT, SETTINGS, Setting, derive_paths, disabled_plugins, load_settings
 from app.database_url import engine_options, sqlalchemy_url
 from app.extensions import csrf, db, dispose_at_exit, limiter, migrate
 from app.plugins import PluginError, call_at_startup, make_plugin_manager
@@ -34,7 +34,8 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
     app = Flask(__name__, template_folder=str(PROJECT_ROOT / "templates"))
     test_config = test_config or {}
     pm = make_plugin_manager(extra_plugins=plugins,
-                             load_entry_points=test_config.get("CLAUDEOPS_LOAD_ENTRY_POINTS", True))
+                             load_entry_points=test_config.get("CLAUDEOPS_LOAD_ENTRY_POINTS", True),
+                             disabled=disabled_plugins(test_config))
     app.extensions["claudeops.plugins"] = pm
     settings = SETTINGS + _plugin_settings(pm)
     app.extensions["claudeops.settings"] = settings

@@ -23,7 +23,7 @@ from app.config import TIERS, ConfigError
 from app.copy_cli import copy_to_command
 from app.database_url import shown_url
 from app.extensions import db
-from app.plugins import PluginError
+from app.plugins import PluginError, how_to_start_without
 from app.portable_text import is_unicode
 from app.revisions import newer_schema, unknown_revisions
 
@@ -49,7 +49,7 @@ def _create_app():
     except ConfigError as exc:
         raise StartupError(f"invalid configuration: {exc}") from None
     except PluginError as exc:
-        raise StartupError(str(exc)) from None
+        raise StartupError(how_to_start_without(str(exc))) from None
     except OSError as exc:   # the state directory's secret key cannot be read
         raise StartupError(f"cannot read {exc.filename}: {exc.strerror or exc}") from None
 

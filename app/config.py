@@ -173,6 +173,17 @@ def _env_names(raw: str) -> list[str]:
     return names
 
 
+PLUGIN_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+def plugin_names(raw: str) -> frozenset[str]:
+    names = {item.strip() for item in raw.split(",") if item.strip()}
+    for name in names:
+        if not PLUGIN_NAME_PATTERN.match(name):
+            raise ValueError(f"{name!r} is not a plugin's name (its entry point's: letters, digits, _, . and -)")
+    return frozenset(names)
+
+
 @dataclass(frozen=True)
 class Setting:
     name: str
@@ -289,6 +300,10 @@ SETTINGS: tuple[Setting, ...] = (
             "Log a line for every dashboard and API request (gunicorn's access log; an open dashboard tab's polls "
             "write some 2,000 lines an hour). Logged only at DEBUG and INFO; false turns it off there too.",
             boolean),
+    Setting("CLAUDEOPS_DISABLE_PLUGINS", "",
+            "Comma-separated names of installed plugins (their entry points' names) not to load: one that keeps "
+            "the service from starting is set aside without uninstalling it. Its tables and rows stay. The "
+            "built-in plugins are always loaded.", plugin_names),
     Setting("CLAUDEOPS_REDACT_ENV", REDACT_ENV_DEFAULT,
             "Comma-separated names or glob patterns of environment variables whose values (8 characters or more) "
             "are redacted everywhere; see docs/security.md. The list replaces the default; one that begins with "
@@ -312,6 +327,17 @@ def load_settings(environ: dict[str, str] | None = None,
             shown = "(set, hidden)" if setting.secret else repr(raw)   # a secret is never echoed, nor logged
             raise ConfigError(f"{setting.name}={shown}: {exc}") from None
     return values
+
+
+def disabled_plugins(overrides: dict[str, Any]) -> frozenset[str]:
+    """CLAUDEOPS_DISABLE_PLUGINS, read before the other settings: the
+    plugins it lets load declare settings of their own."""
+    name = "CLAUDEOPS_DISABLE_PLUGINS"
+    raw = overrides.get(name, os.environ.get(name, ""))
+    if isinstance(raw, frozenset):
+        return raw
+    (setting,) = [s for s in SETTINGS if s.name == name]
+    return load_settings({name: raw}, (setting,))[name]
 
 
 def derive_paths(config: dict[str, Any]) -> None:

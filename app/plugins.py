@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import logging
+import re
 import threading
 from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Optional
@@ -40,7 +41,10 @@ class PluginError(RuntimeError):
     view, a blueprint name already taken). The message names the plugin."""
 
 
-def make_plugin_manager(extra_plugins: Iterable[Any] = (), load_entry_points: bool = True) -> pluggy.PluginManager:
+def make_plugin_manager(extra_plugins: Iterable[Any] = (), load_entry_points: bool = True,
+                        disabled: frozenset[str] = frozenset()) -> pluggy.PluginManager:
+    """The host's plugins, the built-in ones, the installed ones but those
+    ``disabled`` names (CLAUDEOPS_DISABLE_PLUGINS), then ``extra_plugins``."""
     pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
     pm.add_hookspecs(hookspecs)
     # Historic: every plugin registered from here on may add hookspecs of its own.
@@ -48,8 +52,11 @@ def make_plugin_manager(extra_plugins: Iterable[Any] = (), load_entry_points: bo
     for name in HOST_PLUGINS + BUILTIN_PLUGINS:
         pm.register(importlib.import_module(name), name=name)
     if load_entry_points:
-        for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-            _load_entry_point(pm, entry_point.name)
+        installed = installed_plugin_names()
+        _say_what_is_disabled(disabled, installed)
+        for name in installed:
+            if name not in disabled:
+                _load_entry_point(pm, name)
     for plugin in extra_plugins:
         pm.register(plugin)
     try:
@@ -95,6 +102,30 @@ def _called_by_the_host(caller: pluggy.HookCaller) -> bool:
     A hook an installed plugin declares is called as that plugin sees fit."""
     declared_in = getattr(caller.spec.namespace, "__name__", "") if caller.spec else ""
     return declared_in == hookspecs.__name__ or declared_in.startswith(tuple(f"{name}." for name in BUILTIN_PLUGINS))
+
+
+def installed_plugin_names() -> list[str]:
+    """The entry points' names of the installed plugins, in the order
+    Python lists their distributions."""
+    return list(dict.fromkeys(ep.name for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)))
+
+
+def _say_what_is_disabled(disabled: frozenset[str], installed: list[str]) -> None:
+    for name in sorted(disabled):
+        if name in installed:
+            log.warning("plugin %s is not loaded: CLAUDEOPS_DISABLE_PLUGINS names it", name)
+        else:   # uninstalled since, or a typo: the plugin it meant may well be loaded
+            log.warning("CLAUDEOPS_DISABLE_PLUGINS names %s, which is not an installed plugin (installed: %s; "
+                        "built-in plugins cannot be disabled)", name, ", ".join(installed) or "none")
+
+
+def how_to_start_without(message: str) -> str:
+    """A start-up error's message, with how to start without the installed
+    plugin(s) it names, which an operator may not be able to fix at once."""
+    named = [name for name in installed_plugin_names() if re.search(rf"\bplugin {re.escape(name)}(?![\w.-])", message)]
+    if not named:
+        return message
+    return f"{message} (CLAUDEOPS_DISABLE_PLUGINS={','.join(named)} starts the service without it)"
 
 
 def _load_entry_point(pm: pluggy.PluginManager, name: str) -> None:

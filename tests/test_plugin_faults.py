@@ -297,6 +297,64 @@ def test_an_installed_plugin_that_cannot_be_imported_stops_the_start(tmp_path, m
         make_app(tmp_path)
 
 
+def installed_broken_plugin(tmp_path, monkeypatch, name="broken-ep", module="claudeops_test_broken_ep") -> None:
+    (tmp_path / f"{module}.py").write_text("raise ImportError('needs widgets 2')\n")
+    dist_info = tmp_path / f"{module}-0.1.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 0.1\n")
+    (dist_info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\n{name} = {module}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+
+def test_an_installed_plugin_named_in_disable_plugins_is_not_loaded_and_the_service_starts(tmp_path, monkeypatch,
+                                                                                             caplog):
+    installed_broken_plugin(tmp_path, monkeypatch)
+    with caplog.at_level(logging.WARNING, logger="app.plugins"):
+        app = make_app(tmp_path, CLAUDEOPS_DISABLE_PLUGINS=" broken-ep ,")
+    assert "plugin broken-ep is not loaded: CLAUDEOPS_DISABLE_PLUGINS names it" in caplog.text
+    names = [name for name, _ in app.extensions["claudeops.plugins"].list_name_plugin()]
+    assert "broken-ep" not in names and "plugins.memory" in names
+    with app.app_context():
+        assert app.test_client().get("/api/v1/health").get_json()["status"] == "ok"
+
+
+def test_a_name_in_disable_plugins_that_is_not_installed_is_a_warning(tmp_path, monkeypatch, caplog):
+    installed_broken_plugin(tmp_path, monkeypatch)
+    with caplog.at_level(logging.WARNING, logger="app.plugins"):
+        with pytest.raises(PluginError, match="^plugin broken-ep could not be loaded"):   # the typo left it loaded
+            make_app(tmp_path, CLAUDEOPS_DISABLE_PLUGINS="broken_ep,plugins.memory")
+    assert "CLAUDEOPS_DISABLE_PLUGINS names broken_ep, which is not an installed plugin (installed: " in caplog.text
+    assert "CLAUDEOPS_DISABLE_PLUGINS names plugins.memory, which is not an installed plugin" in caplog.text
+    assert "built-in plugins cannot be disabled" in caplog.text
+
+
+def test_disable_plugins_takes_only_plugin_names(tmp_path):
+    from app.config import ConfigError
+    with pytest.raises(ConfigError, match=r"^CLAUDEOPS_DISABLE_PLUGINS='a b': 'a b' is not a plugin's name"):
+        make_app(tmp_path, CLAUDEOPS_DISABLE_PLUGINS="a b")
+
+
+def test_the_start_up_error_of_an_installed_plugin_says_how_to_start_without_it(tmp_path, monkeypatch):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.support.database import database_env
+    installed_broken_plugin(tmp_path, monkeypatch)
+    env = {**os.environ, "CLAUDEOPS_STATE_DIR": str(tmp_path / "state"), **database_env(tmp_path / "state"),
+           "PYTHONPATH": str(tmp_path)}
+    claudeops = str(Path(sys.executable).with_name("claudeops"))
+    broken = subprocess.run([claudeops, "memories", "list"], env=env, capture_output=True, text=True, timeout=120)
+    assert broken.returncode == 1
+    assert ("plugin broken-ep could not be loaded: ImportError: needs widgets 2 "
+            "(CLAUDEOPS_DISABLE_PLUGINS=broken-ep starts the service without it)") in broken.stderr
+    skipped = subprocess.run([claudeops, "memories", "list"], env={**env, "CLAUDEOPS_DISABLE_PLUGINS": "broken-ep"},
+                             capture_output=True, text=True, timeout=120)
+    assert "plugin broken-ep is not loaded" in skipped.stderr and "could not be loaded" not in skipped.stderr
+    assert "there is no Claude Ops database" in skipped.stderr   # past the plugins, to the command's own check
+
+
 @pytest.mark.parametrize("hook", ["claudeops_settings", "claudeops_dashboard_pages", "claudeops_cli_commands",
                                   "claudeops_api_blueprints", "claudeops_migration_dirs"])
 def test_a_start_up_hook_that_raises_stops_the_start_naming_the_plugin(tmp_path, hook):
