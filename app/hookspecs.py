@@ -92,8 +92,9 @@ def claudeops_markers(text, run):
 def claudeops_markers_flush(run):
     """Write what ``claudeops_markers`` deferred, before the stream's batch is committed.
 
-    Called before every commit of the stream's batch (at least every half
-    second while markers arrive, and when the stream ends), inside an
+    Called before every commit of the stream's batch (about every half
+    second while lines arrive, sooner for a burst, and when the stream
+    ends), inside an
     application context. A plugin whose markers each cost a database round
     trip can collect them in ``claudeops_markers`` and write them here all
     at once, then ``fill`` the ``PendingRecords`` it returned for them.
@@ -186,8 +187,9 @@ def claudeops_api_blueprints():
 def claudeops_openapi_paths():
     """Describe a plugin's API endpoints in the OpenAPI document.
 
-    Called once per application, on the first request of
-    ``GET /api/v1/openapi.json``, inside a request.
+    Called once per process (each gunicorn worker), inside the first
+    request that needs the document: ``GET /api/v1/openapi.json``, or any
+    ``/api/v1`` request with a query string, which is checked against it.
 
     :returns: an :class:`~app.plugin_types.OpenApiPaths` (path items keyed by
         the path under ``/api/v1``, such as ``"/widgets/{widget_id}"``, and
