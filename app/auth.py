@@ -31,6 +31,7 @@ from typing import Optional
 from urllib.parse import urlsplit
 
 from flask import (Blueprint, Flask, current_app, flash, make_response, redirect, render_template, request, session, url_for)
+from flask_wtf.csrf import generate_csrf
 from limits import parse as parse_limit
 from sqlalchemy.exc import SQLAlchemyError
 from werkzeug.wrappers import Response
@@ -47,7 +48,9 @@ auth = Blueprint("auth", __name__)
 # Endpoints anyone may reach. Static files are the package's own assets; the
 # health check tells a load balancer or monitor only whether the service and
 # its database answer.
-OPEN_ENDPOINTS = frozenset({"auth.login", "static", "api.health"})
+# Logging out needs no login (one that has ended may still be in the cookie);
+# its form's CSRF token still guards it.
+OPEN_ENDPOINTS = frozenset({"auth.login", "auth.logout", "static", "api.health"})
 API_PREFIX = "/api/v1"
 SESSION_KEY = "operator"
 # When the login was made (Unix seconds): it lasts CLAUDEOPS_LOGIN_HOURS from
@@ -251,18 +254,30 @@ def _too_many_bearer_failures() -> Response:
     return response
 
 
+# The header that gives an HTMX request refused for want of a login the
+# login page to offer (app/static/polling.js).
+LOGIN_PAGE_HEADER = "X-Claudeops-Login"
+# The header an HTMX answer gives the current CSRF token in; the one htmx sends it back in.
+CSRF_TOKEN_HEADER = "X-CSRFToken"
+
+
 def _to_login() -> Response:
-    """GETs go to the login page and come back afterwards; HTMX swaps cannot
-    follow a redirect into a fragment, so they are told to load the page. A
-    form posted after the login expired goes to the login page too, and back
-    to the page it was on: what it asked is not done, a page is better than
-    an error."""
+    """GETs go to the login page and come back afterwards. An HTMX request
+    (a poll, or an action on a page: a login that ended, or was ended in
+    another tab) leaves its page as it is, with what the operator typed
+    there: the page says so and offers the login page (polling.js), since
+    sending the tab there would throw away a half-written form. A form
+    posted after the login ended goes to the login page, which says that
+    what it asked was not done, and back to the page it was on."""
     if request.headers.get("HX-Request"):
-        response = Response("login required", 401, mimetype="text/plain")
-        response.headers["HX-Redirect"] = url_for("auth.login", next=page_of(request.headers.get("HX-Current-URL")))
+        response = Response("Not done: your login has ended (it expired, or Log out was pressed in another tab). "
+                            "Log in again, then send it again.", 401, mimetype="text/plain")
+        response.headers[LOGIN_PAGE_HEADER] = url_for("auth.login",
+                                                      next=page_of(request.headers.get("HX-Current-URL")))
         return response
     if request.method in ("GET", "HEAD"):
         return redirect(url_for("auth.login", next=request.full_path.rstrip("?")))
+    flash("Your login had ended, so what you sent was not done: log in, then send it again.", "error")
     return redirect(url_for("auth.login", next=page_of(request.referrer)), 303)
 
 
@@ -336,9 +351,21 @@ def logout():
     return redirect(url_for("auth.login"))
 
 
+def _pass_on_the_csrf_token(response: Response) -> Response:
+    """Every HTMX answer the dashboard gives carries the current CSRF token,
+    which polling.js puts into the page. A login made in another tab starts
+    a new session, whose token the page, drawn before it, does not hold:
+    without this, what was typed there could not be sent, only reloaded away."""
+    if (request.headers.get("HX-Request") and response.status_code < 400 and not _is_api_request()
+            and current_app.config.get("WTF_CSRF_ENABLED", True)):
+        response.headers[CSRF_TOKEN_HEADER] = generate_csrf()
+    return response
+
+
 def init_auth(app: Flask) -> None:
     app.register_blueprint(auth)
     app.before_request(guard)
+    app.after_request(_pass_on_the_csrf_token)
 
     @app.context_processor
     def auth_state():

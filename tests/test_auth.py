@@ -225,7 +225,7 @@ def test_no_route_answers_without_credentials(closed_app):
     client = closed_app.test_client()
     checked = 0
     for rule in closed_app.url_map.iter_rules():
-        if rule.endpoint in ("auth.login", "api.health") or rule.endpoint.endswith("static"):
+        if rule.endpoint in auth.OPEN_ENDPOINTS or rule.endpoint.endswith("static"):
             continue
         url = _example_url(rule)
         for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
@@ -262,15 +262,30 @@ def test_open_endpoints_stay_open(closed_app):
     assert client.get("/login").status_code == 200
 
 
-def test_htmx_requests_are_sent_to_the_login_page(closed_app):
+def test_an_htmx_request_without_a_login_is_refused_with_the_login_page_to_offer(closed_app):
+    """A poll, or an action on a page whose login has ended, leaves the page
+    as it is (what is typed there stays): the page offers the login page."""
     response = closed_app.test_client().get("/events", headers={"HX-Request": "true",
                                                                 "HX-Current-URL": "http://127.0.0.1:8080/events?level=warning"})
-    assert response.status_code == 401
+    assert response.status_code == 401 and "HX-Redirect" not in response.headers
+    assert response.mimetype == "text/plain" and response.get_data(as_text=True).startswith(
+        "Not done: your login has ended")
     # Back to the page as it was, filters included.
-    assert response.headers["HX-Redirect"] == "/login?next=/events?level%3Dwarning"
+    assert response.headers[auth.LOGIN_PAGE_HEADER] == "/login?next=/events?level%3Dwarning"
     foreign = closed_app.test_client().get("/events", headers={"HX-Request": "true",
                                                                "HX-Current-URL": "//evil.example/x"})
-    assert foreign.headers["HX-Redirect"] == "/login?next=/x"   # a path of this site, whatever host it named
+    assert foreign.headers[auth.LOGIN_PAGE_HEADER] == "/login?next=/x"   # a path of this site, whatever host it named
+
+
+def test_logging_out_when_the_login_has_ended_already_still_logs_out(closed_app):
+    client = closed_app.test_client()
+    login(client)
+    with client.session_transaction() as cookie_session:
+        cookie_session[auth.LOGGED_IN_AT_KEY] -= int(closed_app.permanent_session_lifetime.total_seconds()) + 1
+    assert client.get("/").status_code == 302   # ended
+    response = client.post("/logout", follow_redirects=True)
+    assert response.request.path == "/login" and b"Logged out." in response.data
+    assert b"was not done" not in response.data
 
 
 def test_a_form_posted_after_the_login_expired_goes_to_the_login_page_and_back(closed_app):
@@ -280,6 +295,8 @@ def test_a_form_posted_after_the_login_expired_goes_to_the_login_page_and_back(c
     assert response.status_code == 303
     assert response.headers["Location"] == "/login?next=/sessions?status%3Dfailed"
     assert session_count() == 0
+    assert ("Your login had ended, so what you sent was not done: log in, then send it again."
+            in client.get(response.headers["Location"]).get_data(as_text=True))
     assert client.post("/config", headers={"Referer": "https://evil.example//x"}).headers["Location"] == \
         "/login?next=/"   # "//x" would leave the site
     assert client.post("/config", headers={"Referer": "http://["}).headers["Location"] == "/login?next=/"
@@ -694,6 +711,39 @@ def test_state_changing_forms_need_the_csrf_token(tmp_path):
     run = client.post("/sessions/run", data={"tier": "1", "prompt": "x", "csrf_token": token_from("/sessions")})
     assert run.status_code == 302
     assert sessions() == 1
+    # Logging out needs no login, but a forged one is refused all the same.
+    forged_logout = client.post("/logout", headers={"Referer": "http://localhost/sessions"})
+    assert (forged_logout.status_code, forged_logout.headers["Location"]) == (303, "/sessions")
+    assert client.get("/sessions").status_code == 200   # still logged in
+    assert client.post("/logout", data={"csrf_token": token_from("/sessions")}).status_code == 302
+    assert client.get("/sessions").status_code == 302
+
+
+def test_htmx_answers_carry_the_current_csrf_token_for_a_page_drawn_before_a_new_login(tmp_path):
+    """A login in another tab starts a session with a new CSRF token; the
+    page drawn before it learns the new one from its next poll."""
+    app = make_app(tmp_path, CLAUDEOPS_PASSWORD=PASSWORD, CLAUDEOPS_API_TOKEN=TOKEN, WTF_CSRF_ENABLED=True)
+    client = app.test_client()
+
+    def token_from(path):
+        return re.search(r'name="csrf_token" value="([^"]+)"', client.get(path).data.decode()).group(1)
+
+    client.post("/login", data={"password": PASSWORD, "csrf_token": token_from("/login")})
+    drawn_with = token_from("/memories")
+    client.post("/logout", data={"csrf_token": drawn_with})
+    client.post("/login", data={"password": PASSWORD, "csrf_token": token_from("/login")})   # "another tab"
+    htmx = {"HX-Request": "true", "Origin": "http://localhost", "Referer": "http://localhost/memories"}
+    stale = client.post("/memories", headers={**htmx, "X-CSRFToken": drawn_with},
+                        data={"category": "timing", "observation": "typed before the new login"})
+    assert stale.status_code == 400 and "X-CSRFToken" not in stale.headers
+    poll = client.get("/memories/inbox", headers=htmx)
+    assert poll.status_code == 200
+    current = poll.headers["X-CSRFToken"]
+    added = client.post("/memories", headers={**htmx, "X-CSRFToken": current},
+                        data={"category": "timing", "observation": "typed before the new login"})
+    assert added.status_code == 200, added.get_data(as_text=True)
+    api = client.get("/api/v1/memories", headers={"Authorization": f"Bearer {TOKEN}", "HX-Request": "true"})
+    assert api.status_code == 200 and "X-CSRFToken" not in api.headers   # the API takes none
 
 
 def test_a_proxy_that_hides_the_browsers_host_is_named_on_the_login_page(tmp_path, caplog):

@@ -64,3 +64,51 @@ def test_the_api_answers_only_with_the_token(service):
     wait_for(lambda: service.get(f"/api/v1/sessions/{body['id']}",
                                  headers={"Authorization": f"Bearer {OPERATOR_TOKEN}"})[1]["status"] == "completed",
              what="the API's session completed")
+
+
+def test_a_login_ended_in_another_tab_leaves_what_was_typed_and_offers_the_login_page(browser, service):
+    """Log out in one tab while another holds a half-written memory: that
+    tab's polls are refused, and it stays where it is, text and all, saying
+    so; once logged in again (in a new tab), the notice goes and Add works."""
+    guard = PageGuard()
+    with guarded_page(browser, service.base_url, guard) as page:
+        page.goto("/login?next=/memories")
+        page.fill("input[name=password]", OPERATOR_PASSWORD)
+        page.click("button[type=submit]")
+        expect(page).to_have_url(f"{service.base_url}/memories")
+        page.locator("#add-memory summary").click()
+        form = page.locator("#memory-add")
+        form.locator("input[name=service]").fill("nas")
+        form.locator("textarea[name=observation]").fill("Scrub takes 9 hours; half typed when the login ended")
+
+        other = page.context.new_page()
+        other.goto("/")
+        other.click("form.logout button")
+        expect(other).to_have_url(f"{service.base_url}/login")
+
+        banner = page.locator("#poll-trouble")
+        expect(banner).to_be_visible(timeout=15_000)   # at the next poll
+        expect(banner).to_contain_text("Your login has ended")
+        link = banner.get_by_role("link", name="Log in again in a new tab")
+        assert link.get_attribute("href") == "/login?next=/memories" and link.get_attribute("target") == "_blank"
+        expect(page).to_have_url(f"{service.base_url}/memories")
+        expect(form.locator("textarea[name=observation]")).to_have_value(
+            "Scrub takes 9 hours; half typed when the login ended")
+
+        form.get_by_role("button", name="Add").click()   # refused, and said where the form is
+        expect(page.locator("#memory-errors")).to_contain_text("Not done: your login has ended")
+        expect(form.locator("input[name=service]")).to_have_value("nas")
+
+        with page.context.expect_page() as opened:
+            link.click()
+        login_tab = opened.value
+        login_tab.fill("input[name=password]", OPERATOR_PASSWORD)
+        login_tab.click("button[type=submit]")
+        expect(login_tab).to_have_url(f"{service.base_url}/memories")
+        expect(banner).to_be_hidden(timeout=15_000)   # the next poll is answered
+
+        form.get_by_role("button", name="Add").click()
+        expect(page.locator("#memory-errors")).to_contain_text("Added memory #")
+        # The refused polls and the refused Add are the point of this test.
+        guard.http_errors[:] = [e for e in guard.http_errors if not e.startswith("401 ")]
+        guard.console_errors[:] = [e for e in guard.console_errors if "401" not in e]

@@ -71,7 +71,7 @@ document.addEventListener("htmx:sendError", function (evt) {
 
 document.addEventListener("htmx:responseError", function (evt) {
   var config = evt.detail.requestConfig;
-  if (!isPoll(config)) return;
+  if (!isPoll(config) || loginPageOf(evt.detail.xhr)) return;   // a login that ended: said below
   var status = evt.detail.xhr.status;
   pollFailed(config.elt, (status === 503 ? "The service or its database is unavailable just now"
     : "The service answered HTTP " + status + " (the service log says why)") + OUT_OF_DATE);
@@ -79,5 +79,53 @@ document.addEventListener("htmx:responseError", function (evt) {
 
 document.addEventListener("htmx:afterRequest", function (evt) {
   var config = evt.detail.requestConfig;
+  if (evt.detail.successful) useCsrfToken(evt.detail.xhr.getResponseHeader("X-CSRFToken"));
+  if (evt.detail.successful) loginAnswered();
   if (isPoll(config) && evt.detail.successful) pollAnswered(config.elt);
 });
+
+// A request refused because the login has ended (it expired, or Log out was
+// pressed in another tab), poll or action, leaves the page as it is: sending
+// the tab to the login page would throw away whatever is half typed in it.
+// The page says so and offers the login page in a new tab; once logged in
+// there, the next poll here is answered and the notice goes.
+var loggedOut = false;
+
+function loginPageOf(xhr) {
+  return xhr && xhr.status === 401 ? xhr.getResponseHeader("X-Claudeops-Login") : null;
+}
+
+document.addEventListener("htmx:responseError", function (evt) {
+  var login = loginPageOf(evt.detail.xhr);
+  var banner = document.getElementById("poll-trouble");
+  if (!login || !banner || loggedOut) return;
+  loggedOut = true;
+  banner.textContent = "Your login has ended: nothing on this page is updated or saved until you log in " +
+    "again. What you typed here stays. ";
+  var link = document.createElement("a");
+  link.href = login;
+  link.target = "_blank";
+  link.rel = "noopener";
+  link.textContent = "Log in again in a new tab";
+  banner.appendChild(link);
+  banner.hidden = false;
+});
+
+function loginAnswered() {
+  if (!loggedOut) return;
+  loggedOut = false;
+  var banner = document.getElementById("poll-trouble");
+  if (banner && failingPolls.length === 0) {
+    banner.hidden = true;
+    banner.textContent = "";
+  }
+}
+
+// The current CSRF token, which every answer to htmx carries (app/auth.py):
+// after a login in another tab, the one this page was drawn with no longer
+// holds, and the half-typed form it still shows could not be sent.
+function useCsrfToken(token) {
+  if (!token) return;
+  document.body.setAttribute("hx-headers", JSON.stringify({"X-CSRFToken": token}));
+  document.querySelectorAll("input[name=csrf_token]").forEach(function (input) { input.value = token; });
+}

@@ -114,14 +114,14 @@ function onMemoriesPage() {
 // 404) would otherwise hold back every refresh as unsaved work, which has
 // nowhere to go now; focus moves to the next row (app/static/swaps.js). A refusal the
 // service explains in plain text (a page out of date, the database
-// unavailable) is shown as it says. A failed poll is polling.js's to report;
+// unavailable, the login ended) is shown as it says. A failed poll is polling.js's to report;
 // and after a server error (5xx) no refresh: it would fail the same way, and
 // its own failure would ask for the next refresh at once.
 document.addEventListener("htmx:responseError", function (evt) {
   if (!onMemoriesPage() || isPoll(evt.detail.requestConfig)) return;   // a poll: polling.js, loaded by the layout
   var xhr = evt.detail.xhr;
   var status = xhr.status;
-  var explained = (status === 400 || status === 503)
+  var explained = (status === 400 || status === 401 || status === 503)
     && (xhr.getResponseHeader("Content-Type") || "").indexOf("text/plain") === 0;
   var row = status === 404 && evt.detail.elt.closest && evt.detail.elt.closest("tbody > tr");
   if (row && POLLED.some(function (id) { var block = document.getElementById(id); return block && block.contains(row); })) {
@@ -131,7 +131,9 @@ document.addEventListener("htmx:responseError", function (evt) {
     ? "That memory no longer exists; the table has been refreshed."
     : explained ? xhr.responseText
     : "The request failed (HTTP " + status + "); see the service log.");
-  if (status < 500) htmx.trigger(document.body, "memories-changed");
+  // Not after a 401 either: the refresh would be refused the same way (the
+  // layout's notice offers the login page; polling.js).
+  if (status < 500 && status !== 401) htmx.trigger(document.body, "memories-changed");
 });
 
 // An action that never reached the service (restarting, the network down):
