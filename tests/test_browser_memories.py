@@ -672,6 +672,7 @@ def test_bulk_delete_and_bulk_confidence(page, service, guard):
         expect(row(page, memory["id"])).to_be_visible()
     expect(row(page, extra["id"])).to_be_visible()  # the table was refreshed at once
     assert guard.answered == [(CONFIRM_DELETE_SELECTED, True)]
+    expect(page.locator("#memory-errors")).to_have_text("Deleted 3 memories.")
     for memory in doomed:
         assert service.get(f"/api/v1/memories/{memory['id']}")[0] == 404
     for memory in kept + [extra]:
@@ -688,7 +689,7 @@ def test_bulk_delete_and_bulk_confidence(page, service, guard):
         current = api_memory(service, memory["id"])
         assert (current["confidence"], current["active"]) == (0.4, True)
     assert api_memory(service, extra["id"])["confidence"] == 0.7
-    expect(page.locator("#memory-errors")).to_be_empty()
+    expect(page.locator("#memory-errors")).to_have_text("Set the confidence of 2 memories to 0.4.")
     assert_not_reloaded(page, loaded)
 
 
@@ -726,9 +727,16 @@ def test_any_confidence_the_service_takes_can_be_typed_and_enter_sets_the_select
     assert page.evaluate("document.querySelector('#memory-bulk-bar input[name=bulk_confidence]').validity.valid")
     field.press("Enter")
     expect(row(page, other["id"]).locator("output.confidence-value")).to_have_text("0.67")
-    expect(page.locator("#memory-errors")).to_be_empty()
+    expect(page.locator("#memory-errors")).to_have_text("Set the confidence of 1 memory to 0.67.")
     assert api_memory(service, other["id"])["confidence"] == 0.67
     assert api_memory(service, added_id)["confidence"] == 0.33
+    # Beyond 0 to 1, it is clamped (SPEC-0015), and the operator is told so.
+    row(page, other["id"]).locator("input[name=ids]").check()
+    field.fill("1.7")
+    field.press("Enter")
+    expect(page.locator("#memory-errors")).to_have_text(
+        "Set the confidence of 1 memory to 1.0 (1.7 was asked: a confidence is kept from 0 to 1).")
+    assert api_memory(service, other["id"])["confidence"] == 1.0
 
 
 def test_filters_show_only_matching_rows_and_update_the_url(page, service):

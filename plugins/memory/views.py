@@ -293,20 +293,32 @@ def bulk():
         return _error("Select at least one memory first.")
     try:
         memories = store.find_many(ids)
+        count = f"{len(memories)} {'memory' if len(memories) == 1 else 'memories'}"
         if request.form.get("action") == "delete":
             for memory in memories:
                 store.delete(memory)
+            said = f"Deleted {count}."
         elif request.form.get("action") == "confidence":
-            confidence = store.parse_confidence(request.form.get("bulk_confidence", ""))
+            asked = request.form.get("bulk_confidence", "")
+            confidence = store.parse_confidence(asked)
             for memory in memories:
                 store.update(memory, confidence=confidence)
+            said = f"Set the confidence of {count} to {format_confidence(confidence)}{_clamped(asked, confidence)}."
         else:
             return _error("Unknown bulk action.")
     except (store.MemoryInputError, LookupError) as exc:
         db.session.rollback()
         return _error(f"Nothing changed: {exc}")
     db.session.commit()
-    return _changed()
+    return _changed(said=said)
+
+
+def _clamped(asked: str, confidence: float) -> str:
+    """What is said of a confidence asked beyond 0 to 1, which is kept at
+    the nearest end (SPEC-0015: clamped before saving)."""
+    if float(asked) == confidence:
+        return ""
+    return f" ({asked.strip()} was asked: a confidence is kept from 0 to 1)"
 
 
 @pages.get("/memories/inbox")
