@@ -16,7 +16,7 @@ from app.cli import main
 from app.extensions import db
 from app.models import RUNNING, Session
 from app.sessions import control
-from plugins.memory import cli as memory_cli, portability, store
+from plugins.memory import cli as memory_cli, context, portability, store
 from plugins.memory.models import Memory, MemoryHistory
 from tests.conftest import make_app
 from tests.support.database import sqlite_only
@@ -321,6 +321,20 @@ def test_a_bad_entry_refuses_the_whole_file(app):
 
 
 # ------------------------------------------------------------------ the API
+
+def test_a_markdown_refusal_names_the_line_at_fault(app):
+    # A bad service is where its heading is, not on the memory's line.
+    with pytest.raises(portability.ImportRefused, match=re.escape(
+            "line 2: the heading's service must be 1-100 letters, digits, '_' or '-'")):
+        portability.parse("# Notes\n## nas.local\n\n- [timing] Scrub takes 9 hours (confidence: 0.7)\n")
+    # What a session is given looks like an export, but is not one.
+    add_memory("Takes 60s to start after restart", service="jellyfin")
+    section = context.build_memory_context(3000)
+    assert section.text.startswith("## Operational Memory (1 of 1 memories")
+    with pytest.raises(portability.ImportRefused, match=re.escape(
+            "line 1: this is the memory section of a session's system prompt, not an export of the memories")):
+        portability.parse(section.text)
+
 
 def test_a_hand_written_entry_below_the_threshold_is_stored_inactive(app):
     """As POST /memories stores it: an entry that does not say whether it

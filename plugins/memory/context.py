@@ -88,9 +88,12 @@ def memory_line(memory: Memory) -> str:
             f"(confidence: {format_confidence(memory.confidence)}) [{memory_ref(memory.id)}]")
 
 
+SECTION_HEADING = "## Operational Memory ("
+
+
 def header(included: int, eligible: Total, token_count: int) -> str:
     of = eligible.count if eligible.exact else f"more than {eligible.count:,}"
-    return f"## Operational Memory ({included} of {of} memories, ~{token_count:,} tokens)"
+    return f"{SECTION_HEADING}{included} of {of} memories, ~{token_count:,} tokens)"
 
 
 # The shortest line a memory can have (and its newline): a one-character

@@ -27,7 +27,7 @@ from app.web.apiutil import MAX_ID, json_described, unknown_fields, unstorable_t
 from app.write_lock import lock_for_writing
 from plugins.memory import candidates, store
 from plugins.memory.candidates import IdRuns, Pair
-from plugins.memory.context import format_confidence
+from plugins.memory.context import SECTION_HEADING as PROMPT_SECTION_HEADING, format_confidence
 from plugins.memory.matcher import CONTRADICT, DISTINCT, REINFORCE, Candidate, Match
 from plugins.memory.models import (ACTIVE_THRESHOLD, APPROVED, OUTCOME_LEVELS, PROPOSED, REVIEW_STATES, Memory,
                                    MemoryHistory, TrackRecord)
@@ -396,11 +396,17 @@ def _history_rows(rows) -> list[dict]:
 
 
 def parse_markdown(text: str, most: int = MAX_IMPORT) -> list[Entry]:
-    entries, service = [], None
+    entries, service, heading = [], None, 0
     for number, line in enumerate(text.splitlines(), 1):
         stripped = line.rstrip()
+        if stripped.startswith(PROMPT_SECTION_HEADING):
+            # Its lines look like an export's, but it holds only what fitted a
+            # session's budget, under other headings: it would import wrong.
+            raise ImportRefused(f"line {number}: this is the memory section of a session's system prompt, not "
+                                "an export of the memories: export them from the Memories page or with "
+                                "`claudeops memories export`")
         if stripped.startswith("## "):
-            service = stripped[3:].strip()
+            service, heading = stripped[3:].strip(), number
             continue
         if not stripped.startswith("- "):
             continue  # headings, prose, blank lines
@@ -422,13 +428,20 @@ def parse_markdown(text: str, most: int = MAX_IMPORT) -> list[Entry]:
                           pinned="pinned" in flags,
                           status=next((state for state in REVIEW_STATES if state in flags), APPROVED))
         except store.MemoryInputError as exc:
-            raise ImportRefused(f"line {number}: {exc}") from None
+            raise ImportRefused(_where_wrong(exc, number, heading)) from None
         entries.append(entry)
     if not entries and not text.startswith(MARKDOWN_TITLE):   # not an export of ours: say so
         raise ImportRefused("no memories found: expected lines '- [category] observation (confidence: N)' "
                             "under '## service' headings")
     _check_size(entries, most)
     return entries
+
+
+def _where_wrong(exc: store.MemoryInputError, line: int, heading: int) -> str:
+    """A memory's line, or, for its service, the heading that names it."""
+    if str(exc).startswith("service "):
+        return f"line {heading}: the heading's {exc}"
+    return f"line {line}: {exc}"
 
 
 def _check_size(items: list, most: int) -> None:
