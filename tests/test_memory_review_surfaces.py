@@ -92,7 +92,7 @@ def test_approve_edit_and_approve_and_reject_from_the_inbox(guarded):
     edited = client.post(f"/memories/{second.id}/approve", headers=headers, data={
         "observation": "Scrub slows the shares on Sunday nights", "category": "timing", "service": "",
         "confidence": "0.85"})
-    assert edited.status_code == 200
+    assert edited.status_code == 200 and edited.get_data(as_text=True) == ""   # nothing more to say
 
     refused = client.post(f"/memories/{third.id}/approve", headers=headers, data={"category": "misc"})
     assert refused.headers["HX-Retarget"] == "#memory-errors"
@@ -119,6 +119,22 @@ def test_approve_edit_and_approve_and_reject_from_the_inbox(guarded):
     assert row.startswith(f'<tr id="memory-{third.id}" class="memory-row active"') and "review-" not in row
     db.session.expire_all()
     assert (third.service, third.category, third.status) == ("postgres", "maintenance", "approved")
+
+
+def test_a_confidence_beyond_0_to_1_approved_from_the_inbox_is_clamped_and_said_so(guarded):
+    """SPEC-0015 clamps an operator's confidence; the edit form's number is
+    outside any form the browser checks, so the operator is told."""
+    app, client = guarded
+    (proposal,) = proposals(JELLYFIN)
+    approved = client.post(f"/memories/{proposal.id}/approve", headers=csrf_headers(client),
+                           data={"confidence": "5"})
+    assert approved.status_code == 200
+    said = approved.get_data(as_text=True)
+    assert '<div id="memory-errors" hx-swap-oob="innerHTML">' in said
+    assert (f"Approved memory #{proposal.id} at confidence 1.0 (5 was asked: a confidence is kept from 0 to 1)."
+            in said)
+    db.session.expire_all()
+    assert (proposal.status, proposal.confidence) == ("approved", 1.0)
 
 
 def test_a_decision_refused_as_made_elsewhere_meanwhile_takes_the_row_away_and_refreshes(guarded):

@@ -6,6 +6,7 @@ session will be given."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable, Optional
 
 from flask import (Blueprint, Response, abort, flash, make_response, redirect, render_template, request,
                    stream_with_context, url_for)
@@ -354,7 +355,14 @@ def approve(memory_id: int):
     if since and memory.status != APPROVED:
         return _edited_elsewhere("memory/_inbox_edit.html", memory, review.EDIT_FIELDS, edits, since,
                                  "Not approved", "Approve")
-    return _decide(memory, "approved", lambda memory: review.approve(memory, **edits))
+    return _decide(memory, "approved", lambda memory: review.approve(memory, **edits),
+                   said=lambda memory: _approved_clamped(memory, edits.get("confidence")))
+
+
+def _approved_clamped(memory: Memory, asked: Optional[str]) -> str:
+    clamped = _clamped(asked, memory.confidence) if asked is not None else ""
+    return (f"Approved memory #{memory.id} at confidence {format_confidence(memory.confidence)}{clamped}."
+            if clamped else "")
 
 
 @pages.post("/memories/<int:memory_id>/reject")
@@ -363,7 +371,7 @@ def reject(memory_id: int):
                    lambda memory: review.reject(memory, request.form.get("reason")))
 
 
-def _decide(memory: Memory, done: str, decision):
+def _decide(memory: Memory, done: str, decision, said: Callable[[Memory], str] = lambda memory: ""):
     try:
         decision(memory)
     except store.MemoryInputError as exc:
@@ -373,7 +381,7 @@ def _decide(memory: Memory, done: str, decision):
         db.session.rollback()
         return _decided_elsewhere(memory, f"Not {done}: {exc}")
     db.session.commit()
-    return _reviewed(memory)
+    return _reviewed(memory, said(memory))
 
 
 def _decided_elsewhere(memory: Memory, message: str):
@@ -387,11 +395,13 @@ def _decided_elsewhere(memory: Memory, message: str):
     return response
 
 
-def _reviewed(memory: Memory):
+def _reviewed(memory: Memory, said: str = ""):
     """A row of the table is redrawn in its new state; one of the inbox
-    leaves it. Then the inbox and the table refresh (after the swap: an
-    inbox row being edited holds the inbox's refresh back)."""
-    response = make_response(_row(memory) if request.form.get("view") == "table" else "")
+    leaves it; ``said``, if anything, goes above the table. Then the inbox
+    and the table refresh (after the swap: an inbox row being edited holds
+    the inbox's refresh back)."""
+    body = _row(memory) if request.form.get("view") == "table" else ""
+    response = make_response(body + (render_template("memory/_said_oob.html", message=said) if said else ""))
     response.headers["HX-Trigger-After-Swap"] = "memories-changed, memory-reviewed"
     return response
 
