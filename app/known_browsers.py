@@ -11,10 +11,12 @@ So a browser that has logged in is given a signed cookie naming it (a
 its address. Guesses from elsewhere never hold it back; guesses sent with a
 copied cookie are limited by that cookie, as one more address would be. The
 cookie grants nothing else: the password is asked for as ever, and it is
-sent only to the login page.
+sent only to the login page. Only the service can sign one: its key is
+made of the password's (which the agent is never given) and the cookie key.
 """
 from __future__ import annotations
 
+import hmac
 import secrets
 from datetime import timedelta
 from typing import Optional
@@ -32,7 +34,13 @@ _SALT = "claudeops known browser"
 
 
 def _serializer() -> URLSafeTimedSerializer:
-    return URLSafeTimedSerializer(current_app.config["SECRET_KEY"], salt=_SALT)
+    """Signed with a key of the password's as well as the cookie key's: the
+    cookie key alone is kept in the state directory, where the agent (it
+    runs as the service's user) may read it and sign a new name for every
+    guess. Changing the password forgets every known browser."""
+    password = current_app.config.get("CLAUDEOPS_PASSWORD") or ""
+    key = hmac.new(current_app.config["SECRET_KEY"].encode(), b"known browser:" + password.encode(), "sha256")
+    return URLSafeTimedSerializer(key.hexdigest(), salt=_SALT)
 
 
 def browser_name() -> Optional[str]:

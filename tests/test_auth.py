@@ -539,6 +539,13 @@ def test_a_browser_that_has_logged_in_is_not_held_back_by_guesses_from_its_addre
     forged = closed_app.test_client()
     forged.set_cookie(known_browsers.COOKIE_NAME, cookie.value[:-2] + "xx", path="/login")
     assert login(forged).status_code == 429               # a cookie this service did not sign counts for nothing
+    # Nor one signed with the cookie key alone, which the agent may read in the state
+    # directory: a new name for every guess would buy ten guesses each.
+    from itsdangerous import URLSafeTimedSerializer
+    with_the_cookie_key = URLSafeTimedSerializer(closed_app.config["SECRET_KEY"], salt=known_browsers._SALT)
+    for n in range(3):
+        forged.set_cookie(known_browsers.COOKIE_NAME, with_the_cookie_key.dumps(f"forged {n}"), path="/login")
+        assert login(forged, f"guess {n}").status_code == 429
 
 
 def test_a_known_browsers_own_guesses_are_limited_wherever_it_sends_them(closed_app):

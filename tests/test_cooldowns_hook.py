@@ -299,12 +299,6 @@ def test_a_held_lock_file_denies_a_restart_before_the_clis_hook_timeout_would_le
     assert [row[:3] for row in rows(app)] == [("jellyfin", "restart", "pending")]
 
 
-def test_every_wait_of_the_check_ends_before_the_clis_hook_timeout():
-    from plugins.cooldowns import HOOK_TIMEOUT_SECONDS, gate
-    starting_claudeops = 2   # about a second measured; twice that for a loaded host
-    assert gate.LOCK_FILE_WAIT_SECONDS + gate.DATABASE_LOCK_WAIT_SECONDS + starting_claudeops < HOOK_TIMEOUT_SECONDS
-
-
 @postgres_only("SQLite's busy timeout bounds the wait for its write lock; PostgreSQL's advisory lock waits for ever")
 def test_on_postgres_a_held_write_lock_denies_a_restart_within_the_wait(app, monkeypatch):
     from sqlalchemy import text
@@ -323,3 +317,51 @@ def test_on_postgres_a_held_write_lock_denies_a_restart_within_the_wait(app, mon
     assert "lock timeout" in reason and "so the command was not run" in reason
     assert rows(app) == []
     assert gate.check(pre_tool_use("docker restart jellyfin"), gate.Caller(None, None)) is None
+
+
+def test_a_fifo_put_where_the_lock_file_is_denies_at_once(state):
+    """Opening a FIFO waits for a reader for ever: the agent could swap one
+    in (`rm cooldowns.lock; mkfifo cooldowns.lock`) and have the CLI's hook
+    timeout run every restart unchecked."""
+    import time
+    lock_path = Path(state.app.config["CLAUDEOPS_STATE_DIR"]) / "cooldowns.lock"
+    lock_path.unlink(missing_ok=True)
+    os.mkfifo(lock_path)
+    started = time.monotonic()
+    result = state(pre_tool_use("docker restart jellyfin"))
+    assert time.monotonic() - started < 20
+    reason = json.loads(result.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
+    assert f"(NotALockFile: {lock_path} is not a plain file)" in reason and "so the command was not run" in reason
+    assert rows(state.app) == []
+
+
+def test_a_check_that_has_not_answered_by_its_deadline_denies_and_ends():
+    """Whatever the check is stuck on (here, a sleep in C standing for a
+    lock, the database or a plugin's hook), the answer comes in time."""
+    import time
+    script = ("import time\n"
+              "from plugins.cooldowns import gate\n"
+              "answer = gate.Answer(0.5)\n"
+              "time.sleep(30)\n"
+              "answer.give(None)\n")
+    started = time.monotonic()
+    stuck = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                           cwd=Path(__file__).resolve().parents[1])
+    assert time.monotonic() - started < 10
+    assert stuck.returncode == 0, stuck.stderr
+    output = json.loads(stuck.stdout)["hookSpecificOutput"]
+    assert output["permissionDecision"] == "deny"
+    assert output["permissionDecisionReason"].startswith(
+        "Claude Ops could not finish checking this command against the cooldowns within 0.5 s")
+    quick = subprocess.run([sys.executable, "-c", script.replace("time.sleep(30)", "time.sleep(0)").replace(
+        "answer.give(None)", "answer.give('over the limit'); time.sleep(1)")], capture_output=True, text=True,
+        timeout=60, cwd=Path(__file__).resolve().parents[1])
+    assert [json.loads(line)["hookSpecificOutput"]["permissionDecisionReason"]
+            for line in quick.stdout.splitlines()] == ["over the limit"]   # once, the check's: not the deadline's too
+
+
+def test_every_wait_of_the_check_is_within_its_deadline_and_that_before_the_clis_hook_timeout():
+    from plugins.cooldowns import HOOK_TIMEOUT_SECONDS, gate
+    starting_claudeops = 2   # about a second measured; twice that for a loaded host
+    assert gate.LOCK_FILE_WAIT_SECONDS + gate.DATABASE_LOCK_WAIT_SECONDS < gate.CHECK_DEADLINE_SECONDS
+    assert gate.CHECK_DEADLINE_SECONDS + starting_claudeops < HOOK_TIMEOUT_SECONDS

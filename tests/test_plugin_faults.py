@@ -328,10 +328,13 @@ def test_a_name_in_disable_plugins_that_is_not_installed_is_a_warning(tmp_path, 
     assert "built-in plugins cannot be disabled" in caplog.text
 
 
-def test_disable_plugins_takes_only_plugin_names(tmp_path):
-    from app.config import ConfigError
+def test_disable_plugins_takes_only_plugin_names_and_is_shown_as_it_is_written(tmp_path):
+    from app.config import SETTINGS, ConfigError, plugin_names
+    from app.web.config_page import shown
     with pytest.raises(ConfigError, match=r"^CLAUDEOPS_DISABLE_PLUGINS='a b': 'a b' is not a plugin's name"):
         make_app(tmp_path, CLAUDEOPS_DISABLE_PLUGINS="a b")
+    (spec,) = [s for s in SETTINGS if s.name == "CLAUDEOPS_DISABLE_PLUGINS"]
+    assert shown(spec, plugin_names("widgets, incidents,")) == "incidents,widgets"   # as `claudeops config` prints it
 
 
 def test_the_start_up_error_of_an_installed_plugin_says_how_to_start_without_it(tmp_path, monkeypatch):

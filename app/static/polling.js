@@ -49,6 +49,7 @@ function pollFailed(block, message) {
   if (failingPolls.indexOf(block) < 0) failingPolls.push(block);
   var banner = document.getElementById("poll-trouble");
   if (banner && banner.textContent !== message) {   // said once, not again at every failed poll
+    banner.removeAttribute("data-login");   // the next refusal for want of a login says so again
     banner.textContent = message;
     banner.hidden = false;
   }
@@ -97,9 +98,14 @@ function loginPageOf(xhr) {
 
 document.addEventListener("htmx:responseError", function (evt) {
   var login = loginPageOf(evt.detail.xhr);
-  var banner = document.getElementById("poll-trouble");
-  if (!login || !banner || loggedOut) return;
+  if (!login) return;
   loggedOut = true;
+  // The service answered: a block whose poll failed before is not failing now.
+  var block = evt.detail.requestConfig && evt.detail.requestConfig.elt;
+  failingPolls = failingPolls.filter(function (b) { return b !== block; });
+  var banner = document.getElementById("poll-trouble");
+  if (!banner || banner.hasAttribute("data-login")) return;   // said already
+  banner.setAttribute("data-login", "");
   banner.textContent = "Your login has ended: nothing on this page is updated or saved until you log in " +
     "again. What you typed here stays. ";
   var link = document.createElement("a");
@@ -115,9 +121,12 @@ function loginAnswered() {
   if (!loggedOut) return;
   loggedOut = false;
   var banner = document.getElementById("poll-trouble");
-  if (banner && failingPolls.length === 0) {
-    banner.hidden = true;
-    banner.textContent = "";
+  if (banner && banner.hasAttribute("data-login")) {
+    banner.removeAttribute("data-login");
+    if (failingPolls.length === 0) {
+      banner.hidden = true;
+      banner.textContent = "";
+    }
   }
 }
 

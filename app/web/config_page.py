@@ -29,6 +29,8 @@ def shown(spec: Setting, value) -> str:
         return "true" if value else "false"
     if isinstance(value, list):
         return ",".join(value)
+    if isinstance(value, frozenset):   # a set of names (CLAUDEOPS_DISABLE_PLUGINS)
+        return ",".join(sorted(value))
     if spec.name == "CLAUDEOPS_DATABASE_URL" and value:
         try:
             return shown_url(make_url(value))

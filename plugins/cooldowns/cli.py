@@ -93,9 +93,8 @@ def check_tool():
     Not for trying a command out: one it allows is recorded, and counts
     against the service's limit as the agent's own would (`cooldowns list`
     shows what is left)."""
+    answer = gate.Answer()   # a denial if the check has not answered in time
     include_withheld(current_app)   # the commands it records may hold the service's own secrets
     caller = gate.Caller(session_id=_int_env("CLAUDEOPS_SESSION_ID", range(1, MAX_ROW_ID + 1)),
                          tier=_int_env("CLAUDEOPS_TIER", range(min(TIERS), max(TIERS) + 1)))
-    reason = gate.check(sys.stdin.read(), caller)
-    if reason:
-        click.echo(gate.deny_output(reason))
+    answer.give(gate.check(sys.stdin.read(), caller))

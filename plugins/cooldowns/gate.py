@@ -18,7 +18,11 @@ from __future__ import annotations
 import fcntl
 import json
 import logging
+import os
 import re
+import stat
+import sys
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -56,6 +60,10 @@ SECRET_REACH_CHARS = 2000
 # service's user and can reach the state directory) denies the call.
 LOCK_FILE_WAIT_SECONDS = 8.0
 DATABASE_LOCK_WAIT_SECONDS = SQLITE_BUSY_TIMEOUT_MS / 1000
+# And whatever else it waits on (a plugin's notice hook, a slow disk), the
+# check answers by then, counted from when ``check-tool`` begins, after
+# claudeops's start-up: if it has not decided, it denies (``Answer``).
+CHECK_DEADLINE_SECONDS = 24.0
 
 ADVICE = ("Do not try another way to do it. Report what you found with an [EVENT:…] marker instead, "
           "so that the operator can decide.")
@@ -68,6 +76,45 @@ class Caller:
 
     session_id: Optional[int]
     tier: Optional[int]
+
+
+class Answer:
+    """The hook's one answer on standard output: the check's, or, if the
+    deadline passes first, a denial. The deadline is kept by a thread of its
+    own, so that the check may be stuck anywhere (in C, on a lock, in a
+    plugin): it writes the denial and ends the process at once."""
+
+    def __init__(self, deadline_seconds: float = CHECK_DEADLINE_SECONDS):
+        self._once = threading.Lock()
+        self._deadline_seconds = deadline_seconds
+        self._timer = threading.Timer(deadline_seconds, self._too_late)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def give(self, reason: Optional[str]) -> None:
+        """The check's answer (None: let the call be)."""
+        if not self._once.acquire(blocking=False):
+            threading.Event().wait()   # the deadline's denial is being written; it ends the process
+        self._timer.cancel()
+        if reason:
+            sys.stdout.write(deny_output(reason) + "\n")
+            sys.stdout.flush()
+
+    def _too_late(self) -> None:
+        if not self._once.acquire(blocking=False):
+            return   # the check is answering
+        _write_line(deny_output(f"Claude Ops could not finish checking this command against the cooldowns within "
+                                f"{self._deadline_seconds:g} s (a lock or the database was held too long), so "
+                                f"it was not run. {ADVICE}"))
+        os._exit(0)
+
+
+def _write_line(text: str) -> None:
+    """Straight to standard output's file descriptor: nothing is left in a
+    buffer that os._exit would not write."""
+    data = (text + "\n").encode()
+    while data:
+        data = data[os.write(1, data):]
 
 
 def deny_output(reason: str) -> str:
@@ -192,6 +239,10 @@ class LockBusy(RuntimeError):
     """The cooldowns lock file stayed held past LOCK_FILE_WAIT_SECONDS."""
 
 
+class NotALockFile(RuntimeError):
+    """Something other than a plain file is where the lock file should be."""
+
+
 @contextmanager
 def _one_at_a_time():
     """Check and record under one lock, so two parallel calls cannot both
@@ -200,12 +251,26 @@ def _one_at_a_time():
     at most LOCK_FILE_WAIT_SECONDS: waiting for ever would let the CLI's
     hook timeout run the command unchecked."""
     path = Path(current_app.config["CLAUDEOPS_STATE_DIR"]) / "cooldowns.lock"
-    with open(path, "a") as handle:
+    with _lock_file(path) as handle:
         _lock_within(handle, LOCK_FILE_WAIT_SECONDS, path)
         try:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextmanager
+def _lock_file(path: Path):
+    """The lock file, opened without waiting and only if it is a plain file:
+    opening a FIFO put in its place would wait for a reader for ever, and a
+    symbolic link could point anywhere."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotALockFile(f"{path} is not a plain file")
+        yield fd
+    finally:
+        os.close(fd)
 
 
 def _lock_within(handle, seconds: float, path: Path) -> None:
