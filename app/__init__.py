@@ -33,15 +33,17 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
     """
     app = Flask(__name__, template_folder=str(PROJECT_ROOT / "templates"))
     test_config = test_config or {}
+    disabled = disabled_plugins(test_config)
     pm = make_plugin_manager(extra_plugins=plugins,
                              load_entry_points=test_config.get("CLAUDEOPS_LOAD_ENTRY_POINTS", True),
-                             disabled=disabled_plugins(test_config))
+                             disabled=disabled)
     app.extensions["claudeops.plugins"] = pm
     settings = SETTINGS + _plugin_settings(pm)
     app.extensions["claudeops.settings"] = settings
     app.config.update(load_settings(settings=settings))
     if test_config:
         app.config.update(test_config)
+    app.config["CLAUDEOPS_DISABLE_PLUGINS"] = disabled   # as read, whoever set it
     derive_paths(app.config)
     logging.basicConfig(level=app.config["CLAUDEOPS_LOG_LEVEL"],
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

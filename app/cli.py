@@ -25,7 +25,7 @@ from app.database_url import shown_url
 from app.extensions import db
 from app.plugins import PluginError, how_to_start_without
 from app.portable_text import is_unicode
-from app.revisions import newer_schema, unknown_revisions
+from app.revisions import newer_schema, refused_revisions, unknown_revisions
 
 
 class StartupError(NoAppException):
@@ -217,8 +217,9 @@ def _schema_checked(command: click.Command, path: str) -> click.Command:
         app = ctx.ensure_object(ScriptInfo).load_app()
         with app.app_context():
             unknown = unknown_revisions(app)
-            if unknown:
-                raise click.ClickException(newer_schema(shown_url(db.engine.url), unknown))
+            if refused_revisions(app, unknown):
+                raise click.ClickException(newer_schema(shown_url(db.engine.url), unknown,
+                                                        app.config["CLAUDEOPS_DISABLE_PLUGINS"]))
         return command.invoke(ctx)
     checked.invoke = invoke
     return checked

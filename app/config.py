@@ -302,8 +302,9 @@ SETTINGS: tuple[Setting, ...] = (
             boolean),
     Setting("CLAUDEOPS_DISABLE_PLUGINS", "",
             "Comma-separated names of installed plugins (their entry points' names) not to load: one that keeps "
-            "the service from starting is set aside without uninstalling it. Its tables and rows stay. The "
-            "built-in plugins are always loaded.", plugin_names),
+            "the service from starting is set aside without uninstalling it. Its tables and rows stay, and its "
+            "schema revision is left as it is; an upgrade with revisions of its own to run needs it loaded again. "
+            "The built-in plugins are always loaded.", plugin_names),
     Setting("CLAUDEOPS_REDACT_ENV", REDACT_ENV_DEFAULT,
             "Comma-separated names or glob patterns of environment variables whose values (8 characters or more) "
             "are redacted everywhere; see docs/security.md. The list replaces the default; one that begins with "

@@ -3,6 +3,7 @@ a database at a revision it lacks was migrated by a newer Claude Ops, or by
 a plugin no longer installed, and Alembic would only say it cannot locate it."""
 from __future__ import annotations
 
+import logging
 from types import ModuleType
 from typing import Callable
 
@@ -15,6 +16,8 @@ from sqlalchemy.exc import OperationalError
 
 from app.database_url import shown_url
 from app.extensions import db
+
+log = logging.getLogger(__name__)
 
 
 def known_revision(app: Flask) -> Callable[[str], bool]:
@@ -29,13 +32,44 @@ def known_revision(app: Flask) -> Callable[[str], bool]:
     return known
 
 
-def newer_schema(shown_url: str, unknown: list[str]) -> str:
+def newer_schema(shown_url: str, unknown: list[str], disabled: frozenset[str] = frozenset()) -> str:
     """Why a database at ``unknown`` revisions is not used, and the ways back."""
-    return (f"the database {shown_url} is at schema revision {', '.join(unknown)}, which this installation does "
-            "not know. Either a newer version of Claude Ops migrated it: install that version again, or restore "
-            "the backup taken before the upgrade (`claudeops restore`; PostgreSQL: pg_restore). Or a plugin whose "
-            "tables are in it was uninstalled: reinstall it, and run `claudeops db downgrade <branch>@base` (with the "
-            "service stopped) before removing it")
+    why = (f"the database {shown_url} is at schema revision {', '.join(unknown)}, which this installation does "
+           "not know. ")
+    if disabled:   # a disabled plugin's revisions are unknown too; the rest has revisions to run
+        why += (f"If it is that of a plugin CLAUDEOPS_DISABLE_PLUGINS leaves out ({', '.join(sorted(disabled))}): "
+                "this installation's own revisions cannot be run without it, so load it again for the upgrade "
+                "(fix it, or take it out of CLAUDEOPS_DISABLE_PLUGINS). Otherwise: ")
+    return why + ("Either a newer version of Claude Ops migrated it: install that version again, or restore "
+                  "the backup taken before the upgrade (`claudeops restore`; PostgreSQL: pg_restore). Or a plugin "
+                  "whose tables are in it was uninstalled: reinstall it, and run `claudeops db downgrade "
+                  "<branch>@base` (with the service stopped) before removing it")
+
+
+def refused_revisions(app: Flask, unknown: list[str]) -> list[str]:
+    """Of the revisions the database is at that this installation lacks
+    (``unknown``, from ``unknown_revisions``), those that keep it from using
+    the database: all, but for those taken to be a disabled
+    plugin's (CLAUDEOPS_DISABLE_PLUGINS): while some plugin is disabled and
+    every other revision is at this installation's heads, the unknown ones
+    are that plugin's branch, set aside with it (logged), and there is
+    nothing to migrate. Alembic cannot run any revision while the database
+    names one it cannot locate, so with revisions to run they are refused."""
+    disabled = app.config.get("CLAUDEOPS_DISABLE_PLUGINS")
+    if not unknown or not disabled:
+        return unknown
+    with db.engine.connect() as connection:
+        current = set(MigrationContext.configure(connection).get_current_heads())
+    if current - set(unknown) != _heads(app):
+        return unknown
+    log.warning("schema revision(s) %s, which this installation does not know, taken to be those of the "
+                "plugin(s) CLAUDEOPS_DISABLE_PLUGINS leaves out (%s); their tables are left as they are",
+                ", ".join(unknown), ", ".join(sorted(disabled)))
+    return []
+
+
+def _heads(app: Flask) -> set[str]:
+    return set(ScriptDirectory.from_config(app.extensions["migrate"].migrate.get_config()).get_heads())
 
 
 def unknown_revisions(app: Flask) -> list[str]:
@@ -58,13 +92,13 @@ def dashboard_refusal(app: Flask) -> str | None:
         url = shown_url(db.engine.url)
         try:
             unknown = unknown_revisions(app)
-            if unknown:
-                return newer_schema(url, unknown)
+            if refused_revisions(app, unknown):
+                return newer_schema(url, unknown, app.config.get("CLAUDEOPS_DISABLE_PLUGINS") or frozenset())
             with db.engine.connect() as connection:
-                current = set(MigrationContext.configure(connection).get_current_heads())
+                current = set(MigrationContext.configure(connection).get_current_heads()) - set(unknown)
         except OperationalError:
             return None
-        needed = set(ScriptDirectory.from_config(app.extensions["migrate"].migrate.get_config()).get_heads())
+        needed = _heads(app)
     if current == needed:
         return None
     return (f"the database {url} is not at this version's schema yet (at {', '.join(sorted(current)) or 'none'}; "

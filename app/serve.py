@@ -29,7 +29,7 @@ from app import dbfaults, runtime
 from app.config import PROJECT_ROOT
 from app.database_url import absolute_sqlite_url, shown_url
 from app.extensions import db
-from app.revisions import newer_schema, tables_not_created, unknown_revisions
+from app.revisions import newer_schema, refused_revisions, tables_not_created, unknown_revisions
 from app.sessions.prompts import TIER_PROMPT_FILES
 from app.sessions.scheduler import SessionScheduler
 
@@ -130,9 +130,11 @@ def apply_migrations(app: Flask) -> None:
 def _upgrade_to_every_head(app: Flask) -> None:
     try:
         unknown = unknown_revisions(app)
-        if unknown:
-            raise MigrationError(newer_schema(shown_url(db.engine.url), unknown))
-        flask_migrate.upgrade(revision="heads")
+        if refused_revisions(app, unknown):
+            raise MigrationError(newer_schema(shown_url(db.engine.url), unknown,
+                                              app.config["CLAUDEOPS_DISABLE_PLUGINS"]))
+        if not unknown:   # else a disabled plugin's, with nothing else to run (refused_revisions)
+            flask_migrate.upgrade(revision="heads")
     except OperationalError as exc:   # a database server that is down, or refuses us
         url = shown_url(db.engine.url)
         reason = str(exc.orig or exc).strip().splitlines()[0]

@@ -21,7 +21,7 @@ FIXTURES = TESTS_DIR / "fixtures"
 HTMX = {"HX-Request": "true"}
 
 
-def make_app(tmp_path: Path, plugins=(), **overrides):
+def make_app(tmp_path: Path, plugins=(), upgrade: bool = True, **overrides):
     config = {
         "TESTING": True,
         "WTF_CSRF_ENABLED": False,
@@ -37,8 +37,9 @@ def make_app(tmp_path: Path, plugins=(), **overrides):
     if "CLAUDEOPS_DATABASE_URL" not in overrides:
         config["CLAUDEOPS_DATABASE_URL"] = database.database_url(config["CLAUDEOPS_STATE_DIR"])
     app = create_app(config, plugins=plugins)
-    with app.app_context():
-        flask_migrate.upgrade(revision="heads")
+    if upgrade:
+        with app.app_context():
+            flask_migrate.upgrade(revision="heads")
     return app
 
 

@@ -193,6 +193,45 @@ def test_the_plugin_imports_only_the_public_plugin_api(installed):
     assert host and host <= PUBLIC_API, host - PUBLIC_API
 
 
+def test_disabled_its_tables_stay_and_the_service_starts_while_nothing_else_needs_migrating(app, tmp_path, caplog):
+    """CLAUDEOPS_DISABLE_PLUGINS sets aside a plugin that keeps the service
+    from starting. Its revision, which the installation no longer knows, is
+    taken to be its own while the rest of the schema is at its heads."""
+    from claudeops_incidents.models import Incident
+
+    from app.revisions import dashboard_refusal
+    from app.serve import MigrationError, apply_migrations
+    assert BRANCH_HEAD in alembic_versions()
+    db.session.add(Incident(service="nas", severity="warning", summary="scrub runs long"))
+    db.session.commit()
+    without = make_app(tmp_path, upgrade=False, CLAUDEOPS_DISABLE_PLUGINS=PLUGIN_NAME)
+    assert without.extensions["claudeops.plugins"].get_plugin(PLUGIN_NAME) is None
+    with caplog.at_level(logging.WARNING, logger="app.revisions"):
+        apply_migrations(without)   # the start's migration: nothing to run
+    assert (f"schema revision(s) {BRANCH_HEAD}, which this installation does not know, taken to be those of the "
+            f"plugin(s) CLAUDEOPS_DISABLE_PLUGINS leaves out ({PLUGIN_NAME})") in caplog.text
+    assert dashboard_refusal(without) is None
+    cli = subprocess.run([str(CLAUDEOPS), "memories", "list"], capture_output=True,
+                         text=True, timeout=120, env={**os.environ, **database_env(tmp_path / "state"),
+                                                      "CLAUDEOPS_STATE_DIR": str(tmp_path / "state"),
+                                                      "CLAUDEOPS_DISABLE_PLUGINS": PLUGIN_NAME})
+    assert cli.returncode == 0, cli.stderr
+    assert BRANCH_HEAD in alembic_versions() and "nas" in incidents()   # left as they were
+
+    # With a revision of its own to run, the installation cannot: Alembic would stop at the unknown one.
+    (host_head,) = host_heads()
+    behind = script_directory().get_revision(host_head).down_revision
+    db.session.execute(text("UPDATE alembic_version SET version_num = :behind WHERE version_num = :head"),
+                       {"behind": behind, "head": host_head})
+    db.session.commit()
+    with pytest.raises(MigrationError, match=re.escape(
+            f"is at schema revision {BRANCH_HEAD}, which this installation does not know. If it is that of a "
+            f"plugin CLAUDEOPS_DISABLE_PLUGINS leaves out ({PLUGIN_NAME}): this installation's own revisions "
+            "cannot be run without it")):
+        apply_migrations(without)
+    assert "not know" in dashboard_refusal(without)
+
+
 # --- (2) migration --------------------------------------------------------------------------
 
 def test_its_migration_applies_with_the_hosts_and_does_not_drift(app):
