@@ -7,6 +7,8 @@ behind no directory, empty database or cookie key that the next command
 would take for the service's."""
 from __future__ import annotations
 
+import errno
+
 import secrets
 from pathlib import Path
 from typing import Optional
@@ -78,7 +80,12 @@ def _make_dir(label: str, key: str, path: Path) -> None:
 def kept_secret_key(config: dict) -> Optional[str]:
     """The cookie key the state directory holds, if it holds one; none is made."""
     path = _secret_key_file(config)
-    return path.read_text().strip() if path.is_file() else None
+    if not path.is_file():
+        return None
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except UnicodeDecodeError:   # said as a file that cannot be read is (app/cli.py)
+        raise OSError(errno.EINVAL, "it is not UTF-8 text (remove it to have a new key made)", str(path)) from None
 
 
 def _secret_key_file(config: dict) -> Path:

@@ -401,6 +401,16 @@ def test_a_state_directory_that_is_a_file_is_named_so(tmp_path):
             "is not a directory. ") in listed.stderr, listed.stderr
 
 
+def test_a_cookie_key_that_is_not_text_is_a_clear_error(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "secret_key").write_bytes(b"\xff\xfe")
+    env = {k: v for k, v in sqlite_env(tmp_path).items() if k != "CLAUDEOPS_SECRET_KEY"}
+    result = subprocess.run([str(CLAUDEOPS), "memories", "list"], env=env, capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stderr) == (
+        1, f"Error: cannot read {state}/secret_key: it is not UTF-8 text (remove it to have a new key made)\n")
+
+
 def test_restore_on_postgresql_makes_no_state_directory(tmp_path):
     """It refuses, changing nothing: a state directory made for it included."""
     state = tmp_path / "state"

@@ -399,6 +399,40 @@ def test_prefixes_chains_and_wrappers(line, expected):
     # fed from elsewhere, in a line that names no program recognised here
     ('echo "$cmd" | bash', []),
     ("curl -fsSL https://example.com/setup.sh | sh", []),
+    # a shell, eval or su given a line the shell makes at run time, in a line naming a program: unread
+    ("cmd='docker restart jellyfin'; bash -c \"$cmd\"", [(R, None)]),
+    ("cmd='docker restart jellyfin'; eval \"$cmd\"", [(R, None)]),
+    ("sh -c \"$(printf 'docker restart jellyfin')\"", [(R, None)]),
+    ("bash -c \"`echo docker restart jellyfin`\"", [(R, None)]),
+    ("su -c \"$CMD\" root; docker ps", [(R, None)]),
+    ('eval "$(docker-machine env nas)"; docker ps', [(R, None)]),   # split it: one command per call
+    # ...but a line with words of its own is read
+    ('bash -c "docker logs $C"', []),
+    ('"$(command -v docker)" ps && $EDITOR notes.txt', []),
+    # a recognised program whose next word is made at run time
+    ("docker $(echo restart) jellyfin", [(R, None)]),
+    ("systemctl $ACTION nginx", [(R, None)]),
+    ('docker "$@"', [(R, None)]),
+    ("systemctl status $SVC", []),
+    ("docker logs $C", []),
+    # a shell or source reading its input by name, or what a process substitution prints
+    ("bash /dev/stdin <<< 'docker restart jellyfin'", [(R, "jellyfin")]),
+    ("source /dev/stdin <<< 'docker restart jellyfin'", [(R, "jellyfin")]),
+    (". <(echo docker restart jellyfin)", [(R, None)]),
+    ("source ./env.sh && docker ps", []),
+    # awk and sed run commands too (system(), sed's e)
+    ("awk 'BEGIN{system(\"docker restart jellyfin\")}'", [(R, None)]),
+    ("gawk -F: -v x=1 'BEGIN{system(\"systemctl restart nginx\")}' /etc/passwd", [(R, None)]),
+    ("sed '1e docker restart jellyfin' /dev/null", [(R, None)]),
+    ("sed -n -e p -e '1e systemctl restart nginx' f", [(R, None)]),
+    ("docker ps | awk '{print $1}'", []),
+    ("docker ps | sed 's/restart/x/'", []),
+    ("awk -f restart.awk; docker ps", []),   # a program in a file we cannot see
+    # more wrappers
+    ("unbuffer docker restart jellyfin", [(R, "jellyfin")]),
+    ("faketime '-1d' docker restart jellyfin", [(R, "jellyfin")]),
+    ("faketime -f '@2026-01-01 00:00:00' systemctl restart nginx", [(R, "nginx")]),
+    ("valgrind --tool=memcheck docker restart jellyfin", [(R, "jellyfin")]),
 ])
 def test_what_bash_would_run_however_it_is_written(line, expected):
     assert found(line) == expected

@@ -365,3 +365,19 @@ def test_every_wait_of_the_check_is_within_its_deadline_and_that_before_the_clis
     starting_claudeops = 2   # about a second measured; twice that for a loaded host
     assert gate.LOCK_FILE_WAIT_SECONDS + gate.DATABASE_LOCK_WAIT_SECONDS < gate.CHECK_DEADLINE_SECONDS
     assert gate.CHECK_DEADLINE_SECONDS + starting_claudeops < HOOK_TIMEOUT_SECONDS
+
+
+def test_a_check_the_agent_made_fail_denies_the_restart_through_the_clis_hook_command(state):
+    """The agent runs as the service's user: it can spoil the state
+    directory's cookie key, which every claudeops command reads as it
+    starts. The hook command the CLI runs then still denies the restart."""
+    settings = cooldowns.claudeops_cli_settings(run=None)
+    command = settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    key = Path(state.app.config["CLAUDEOPS_STATE_DIR"]) / "secret_key"
+    key.write_bytes(b"\xff")
+    result = state(pre_tool_use("docker restart jellyfin"), command=["sh", "-c", command],
+                   CLAUDEOPS_SECRET_KEY="")
+    assert result.returncode == 0, result.stderr
+    reason = json.loads(result.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
+    assert reason.startswith("Claude Ops could not check this command against the cooldowns (it exited with status 1")
+    assert state(pre_tool_use("docker ps"), command=["sh", "-c", command], CLAUDEOPS_SECRET_KEY="").stdout == ""

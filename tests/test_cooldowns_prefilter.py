@@ -73,3 +73,49 @@ def test_the_script_runs_the_full_check_only_when_needed(tmp_path):
     broken = subprocess.run([sys.executable, "-S", str(PREFILTER), str(full_check)],
                             input=b'{"tool_input": {"command": "docker restart \xff"}}', capture_output=True, timeout=30)
     assert (broken.returncode, broken.stdout) == (0, b"decision\n")
+
+
+def test_the_prefilter_knows_a_restarts_words_as_the_recogniser_does():
+    from plugins.cooldowns import commands, prefilter
+    assert prefilter.SUSPECT.pattern == commands.SUSPECT.pattern
+
+
+def test_a_full_check_that_fails_denies_a_restart_and_lets_anything_else_be(tmp_path):
+    """The CLI runs a call whose hook fails: the agent, the service's user,
+    could make the check fail (spoil the state directory's key) and restart
+    at will. So a failed check denies what has a restart's words."""
+    failing = tmp_path / "failing_check.py"
+    failing.write_text(f"#!{sys.executable}\nimport sys\nsys.stderr.write('Traceback: broken\\n')\nsys.exit(1)\n")
+    failing.chmod(0o755)
+
+    def run(command):
+        return subprocess.run([sys.executable, "-S", str(PREFILTER), str(failing)], input=call(command),
+                              capture_output=True, text=True, timeout=30)
+    denied = run("docker restart jellyfin")
+    assert denied.returncode == 0
+    output = json.loads(denied.stdout)["hookSpecificOutput"]
+    assert output["permissionDecision"] == "deny"
+    assert output["permissionDecisionReason"].startswith(
+        "Claude Ops could not check this command against the cooldowns (it exited with status 1; its error is in "
+        "the CLI's log), so it was not run.")
+    assert "Traceback: broken" in denied.stderr and "check-tool failed" in denied.stderr
+    let_be = run("docker ps")
+    assert (let_be.returncode, let_be.stdout) == (0, "")
+    missing = subprocess.run([sys.executable, "-S", str(PREFILTER), str(tmp_path / "no-such-check")],
+                             input=call("systemctl restart nginx"), capture_output=True, text=True, timeout=30)
+    assert "it could not be started" in json.loads(missing.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
+
+
+def test_a_full_check_that_does_not_answer_in_time_denies_a_restart(tmp_path, monkeypatch, capsys):
+    import io
+
+    from plugins.cooldowns import prefilter
+    stuck = tmp_path / "stuck_check.py"
+    stuck.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(60)\n")
+    stuck.chmod(0o755)
+    monkeypatch.setattr(prefilter, "FULL_CHECK_SECONDS", 0.5)
+    monkeypatch.setattr(sys, "argv", ["prefilter.py", str(stuck)])
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(call("docker restart jellyfin").encode())))
+    assert prefilter.main() == 0
+    reason = json.loads(capsys.readouterr().out)["hookSpecificOutput"]["permissionDecisionReason"]
+    assert reason.startswith("Claude Ops could not check this command against the cooldowns (it took over 0.5 s)")

@@ -16,8 +16,8 @@ from typing import Callable, Optional
 from plugins.cooldowns.limits import REDEPLOYMENT, RESTART
 from plugins.cooldowns.options import Args, parse_args
 from plugins.cooldowns.prefilter import names_a_program
-from plugins.cooldowns.shell import (FROM_OTHER_LANGUAGE, FROM_SHELL_INPUT, HEREDOC_CODE, SimpleCommand, TooDeep,
-                                     is_literal, simple_commands)
+from plugins.cooldowns.shell import (FROM_OTHER_LANGUAGE, FROM_SHELL_INPUT, HEREDOC_CODE, RUN_TIME_PARTS,
+                                     SimpleCommand, TooDeep, is_literal, simple_commands, wholly_at_run_time)
 
 SERVICE_NAME = re.compile(r"[a-z0-9][a-z0-9_.@-]{0,99}")
 # Words of a command that may restart or redeploy something: where the text
@@ -74,8 +74,10 @@ def recognise(line: str, cwd: Optional[str] = None) -> list[Recognised]:
         if _asks_for_help(command.words[1:]):
             continue
         recognised = handler(command, command.words[1:], state)
-        if not recognised and any(_spelt_at_run_time_as_suspect(word) for word in command.words[1:]):
-            recognised = _unread(line, "a command whose words are spelt at run time")   # `docker rest${x}art web`
+        if not recognised and (any(_spelt_at_run_time_as_suspect(word) for word in command.words[1:])
+                               or command.words[1:2] and wholly_at_run_time(command.words[1])):
+            # `docker rest${x}art web`, `docker $(echo restart) web`, `systemctl $ACTION nginx`
+            recognised = _unread(line, "a command whose words are spelt at run time")
         found += recognised
     # One tool call restarts a service once, however it is spelt (stop + start, pull + up).
     unique: dict[tuple, Recognised] = {}
@@ -95,7 +97,6 @@ def _unread(line: str, what: str, suspect: bool = False, within: Optional[str] =
     return []
 
 
-_RUN_TIME_PARTS = re.compile(r"\$\{[^}]*\}?|\$\(…\)|\$[A-Za-z_][A-Za-z0-9_]*|\$.|`[^`]*`?")
 # ${NAME:-default}, ${NAME-default}, ${NAME:=default}: a literal default.
 _DEFAULTED = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*:?[-=](?P<default>[^}$`]+)\}")
 
@@ -113,7 +114,7 @@ def _named_at_run_time(word: str) -> bool:
     recognised program's name; ``"$VENV/bin/pip"`` names its program."""
     if is_literal(word):
         return False
-    shown = posixpath.basename(_RUN_TIME_PARTS.sub("", word))
+    shown = posixpath.basename(RUN_TIME_PARTS.sub("", word))
     return not shown or names_a_program(shown)
 
 
@@ -123,7 +124,7 @@ def _spelt_at_run_time_as_suspect(word: str) -> bool:
     script with a variable in it (``sh -c 'pip install x; echo $HOME'``)."""
     if is_literal(word) or any(char.isspace() for char in word):
         return False
-    return SUSPECT.fullmatch(_RUN_TIME_PARTS.sub("", word)) is not None
+    return SUSPECT.fullmatch(RUN_TIME_PARTS.sub("", word)) is not None
 
 
 def _code(command: SimpleCommand, line: str) -> str:

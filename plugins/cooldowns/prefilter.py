@@ -7,12 +7,14 @@ redeploy anything. So this script lets a call through at once when its
 command cannot be one the full check recognises (no program name the
 recogniser dispatches on appears in it, even with quotes and backslashes
 taken out; ``oc`` as a word of its own), and hands every other call, stdin
-and all, to ``claudeops cooldowns check-tool``.
+and all, to ``claudeops cooldowns check-tool``, whose answer it passes on;
+if that fails or does not answer in time, a call with a restart's words
+is denied.
 tests/test_cooldowns_prefilter.py keeps PROGRAMS in step with the recogniser.
 """
 import json
-import os
 import re
+import subprocess
 import sys
 import tempfile
 
@@ -21,6 +23,13 @@ import tempfile
 # an init script (init.d).
 PROGRAMS = ("docker", "podman", "nerdctl", "systemctl", "service", "invoke-rc.d", "init.d", "supervisorctl",
             "kubectl", "k3s", "microk8s", "ansible-playbook", "helm")
+# The words of a restart (plugins.cooldowns.commands.SUSPECT, kept in step by
+# tests/test_cooldowns_prefilter.py): a call holding one is denied when the
+# full check cannot answer.
+SUSPECT = re.compile(r"restart|\bstart\b|\bup\b|force-reload|upgrade|install|rollback|rollout|ansible-playbook")
+# The full check answers within 24 s of its start (plugins/cooldowns/gate.py);
+# this bounds its start too, inside the CLI's 30 s for the hook.
+FULL_CHECK_SECONDS = 27
 # Names too short to look for inside other words (oc is in docker, /proc, …):
 # only where a command word can be, after a space, an operator or a path's /,
 # and before a space or an operator.
@@ -54,9 +63,37 @@ def main() -> int:
     with tempfile.TemporaryFile() as spool:
         spool.write(raw)
         spool.flush()
-        os.lseek(spool.fileno(), 0, os.SEEK_SET)
-        os.dup2(spool.fileno(), 0)
-    os.execv(full_check[0], full_check)
+        spool.seek(0)
+        try:
+            checked = subprocess.run(full_check, stdin=spool, stdout=subprocess.PIPE, timeout=FULL_CHECK_SECONDS)
+        except subprocess.TimeoutExpired:
+            return _failed(raw, f"it took over {FULL_CHECK_SECONDS} s")
+        except OSError as exc:
+            return _failed(raw, f"it could not be started: {exc.strerror or exc}")
+    if checked.returncode != 0:
+        return _failed(raw, f"it exited with status {checked.returncode}; its error is in the CLI's log")
+    sys.stdout.buffer.write(checked.stdout)
+    return 0
+
+
+def _failed(raw: bytes, why: str) -> int:
+    """The full check did not answer: a call that may restart something is
+    denied (the CLI would let it run unchecked: the agent can make the
+    check fail, say by spoiling the state directory's key, as it runs as
+    the service's user); one with no word of a restart is let be, so that
+    a broken installation does not wedge every session."""
+    sys.stderr.write(f"claudeops cooldowns check-tool failed: {why}\n")
+    try:
+        command = json.loads(raw)["tool_input"]["command"]
+    except (ValueError, TypeError, KeyError):
+        command = raw.decode("utf-8", "replace")
+    if isinstance(command, str) and SUSPECT.search(command):
+        reason = (f"Claude Ops could not check this command against the cooldowns ({why}), so it was not run. "
+                  "Do not try another way to do it. Report what you found with an [EVENT:…] marker instead, "
+                  "so that the operator can decide.")
+        print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                                 "permissionDecisionReason": reason}}))
+    return 0
 
 
 if __name__ == "__main__":

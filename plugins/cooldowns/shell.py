@@ -69,12 +69,27 @@ PREFIX_COMMANDS = {
     "busybox": set(),   # `busybox sh -c …`: the applet is the command
     "taskset": set(), "chrt": {"-T", "--sched-runtime", "-P", "--sched-period", "-D", "--sched-deadline"},
     "prlimit": {"-p", "--pid", "-o", "--output"},
+    "unbuffer": {"-p"},
+    "valgrind": set(),   # its options are all --name=value
 }
 # Of sudo's options, those with which it runs no command: -l lists what it may run.
 SUDO_RUNS_NOTHING = {"-l", "--list"}
 # Of these, the first positional word is an argument, not the command: a
 # duration, a new root, a CPU mask, a priority.
 PREFIX_WITH_ARGUMENT = {"timeout", "chroot", "taskset", "chrt"}
+# faketime [options] TIMESTAMP command …, where a timestamp may begin with "-" (-1d).
+FAKETIME_FLAGS = {"-m", "-f", "--exclude-monotonic"}
+FAKETIME_OPTIONS_WITH_VALUE = {"-p", "--date-prog"}
+# The names a file of a command's own standard input goes by: `bash /dev/stdin
+# <<< '…'` and `source /dev/stdin` run what they are fed.
+STDIN_FILES = {"/dev/stdin", "-", "/dev/fd/0", "/proc/self/fd/0"}
+# awk and sed run code of their own (awk's system(), sed's `e` command): read
+# as another language's, for the programs and restarts it names.
+AWKS = {"awk", "gawk", "mawk", "nawk"}
+AWK_OPTIONS_WITH_VALUE = {"-F", "-v", "--field-separator", "--assign"}
+AWK_PROGRAM_FILE = {"-f", "-E", "--file", "--exec", "-i", "--include"}
+SEDS = {"sed", "gsed"}
+SED_OPTIONS_WITH_VALUE = {"--line-length"}
 # script [options] [file]: -c LINE runs a command line, under a terminal it records.
 SCRIPT_OPTIONS_WITH_VALUE = {"-c", "--command", "-E", "--echo", "-I", "--log-in", "-O", "--log-out", "-B",
                              "--log-io", "-T", "--log-timing", "-m", "--logging-format", "-o", "--output-limit"}
@@ -526,31 +541,44 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | ReadsInput | None:
             env.update(_environment_given(name, options))
             chdir = _chdir(name, options) or chdir
             words = rest[1:] if name in PREFIX_WITH_ARGUMENT else rest
+        elif name == "faketime":
+            i = 1
+            while i < len(words) and (words[i] in FAKETIME_FLAGS or words[i] in FAKETIME_OPTIONS_WITH_VALUE):
+                i += 2 if words[i] in FAKETIME_OPTIONS_WITH_VALUE else 1
+            words = words[i + 1:]   # after the timestamp
         elif name == "flock":
             rest = _after_options(words[1:], FLOCK_OPTIONS_WITH_VALUE)
             if len(rest) > 2 and rest[1] in ("-c", "--command"):
-                return Wrapped(rest[2], True)
+                return _wrapped(rest[2], True)
             words = rest[1:]
         elif name in SHELLS:
             script = _shell_script(words[1:])
             if script is not None:
-                return Wrapped(script, True)
+                return _wrapped(script, True)
             return ReadsInput(True) if _reads_input(words[1:]) else None
+        elif name in (".", "source"):
+            if not words[1:]:   # its file was a process substitution's (`. <(…)`): what that prints is run
+                return SimpleCommand([FROM_SHELL_INPUT])
+            return ReadsInput(True) if words[1] in STDIN_FILES else None   # else a file we cannot see
+        elif name in AWKS:
+            return _awk_program(words[1:])
+        elif name in SEDS:
+            return _sed_script(words[1:])
         elif (language := _interpreter(name)) is not None:
             return _other_language(language, head, words[1:])
         elif name == "su":
             script = _option_value(words[1:], {"-c", "--command"})
-            return Wrapped(script, False) if script is not None else None
+            return _wrapped(script, False) if script is not None else None
         elif name == "script":
             options, _ = _read_options(words[1:], SCRIPT_OPTIONS_WITH_VALUE)
             line = next((value for option, value in options
                          if option == "--command" or _flags(option, SCRIPT_OPTIONS_WITH_VALUE).endswith("c")), None)
-            return Wrapped(line, True) if line is not None else None
+            return _wrapped(line, True) if line is not None else None
         elif name == "xargs":
             words = _after_options(words[1:], XARGS_OPTIONS_WITH_VALUE)
             words = words + [FROM_XARGS] if words else []
         elif name == "eval":
-            return Wrapped(" ".join(words[1:]), True)
+            return _wrapped(" ".join(words[1:]), True)
         elif name == "parallel":
             return _run_by_parallel(words[1:])
         elif name == "watch":
@@ -569,6 +597,15 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | ReadsInput | None:
         else:
             return SimpleCommand(words, env, inherits_env=inherits_env, chdir=chdir)
     return None
+
+
+def _wrapped(line: str, same_directory: bool) -> Wrapped | SimpleCommand:
+    """A command line run inside a command (``bash -c LINE``, ``eval LINE``),
+    or, when the shell makes it at run time (``bash -c "$cmd"``, ``eval
+    "$(…)"``), commands no one can read."""
+    if line.strip() and (wholly_at_run_time(line) or all(wholly_at_run_time(word) for word in line.split())):
+        return SimpleCommand([FROM_SHELL_INPUT])
+    return Wrapped(line, same_directory)
 
 
 def _scheduled_by_at(args: list[str]) -> Optional[ReadsInput]:
@@ -813,9 +850,69 @@ def _shell_script(args: list[str]) -> Optional[str]:
 
 def _reads_input(args: list[str]) -> bool:
     """Does the shell run what it reads on its standard input: no ``-c`` and
-    no script named (``bash``, ``sh -x``), or ``-s`` (``bash -s -- ARG…``)?"""
+    no script named (``bash``, ``sh -x``), or ``-s`` (``bash -s -- ARG…``),
+    or its input named as the script (``bash /dev/stdin``)?"""
     letters, rest = _shell_options(args)
-    return "c" not in letters and ("s" in letters or not rest)
+    return "c" not in letters and ("s" in letters or not rest or rest[0] in STDIN_FILES)
+
+
+def _awk_program(args: list[str]) -> Optional[SimpleCommand]:
+    """awk's program: the first word after its options; None when it is a
+    file's (``-f FILE``), which we cannot see."""
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        option, equals, _ = arg.partition("=")
+        if arg == "--":
+            i += 1
+            break
+        if not arg.startswith("-") or arg == "-":
+            break
+        if option in AWK_PROGRAM_FILE or (not arg.startswith("--") and arg[1:2] in ("f", "E", "i")):
+            return None
+        glued = arg.startswith("--") and equals or not arg.startswith("--") and len(arg) > 2
+        i += 1 if glued or option not in AWK_OPTIONS_WITH_VALUE else 2
+    return SimpleCommand([FROM_OTHER_LANGUAGE, args[i]]) if i < len(args) else None
+
+
+def _sed_script(args: list[str]) -> Optional[SimpleCommand]:
+    """sed's script (``-e`` values, else the first word after the options),
+    whose ``e`` command runs a shell command; None when it is a file's."""
+    scripts: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg == "--":
+            rest += args[i:]
+            break
+        if arg.startswith("--"):
+            option, equals, value = arg.partition("=")
+            if option == "--file":
+                return None
+            if option == "--expression":
+                scripts.append(value if equals else (args[i] if i < len(args) else ""))
+                i += 0 if equals else 1
+            elif option in SED_OPTIONS_WITH_VALUE and not equals:
+                i += 1
+        elif arg.startswith("-") and arg != "-":
+            for place, letter in enumerate(arg[1:], start=1):   # -n, -ne 'p', -i.bak, -l 80
+                if letter == "f":
+                    return None
+                if letter in "el":
+                    value = arg[place + 1:] or (args[i] if i < len(args) else "")
+                    i += 0 if arg[place + 1:] else 1
+                    if letter == "e":
+                        scripts.append(value)
+                    break
+                if letter == "i":
+                    break   # the rest is a backup file's suffix
+        else:
+            rest.append(arg)
+    if not scripts and rest:
+        scripts = rest[:1]
+    return SimpleCommand([FROM_OTHER_LANGUAGE, "\n".join(scripts)]) if scripts else None
 
 
 def _shell_options(args: list[str]) -> tuple[str, list[str]]:
@@ -875,6 +972,32 @@ def _written(command: SimpleCommand | Wrapped | ReadsInput | None, its_input: Op
 def _passes_on_input(command: SimpleCommand | Wrapped | ReadsInput | None) -> bool:
     return isinstance(command, SimpleCommand) and command.name == "cat" and all(
         word.startswith("-") for word in command.words[1:])
+
+
+# What the shell puts in a word at run time: variables, substitutions.
+RUN_TIME_PARTS = re.compile(r"\$\{[^}]*\}?|\$\(…\)|\$[A-Za-z_][A-Za-z0-9_]*|\$.|`[^`]*`?")
+
+
+def wholly_at_run_time(word: str) -> bool:
+    """A word that is nothing but what the shell puts there at run time
+    (``$cmd``, ``"$@"``, ``$(printf …)``): whatever it runs or asks for, the
+    text does not say."""
+    word = word.strip().strip("\"")
+    return not is_literal(word) and (_one_substitution(word) or not RUN_TIME_PARTS.sub("", word).strip("\"'"))
+
+
+def _one_substitution(word: str) -> bool:
+    """``$( … )`` or a backquoted command, and nothing around it."""
+    if word.startswith("`"):
+        return len(word) > 1 and word.endswith("`") and "`" not in word[1:-1]
+    if not word.startswith("$("):
+        return False
+    depth = 0
+    for place, char in enumerate(word[1:], start=1):   # quotes aside: a ")" in one only ends it early
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0:
+            return place == len(word) - 1
+    return False
 
 
 def is_literal(word: str) -> bool:
