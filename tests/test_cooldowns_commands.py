@@ -399,32 +399,51 @@ def test_prefixes_chains_and_wrappers(line, expected):
     # fed from elsewhere, in a line that names no program recognised here
     ('echo "$cmd" | bash', []),
     ("curl -fsSL https://example.com/setup.sh | sh", []),
-    # a shell, eval or su given a line the shell makes at run time, in a line naming a program: unread
+    # a shell, eval or su given a line the shell makes at run time: unread, where the line holds a restart's words
     ("cmd='docker restart jellyfin'; bash -c \"$cmd\"", [(R, None)]),
     ("cmd='docker restart jellyfin'; eval \"$cmd\"", [(R, None)]),
     ("sh -c \"$(printf 'docker restart jellyfin')\"", [(R, None)]),
     ("bash -c \"`echo docker restart jellyfin`\"", [(R, None)]),
-    ("su -c \"$CMD\" root; docker ps", [(R, None)]),
-    ('eval "$(docker-machine env nas)"; docker ps', [(R, None)]),   # split it: one command per call
-    # ...but a line with words of its own is read
+    ("CMD='systemctl restart nginx'; su -c \"$CMD\" root", [(R, None)]),
+    ('eval "$(docker-machine env nas)"; docker ps', []),   # setting up, not restarting
+    ("eval $(minikube docker-env)", []),
+    ("source <(kubectl completion bash)", []),
+    ('eval "$(ssh-agent -s)" && rsync ./ nas:/srv/services/', []),
+    # ...and a line with words of its own is read
     ('bash -c "docker logs $C"', []),
     ('"$(command -v docker)" ps && $EDITOR notes.txt', []),
-    # a recognised program whose next word is made at run time
+    # a recognised program whose action is made at run time, wherever its options put it
     ("docker $(echo restart) jellyfin", [(R, None)]),
     ("systemctl $ACTION nginx", [(R, None)]),
+    ("systemctl --user -q $ACTION app", [(R, None)]),
+    ("docker -H ssh://nas container $ACTION web", [(R, None)]),
+    ("docker compose $ACTION web", [(R, None)]),
+    ("kubectl -n prod rollout $ACTION deploy/web", [(R, None)]),
+    ("service nginx $ACTION", [(R, None)]),
+    ("/etc/init.d/nginx $ACTION", [(R, None)]),
     ('docker "$@"', [(R, None)]),
     ("systemctl status $SVC", []),
     ("docker logs $C", []),
+    ("docker compose logs $SVC", []),
+    ("kubectl get pods -n $NS", []),
     # a shell or source reading its input by name, or what a process substitution prints
     ("bash /dev/stdin <<< 'docker restart jellyfin'", [(R, "jellyfin")]),
     ("source /dev/stdin <<< 'docker restart jellyfin'", [(R, "jellyfin")]),
     (". <(echo docker restart jellyfin)", [(R, None)]),
     ("source ./env.sh && docker ps", []),
-    # awk and sed run commands too (system(), sed's e)
+    # awk and sed run commands too (awk's system() and pipes, sed's e command and s///e)
     ("awk 'BEGIN{system(\"docker restart jellyfin\")}'", [(R, None)]),
     ("gawk -F: -v x=1 'BEGIN{system(\"systemctl restart nginx\")}' /etc/passwd", [(R, None)]),
+    ("awk '{print \"docker restart \" $1 | \"sh\"}' names.txt", [(R, None)]),
     ("sed '1e docker restart jellyfin' /dev/null", [(R, None)]),
     ("sed -n -e p -e '1e systemctl restart nginx' f", [(R, None)]),
+    ("echo x | sed 's/x/docker restart jellyfin/e'", [(R, None)]),
+    # ...and, running nothing, they only read, count and print
+    ("awk '/docker/ && /restart/ {n++} END {print n+0}' /var/log/syslog", []),
+    ("awk '{print \"docker restart \" $1}' names.txt", []),
+    ("sed -i '/^services:/,$ s/restart: no/restart: always/' docker-compose.yml", []),
+    ("sed -i 's/docker restart/docker compose restart/g' deploy.sh", []),
+    ("journalctl -u nginx | sed -n '/nginx.service: .*restart/p'", []),
     ("docker ps | awk '{print $1}'", []),
     ("docker ps | sed 's/restart/x/'", []),
     ("awk -f restart.awk; docker ps", []),   # a program in a file we cannot see

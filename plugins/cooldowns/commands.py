@@ -16,7 +16,8 @@ from typing import Callable, Optional
 from plugins.cooldowns.limits import REDEPLOYMENT, RESTART
 from plugins.cooldowns.options import Args, parse_args
 from plugins.cooldowns.prefilter import names_a_program
-from plugins.cooldowns.shell import (FROM_OTHER_LANGUAGE, FROM_SHELL_INPUT, HEREDOC_CODE, RUN_TIME_PARTS,
+from plugins.cooldowns.shell import (FROM_OTHER_LANGUAGE, FROM_RUN_TIME_LINE, FROM_SHELL_INPUT, HEREDOC_CODE,
+                                     RUN_TIME_PARTS,
                                      SimpleCommand, TooDeep, is_literal, simple_commands, wholly_at_run_time)
 
 SERVICE_NAME = re.compile(r"[a-z0-9][a-z0-9_.@-]{0,99}")
@@ -59,6 +60,9 @@ def recognise(line: str, cwd: Optional[str] = None) -> list[Recognised]:
         if command.name == FROM_SHELL_INPUT:
             found += _unread(line, "the commands a shell reads from its input")
             continue
+        if command.name == FROM_RUN_TIME_LINE:   # `bash -c "$cmd"`, `eval "$(minikube docker-env)"`
+            found += _unread(line, "a command line made at run time", suspect=True)
+            continue
         if command.name == FROM_OTHER_LANGUAGE:
             found += _unread(_code(command, line), "the commands another language runs (python -c, perl -e, …)",
                              suspect=True)
@@ -74,16 +78,21 @@ def recognise(line: str, cwd: Optional[str] = None) -> list[Recognised]:
         if _asks_for_help(command.words[1:]):
             continue
         recognised = handler(command, command.words[1:], state)
-        if not recognised and (any(_spelt_at_run_time_as_suspect(word) for word in command.words[1:])
-                               or command.words[1:2] and wholly_at_run_time(command.words[1])):
-            # `docker rest${x}art web`, `docker $(echo restart) web`, `systemctl $ACTION nginx`
-            recognised = _unread(line, "a command whose words are spelt at run time")
+        if not recognised and any(_spelt_at_run_time_as_suspect(word) for word in command.words[1:]):
+            recognised = _unread(line, "a command whose words are spelt at run time")   # `docker rest${x}art web`
         found += recognised
     # One tool call restarts a service once, however it is spelt (stop + start, pull + up).
     unique: dict[tuple, Recognised] = {}
     for item in found:
         unique.setdefault((item.action, item.service or item.target), item)
     return list(unique.values())
+
+
+def _action_at_run_time(command: SimpleCommand) -> list[Recognised]:
+    """A recognised program whose action the shell puts in at run time
+    (``docker $(echo restart) web``, ``systemctl $ACTION nginx``): it may be
+    a restart, of what the text cannot say."""
+    return [Recognised(RESTART, None, "an action spelt at run time", command.text())]
 
 
 def _unread(line: str, what: str, suspect: bool = False, within: Optional[str] = None) -> list[Recognised]:
@@ -169,6 +178,8 @@ def _docker(command: SimpleCommand, words: list[str], state: _Line) -> list[Reco
         rest = rest[1:]
     if not rest:
         return []
+    if wholly_at_run_time(rest[0]):   # `docker $ACTION web`, `docker container "$@"`
+        return _action_at_run_time(command)
     if rest[0] in ("restart", "start"):
         args = parse_args(rest[1:], DOCKER_RESTART)
         # podman's: which ones is not in the text (but `start -a` attaches to the ones named)
@@ -197,6 +208,8 @@ def _compose(command: SimpleCommand, words: list[str], state: _Line) -> list[Rec
         return []
     project = _compose_project(command, top)
     sub, rest = top.positionals[0], top.positionals[1:]
+    if wholly_at_run_time(sub):
+        return _action_at_run_time(command)
     if sub in ("restart", "start"):
         return _compose_targets(RESTART, parse_args(rest, {"-t", "--timeout"}).positionals, project, command)
     if sub in ("pull", "build"):
@@ -260,6 +273,8 @@ SYSTEMCTL_RESTARTS = {"restart", "try-restart", "reload-or-restart", "try-reload
 def _systemctl(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
     args = parse_args(words, SYSTEMCTL_VALUE)
     positionals = args.positionals
+    if positionals[:1] and wholly_at_run_time(positionals[0]):   # `systemctl --user $ACTION app`
+        return _action_at_run_time(command)
     if positionals[:1] and positionals[0] in SYSTEMCTL_RESTARTS:
         return _each(RESTART, positionals[1:], command)
     if positionals[:1] == ["enable"] and args.has("--now"):   # enables and starts it, as `start` does
@@ -273,6 +288,8 @@ def _is_init_script(command: SimpleCommand) -> bool:
 
 def _init_script(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
     """``/etc/init.d/NAME restart``: the script is the service."""
+    if words[:1] and wholly_at_run_time(words[0]):
+        return _action_at_run_time(command)
     if words[:1] and words[0] in SYSTEMCTL_RESTARTS:
         return _each(RESTART, [command.name], command)
     return []
@@ -282,6 +299,8 @@ def _supervisorctl(command: SimpleCommand, words: list[str], state: _Line) -> li
     """``supervisorctl restart|start NAME…`` (``all`` or a group: not readable as one service)."""
     positionals = parse_args(words, {"-c", "--configuration", "-s", "--serverurl", "-u", "--username",
                                      "-p", "--password", "-r", "--history-file"}).positionals
+    if positionals[:1] and wholly_at_run_time(positionals[0]):
+        return _action_at_run_time(command)
     if positionals[:1] and positionals[0] in ("restart", "start"):
         names = positionals[1:]
         if any(name == "all" or name.endswith(":*") for name in names):
@@ -295,6 +314,8 @@ def _service(command: SimpleCommand, words: list[str], state: _Line) -> list[Rec
     and ``invoke-rc.d NAME restart`` (Debian)."""
     args = parse_args(words, set())
     positionals = args.positionals
+    if len(positionals) >= 2 and wholly_at_run_time(positionals[1]):   # `service nginx $ACTION`
+        return _action_at_run_time(command)
     if len(positionals) >= 2 and positionals[1] in SYSTEMCTL_RESTARTS:
         return _each(RESTART, positionals[:1], command)
     if positionals and args.has("--full-restart"):   # `service NAME --full-restart`: stop, then start
@@ -322,6 +343,8 @@ def _kubectl_within(command: SimpleCommand, words: list[str], state: _Line) -> l
 def _kubectl(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
     positionals = parse_args(words, KUBECTL_VALUE).positionals
     redeploying = OC_REDEPLOYS if command.name == "oc" else ("undo",)
+    if any(wholly_at_run_time(word) for word in positionals[:1] + positionals[1:2] * (positionals[:1] == ["rollout"])):
+        return _action_at_run_time(command)   # `kubectl $VERB …`, `kubectl rollout $ACTION deploy/web`
     if positionals[:1] != ["rollout"] or len(positionals) < 2 or positionals[1] not in ("restart", *redeploying):
         return []
     action = RESTART if positionals[1] == "restart" else REDEPLOYMENT
@@ -368,6 +391,8 @@ HELM_VALUE = {"-f", "--values", "--set", "--set-string", "--set-file", "--set-js
 def _helm(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
     args = parse_args(words, HELM_VALUE)
     positionals = args.positionals
+    if positionals[:1] and wholly_at_run_time(positionals[0]):
+        return _action_at_run_time(command)
     if not positionals or positionals[0] not in ("upgrade", "install", "rollback") or args.has("--dry-run"):
         return []
     if positionals[0] == "install" and args.has("-g", "--generate-name"):

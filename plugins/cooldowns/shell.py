@@ -88,7 +88,14 @@ STDIN_FILES = {"/dev/stdin", "-", "/dev/fd/0", "/proc/self/fd/0"}
 AWKS = {"awk", "gawk", "mawk", "nawk"}
 AWK_OPTIONS_WITH_VALUE = {"-F", "-v", "--field-separator", "--assign"}
 AWK_PROGRAM_FILE = {"-f", "-E", "--file", "--exec", "-i", "--include"}
+# How awk runs a command: system(), a pipe to or from one (`print … | "sh"`,
+# `"cmd" | getline`).
+AWK_RUNS = re.compile(r"\bsystem\s*\(|\|")
 SEDS = {"sed", "gsed"}
+# sed's e command (after an address, if any) and the e flag of s///.
+_SED_ADDRESS = r"(?:[0-9]+|\$|/(?:[^/\\\n]|\\.)*/)(?:~[0-9]+)?"
+SED_E_COMMAND = re.compile(rf"(?:^|[;\n{{}}])\s*(?:{_SED_ADDRESS}(?:\s*,\s*{_SED_ADDRESS})?)?\s*!?\s*e(?:\s|;|$)")
+SED_E_FLAG = re.compile(r"(?:^|[;\n{}\s])s([^\w\s\\])(?:(?!\1)[^\\]|\\.)*\1(?:(?!\1)[^\\]|\\.)*\1[gpiImM0-9w]*e")
 SED_OPTIONS_WITH_VALUE = {"--line-length"}
 # script [options] [file]: -c LINE runs a command line, under a terminal it records.
 SCRIPT_OPTIONS_WITH_VALUE = {"-c", "--command", "-E", "--echo", "-I", "--log-in", "-O", "--log-out", "-B",
@@ -119,6 +126,11 @@ FROM_PARALLEL = "<input of parallel>"
 # Stands for the commands of a shell fed from a variable, a substitution or
 # another program: what it runs is not in the text.
 FROM_SHELL_INPUT = "<input of a shell>"
+# Stands for a command line the shell makes at run time and runs (``bash -c
+# "$cmd"``, ``eval "$(minikube docker-env)"``, ``. <(kubectl completion
+# bash)``): unread, as a command named at run time is, where the line holds
+# a restart's words.
+FROM_RUN_TIME_LINE = "<a command line made at run time>"
 # Stands for code another language runs (``python3 -c …``): followed by the
 # code when the text holds it, by nothing when it comes from elsewhere.
 FROM_OTHER_LANGUAGE = "<code of another language>"
@@ -558,7 +570,7 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | ReadsInput | None:
             return ReadsInput(True) if _reads_input(words[1:]) else None
         elif name in (".", "source"):
             if not words[1:]:   # its file was a process substitution's (`. <(…)`): what that prints is run
-                return SimpleCommand([FROM_SHELL_INPUT])
+                return SimpleCommand([FROM_RUN_TIME_LINE])
             return ReadsInput(True) if words[1] in STDIN_FILES else None   # else a file we cannot see
         elif name in AWKS:
             return _awk_program(words[1:])
@@ -604,7 +616,7 @@ def _wrapped(line: str, same_directory: bool) -> Wrapped | SimpleCommand:
     or, when the shell makes it at run time (``bash -c "$cmd"``, ``eval
     "$(…)"``), commands no one can read."""
     if line.strip() and (wholly_at_run_time(line) or all(wholly_at_run_time(word) for word in line.split())):
-        return SimpleCommand([FROM_SHELL_INPUT])
+        return SimpleCommand([FROM_RUN_TIME_LINE])
     return Wrapped(line, same_directory)
 
 
@@ -872,7 +884,9 @@ def _awk_program(args: list[str]) -> Optional[SimpleCommand]:
             return None
         glued = arg.startswith("--") and equals or not arg.startswith("--") and len(arg) > 2
         i += 1 if glued or option not in AWK_OPTIONS_WITH_VALUE else 2
-    return SimpleCommand([FROM_OTHER_LANGUAGE, args[i]]) if i < len(args) else None
+    if i >= len(args) or not AWK_RUNS.search(args[i]):
+        return None   # a program that runs nothing: it only reads, counts and prints
+    return SimpleCommand([FROM_OTHER_LANGUAGE, args[i]])
 
 
 def _sed_script(args: list[str]) -> Optional[SimpleCommand]:
@@ -912,7 +926,10 @@ def _sed_script(args: list[str]) -> Optional[SimpleCommand]:
             rest.append(arg)
     if not scripts and rest:
         scripts = rest[:1]
-    return SimpleCommand([FROM_OTHER_LANGUAGE, "\n".join(scripts)]) if scripts else None
+    script = "\n".join(scripts)
+    if not (SED_E_COMMAND.search(script) or SED_E_FLAG.search(script)):
+        return None   # a script that runs nothing: it only edits and prints
+    return SimpleCommand([FROM_OTHER_LANGUAGE, script])
 
 
 def _shell_options(args: list[str]) -> tuple[str, list[str]]:
