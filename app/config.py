@@ -335,7 +335,7 @@ def disabled_plugins(overrides: dict[str, Any]) -> frozenset[str]:
     plugins it lets load declare settings of their own."""
     name = "CLAUDEOPS_DISABLE_PLUGINS"
     raw = overrides.get(name, os.environ.get(name, ""))
-    if isinstance(raw, frozenset):
+    if isinstance(raw, frozenset):   # read already: an app's own settings, passed on (claudeops copy-to)
         return raw
     (setting,) = [s for s in SETTINGS if s.name == name]
     return load_settings({name: raw}, (setting,))[name]

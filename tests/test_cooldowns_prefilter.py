@@ -75,9 +75,11 @@ def test_the_script_runs_the_full_check_only_when_needed(tmp_path):
     assert (broken.returncode, broken.stdout) == (0, b"decision\n")
 
 
-def test_the_prefilter_knows_a_restarts_words_as_the_recogniser_does():
-    from plugins.cooldowns import commands, prefilter
+def test_the_prefilter_knows_a_restarts_words_and_denies_as_the_full_check_does():
+    from plugins.cooldowns import commands, gate, prefilter
     assert prefilter.SUSPECT.pattern == commands.SUSPECT.pattern
+    assert prefilter.ADVICE == gate.ADVICE
+    assert prefilter.deny_output("over the limit") == gate.deny_output("over the limit")
 
 
 def test_a_full_check_that_fails_denies_a_restart_and_lets_anything_else_be(tmp_path):

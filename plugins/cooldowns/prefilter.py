@@ -27,6 +27,9 @@ PROGRAMS = ("docker", "podman", "nerdctl", "systemctl", "service", "invoke-rc.d"
 # tests/test_cooldowns_prefilter.py): a call holding one is denied when the
 # full check cannot answer.
 SUSPECT = re.compile(r"restart|\bstart\b|\bup\b|force-reload|upgrade|install|rollback|rollout|ansible-playbook")
+# What the agent is told with a denial (plugins.cooldowns.gate.ADVICE, likewise).
+ADVICE = ("Do not try another way to do it. Report what you found with an [EVENT:…] marker instead, "
+          "so that the operator can decide.")
 # The full check answers within 24 s of its start (plugins/cooldowns/gate.py);
 # this bounds its start too, inside the CLI's 30 s for the hook.
 FULL_CHECK_SECONDS = 27
@@ -88,12 +91,15 @@ def _failed(raw: bytes, why: str) -> int:
     except (ValueError, TypeError, KeyError):
         command = raw.decode("utf-8", "replace")
     if isinstance(command, str) and SUSPECT.search(command):
-        reason = (f"Claude Ops could not check this command against the cooldowns ({why}), so it was not run. "
-                  "Do not try another way to do it. Report what you found with an [EVENT:…] marker instead, "
-                  "so that the operator can decide.")
-        print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
-                                                 "permissionDecisionReason": reason}}))
+        print(deny_output(f"Claude Ops could not check this command against the cooldowns ({why}), so it was not "
+                          f"run. {ADVICE}"))
     return 0
+
+
+def deny_output(reason: str) -> str:
+    """As plugins.cooldowns.gate.deny_output writes it (the tests hold them to one another)."""
+    return json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                              "permissionDecisionReason": reason}})
 
 
 if __name__ == "__main__":
