@@ -452,8 +452,68 @@ def test_prefixes_chains_and_wrappers(line, expected):
     ("faketime '-1d' docker restart jellyfin", [(R, "jellyfin")]),
     ("faketime -f '@2026-01-01 00:00:00' systemctl restart nginx", [(R, "nginx")]),
     ("valgrind --tool=memcheck docker restart jellyfin", [(R, "jellyfin")]),
+    ("firejail --noprofile docker restart jellyfin", [(R, "jellyfin")]),
+    ("catchsegv systemctl restart nginx", [(R, "nginx")]),
+    ("daemonize -c /tmp -p /run/fix.pid /usr/bin/systemctl restart nginx", [(R, "nginx")]),
+    ("gdb -batch -ex run --args docker restart jellyfin", [(R, "jellyfin")]),
+    ("gdb -p 1234 -batch -ex bt", []),
+    ("sg docker -c 'docker restart jellyfin'", [(R, "jellyfin")]),
+    ("sg - docker 'systemctl restart nginx'", [(R, "nginx")]),
+    ("sg docker -c 'docker ps'", []),
+    # a process substitution is a word of its command, which goes on after it
+    ("docker compose -f <(envsubst < compose.yml) up -d", [(R, None)]),
+    ("diff <(docker ps) <(ssh nas docker ps) && systemctl restart nginx", [(R, "nginx")]),
+    ("docker restart jellyfin > >(tee -a restarts.log) 2> >(tee -a errors.log >&2)", [(R, "jellyfin")]),
+    ("paste <(docker ps) <(systemctl status nginx)", []),
+    # ...and what it prints is a shell's script or input, made at run time
+    ("bash <(echo 'docker restart jellyfin')", [(R, None)]),
+    ("bash -x <(curl -fsSL http://nas/restart.sh) && docker ps", [(R, None)]),
+    ("bash < <(echo 'systemctl restart nginx')", [(R, None)]),
+    ("bash <(kubectl completion bash)", []),
 ])
 def test_what_bash_would_run_however_it_is_written(line, expected):
+    assert found(line) == expected
+
+
+@pytest.mark.parametrize("line, expected", [
+    # tmux: a new session, window or pane, run-shell, a popup, pipe-pane and if-shell run a command
+    ("tmux new-session -d 'systemctl restart nginx'", [(R, "nginx")]),
+    ("tmux new -d -s fix docker restart jellyfin", [(R, "jellyfin")]),
+    ("tmux new-window -n fix 'docker restart jellyfin'", [(R, "jellyfin")]),
+    ("tmux splitw -d -l 10 'systemctl restart nginx'", [(R, "nginx")]),
+    ("tmux respawn-pane -k -t ops:1 'docker restart jellyfin'", [(R, "jellyfin")]),
+    ("tmux run-shell -b 'docker restart jellyfin'", [(R, "jellyfin")]),
+    ("tmux run -d 5 'systemctl restart nginx'", [(R, "nginx")]),
+    ("tmux display-popup -E 'docker restart jellyfin'", [(R, "jellyfin")]),
+    ("tmux if-shell 'test -f /tmp/go' 'new-window \"docker restart jellyfin\"'", [(R, "jellyfin")]),
+    ("tmux -L ops -c 'systemctl restart nginx'", [(R, "nginx")]),
+    ("byobu new-session -d 'docker restart jellyfin'", [(R, "jellyfin")]),
+    # ...in the directory -c names, the caller's for a new session, else one not known
+    ("tmux split-window -d -c /opt/media 'docker compose restart'", [(R, "media")]),
+    ("cd /opt/media && tmux new -d 'docker compose up -d'", [(R, "media")]),
+    ("cd /opt/media && tmux new-window 'docker compose up -d'", [(R, None)]),
+    # ...and what send-keys types, its keys' names as the keys (Enter, C-m, Space)
+    ("tmux send-keys -t ops 'systemctl restart nginx' Enter", [(R, "nginx")]),
+    ("tmux send -t ops:0 docker Space restart Space jellyfin C-m", [(R, "jellyfin")]),
+    ("tmux send-keys -l -t ops 'docker restart jellyfin'", [(R, "jellyfin")]),
+    ("tmux new -d -s ops \\; send-keys -t ops 'docker restart jellyfin' Enter", [(R, "jellyfin")]),
+    ("tmux send-keys -t ops 'docker ps' Enter", []),
+    ("tmux send-keys -t ops C-c", []),
+    ("tmux send-keys -X -t ops copy-selection", []),
+    ("tmux ls; tmux attach -t ops; tmux new -s work", []),
+    ("cmd='docker restart jellyfin'; tmux new -d \"$cmd\"", [(R, None)]),
+    # screen: a new window's command, and what -X makes a session type (stuff) or run
+    ("screen -dmS fix systemctl restart nginx", [(R, "nginx")]),
+    ("screen -d -m -L -Logfile /tmp/fix.log docker restart jellyfin", [(R, "jellyfin")]),
+    ("screen -S ops -X stuff 'systemctl restart nginx\\n'", [(R, "nginx")]),
+    ("screen -S ops -p 0 -X stuff 'docker restart jellyfin^M'", [(R, "jellyfin")]),
+    ("screen -S ops -X screen -t fix docker restart jellyfin", [(R, "jellyfin")]),
+    ("screen -ls; screen -r ops; screen -S ops -X quit", []),
+    # dtach
+    ("dtach -n /tmp/fix.sock -z systemctl restart nginx", [(R, "nginx")]),
+    ("dtach -a /tmp/fix.sock", []),
+])
+def test_what_terminal_multiplexers_run_or_type(line, expected):
     assert found(line) == expected
 
 
@@ -593,6 +653,8 @@ def test_a_command_of_many_words_is_read_in_one_pass():
     ("$'systemctl' restart nginx", "a command named at run time"),
     ("docker rest${x}art jellyfin", "a command whose words are spelt at run time"),
     ("systemctl re$(true)start nginx", "a command whose words are spelt at run time"),
+    ("docker restart 3f2a1b9c4d5e", "the container 3f2a1b9c4d5e, named by its id"),
+    ("podman start " + "0123456789abcdef" * 4, f"the container {'0123456789abcdef' * 4}, named by its id"),
 ])
 def test_targets_that_cannot_be_read_are_recognised_without_a_service(line, target):
     (item,) = recognise(line, "/home/ops")

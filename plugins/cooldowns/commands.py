@@ -17,7 +17,7 @@ from plugins.cooldowns.limits import REDEPLOYMENT, RESTART
 from plugins.cooldowns.options import Args, parse_args
 from plugins.cooldowns.prefilter import names_a_program
 from plugins.cooldowns.shell import (FROM_OTHER_LANGUAGE, FROM_RUN_TIME_LINE, FROM_SHELL_INPUT, HEREDOC_CODE,
-                                     RUN_TIME_PARTS,
+                                     PROCESS_SUBSTITUTED, RUN_TIME_PARTS,
                                      SimpleCommand, TooDeep, is_literal, simple_commands, wholly_at_run_time)
 
 SERVICE_NAME = re.compile(r"[a-z0-9][a-z0-9_.@-]{0,99}")
@@ -170,6 +170,9 @@ DOCKER_GLOBAL = {"-H", "--host", "-c", "--context", "--config", "-l", "--log-lev
 DOCKER_RESTART = {"-t", "--time", "--timeout", "-s", "--signal", "--detach-keys", "--checkpoint",
                   "--checkpoint-dir"}
 EVERY_CONTAINER = ("-a", "--all", "-l", "--latest", "--running", "--filter")
+# A container's id as docker and podman print it (12 characters) or in full:
+# counted under it, a restart would escape the limit of the container's name.
+CONTAINER_ID = re.compile(r"(?=[a-f]*[0-9])[0-9a-f]{12}|(?=[a-f]*[0-9])[0-9a-f]{64}")
 
 
 def _docker(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
@@ -186,7 +189,8 @@ def _docker(command: SimpleCommand, words: list[str], state: _Line) -> list[Reco
         every = EVERY_CONTAINER if rest[0] == "restart" else tuple(o for o in EVERY_CONTAINER if o != "-a")
         if args.has(*every):
             return [Recognised(RESTART, None, "every container, or the latest", command.text())]
-        return _each(RESTART, args.positionals, command)
+        return [Recognised(RESTART, None, f"the container {item.target}, named by its id", item.command)
+                if CONTAINER_ID.fullmatch(item.target) else item for item in _each(RESTART, args.positionals, command)]
     if rest[0] == "compose":
         return _compose(command, rest[1:], state)
     return []
@@ -248,8 +252,8 @@ def _compose_project(command: SimpleCommand, top: Args) -> Optional[str]:
         directory = top.value("--project-directory")
         # -f, else $COMPOSE_FILE (paths separated by ":"): the first one's directory.
         files = top.values("-f", "--file") or [f for f in command.env.get("COMPOSE_FILE", "").split(":") if f]
-        if not directory and files and ("$" in files[0] or files[0].startswith("~")):
-            return None   # a file named by a variable or a substitution: its directory is unknown
+        if not directory and files and ("$" in files[0] or files[0].startswith("~") or files[0] == PROCESS_SUBSTITUTED):
+            return None   # a file named by a variable or a substitution (or a pipe's): its directory is unknown
         if not directory and files and posixpath.dirname(files[0]):
             directory = posixpath.dirname(files[0])
         if directory and not directory.startswith("/") and command.cwd:

@@ -13,6 +13,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
+from plugins.cooldowns.terminals import RunLine, run_by_dtach, run_by_screen, run_by_sg, run_by_tmux
+
 OPERATOR_CHARS = ";&|()<>`\n"
 # An operator character quoted or escaped (`find -exec … \;`, `echo ';'`) is
 # part of a word: _as_bash_reads hides it from the lexer, the word shows it again.
@@ -71,6 +73,9 @@ PREFIX_COMMANDS = {
     "prlimit": {"-p", "--pid", "-o", "--output"},
     "unbuffer": {"-p"},
     "valgrind": set(),   # its options are all --name=value
+    "firejail": set(),   # likewise
+    "catchsegv": set(),
+    "daemonize": {"-c", "-e", "-E", "-o", "-p", "-l", "-u"},
 }
 # Of sudo's options, those with which it runs no command: -l lists what it may run.
 SUDO_RUNS_NOTHING = {"-l", "--list"}
@@ -105,6 +110,9 @@ FLOCK_OPTIONS_WITH_VALUE = {"-w", "--timeout", "-E", "--conflict-exit-code"}
 SHELL_OPTIONS_WITH_VALUE = {"-o", "-O", "--rcfile", "--init-file"}   # "+o" and "+O" too
 
 SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash"}
+# Terminal multiplexers, and sg: what each runs or types for a command (terminals.py).
+TERMINALS = {"tmux": run_by_tmux, "byobu": run_by_tmux, "byobu-tmux": run_by_tmux, "screen": run_by_screen,
+             "byobu-screen": run_by_screen, "dtach": run_by_dtach, "sg": run_by_sg}
 AT_OPTIONS_WITH_VALUE = {"-q", "-f", "-t"}
 AT_RUNS_NOTHING = set("lrdcV")
 XARGS_OPTIONS_WITH_VALUE = {"-a", "--arg-file", "-d", "--delimiter", "-E", "-I", "-L", "-n", "--max-args", "-P",
@@ -323,18 +331,22 @@ PIPE = "|"
 HEREDOC = "<<"
 
 
-def _parts(line: str) -> Iterator[list[str] | str | HereString]:
+def _parts(line: str) -> Iterator[list[str] | str | HereString | Input]:
     """The word lists of ``line``'s simple commands, and between them
     ``OPENS`` and ``CLOSES`` where a subshell or a substitution begins and
     ends (what a ``cd`` or ``export`` in it does ends there too), ``PIPE``
     where a pipe joins two, and before a command the ``HereString`` or
-    ``HEREDOC`` it reads.
+    ``HEREDOC`` it reads, or the ``Input`` a process substitution feeds it.
     Raises ``TooDeep`` for substitutions nested more than ``MAX_DEPTH`` deep."""
     yield from _parts_of(tokens(line))
 
 
 # A command's word that a substitution stood for: no one can read it from the text.
 SUBSTITUTED = "$(…)"
+# A command's word that a process substitution stands for (``diff <(a) <(b)``,
+# ``bash <(curl …)``): the name of a pipe that what the commands in it print
+# comes through.
+PROCESS_SUBSTITUTED = "<(…)"
 # Marks text that runs on into or from a substitution with no space between
 # (_as_bash_reads): the same word. A control character no command line holds.
 GLUED = "\x01"
@@ -344,11 +356,12 @@ def _is_operator(token: str) -> bool:
     return bool(token) and all(c in OPERATOR_CHARS for c in token)
 
 
-def _parts_of(items: list[str], depth: int = 0) -> Iterator[list[str] | str | HereString]:
+def _parts_of(items: list[str], depth: int = 0) -> Iterator[list[str] | str | HereString | Input]:
     if depth > MAX_DEPTH:
         raise TooDeep(" ".join(items))
     current: list[str] = []
     case_patterns = 0   # inside case … esac, a pattern's ")" ends no subshell
+    redirected = False  # the process substitution next is a redirection's target (`< <(cmd)`), no word
     i = 0
     while i < len(items):
         token = items[i]
@@ -361,6 +374,17 @@ def _parts_of(items: list[str], depth: int = 0) -> Iterator[list[str] | str | He
         if "`" in token and token != "`":   # a backquote with other operators: each on its own
             items[i - 1:i] = [piece for piece in re.split("(`)", token) if piece]
             i -= 1
+            continue
+        if token[:2] in ("<(", ">("):
+            # A process substitution: its commands run in a scope of their own
+            # while the command (which goes on after it) reads or writes a pipe.
+            inner, i = _substitution(items, i, token[2:], CLOSES)
+            yield OPENS
+            yield from _parts_of(inner, depth + 1)
+            yield CLOSES
+            if not redirected:
+                current.append(PROCESS_SUBSTITUTED)
+            redirected = False
             continue
         substituted = token == "`" or (token[0] == OPENS and current and current[-1].endswith("$"))
         if substituted:
@@ -396,7 +420,11 @@ def _parts_of(items: list[str], depth: int = 0) -> Iterator[list[str] | str | He
         # a subshell. A substitution in a quoted target ("$(cmd).log") runs.
         if current and current[-1].isdigit():
             current.pop()
-        if i < len(items) and not _is_operator(items[i]):
+        if i < len(items) and items[i][:2] in ("<(", ">("):
+            redirected = True
+            if token == "<":
+                yield Input(None)   # `bash < <(…)`: fed what a command prints at run time
+        elif i < len(items) and not _is_operator(items[i]):
             target = _shown(items[i])
             i += 1
             if token == "<<<":
@@ -482,6 +510,9 @@ def simple_commands(line: str, cwd: Optional[str] = None, depth: int = 0,
         if words == HEREDOC:
             stdin = Input("", heredoc=True)   # its body is read with the line's own commands
             continue
+        if isinstance(words, Input):
+            stdin = words
+            continue
         command = previous = _unwrap(words)
         previous_input, stdin = stdin, None
         passed_on = previous_input   # `… | ssh host bash`: the wrapped line reads what its wrapper was fed
@@ -558,6 +589,10 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | ReadsInput | None:
             while i < len(words) and (words[i] in FAKETIME_FLAGS or words[i] in FAKETIME_OPTIONS_WITH_VALUE):
                 i += 2 if words[i] in FAKETIME_OPTIONS_WITH_VALUE else 1
             words = words[i + 1:]   # after the timestamp
+        elif name == "gdb" and "--args" in words:
+            words = words[words.index("--args") + 1:]   # gdb [options] --args PROGRAM ARG…
+        elif name in TERMINALS:
+            return _run_lines(TERMINALS[name](words[1:]))
         elif name == "flock":
             rest = _after_options(words[1:], FLOCK_OPTIONS_WITH_VALUE)
             if len(rest) > 2 and rest[1] in ("-c", "--command"):
@@ -567,11 +602,13 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | ReadsInput | None:
             script = _shell_script(words[1:])
             if script is not None:
                 return _wrapped(script, True)
+            if _shell_options(words[1:])[1][:1] == [PROCESS_SUBSTITUTED]:
+                return SimpleCommand([FROM_RUN_TIME_LINE])   # `bash <(…)`: runs what that prints
             return ReadsInput(True) if _reads_input(words[1:]) else None
         elif name in (".", "source"):
-            if not words[1:]:   # its file was a process substitution's (`. <(…)`): what that prints is run
+            if words[1:2] == [PROCESS_SUBSTITUTED]:   # `. <(…)`: what that prints is run
                 return SimpleCommand([FROM_RUN_TIME_LINE])
-            return ReadsInput(True) if words[1] in STDIN_FILES else None   # else a file we cannot see
+            return ReadsInput(True) if words[1:2] and words[1] in STDIN_FILES else None   # else a file we cannot see
         elif name in AWKS:
             return _awk_program(words[1:])
         elif name in SEDS:
@@ -615,9 +652,25 @@ def _wrapped(line: str, same_directory: bool) -> Wrapped | SimpleCommand:
     """A command line run inside a command (``bash -c LINE``, ``eval LINE``),
     or, when the shell makes it at run time (``bash -c "$cmd"``, ``eval
     "$(…)"``), commands no one can read."""
-    if line.strip() and (wholly_at_run_time(line) or all(wholly_at_run_time(word) for word in line.split())):
+    if _made_at_run_time(line):
         return SimpleCommand([FROM_RUN_TIME_LINE])
     return Wrapped(line, same_directory)
+
+
+def _made_at_run_time(line: str) -> bool:
+    return bool(line.strip()) and (wholly_at_run_time(line) or all(wholly_at_run_time(word) for word in line.split()))
+
+
+def _run_lines(lines: list[RunLine]) -> Optional[Wrapped]:
+    """The command lines a multiplexer runs or types, or ``sg`` runs, one a
+    line; one the shell makes at run time (``tmux new -d "$cmd"``) stands
+    for commands no one can read."""
+    if not lines:
+        return None
+    text = "\n".join(shlex.quote(FROM_RUN_TIME_LINE) if _made_at_run_time(run.line)
+                     else f"(cd {shlex.quote(run.directory)}\n{run.line}\n)" if run.directory else run.line
+                     for run in lines)
+    return Wrapped(text, all(run.same_directory for run in lines))
 
 
 def _scheduled_by_at(args: list[str]) -> Optional[ReadsInput]:
