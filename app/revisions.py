@@ -4,6 +4,7 @@ a plugin no longer installed, and Alembic would only say it cannot locate it."""
 from __future__ import annotations
 
 import logging
+import sys
 from types import ModuleType
 from typing import Callable
 
@@ -111,12 +112,14 @@ def tables_not_created(app: Flask) -> dict[str, list[str]]:
     database lacks once migrated, by who owns them ("the host", or
     "plugin <name>"): models a plugin defines with no revision that creates their table,
     or whose revision another's took the place of (ids are one namespace).
-    A plugin is a module (an entry point's, a built-in's); its models are
-    those of its package."""
+    A plugin's models are those of its package: the module's (an entry
+    point's, a built-in's), or that of the module which defines the class
+    the plugin is, or is an instance of."""
     owners = {"app": "the host"}
     for name, plugin in app.extensions["claudeops.plugins"].list_name_plugin():
-        if isinstance(plugin, ModuleType):
-            owners.setdefault(_package_of(plugin), f"plugin {name}")
+        module = _module_of(plugin)
+        if module is not None:
+            owners.setdefault(_package_of(module), f"plugin {name}")
     present = set(inspect(db.engine).get_table_names())
     missing: dict[str, list[str]] = {}
     for mapper in db.Model.registry.mappers:
@@ -125,6 +128,13 @@ def tables_not_created(app: Flask) -> dict[str, list[str]]:
         if owner is not None and table not in present:
             missing.setdefault(owner, []).append(table)
     return {owner: sorted(set(tables)) for owner, tables in missing.items()}
+
+
+def _module_of(plugin: object) -> ModuleType | None:
+    if isinstance(plugin, ModuleType):
+        return plugin
+    defined_in = (plugin if isinstance(plugin, type) else type(plugin)).__module__
+    return sys.modules.get(defined_in)
 
 
 def _package_of(module: ModuleType) -> str:

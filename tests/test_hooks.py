@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -1087,6 +1088,28 @@ def test_a_plugins_table_that_no_revision_creates_stops_the_start(tmp_path, plug
         apply_migrations(app)
     assert str(refused.value) == ("tables missing after migrating (plugin gizmos: gizmos): no revision creates "
                                   "them: a plugin ships its own (docs/plugins.md, Tables)")
+
+
+def test_a_plugin_that_is_an_object_has_its_tables_checked_too(tmp_path, plugin_packages):
+    """An entry point may name an object (a class's instance) rather than a
+    module: its package's models are its own all the same."""
+    import sys
+    from app.serve import MigrationError, apply_migrations
+    root, load = plugin_packages
+    _plugin_package(root, "doohickeys", "doohickeys", revision=None)
+    (root / "doohickeys" / "plugin.py").write_text(
+        "from app.hookspecs import hookimpl\n\n\nclass Doohickeys:\n"
+        "    @hookimpl\n    def claudeops_stats(self):\n        return {}\n")
+    load("doohickeys")
+    from doohickeys.plugin import Doohickeys
+    try:
+        app = make_app(tmp_path / "app", plugins=[Doohickeys()])
+        with pytest.raises(MigrationError) as refused:
+            apply_migrations(app)
+    finally:
+        sys.modules.pop("doohickeys.plugin", None)
+    assert re.fullmatch(r"tables missing after migrating \(plugin \S+: doohickeys\): no revision creates them: "
+                        r"a plugin ships its own \(docs/plugins.md, Tables\)", str(refused.value))
 
 
 def test_two_plugins_revisions_with_one_id_stop_the_start_naming_it(tmp_path, plugin_packages):
