@@ -497,6 +497,13 @@ def test_what_bash_would_run_however_it_is_written(line, expected):
     ("tmux send -t ops:0 docker Space restart Space jellyfin C-m", [(R, "jellyfin")]),
     ("tmux send-keys -l -t ops 'docker restart jellyfin'", [(R, "jellyfin")]),
     ("tmux new -d -s ops \\; send-keys -t ops 'docker restart jellyfin' Enter", [(R, "jellyfin")]),
+    ("tmux send-keys -t ops 'docker restart jellyfin' enter", [(R, "jellyfin")]),   # key names in any case
+    ("tmux send-keys -c /dev/pts/1 -t ops 'systemctl restart nginx' c-m", [(R, "nginx")]),
+    ("tmux new -d -s ops\\; new-window 'docker restart jellyfin'", [(R, "jellyfin")]),   # an argument ending in ;
+    ("tmux new -d -s ops 'echo a\\;' \\; new-window 'docker restart jellyfin'", [(R, "jellyfin")]),
+    ("tmux split-window -c '#{pane_current_path}' 'docker compose up -d'", [(R, None)]),   # a format: unknown
+    ("tmux display-popup -d /opt/media -c /dev/pts/1 -E 'docker compose restart'", [(R, "media")]),
+    ("tmux send-keys -t ops 'docker compose' Space up Enter", []),   # tmux sends "up" as the Up key
     ("tmux send-keys -t ops 'docker ps' Enter", []),
     ("tmux send-keys -t ops C-c", []),
     ("tmux send-keys -X -t ops copy-selection", []),
@@ -508,6 +515,7 @@ def test_what_bash_would_run_however_it_is_written(line, expected):
     ("screen -S ops -X stuff 'systemctl restart nginx\\n'", [(R, "nginx")]),
     ("screen -S ops -p 0 -X stuff 'docker restart jellyfin^M'", [(R, "jellyfin")]),
     ("screen -S ops -X screen -t fix docker restart jellyfin", [(R, "jellyfin")]),
+    ("screen -X -S ops -p 0 stuff 'systemctl restart nginx\\015'", [(R, "nginx")]),   # -X is a flag; octal escapes
     ("screen -ls; screen -r ops; screen -S ops -X quit", []),
     # dtach
     ("dtach -n /tmp/fix.sock -z systemctl restart nginx", [(R, "nginx")]),

@@ -29,14 +29,16 @@ class RunLine:
 class _TmuxCommand:
     options_with_value: frozenset[str]
     same_directory: bool = False
+    directory_option: str = "-c"
 
 
-def _tmux(with_value: str, same_directory: bool = False) -> _TmuxCommand:
-    return _TmuxCommand(frozenset(f"-{letter}" for letter in with_value), same_directory)
+def _tmux(with_value: str, same_directory: bool = False, directory_option: str = "-c") -> _TmuxCommand:
+    return _TmuxCommand(frozenset(f"-{letter}" for letter in with_value), same_directory, directory_option)
 
 
 # tmux's commands that run a shell command (its last words), by name and
-# alias, with the options of theirs that take a value.
+# alias, with the options of theirs that take a value and the one that
+# names the directory the command starts in.
 TMUX_RUNS = {
     "new-session": _tmux("cefFnstxy", same_directory=True), "new": _tmux("cefFnstxy", same_directory=True),
     "new-window": _tmux("ceFnt"), "neww": _tmux("ceFnt"),
@@ -44,24 +46,31 @@ TMUX_RUNS = {
     "respawn-pane": _tmux("cet"), "respawnp": _tmux("cet"),
     "respawn-window": _tmux("cet"), "respawnw": _tmux("cet"),
     "run-shell": _tmux("cdt"), "run": _tmux("cdt"),
-    "display-popup": _tmux("bcdehsStTwxy"), "popup": _tmux("bcdehsStTwxy"),
+    # a popup's -c is the client it shows on
+    "display-popup": _tmux("bcdehsStTwxy", directory_option="-d"),
+    "popup": _tmux("bcdehsStTwxy", directory_option="-d"),
     "pipe-pane": _tmux("t"), "pipep": _tmux("t"),
 }
 TMUX_SEND_KEYS = {"send-keys", "send"}
-TMUX_SEND_KEYS_WITH_VALUE = frozenset({"-N", "-t"})
+TMUX_SEND_KEYS_WITH_VALUE = frozenset({"-c", "-N", "-t"})
 TMUX_IF_SHELL = {"if-shell", "if"}
 # tmux's own options that take a value; -c runs a shell command.
 TMUX_GLOBAL_WITH_VALUE = frozenset({"-c", "-f", "-L", "-S", "-T"})
-# What send-keys types for a key's name rather than the name itself.
-KEYS_TYPED = {"Enter": "\n", "KPEnter": "\n", "C-m": "\n", "C-j": "\n", "^M": "\n", "Space": " ", "Tab": "\t"}
-# Other keys' names (C-c, M-x, Escape, Up): typed as no text.
-KEY_NAME = re.compile(r"(?:[CMS]-)+\S+|\^.|Escape|BSpace|BTab|Up|Down|Left|Right|Home|End|[NP]Page|PageUp|PageDown"
-                      r"|PgUp|PgDn|DC|IC|F[0-9]{1,2}|KP.*")
+# What send-keys types for a key's name rather than the name itself (tmux
+# reads key names in any case: enter, C-M).
+KEYS_TYPED = {"enter": "\n", "kpenter": "\n", "c-m": "\n", "c-j": "\n", "^m": "\n", "^j": "\n", "space": " ",
+              "tab": "\t"}
+# Other keys' names (C-c, M-x, Escape, Up, F5): typed as no text.
+_NAMED_KEYS = (r"Escape|BSpace|BTab|Up|Down|Left|Right|Home|End|NPage|PPage|PageUp|PageDown|PgUp|PgDn|DC|IC|Delete"
+               r"|Insert|F[0-9]{1,2}|KP(?:[0-9/*+.-]|Enter)|Enter|Space|Tab")
+KEY_NAME = re.compile(rf"(?:[CMS]-)*(?:{_NAMED_KEYS})|(?:[CMS]-)+\S|\^.", re.IGNORECASE)
 
-SCREEN_WITH_VALUE = {"-S", "-c", "-e", "-h", "-p", "-t", "-T", "-s", "-X", "-Logfile"}
+SCREEN_WITH_VALUE = {"-S", "-c", "-e", "-h", "-p", "-t", "-T", "-s", "-Logfile"}
 # screen's options that list, wipe or reattach sessions, and start no command.
 SCREEN_RUNS_NOTHING = {"-ls", "-list", "-wipe", "-v", "-version", "-r", "-x", "-R", "-RR"}
-SCREEN_STUFF_ESCAPES = {"n": "\n", "r": "\n", "t": "\t", "\\": "\\", "^M": "\n", "^J": "\n"}
+# What stuff types for its escapes: \ooo (octal), \n, \r, ^M; a carriage return ends a line as a new line does.
+SCREEN_STUFF_ESCAPE = re.compile(r"\\([0-7]{1,3}|.)|\^([MJ])", re.DOTALL)
+SCREEN_STUFF_ESCAPES = {"n": "\n", "r": "\n", "t": "\t", "M": "\n", "J": "\n"}
 
 DTACH_MODES = {"-n", "-A", "-c", "-N"}
 DTACH_WITH_VALUE = {"-e", "-r"}
@@ -77,9 +86,12 @@ def run_by_tmux(args: list[str]) -> list[RunLine]:
     found = [RunLine(value, True) for option, value in options if option.endswith("c") and value is not None]
     command: list[str] = []
     for word in rest + [";"]:
-        if word != ";":
-            command.append(word)
+        # A word that is ";" or ends in one ends a command (one in "\;" is the character).
+        if not word.endswith(";") or word.endswith("\\;"):
+            command.append(word.removesuffix("\\;") + ";" if word.endswith("\\;") else word)
             continue
+        if word[:-1]:
+            command.append(word[:-1])
         found += _tmux_command(command)
         command = []
     return found
@@ -94,8 +106,12 @@ def _tmux_command(words: list[str]) -> list[RunLine]:
         options, rest = _options(args, runs.options_with_value)
         if name in ("run-shell", "run") and "C" in _letters(options):
             return run_by_tmux(_split(rest[0])) if rest else []   # -C: a tmux command, not a shell's
-        directory = next((value for option, value in options if option.endswith("c")), None)
-        return [RunLine(_as_one_line(rest), runs.same_directory and directory is None, directory)] if rest else []
+        if not rest:
+            return []
+        directory = next((value for option, value in options if option.endswith(runs.directory_option[1])), None)
+        if directory is not None and "#{" in directory:   # a format (#{pane_current_path}): known to tmux only
+            return [RunLine(_as_one_line(rest), False)]
+        return [RunLine(_as_one_line(rest), runs.same_directory and directory is None, directory)]
     if name in TMUX_SEND_KEYS:
         options, keys = _options(args, TMUX_SEND_KEYS_WITH_VALUE)
         letters = _letters(options)
@@ -116,13 +132,13 @@ def run_by_screen(args: list[str]) -> list[RunLine]:
     """The command ``screen ARGS`` starts in a new window, or what ``-X``
     makes a running session do: ``stuff TEXT`` types it, ``screen CMD …``
     and ``exec CMD …`` run it."""
-    options, rest = _options(args, frozenset(SCREEN_WITH_VALUE))
-    sent = next((value for option, value in options if option.endswith("X")), None)
-    if sent is None:
-        if any(arg in SCREEN_RUNS_NOTHING for arg in args[:len(args) - len(rest)]):
+    options, command = _options(args, frozenset(SCREEN_WITH_VALUE))
+    if "X" not in _letters(options):
+        if any(arg in SCREEN_RUNS_NOTHING for arg in args[:len(args) - len(command)]):
             return []
-        return [RunLine(shlex.join(rest), True)] if rest else []
-    command = [sent, *rest]
+        return [RunLine(shlex.join(command), True)] if command else []
+    if not command:
+        return []
     if command[0] == "stuff":
         typed = "".join(_stuffed(text) for text in command[1:])
         return [RunLine(typed, False)] if typed.strip() else []
@@ -156,14 +172,20 @@ def run_by_sg(args: list[str]) -> list[RunLine]:
 
 
 def _typed(key: str) -> str:
-    if key in KEYS_TYPED:
-        return KEYS_TYPED[key]
+    if key.lower() in KEYS_TYPED:
+        return KEYS_TYPED[key.lower()]
     return "" if KEY_NAME.fullmatch(key) else key
 
 
 def _stuffed(text: str) -> str:
-    """What screen's ``stuff`` types for its text: ``\\n``, ``\\r`` and ``^M`` end a line."""
-    return re.sub(r"\\(.)|\^[MJ]", lambda m: SCREEN_STUFF_ESCAPES.get(m.group(1) or m.group(), m.group()), text)
+    """What screen's ``stuff`` types for its text: ``\\n``, ``\\r``, ``\\015`` and ``^M`` end a line."""
+    def typed(escape: re.Match) -> str:
+        code = escape.group(1) or escape.group(2)
+        if code.isdigit():
+            char = chr(int(code, 8))
+            return "\n" if char == "\r" else char
+        return SCREEN_STUFF_ESCAPES.get(code, code)
+    return SCREEN_STUFF_ESCAPE.sub(typed, text)
 
 
 def _as_one_line(words: list[str]) -> str:
