@@ -517,6 +517,7 @@ def test_what_bash_would_run_however_it_is_written(line, expected):
     ("screen -S ops -X screen -t fix docker restart jellyfin", [(R, "jellyfin")]),
     ("screen -X -S ops -p 0 stuff 'systemctl restart nginx\\015'", [(R, "nginx")]),   # -X is a flag; octal escapes
     ("screen -ls; screen -r ops; screen -S ops -X quit", []),
+    ("screen -S ops -X stuff 'echo \\9\\q\\\\ done^J'", []),
     # dtach
     ("dtach -n /tmp/fix.sock -z systemctl restart nginx", [(R, "nginx")]),
     ("dtach -a /tmp/fix.sock", []),

@@ -212,7 +212,8 @@ def test_cooldown_markers(text):
 @settings(max_examples=300, deadline=None)
 @given(st.one_of(st.text(max_size=200), joined(
     ["docker ", "restart ", "compose ", "up ", "-d ", "sudo ", "bash -c '", "'", '"', "&& ", "; ", "| ",
-     "systemctl ", "helm ", "upgrade ", "x ", "$y ", "\\", "(", ")"], 30)))
+     "systemctl ", "helm ", "upgrade ", "x ", "$y ", "\\", "(", ")", "<(", ">(", "< ", "tmux ", "send-keys ",
+     "new -d ", "screen ", "-X ", "stuff ", "'\\9\\015^M' ", "\\; ", "x; ", "Enter ", "sg ", "-c ", "#{p} "], 30)))
 def test_command_recogniser_never_raises(line):
     for found in recognise(line):
         assert found.action in ("restart", "redeployment")

@@ -69,7 +69,7 @@ SCREEN_WITH_VALUE = {"-S", "-c", "-e", "-h", "-p", "-t", "-T", "-s", "-Logfile"}
 # screen's options that list, wipe or reattach sessions, and start no command.
 SCREEN_RUNS_NOTHING = {"-ls", "-list", "-wipe", "-v", "-version", "-r", "-x", "-R", "-RR"}
 # What stuff types for its escapes: \ooo (octal), \n, \r, ^M; a carriage return ends a line as a new line does.
-SCREEN_STUFF_ESCAPE = re.compile(r"\\([0-7]{1,3}|.)|\^([MJ])", re.DOTALL)
+SCREEN_STUFF_ESCAPE = re.compile(r"\\([0-7]{1,3})|\\(.)|\^([MJ])", re.DOTALL)
 SCREEN_STUFF_ESCAPES = {"n": "\n", "r": "\n", "t": "\t", "M": "\n", "J": "\n"}
 
 DTACH_MODES = {"-n", "-A", "-c", "-N"}
@@ -180,11 +180,11 @@ def _typed(key: str) -> str:
 def _stuffed(text: str) -> str:
     """What screen's ``stuff`` types for its text: ``\\n``, ``\\r``, ``\\015`` and ``^M`` end a line."""
     def typed(escape: re.Match) -> str:
-        code = escape.group(1) or escape.group(2)
-        if code.isdigit():
-            char = chr(int(code, 8))
+        octal, letter, control = escape.groups()
+        if octal:
+            char = chr(int(octal, 8))
             return "\n" if char == "\r" else char
-        return SCREEN_STUFF_ESCAPES.get(code, code)
+        return SCREEN_STUFF_ESCAPES.get(letter or control, letter or control)
     return SCREEN_STUFF_ESCAPE.sub(typed, text)
 
 
