@@ -16,6 +16,7 @@ from app.config import PROJECT_ROOT, SETTINGS, Setting, derive_paths, disabled_p
 from app.database_url import engine_options, sqlalchemy_url
 from app.extensions import csrf, db, dispose_at_exit, limiter, migrate
 from app.plugins import PluginError, call_at_startup, make_plugin_manager
+from app.revision_graph import check_revision_graph
 
 MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
 
@@ -74,9 +75,11 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
     with app.app_context():
         state_dir.guard_database(app, db.engine)
         dispose_at_exit(db.engine)
-    app.extensions["claudeops.migration_dirs"] = [
-        str(directory) for _, directory in call_at_startup(pm, "claudeops_migration_dirs", (str, os.PathLike))]
+    plugin_migration_dirs = [(plugin, str(directory)) for plugin, directory
+                             in call_at_startup(pm, "claudeops_migration_dirs", (str, os.PathLike))]
+    app.extensions["claudeops.migration_dirs"] = [directory for _, directory in plugin_migration_dirs]
     migrate.init_app(app, db, directory=str(MIGRATIONS_DIR))
+    check_revision_graph(app, MIGRATIONS_DIR / "versions", plugin_migration_dirs)
     from app.auth import init_auth
     # The login check before the CSRF check: a form posted after the login
     # expired goes to the login page, not to an error about its token.

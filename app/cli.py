@@ -15,7 +15,7 @@ from flask import current_app
 from flask.cli import FlaskGroup, NoAppException, ScriptInfo, with_appcontext
 from sqlalchemy import inspect
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from app import create_app, dbfaults, runtime, standard_output, state_dir
 from app.backup_cli import backup_command, restore_command
@@ -73,6 +73,31 @@ def _making_the_state(command: click.Command) -> click.Command:
     made = copy.copy(command)
     made.callback = makes_state(command.callback)
     return made
+
+
+def _knowing_its_revisions(command: click.Command) -> click.Command:
+    """For a db command that reads the database's revision: a database at
+    one this installation lacks (a newer version's, a plugin's uninstalled
+    or left out by CLAUDEOPS_DISABLE_PLUGINS) is explained, not answered
+    with Alembic's bare "Can't locate revision"."""
+    callback = command.callback
+
+    @functools.wraps(callback)
+    def knowing(*args, **kwargs):
+        if not kwargs.get("sql"):   # --sql writes the statements out and reads no database
+            app = click.get_current_context().ensure_object(ScriptInfo).load_app()
+            with app.app_context():
+                try:
+                    unknown = unknown_revisions(app)
+                except OperationalError:   # unreachable: the command says so itself
+                    unknown = []
+                if unknown:
+                    raise click.ClickException(newer_schema(shown_url(db.engine.url), unknown,
+                                                            app.config["CLAUDEOPS_DISABLE_PLUGINS"]))
+        return callback(*args, **kwargs)
+    checked = copy.copy(command)
+    checked.callback = knowing
+    return checked
 
 
 def _beside_no_scheduler(command: click.Command) -> click.Command:
@@ -165,9 +190,13 @@ class ClaudeOpsGroup(FlaskGroup):
                           "For plugin authors (docs/example-plugin.md): revision, migrate,\n"
                           "merge and edit write revision files; init and list-templates\n"
                           "set up a directory for them.")
+            # stamp is left to meet any revision: `stamp --purge` is the way out of one that is lost.
             group.commands = {**db.commands,
-                              "upgrade": _making_the_state(_beside_no_scheduler(db.commands["upgrade"])),
-                              "downgrade": _beside_no_scheduler(db.commands["downgrade"]),
+                              "current": _knowing_its_revisions(db.commands["current"]),
+                              "check": _knowing_its_revisions(db.commands["check"]),
+                              "upgrade": _making_the_state(_beside_no_scheduler(
+                                  _knowing_its_revisions(db.commands["upgrade"]))),
+                              "downgrade": _beside_no_scheduler(_knowing_its_revisions(db.commands["downgrade"])),
                               "stamp": _beside_no_scheduler(db.commands["stamp"])}
             self.add_command(group, "db")
             self._loaded_plugin_commands = True

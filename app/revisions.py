@@ -107,27 +107,34 @@ def dashboard_refusal(app: Flask) -> str | None:
             "(`claudeops serve` or `claudeops scheduler`), or run `claudeops db upgrade heads` with it stopped")
 
 
-def tables_not_created(app: Flask) -> dict[str, list[str]]:
+def schema_not_created(app: Flask) -> dict[str, list[str]]:
     """The tables of the host's and each installed plugin's models that the
-    database lacks once migrated, by who owns them ("the host", or
-    "plugin <name>"): models a plugin defines with no revision that creates their table,
-    or whose revision another's took the place of (ids are one namespace).
-    A plugin's models are those of its package: the module's (an entry
-    point's, a built-in's), or that of the module which defines the class
-    the plugin is, or is an instance of."""
+    database lacks once migrated, and the columns of the tables it has
+    (``table.column``), by who owns them ("the host", or "plugin <name>"):
+    models a plugin defines, or columns it adds to one, with no revision
+    that creates them. A plugin's models are those of its package: the
+    module's (an entry point's, a built-in's), or that of the module which
+    defines the class the plugin is, or is an instance of."""
     owners = {"app": "the host"}
     for name, plugin in app.extensions["claudeops.plugins"].list_name_plugin():
         module = _module_of(plugin)
         if module is not None:
             owners.setdefault(_package_of(module), f"plugin {name}")
-    present = set(inspect(db.engine).get_table_names())
-    missing: dict[str, list[str]] = {}
+    inspector = inspect(db.engine)
+    present = set(inspector.get_table_names())
+    missing: dict[str, set[str]] = {}
     for mapper in db.Model.registry.mappers:
-        table = mapper.local_table.name
+        table = mapper.local_table
         owner = _owner(mapper.class_.__module__, owners)
-        if owner is not None and table not in present:
-            missing.setdefault(owner, []).append(table)
-    return {owner: sorted(set(tables)) for owner, tables in missing.items()}
+        if owner is None:
+            continue
+        if table.name not in present:
+            missing.setdefault(owner, set()).add(table.name)
+            continue
+        columns = {column["name"] for column in inspector.get_columns(table.name)}
+        missing.setdefault(owner, set()).update(f"{table.name}.{column.name}" for column in table.columns
+                                                if column.name not in columns)
+    return {owner: sorted(names) for owner, names in missing.items() if names}
 
 
 def _module_of(plugin: object) -> ModuleType | None:

@@ -17,7 +17,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import warnings
 from pathlib import Path
 
 import flask_migrate
@@ -29,7 +28,7 @@ from app import dbfaults, runtime
 from app.config import PROJECT_ROOT
 from app.database_url import absolute_sqlite_url, shown_url
 from app.extensions import db
-from app.revisions import newer_schema, refused_revisions, tables_not_created, unknown_revisions
+from app.revisions import newer_schema, refused_revisions, schema_not_created, unknown_revisions
 from app.sessions.prompts import TIER_PROMPT_FILES
 from app.sessions.scheduler import SessionScheduler
 
@@ -38,10 +37,6 @@ log = logging.getLogger(__name__)
 GUNICORN_STOP_SECONDS = 30
 # Ends gunicorn if this process is killed outright (see the file).
 GUNICORN_CONF = Path(__file__).with_name("gunicorn_conf.py")
-
-
-# How Alembic warns of two revision files with one id (it keeps one of them).
-DUPLICATE_REVISION = "is present more than once"
 
 
 class MigrationError(RuntimeError):
@@ -114,17 +109,11 @@ def say_what_the_config_page_holds_over(app: Flask) -> None:
 
 def apply_migrations(app: Flask) -> None:
     """Every head: the host's revisions and each plugin's own branch; then
-    every model's table must be there."""
-    said: list[warnings.WarningMessage] = []
-    try:
-        with app.app_context(), warnings.catch_warnings(record=True) as said:
-            warnings.filterwarnings("always", message=f".*{DUPLICATE_REVISION}")
-            _upgrade_to_every_head(app)
-            _refuse_tables_not_created(app, list(dict.fromkeys(str(warning.message) for warning in said
-                                                               if DUPLICATE_REVISION in str(warning.message))))
-    finally:
-        for warning in said:   # told as they would have been, once they are no longer caught
-            warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
+    every model's table must be there. (Revisions that cannot be read
+    together stopped the app's creation: app/revision_graph.py.)"""
+    with app.app_context():
+        _upgrade_to_every_head(app)
+        _refuse_schema_not_created(app)
 
 
 def _upgrade_to_every_head(app: Flask) -> None:
@@ -151,18 +140,15 @@ def _upgrade_to_every_head(app: Flask) -> None:
             "and run `claudeops db downgrade <branch>@base` before removing it") from None
 
 
-def _refuse_tables_not_created(app: Flask, duplicates: list[str]) -> None:
-    """A plugin whose tables no revision created would fail at its first
-    query, long after the start: stopped here, with the likely cause. Alembic
-    only warns of two revisions with one id, and keeps one of them."""
-    missing = tables_not_created(app)
+def _refuse_schema_not_created(app: Flask) -> None:
+    """A plugin whose tables or columns no revision created would fail at
+    its first query, long after the start: stopped here, with the likely cause."""
+    missing = schema_not_created(app)
     if not missing:
         return
-    named = "; ".join(f"{owner}: {', '.join(tables)}" for owner, tables in sorted(missing.items()))
-    cause = (f"two revisions share an id ({'; '.join(duplicates)}), and one was left out: give each plugin's "
-             "revision ids its own prefix" if duplicates else
-             "no revision creates them: a plugin ships its own (docs/plugins.md, Tables)")
-    raise MigrationError(f"tables missing after migrating ({named}): {cause}")
+    named = "; ".join(f"{owner}: {', '.join(names)}" for owner, names in sorted(missing.items()))
+    raise MigrationError(f"tables or columns missing after migrating ({named}): no revision creates them: a "
+                         "plugin ships its own, for every table and column its models add (docs/plugins.md, Tables)")
 
 
 def gunicorn_command(host: str, port: int, workers: int, log_level: str = "INFO",

@@ -200,13 +200,19 @@ def test_a_database_with_an_unknown_revision_gives_a_clear_error(tmp_path):
     with engine.begin() as connection:
         connection.execute(text("INSERT INTO alembic_version VALUES ('gone_plugin_0001')"))
     engine.dispose()
-    result = subprocess.run([str(CLAUDEOPS), "run"], env=env, capture_output=True, text=True, timeout=60)
-    assert result.returncode == 1
-    assert "is at schema revision gone_plugin_0001, which this installation does not know" in result.stderr
-    # Both ways it comes about, each with its own way back: no downgrade for a newer version's database.
-    assert "Either a newer version of Claude Ops migrated it: install that version again, or restore" in result.stderr
-    assert "Or a plugin whose tables are in it was uninstalled: reinstall it" in result.stderr
-    assert "Traceback" not in result.stderr
+    # The db commands that read its revision say so too, not Alembic's bare "Can't locate revision".
+    for command in (["run"], ["db", "current"], ["db", "check"], ["db", "upgrade", "heads"],
+                    ["db", "downgrade", "0001_sessions"]):
+        result = subprocess.run([str(CLAUDEOPS), *command], env=env, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 1, command
+        assert "is at schema revision gone_plugin_0001, which this installation does not know" in result.stderr
+        # Both ways it comes about, each with its own way back: no downgrade for a newer version's database.
+        assert "Either a newer version of Claude Ops migrated it: install that version again, or restore" in \
+            result.stderr
+        assert "Or a plugin whose tables are in it was uninstalled: reinstall it" in result.stderr
+        assert "Traceback" not in result.stderr and "Can't locate revision" not in result.stderr
+    history = subprocess.run([str(CLAUDEOPS), "db", "history"], env=env, capture_output=True, text=True, timeout=60)
+    assert history.returncode == 0 and "0001_sessions" in history.stdout   # reads the files, not the database
 
 
 def test_migrating_says_a_line_for_each_revision_and_nothing_of_alembic_s_own_set_up(tmp_path):

@@ -1030,9 +1030,10 @@ def test_hook_claudeops_mcp_tools_serves_a_plugins_tool(tmp_path):
         assert tools["open_incidents"].function(limit=2) == "app: none of 2"
 
 
-def _plugin_package(root: Path, name: str, table: str, revision: str | None) -> None:
+def _plugin_package(root: Path, name: str, table: str, revision: str | None, extra_column: str = "") -> None:
     """A plugin package ``name`` with one model (``table``), and a revision
-    ``revision`` that creates it, or none."""
+    ``revision`` that creates it, or none; with ``extra_column``, a column
+    of the model that the revision does not create."""
     package = root / name
     (package / "migrations").mkdir(parents=True)
     (package / "__init__.py").write_text(f'''
@@ -1045,6 +1046,7 @@ from app.marker_queue import MarkerQueue
 class Row(db.Model):
     __tablename__ = "{table}"
     id = db.Column(db.Integer, primary_key=True)
+    {f"{extra_column} = db.Column(db.String(20))" if extra_column else ""}
 
 
 @hookimpl
@@ -1086,8 +1088,20 @@ def test_a_plugins_table_that_no_revision_creates_stops_the_start(tmp_path, plug
     app = make_app(tmp_path / "app", plugins=load("gizmos", "sprockets"))
     with pytest.raises(MigrationError) as refused:
         apply_migrations(app)
-    assert str(refused.value) == ("tables missing after migrating (plugin gizmos: gizmos): no revision creates "
-                                  "them: a plugin ships its own (docs/plugins.md, Tables)")
+    assert str(refused.value) == ("tables or columns missing after migrating (plugin gizmos: gizmos): no revision "
+                                  "creates them: a plugin ships its own, for every table and column its models add "
+                                  "(docs/plugins.md, Tables)")
+
+
+def test_a_plugins_column_that_no_revision_adds_stops_the_start(tmp_path, plugin_packages):
+    """Before, the service started, and every query of the table failed."""
+    from app.serve import MigrationError, apply_migrations
+    root, load = plugin_packages
+    _plugin_package(root, "gizmos", "gizmos", revision="gizmos_0001", extra_column="note")
+    app = make_app(tmp_path / "app", plugins=load("gizmos"), upgrade=False)
+    with pytest.raises(MigrationError) as refused:
+        apply_migrations(app)
+    assert str(refused.value).startswith("tables or columns missing after migrating (plugin gizmos: gizmos.note): ")
 
 
 def test_a_plugin_that_is_an_object_has_its_tables_checked_too(tmp_path, plugin_packages):
@@ -1108,20 +1122,82 @@ def test_a_plugin_that_is_an_object_has_its_tables_checked_too(tmp_path, plugin_
             apply_migrations(app)
     finally:
         sys.modules.pop("doohickeys.plugin", None)
-    assert re.fullmatch(r"tables missing after migrating \(plugin \S+: doohickeys\): no revision creates them: "
-                        r"a plugin ships its own \(docs/plugins.md, Tables\)", str(refused.value))
+    assert re.fullmatch(r"tables or columns missing after migrating \(plugin \S+: doohickeys\): no revision "
+                        r"creates them: .*", str(refused.value))
 
 
-def test_two_plugins_revisions_with_one_id_stop_the_start_naming_it(tmp_path, plugin_packages):
-    from app.serve import MigrationError, apply_migrations
+def test_two_plugins_revisions_with_one_id_stop_the_start_naming_both(tmp_path, plugin_packages):
+    from app.plugins import PluginError
     root, load = plugin_packages
     _plugin_package(root, "gadgets", "gadgets", revision="parts_0001")
     _plugin_package(root, "widgetry", "widgetry", revision="parts_0001")
-    with pytest.warns(UserWarning, match="parts_0001 is present more than once"):
-        app = make_app(tmp_path / "app", plugins=load("gadgets", "widgetry"))
-    with pytest.raises(MigrationError) as refused:
-        apply_migrations(app)
+    with pytest.raises(PluginError) as refused:
+        make_app(tmp_path / "app", plugins=load("gadgets", "widgetry"))
+    assert str(refused.value) == (
+        f"two schema revisions have the id parts_0001 (plugin gadgets's {root}/gadgets/migrations/gadgets_0001.py; "
+        f"plugin widgetry's {root}/widgetry/migrations/widgetry_0001.py), and Alembic would keep only one of them: "
+        "revision ids are one namespace, give each plugin's its own prefix")
+
+
+def _second_revision(root: Path, name: str, revision: str, down_revision: str) -> Path:
+    path = root / name / "migrations" / f"{name}_0002.py"
+    path.write_text(f"revision = {revision!r}\ndown_revision = {down_revision!r}\nbranch_labels = None\n"
+                    "depends_on = None\n\n\ndef upgrade():\n    pass\n\n\ndef downgrade():\n    pass\n")
+    return path
+
+
+def test_a_plugins_revision_naming_a_parent_no_revision_has_stops_the_start_naming_it(tmp_path, plugin_packages):
+    """A typo in down_revision made every command end in Alembic's KeyError."""
+    from app.plugins import PluginError
+    root, load = plugin_packages
+    _plugin_package(root, "gizmos", "gizmos", revision="gizmos_0001")
+    second = _second_revision(root, "gizmos", "gizmos_0002", "gizmos_001")
+    with pytest.raises(PluginError) as refused:
+        make_app(tmp_path / "app", plugins=load("gizmos"))
+    assert str(refused.value) == (f"plugin gizmos's schema revision {second} names a revision 'gizmos_001' that no "
+                                  "installed revision has (a typo in its down_revision or depends_on?)")
+
+
+def test_a_plugins_revision_with_an_id_of_the_hosts_stops_the_start_naming_it(tmp_path, plugin_packages):
+    from app.plugins import PluginError
+    root, load = plugin_packages
+    _plugin_package(root, "gizmos", "gizmos", revision="0001_sessions")
+    with pytest.raises(PluginError) as refused:
+        make_app(tmp_path / "app", plugins=load("gizmos"))
     message = str(refused.value)
-    assert message.startswith("tables missing after migrating (plugin ")
-    assert "two revisions share an id (Revision parts_0001 is present more than once)" in message
-    assert "give each plugin's revision ids its own prefix" in message
+    assert message.startswith(f"plugin gizmos's schema revision {root}/gizmos/migrations/gizmos_0001.py ")
+    assert "0001_sessions" in message and "give yours a prefix of your own" in message
+
+
+def test_a_plugins_revision_that_does_not_import_stops_the_start_naming_it(tmp_path, plugin_packages):
+    from app.plugins import PluginError
+    root, load = plugin_packages
+    _plugin_package(root, "gizmos", "gizmos", revision="gizmos_0001")
+    second = _second_revision(root, "gizmos", "gizmos_0002", "gizmos_0001")
+    second.write_text(second.read_text() + "\nimport a_module_that_is_not_there\n")
+    with pytest.raises(PluginError) as refused:
+        make_app(tmp_path / "app", plugins=load("gizmos"))
+    assert str(refused.value) == (f"plugin gizmos's schema revision {second} cannot be read with the rest "
+                                  "(ModuleNotFoundError: No module named 'a_module_that_is_not_there')")
+
+
+def test_the_revision_graph_is_read_once_while_its_files_stay_as_they_are(tmp_path, plugin_packages, monkeypatch):
+    from app import revision_graph
+    root, load = plugin_packages
+    _plugin_package(root, "gizmos", "gizmos", revision="gizmos_0001")
+    plugins = load("gizmos")
+    make_app(tmp_path / "one", plugins=plugins)
+    reads = []
+    real = revision_graph.ScriptDirectory
+
+    class Counted:
+        @staticmethod
+        def from_config(config):
+            reads.append(config)
+            return real.from_config(config)
+    monkeypatch.setattr(revision_graph, "ScriptDirectory", Counted)
+    make_app(tmp_path / "two", plugins=plugins, upgrade=False)
+    assert reads == []
+    _second_revision(root, "gizmos", "gizmos_0002", "gizmos_0001")
+    make_app(tmp_path / "three", plugins=plugins, upgrade=False)
+    assert len(reads) == 1
