@@ -526,6 +526,35 @@ def test_what_terminal_multiplexers_run_or_type(line, expected):
     assert found(line) == expected
 
 
+@pytest.mark.parametrize("line, expected", [
+    # a command run inside a container, a pod or a guest, as ssh's is on a host
+    ("docker exec jellyfin supervisorctl restart transcoder", [(R, "transcoder")]),
+    ("docker exec -it -u root -w /app web sh -c 'service nginx restart'", [(R, "nginx")]),
+    ("docker -H ssh://nas container exec -e A=1 web supervisorctl restart app", [(R, "app")]),
+    ("podman exec web systemctl restart nginx", [(R, "nginx")]),
+    ("docker compose -p media exec -T jellyfin supervisorctl restart transcoder", [(R, "transcoder")]),
+    ("docker-compose exec web supervisorctl restart app", [(R, "app")]),
+    ("kubectl -n prod exec -it deploy/web -c app -- supervisorctl restart app", [(R, "app")]),
+    ("kubectl exec -n prod web supervisorctl restart app", [(R, "app")]),   # the form before --
+    ("microk8s kubectl exec web -- supervisorctl restart app", [(R, "app")]),
+    ("lxc exec pihole -- systemctl restart pihole-ftl", [(R, "pihole-ftl")]),
+    ("incus exec c1 --env A=b -- systemctl restart nginx", [(R, "nginx")]),
+    ("pct exec 101 -- systemctl restart nginx", [(R, "nginx")]),
+    ("machinectl shell root@c1 /usr/bin/systemctl restart nginx", [(R, "nginx")]),
+    ("echo 'supervisorctl restart app' | docker exec -i web sh", [(R, "app")]),
+    # ...in a directory no one can know there
+    ("cd /opt/media && docker exec tools docker compose restart", [(R, None)]),
+    # ...and what runs nothing like a restart
+    ("docker exec web nginx -s reload", []),
+    ("docker exec -it db psql -U app -c 'select count(*) from jobs'", []),
+    ("kubectl exec deploy/web -- curl -s localhost:8080/health", []),
+    ("docker compose exec web python manage.py migrate", []),
+    ("pct exec 101 -- df -h && pct list", []),
+])
+def test_what_containers_and_guests_run(line, expected):
+    assert found(line) == expected
+
+
 def test_substitutions_nested_too_deeply_are_refused_not_raised():
     """Each $( was once a level of recursion: a thousand of them raised
     RecursionError, and the hook let the restart before them through."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
 from plugins.cooldowns.limits import REDEPLOYMENT, RESTART
-from plugins.cooldowns.options import Args, parse_args
+from plugins.cooldowns.options import COMPOSE_GLOBAL, DOCKER_GLOBAL, KUBECTL_VALUE, Args, parse_args
 from plugins.cooldowns.prefilter import names_a_program
 from plugins.cooldowns.shell import (FROM_OTHER_LANGUAGE, FROM_RUN_TIME_LINE, FROM_SHELL_INPUT, HEREDOC_CODE,
                                      PROCESS_SUBSTITUTED, RUN_TIME_PARTS,
@@ -165,8 +165,6 @@ def _each(action: str, targets: list[str], command: SimpleCommand) -> list[Recog
 
 # -- docker / podman ----------------------------------------------------------
 
-DOCKER_GLOBAL = {"-H", "--host", "-c", "--context", "--config", "-l", "--log-level",
-                 "--tlscacert", "--tlscert", "--tlskey", "--url", "--connection", "--identity"}
 DOCKER_RESTART = {"-t", "--time", "--timeout", "-s", "--signal", "--detach-keys", "--checkpoint",
                   "--checkpoint-dir"}
 EVERY_CONTAINER = ("-a", "--all", "-l", "--latest", "--running", "--filter")
@@ -198,8 +196,6 @@ def _docker(command: SimpleCommand, words: list[str], state: _Line) -> list[Reco
 
 # -- docker compose / docker-compose ---------------------------------------------
 
-COMPOSE_GLOBAL = {"-f", "--file", "-p", "--project-name", "--project-directory", "--env-file", "--profile",
-                  "--ansi", "--parallel", "--progress"}
 COMPOSE_UP = {"-t", "--timeout", "--scale", "--pull", "--exit-code-from", "--attach", "--no-attach",
               "--wait-timeout"}
 COMPOSE_PULL_BUILD = {"--policy", "--build-arg", "--builder", "-m", "--memory", "--ssh", "--progress"}
@@ -329,9 +325,6 @@ def _service(command: SimpleCommand, words: list[str], state: _Line) -> list[Rec
 
 # -- kubectl, ansible-playbook, helm ------------------------------------------------
 
-KUBECTL_VALUE = {"-v", "--v", "-n", "--namespace", "--context", "--kubeconfig", "--cluster", "--user", "-s", "--server",
-                 "--token", "-l", "--selector", "-o", "--output", "-f", "--filename", "--field-manager", "--as",
-                 "--as-group", "--request-timeout", "--to-revision", "--template", "-k", "--kustomize"}
 
 
 # OpenShift's oc also starts a DeploymentConfig's new rollout (latest) or

@@ -6,6 +6,16 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 
+# The options that take a value, of the programs more than one module reads.
+DOCKER_GLOBAL = {"-H", "--host", "-c", "--context", "--config", "-l", "--log-level",
+                 "--tlscacert", "--tlscert", "--tlskey", "--url", "--connection", "--identity"}
+COMPOSE_GLOBAL = {"-f", "--file", "-p", "--project-name", "--project-directory", "--env-file", "--profile",
+                  "--ansi", "--parallel", "--progress"}
+KUBECTL_VALUE = {"-v", "--v", "-n", "--namespace", "--context", "--kubeconfig", "--cluster", "--user", "-s", "--server",
+                 "--token", "-l", "--selector", "-o", "--output", "-f", "--filename", "--field-manager", "--as",
+                 "--as-group", "--request-timeout", "--to-revision", "--template", "-k", "--kustomize"}
+
+
 @dataclass
 class Args:
     options: dict[str, list[str]] = field(default_factory=dict)

@@ -13,6 +13,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
+from plugins.cooldowns.elsewhere import run_elsewhere
 from plugins.cooldowns.terminals import RunLine, run_by_dtach, run_by_screen, run_by_sg, run_by_tmux
 
 OPERATOR_CHARS = ";&|()<>`\n"
@@ -593,6 +594,8 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | ReadsInput | None:
             words = words[words.index("--args") + 1:]   # gdb [options] --args PROGRAM ARG…
         elif name in TERMINALS:
             return _run_lines(TERMINALS[name](words[1:]))
+        elif (inside := run_elsewhere(name, words[1:])) is not None:   # docker exec, kubectl exec, pct exec, …
+            return _run_lines(inside)
         elif name == "flock":
             rest = _after_options(words[1:], FLOCK_OPTIONS_WITH_VALUE)
             if len(rest) > 2 and rest[1] in ("-c", "--command"):
