@@ -15,7 +15,8 @@ RULES = """## Cooldowns
 Restarts and redeployments are limited per service: {limits}, counted over a sliding window. \
 A restart or redeployment beyond its limit is refused before it runs (the command fails with the reason); \
 do not look for another way to do it: report the problem with an event marker so the operator can decide. \
-Name the service literally in the command (`docker restart jellyfin`, not `docker restart $name`).
+Name the service literally in the command (`docker restart jellyfin`, not `docker restart $name` or a \
+container id).
 
 After each restart or redeployment, report how it went, on its own line, naming the service as the \
 command did:
