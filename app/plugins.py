@@ -125,7 +125,8 @@ def how_to_start_without(message: str) -> str:
     named = [name for name in installed_plugin_names() if re.search(rf"\bplugin {re.escape(name)}(?![\w.-])", message)]
     if not named:
         return message
-    return f"{message} (CLAUDEOPS_DISABLE_PLUGINS={','.join(named)} starts the service without it)"
+    return f"{message} (CLAUDEOPS_DISABLE_PLUGINS={','.join(named)} starts the service without " \
+           f"{'it' if len(named) == 1 else 'them'})"
 
 
 def _load_entry_point(pm: pluggy.PluginManager, name: str) -> None:

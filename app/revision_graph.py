@@ -53,24 +53,39 @@ def _fingerprint(directories: list[Path]) -> tuple:
 
 
 def _why(exc: Exception, host_dir: Path, plugin_dirs: list[tuple[str, str]]) -> str:
-    culprit = _file_of(exc, plugin_dirs)   # a revision file that does not import, or raised
-    if culprit is None and isinstance(exc, KeyError) and exc.args:   # a parent no revision has
+    raised_in = _file_of(exc, plugin_dirs)   # a revision file that does not import, or raised
+    if raised_in is None and isinstance(exc, KeyError) and exc.args:   # a parent no revision has
         missing = str(exc.args[0])
         for plugin, path in _files_naming(missing, plugin_dirs):
             return (f"plugin {plugin}'s schema revision {path} names a revision {missing!r} that no installed "
                     "revision has (a typo in its down_revision or depends_on?)")
     detail = f"{type(exc).__name__}: {_first_line(exc)}"
-    if culprit is None:   # a loop, a branch name used twice: the revisions it names
-        named = getattr(exc, "revisions", None) or re.findall(r"'([^']+)'", str(exc))
-        culprit = next((found for revision in named for found in _files_naming(str(revision), plugin_dirs)), None)
-    if culprit is None:
+    named = [raised_in] if raised_in else _named(str(exc), plugin_dirs)
+    if not named:
         return f"the schema revisions cannot be read ({detail})"
-    plugin, path = culprit
+    if len(named) > 1:   # a branch name two plugins give: which one took it first is Alembic's order
+        files = " and ".join(f"plugin {plugin}'s {path}" for plugin, path in named)
+        return f"the schema revisions {files} cannot be read together ({detail})"
+    (plugin, path), = named
     why = f"plugin {plugin}'s schema revision {path} cannot be read with the rest ({detail})"
     clash = [revision for revision in REVISION_ID.findall(_text(path)) if _files_with_id(revision, host_dir)]
     if clash:
         why += f": its id {clash[0]} is one of the host's; revision ids are one namespace, give yours a prefix of your own"
     return why
+
+
+def _named(message: str, plugin_dirs: list[tuple[str, str]]) -> list[tuple[str, Path]]:
+    """The plugins' revision files an error's message names, by revision id
+    ("Branch name 'x' in revision backups_0001 already used by revision
+    incidents_0001") or by file name ("Could not determine revision id from
+    filename helpers.py"), in the order it names them."""
+    files = [(plugin, path, set(REVISION_ID.findall(_text(path))))
+             for plugin, directory in plugin_dirs for path in sorted(Path(directory).glob("*.py"))]
+    named: list[tuple[str, Path]] = []
+    for word in (word.rstrip(".") for word in re.findall(r"[\w.@-]+", message)):   # not a sentence's full stop
+        named += [(plugin, path) for plugin, path, ids in files
+                  if (word == path.name or word in ids) and (plugin, path) not in named]
+    return named
 
 
 def _first_line(exc: Exception) -> str:

@@ -272,6 +272,8 @@ def test_recognises(line, expected):
     ("\"$VENV/bin/pip\" install -r requirements.txt && docker compose ps", []),
     ("${KUBECTL:-kubectl} rollout status deploy/web", []),
     ("${KUBECTL:-kubectl} rollout restart deployment/web", [(R, "web")]),
+    ("minikube kubectl -- rollout restart deployment/web", [(R, "web")]),
+    ("microk8s.kubectl rollout restart deployment/web", [(R, "web")]),
     # a script's words with a variable in them are no word spelt at run time
     ("docker exec web sh -c 'pip install -q requests && echo $HOME'", []),
     # a heredoc's code is what follows the interpreter, not the command feeding it
@@ -542,6 +544,21 @@ def test_what_terminal_multiplexers_run_or_type(line, expected):
     ("pct exec 101 -- systemctl restart nginx", [(R, "nginx")]),
     ("machinectl shell root@c1 /usr/bin/systemctl restart nginx", [(R, "nginx")]),
     ("echo 'supervisorctl restart app' | docker exec -i web sh", [(R, "app")]),
+    ("podman exec -l systemctl restart nginx", [(R, "nginx")]),   # the latest container, named by no word
+    ("nerdctl -n k8s.io exec abc systemctl restart nginx", [(R, "nginx")]),
+    ("kubectl exec web-0 -n prod -c app supervisorctl restart app", [(R, "app")]),   # old: options anywhere
+    ("kubectl -n exec exec web -- supervisorctl restart app", [(R, "app")]),   # a namespace called exec
+    ("minikube kubectl -- exec web -- supervisorctl restart app", [(R, "app")]),
+    ("oc debug node/n1 -- chroot /host systemctl restart kubelet", [(R, "kubelet")]),
+    ("oc rsh -c app web-1 supervisorctl restart app", [(R, "app")]),
+    ("k3s crictl exec -i abc systemctl restart nginx", [(R, "nginx")]),
+    ("lxc --project homelab exec c1 --env A=b systemctl restart nginx", [(R, "nginx")]),
+    ("lxc-attach -n c1 -- systemctl restart nginx", [(R, "nginx")]),
+    ("qm guest exec 101 -- systemctl restart nginx", [(R, "nginx")]),
+    ("machinectl shell --uid=0 c1 /usr/bin/systemctl restart nginx", [(R, "nginx")]),
+    ("multipass exec vm -- sudo systemctl restart nginx", [(R, "nginx")]),
+    ("distrobox enter box -- sudo systemctl restart nginx", [(R, "nginx")]),
+    ("vagrant ssh web -c 'sudo systemctl restart nginx'", [(R, "nginx")]),
     # ...in a directory no one can know there
     ("cd /opt/media && docker exec tools docker compose restart", [(R, None)]),
     # ...and what runs nothing like a restart
@@ -550,6 +567,11 @@ def test_what_terminal_multiplexers_run_or_type(line, expected):
     ("kubectl exec deploy/web -- curl -s localhost:8080/health", []),
     ("docker compose exec web python manage.py migrate", []),
     ("pct exec 101 -- df -h && pct list", []),
+    ("kubectl exec -it web -- bash; oc rsh web-1; vagrant ssh; minikube kubectl -- get pods", []),
+    # a help or a dry run runs nothing
+    ("docker exec -h web supervisorctl restart app", []),
+    ("kubectl exec --help web -- supervisorctl restart app", []),
+    ("docker compose --dry-run exec web supervisorctl restart app", []),
 ])
 def test_what_containers_and_guests_run(line, expected):
     assert found(line) == expected

@@ -1201,3 +1201,32 @@ def test_the_revision_graph_is_read_once_while_its_files_stay_as_they_are(tmp_pa
     _second_revision(root, "gizmos", "gizmos_0002", "gizmos_0001")
     make_app(tmp_path / "three", plugins=plugins, upgrade=False)
     assert len(reads) == 1
+
+
+def test_a_branch_label_two_plugins_give_names_both(tmp_path, plugin_packages):
+    from app.plugins import PluginError
+    root, load = plugin_packages
+    _plugin_package(root, "gizmos", "gizmos", revision="gizmos_0001")
+    _plugin_package(root, "sprockets", "sprockets", revision="sprockets_0001")
+    revision = root / "sprockets" / "migrations" / "sprockets_0001.py"
+    revision.write_text(revision.read_text().replace("branch_labels = ('sprockets',)", "branch_labels = ('gizmos',)"))
+    assert "('gizmos',)" in revision.read_text()
+    with pytest.raises(PluginError) as refused:
+        make_app(tmp_path / "app", plugins=load("gizmos", "sprockets"))
+    message = str(refused.value)
+    assert message.startswith("the schema revisions plugin ") and " cannot be read together (RevisionError: " \
+        "Branch name 'gizmos' in revision " in message
+    assert f"plugin sprockets's {revision}" in message
+    assert f"plugin gizmos's {root}/gizmos/migrations/gizmos_0001.py" in message
+
+
+def test_a_file_among_a_plugins_revisions_that_is_none_is_named(tmp_path, plugin_packages):
+    from app.plugins import PluginError
+    root, load = plugin_packages
+    _plugin_package(root, "gizmos", "gizmos", revision="gizmos_0001")
+    helpers = root / "gizmos" / "migrations" / "helpers.py"
+    helpers.write_text("def shared():\n    pass\n")
+    with pytest.raises(PluginError) as refused:
+        make_app(tmp_path / "app", plugins=load("gizmos"))
+    assert str(refused.value).startswith(f"plugin gizmos's schema revision {helpers} cannot be read with the rest "
+                                         "(CommandError: Could not determine revision id from filename helpers.py")

@@ -333,7 +333,7 @@ OC_REDEPLOYS = ("undo", "latest", "retry")
 
 
 def _kubectl_within(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
-    """``k3s kubectl …`` and ``microk8s kubectl …``: kubectl under another name."""
+    """``k3s kubectl …``, ``microk8s kubectl …`` and ``minikube kubectl -- …``: kubectl under another name."""
     return _kubectl(command, words[1:], state) if words[:1] == ["kubectl"] else []
 
 
@@ -405,6 +405,7 @@ HANDLERS: dict[str, Handler] = {
     "docker-compose": _compose, "podman-compose": _compose,
     "systemctl": _systemctl, "service": _service, "rc-service": _service, "invoke-rc.d": _service,
     "supervisorctl": _supervisorctl,
-    "kubectl": _kubectl, "k3s": _kubectl_within, "microk8s": _kubectl_within, "oc": _kubectl,
+    "kubectl": _kubectl, "k3s": _kubectl_within, "microk8s": _kubectl_within, "minikube": _kubectl_within,
+    "microk8s.kubectl": _kubectl, "oc": _kubectl,
     "ansible-playbook": _ansible_playbook, "helm": _helm,
 }

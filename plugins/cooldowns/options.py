@@ -6,14 +6,24 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 
-# The options that take a value, of the programs more than one module reads.
+# The options that take a value, of the programs more than one module reads:
+# docker's and podman's and nerdctl's own (before the subcommand), compose's
+# (v2's and v1's), kubectl's anywhere.
 DOCKER_GLOBAL = {"-H", "--host", "-c", "--context", "--config", "-l", "--log-level",
-                 "--tlscacert", "--tlscert", "--tlskey", "--url", "--connection", "--identity"}
+                 "--tlscacert", "--tlscert", "--tlskey", "--url", "--connection", "--identity",
+                 "--root", "--runroot", "--storage-driver", "--storage-opt", "--runtime", "--events-backend",
+                 "--tmpdir", "--conmon", "--network-cmd-path", "--module", "--ssh", "--out",
+                 "-n", "--namespace", "-a", "--address", "--snapshotter", "--cni-path", "--cni-netconfpath",
+                 "--data-root", "--cgroup-manager", "--hosts-dir"}
 COMPOSE_GLOBAL = {"-f", "--file", "-p", "--project-name", "--project-directory", "--env-file", "--profile",
-                  "--ansi", "--parallel", "--progress"}
+                  "--ansi", "--parallel", "--progress",
+                  "-H", "--host", "-c", "--context", "--log-level", "--tlscacert", "--tlscert", "--tlskey"}
 KUBECTL_VALUE = {"-v", "--v", "-n", "--namespace", "--context", "--kubeconfig", "--cluster", "--user", "-s", "--server",
                  "--token", "-l", "--selector", "-o", "--output", "-f", "--filename", "--field-manager", "--as",
-                 "--as-group", "--request-timeout", "--to-revision", "--template", "-k", "--kustomize"}
+                 "--as-group", "--request-timeout", "--to-revision", "--template", "-k", "--kustomize",
+                 "--as-uid", "--cache-dir", "--certificate-authority", "--client-certificate", "--client-key",
+                 "--tls-server-name", "--username", "--password", "--log-file", "--log-dir", "--vmodule",
+                 "--profile", "--profile-output", "--kuberc"}
 
 
 @dataclass
