@@ -25,7 +25,7 @@ from app.database_url import shown_url
 from app.extensions import db
 from app.plugins import PluginError, how_to_start_without
 from app.portable_text import is_unicode
-from app.revisions import newer_schema, refused_revisions, unknown_revisions
+from app.revisions import newer_schema, refused_revisions, schema_no_revision_creates, unknown_revisions
 
 
 class StartupError(NoAppException):
@@ -150,8 +150,8 @@ class ClaudeOpsGroup(FlaskGroup):
         except state_dir.NoDatabase as exc:
             raise click.ClickException(f"{exc}. {_SERVICE_SETTINGS_FIRST}") from None
         except SQLAlchemyError as exc:
-            advice = (_no_database(ctx, exc) or dbfaults.schema_behind(exc) or _unusable_database(ctx, exc)
-                      or _not_permitted(ctx, exc))
+            advice = (_no_database(ctx, exc) or _no_revision_creates(ctx, exc) or dbfaults.schema_behind(exc)
+                      or _unusable_database(ctx, exc) or _not_permitted(ctx, exc))
             if advice is None:
                 raise
             raise click.ClickException(advice) from None
@@ -252,6 +252,20 @@ def _schema_checked(command: click.Command, path: str) -> click.Command:
         return command.invoke(ctx)
     checked.invoke = invoke
     return checked
+
+
+def _no_revision_creates(ctx: click.Context, exc: SQLAlchemyError) -> str | None:
+    """A table or column missing from a database at every revision this
+    installation has: a plugin's model that no revision of its creates,
+    which migrating again, as the usual advice goes, would not mend."""
+    if dbfaults.schema_behind(exc) is None:
+        return None
+    app = ctx.ensure_object(ScriptInfo).load_app()
+    with app.app_context():
+        try:
+            return schema_no_revision_creates(app)
+        except SQLAlchemyError:
+            return None
 
 
 def _no_database(ctx: click.Context, exc: SQLAlchemyError) -> str | None:

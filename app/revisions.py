@@ -137,6 +137,21 @@ def schema_not_created(app: Flask) -> dict[str, list[str]]:
     return {owner: sorted(names) for owner, names in missing.items() if names}
 
 
+def schema_no_revision_creates(app: Flask) -> str | None:
+    """Why the database, at every head of this installation, still lacks a
+    table or column of a model (``schema_not_created``), or None: migrating
+    again would not help, a plugin lacks a revision."""
+    with db.engine.connect() as connection:
+        if set(MigrationContext.configure(connection).get_current_heads()) != _heads(app):
+            return None
+    missing = schema_not_created(app)
+    if not missing:
+        return None
+    named = "; ".join(f"{owner}: {', '.join(names)}" for owner, names in sorted(missing.items()))
+    return (f"tables or columns missing after migrating ({named}): no revision creates them: a plugin ships its "
+            "own, for every table and column its models add (docs/plugins.md, Tables)")
+
+
 def _module_of(plugin: object) -> ModuleType | None:
     if isinstance(plugin, ModuleType):
         return plugin

@@ -28,7 +28,7 @@ from app import dbfaults, runtime
 from app.config import PROJECT_ROOT
 from app.database_url import absolute_sqlite_url, shown_url
 from app.extensions import db
-from app.revisions import newer_schema, refused_revisions, schema_not_created, unknown_revisions
+from app.revisions import newer_schema, refused_revisions, schema_no_revision_creates, unknown_revisions
 from app.sessions.prompts import TIER_PROMPT_FILES
 from app.sessions.scheduler import SessionScheduler
 
@@ -143,12 +143,9 @@ def _upgrade_to_every_head(app: Flask) -> None:
 def _refuse_schema_not_created(app: Flask) -> None:
     """A plugin whose tables or columns no revision created would fail at
     its first query, long after the start: stopped here, with the likely cause."""
-    missing = schema_not_created(app)
-    if not missing:
-        return
-    named = "; ".join(f"{owner}: {', '.join(names)}" for owner, names in sorted(missing.items()))
-    raise MigrationError(f"tables or columns missing after migrating ({named}): no revision creates them: a "
-                         "plugin ships its own, for every table and column its models add (docs/plugins.md, Tables)")
+    why = schema_no_revision_creates(app)
+    if why is not None:
+        raise MigrationError(why)
 
 
 def gunicorn_command(host: str, port: int, workers: int, log_level: str = "INFO",

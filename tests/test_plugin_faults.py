@@ -465,3 +465,50 @@ def test_an_overview_card_linking_to_no_view_is_shown_without_its_link(tmp_path,
     html = response.get_data(as_text=True)
     assert "<h2>Typo card</h2>" in html and 'href="/events"' in html   # the events card keeps its link
     assert "plugin typo_cards: overview card 'Typo card' links to endpoint 'events.indx'" in caplog.text
+
+
+def test_a_command_meeting_a_plugins_table_no_revision_creates_says_so_not_to_migrate(tmp_path):
+    """At every head, migrating again (the usual advice) would not mend it."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.support.database import database_env
+    (tmp_path / "claudeops_test_gadgets.py").write_text('''
+import click
+from flask.cli import with_appcontext
+from sqlalchemy import select
+
+from app.extensions import db
+from app.hookspecs import hookimpl
+
+
+class Gadget(db.Model):
+    __tablename__ = "gadgets"
+    id = db.Column(db.Integer, primary_key=True)
+
+
+@click.command("gadgets")
+@with_appcontext
+def gadgets():
+    click.echo(len(db.session.scalars(select(Gadget)).all()))
+
+
+@hookimpl
+def claudeops_cli_commands():
+    return [gadgets]
+''')
+    dist_info = tmp_path / "claudeops_test_gadgets-0.1.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: claudeops-test-gadgets\nVersion: 0.1\n")
+    (dist_info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\ngadgets = claudeops_test_gadgets\n")
+    env = {**os.environ, "CLAUDEOPS_STATE_DIR": str(tmp_path / "state"), **database_env(tmp_path / "state"),
+           "PYTHONPATH": str(tmp_path)}
+    claudeops = str(Path(sys.executable).with_name("claudeops"))
+    subprocess.run([claudeops, "db", "upgrade", "heads"], env=env, capture_output=True, check=True, timeout=120)
+    result = subprocess.run([claudeops, "gadgets"], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert ("Error: tables or columns missing after migrating (plugin gadgets: gadgets): no revision creates them: "
+            "a plugin ships its own") in result.stderr, result.stderr
+    assert "db upgrade heads" not in result.stderr and "Traceback" not in result.stderr
