@@ -142,8 +142,10 @@ def schema_no_revision_creates(app: Flask) -> str | None:
     table or column of a model (``schema_not_created``), or None: migrating
     again would not help, a plugin lacks a revision."""
     with db.engine.connect() as connection:
-        if set(MigrationContext.configure(connection).get_current_heads()) != _heads(app):
-            return None
+        current = set(MigrationContext.configure(connection).get_current_heads())
+    known = known_revision(app)   # a disabled plugin's revision, set aside, is no head of this installation
+    if {revision for revision in current if known(revision)} != _heads(app):
+        return None
     missing = schema_not_created(app)
     if not missing:
         return None
