@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from plugins.cooldowns.commands import normalise_service, recognise
-from plugins.cooldowns.options import parse_args
+from plugins.cooldowns.options import parse_args, read_options
 from plugins.cooldowns.shell import simple_commands, split_commands
 
 R, D = "restart", "redeployment"
@@ -190,6 +190,12 @@ def test_recognises(line, expected):
     # more prefixes that run the rest as a command; sudo -l runs none
     ("setsid systemctl restart nginx", [(R, "nginx")]),
     ("runuser -u root -- systemctl restart nginx", [(R, "nginx")]),
+    # su's command in a cluster, glued to -c, or as --session-command; runuser written as su is
+    ("su -lc 'systemctl restart nginx'", [(R, "nginx")]),
+    ("su -c'docker restart jellyfin' root", [(R, "jellyfin")]),
+    ("su --session-command='systemctl restart nginx'", [(R, "nginx")]),
+    ("runuser -l ops -c 'docker restart jellyfin'", [(R, "jellyfin")]),
+    ("runuser ops", []),
     ("pkexec --user root systemctl restart nginx", [(R, "nginx")]),
     ("sudo -l systemctl restart nginx", []),
     ("sudo -U ops -l docker restart jellyfin", []),
@@ -235,6 +241,9 @@ def test_recognises(line, expected):
     ("script -q -c 'docker restart jellyfin' /dev/null", [(R, "jellyfin")]),
     ("script --command='docker restart jellyfin' session.log", [(R, "jellyfin")]),
     ("script -q session.log", []),
+    # a value glued to its option, alone or at the end of a cluster
+    ("script -q -c'systemctl restart nginx' /dev/null", [(R, "nginx")]),
+    ("script -qc'docker restart jellyfin' /dev/null", [(R, "jellyfin")]),
     # run0, systemd's sudo, runs its command as a transient service
     ("run0 systemctl restart nginx", [(R, "nginx")]),
     ("run0 --unit=fix -u root --setenv=LANG=C -- docker restart jellyfin", [(R, "jellyfin")]),
@@ -340,6 +349,9 @@ def test_prefixes_chains_and_wrappers(line, expected):
     # env's and sudo's other directory; env's lone -
     ("env -C /srv/jellyfin docker compose up -d", [(R, "jellyfin")]),
     ("sudo --chdir=/srv/jellyfin docker compose up -d", [(R, "jellyfin")]),
+    ("env -C/srv/jellyfin docker compose up -d", [(R, "jellyfin")]),
+    ("sudo -D/srv/jellyfin docker compose up -d", [(R, "jellyfin")]),
+    ("sudo -iD/srv/jellyfin docker compose up -d", [(R, "jellyfin")]),
     ("env - docker restart jellyfin", [(R, "jellyfin")]),
     # env -S runs the words of its value, with any words after it
     ("env -S 'docker restart jellyfin'", [(R, "jellyfin")]),
@@ -594,6 +606,13 @@ def test_sudo_starts_the_command_with_an_environment_of_its_own():
                  work) == [(R, "other")]
     assert found("sudo COMPOSE_PROJECT_NAME=other docker compose up -d", work) == [(R, "other")]
     assert found("export COMPOSE_PROJECT_NAME=other; env -i docker compose up -d", work) == [(R, "work")]
+    # a login shell starts in the target user's home, not here, unless told -D
+    assert found("sudo -i docker compose up -d", work) == [(R, None)]
+    assert found("sudo --login docker compose up -d", work) == [(R, None)]
+    assert found("sudo -iD/srv/jellyfin docker compose up -d", work) == [(R, "jellyfin")]
+    assert found("sudo -s docker compose up -d", work) == [(R, "work")]
+    # -u's value glued to it is a user's name, not more letters: no -E in "-uEve"
+    assert found("export COMPOSE_PROJECT_NAME=other; sudo -uEve docker compose up -d", work) == [(R, "work")]
 
 
 def test_systemd_run_starts_a_service_where_and_with_what_the_service_manager_gives():
@@ -759,3 +778,12 @@ def test_parse_args_reads_options_like_getopt():
     assert args.values("-t") == ["5"] and args.value("--pull") == "always" and args.has("-d")
     assert parse_args(["-H", "host", "restart", "-t", "5"], {"-H"}, stop_at_positional=True).positionals == [
         "restart", "-t", "5"]
+
+
+def test_read_options_stops_at_the_command_and_ends_a_cluster_at_its_value():
+    assert read_options(["-iu", "root", "systemctl", "-q"], {"-u"}) == ([("-iu", "root")], ["systemctl", "-q"])
+    assert read_options(["-dmSweb", "top"], {"-S"}) == ([("-dmS", "web")], ["top"])
+    assert read_options(["--chdir=/srv", "--", "-x"], {"-D"}) == ([("--chdir", "/srv")], ["-x"])
+    assert read_options(["--chdir", "/srv", "ls"], {"--chdir"}) == ([("--chdir", "/srv")], ["ls"])
+    assert read_options(["-n", "-t"], {"-t"}) == ([("-n", None), ("-t", None)], [])   # a value that never came
+    assert read_options(["-", "x"], set()) == ([], ["-", "x"])

@@ -1,5 +1,6 @@
 """Command-line options the way getopt and cobra read them, enough to find
-the positional words (containers, units, releases) of a command."""
+the positional words (containers, units, releases) of a command, or the
+options of a command that runs another (``sudo``, ``tmux``) up to it."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -83,3 +84,57 @@ def parse_args(args: list[str], with_value: set[str], stop_at_positional: bool =
             parsed.positionals.append(arg)
         i += 1
     return parsed
+
+
+
+Option = tuple[str, Optional[str]]
+
+
+def read_options(args: list[str], with_value: set[str] | frozenset[str]) -> tuple[list[Option], list[str]]:
+    """The options before a command's first other word, each with its value,
+    and the words from there on (``--`` ends the options, and is dropped).
+
+    A cluster of short options ends at the first letter that takes a value:
+    ``-iu root`` gives ``("-iu", "root")`` and ``-dmSname`` gives
+    ``("-dmS", "name")``, so a value is never read as more letters. A long
+    option takes the next word when it is in ``with_value``, else its own
+    after "=" (``--chdir=/srv``)."""
+    found: list[Option] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            i += 1
+            break
+        if not arg.startswith("-") or arg == "-":
+            break
+        i += 1
+        if arg.startswith("--") and arg not in with_value:
+            name, equals, value = arg.partition("=")
+            found.append((name, value) if equals else (arg, None))
+            continue
+        option, glued = _up_to_value(arg, with_value)
+        takes_value = option in with_value or f"-{option[-1]}" in with_value
+        if glued or not takes_value:
+            found.append((option, glued or None))
+        else:                                  # its value is the next word
+            found.append((option, args[i] if i < len(args) else None))
+            i += 1
+    return found, args[i:]
+
+
+def is_option(option: str, names: set[str] | frozenset[str] | tuple[str, ...]) -> bool:
+    """Whether ``option``, as :func:`read_options` gives it, is one of
+    ``names``: alone, or ending a cluster (``-iD`` is ``-D`` with ``-i``)."""
+    return option in names or (not option.startswith("--") and f"-{option[-1]}" in names)
+
+
+def _up_to_value(arg: str, with_value: set[str] | frozenset[str]) -> tuple[str, str]:
+    """A cluster of short options up to the first that takes a value, and
+    what is glued after that one (``-dmSname``: ``-dmS``, ``name``)."""
+    if arg in with_value or arg.startswith("--"):
+        return arg, ""
+    for place, letter in enumerate(arg[1:], start=1):
+        if f"-{letter}" in with_value:
+            return arg[:place + 1], arg[place + 1:]
+    return arg, ""

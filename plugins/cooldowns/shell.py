@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
 from plugins.cooldowns.elsewhere import run_elsewhere
+from plugins.cooldowns.options import Option, is_option, parse_args, read_options
 from plugins.cooldowns.terminals import RunLine, run_by_dtach, run_by_screen, run_by_sg, run_by_tmux
 
 OPERATOR_CHARS = ";&|()<>`\n"
@@ -104,6 +105,9 @@ SED_E_COMMAND = re.compile(rf"(?:^|[;\n{{}}])\s*(?:{_SED_ADDRESS}(?:\s*,\s*{_SED
 SED_E_FLAG = re.compile(r"(?:^|[;\n{}\s])s([^\w\s\\])(?:(?!\1)[^\\]|\\.)*\1(?:(?!\1)[^\\]|\\.)*\1[gpiImM0-9w]*e")
 SED_OPTIONS_WITH_VALUE = {"--line-length"}
 # script [options] [file]: -c LINE runs a command line, under a terminal it records.
+# su's (and runuser's when it is written as su is: `runuser -l ops -c CMD`).
+SU_OPTIONS_WITH_VALUE = {"-c", "--command", "--session-command", "-s", "--shell", "-g", "--group", "-G",
+                         "--supp-group", "-w", "--whitelist-environment"}
 SCRIPT_OPTIONS_WITH_VALUE = {"-c", "--command", "-E", "--echo", "-I", "--log-in", "-O", "--log-out", "-B",
                              "--log-io", "-T", "--log-timing", "-m", "--logging-format", "-o", "--output-limit"}
 # flock LOCKFILE COMMAND... or flock LOCKFILE -c LINE.
@@ -570,8 +574,8 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | ReadsInput | None:
             words = words[2:]   # the name is no command; what follows is
         elif head in SHELL_KEYWORDS or head == "function":
             words = words[1:]
-        elif name in PREFIX_COMMANDS:
-            options, rest = _read_options(words[1:], PREFIX_COMMANDS[name])
+        elif name in PREFIX_COMMANDS and not (name == "runuser" and _runuser_as_su(words[1:])):
+            options, rest = read_options(words[1:], PREFIX_COMMANDS[name])
             if name == "sudo" and any(o in SUDO_RUNS_NOTHING or "l" in _flags(o, PREFIX_COMMANDS["sudo"])
                                       for o, _ in options):
                 return None
@@ -618,11 +622,11 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | ReadsInput | None:
             return _sed_script(words[1:])
         elif (language := _interpreter(name)) is not None:
             return _other_language(language, head, words[1:])
-        elif name == "su":
-            script = _option_value(words[1:], {"-c", "--command"})
+        elif name == "su" or name == "runuser" and _runuser_as_su(words[1:]):
+            script = parse_args(words[1:], SU_OPTIONS_WITH_VALUE).value("-c", "--command", "--session-command")
             return _wrapped(script, False) if script is not None else None
         elif name == "script":
-            options, _ = _read_options(words[1:], SCRIPT_OPTIONS_WITH_VALUE)
+            options, _ = read_options(words[1:], SCRIPT_OPTIONS_WITH_VALUE)
             line = next((value for option, value in options
                          if option == "--command" or _flags(option, SCRIPT_OPTIONS_WITH_VALUE).endswith("c")), None)
             return _wrapped(line, True) if line is not None else None
@@ -681,7 +685,7 @@ def _scheduled_by_at(args: list[str]) -> Optional[ReadsInput]:
     environment, the commands they read on their input, as a shell would;
     from ``-f FILE``, a script we cannot see. ``-l``, ``-r``/``-d``, ``-c``
     and ``-V`` list, remove or print jobs, and run none."""
-    options, _ = _read_options(args, AT_OPTIONS_WITH_VALUE)
+    options, _ = read_options(args, AT_OPTIONS_WITH_VALUE)
     letters = "".join(_flags(option, AT_OPTIONS_WITH_VALUE) for option, _ in options)
     if "f" in letters or any(letter in AT_RUNS_NOTHING for letter in letters):
         return None
@@ -722,17 +726,22 @@ def _other_language(language: Interpreter, name: str, args: list[str]) -> Simple
     return ReadsInput(True, True, name)
 
 
+def _runuser_as_su(args: list[str]) -> bool:
+    """runuser given no ``-u USER`` takes su's arguments: a user, then its options anywhere."""
+    return not parse_args(args, SU_OPTIONS_WITH_VALUE | {"-u", "--user"}).has("-u", "--user")
+
+
 def _run_by_parallel(args: list[str]) -> Optional[Wrapped]:
     """The commands GNU ``parallel`` runs, one a line, through a shell: its
     command with each argument after ``:::`` in place of ``{}`` (or after
     it), or the arguments themselves when no command is given. Arguments
     from its input or a file (``::::``, ``-a``) are, like xargs', a target
     no one can read; commands from there, a shell's unseen input."""
-    options, rest = _read_options(args, PARALLEL_OPTIONS_WITH_VALUE)
+    options, rest = read_options(args, PARALLEL_OPTIONS_WITH_VALUE)
     separators = PARALLEL_ARGUMENTS | PARALLEL_ARGUMENT_FILES
     first = next((i for i, word in enumerate(rest) if word in separators), len(rest))
     command, arguments = rest[:first], []
-    unread = first == len(rest) or any(option in ("-a", "--arg-file") for option, _ in options)
+    unread = first == len(rest) or any(is_option(option, ("-a", "--arg-file")) for option, _ in options)
     in_text = False
     for word in rest[first:]:
         if word in separators:
@@ -753,7 +762,7 @@ def _run_by_parallel(args: list[str]) -> Optional[Wrapped]:
 def _watched(args: list[str]) -> Optional[Wrapped]:
     """What ``watch`` runs over and over: its words joined for ``sh -c``, or
     with ``-x`` run as they are."""
-    options, rest = _read_options(args, WATCH_OPTIONS_WITH_VALUE)
+    options, rest = read_options(args, WATCH_OPTIONS_WITH_VALUE)
     if not rest:
         return None
     as_they_are = any(o == "--exec" or "x" in _flags(o, WATCH_OPTIONS_WITH_VALUE) for o, _ in options)
@@ -780,28 +789,7 @@ def _run_by_find(args: list[str]) -> Optional[Wrapped]:
     return Wrapped("\n".join(commands), same_directory) if commands else None
 
 
-def _read_options(args: list[str], with_value: set[str]) -> tuple[list[tuple[str, Optional[str]]], list[str]]:
-    """The options a command was given, each with its value (if it takes one,
-    as the next word or after "="), and the words after them (``--`` ends them)."""
-    found: list[tuple[str, Optional[str]]] = []
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg == "--":
-            i += 1
-            break
-        if not arg.startswith("-") or arg == "-":
-            break
-        if _value_follows(arg, with_value):
-            found.append((arg, args[i + 1] if i + 1 < len(args) else None))
-            i += 2
-        else:
-            found.append(tuple(arg.split("=", 1)) if arg.startswith("--") and "=" in arg else (arg, None))
-            i += 1
-    return found, args[i:]
-
-
-def _env_split_string(options: list[tuple[str, Optional[str]]]) -> Optional[str]:
+def _env_split_string(options: list[Option]) -> Optional[str]:
     """The value of env's ``-S``/``--split-string`` (``-iS VALUE``,
     ``-SVALUE`` and ``--split-string=VALUE`` too), if it was given one."""
     for option, value in options:
@@ -817,7 +805,7 @@ def _env_split_string(options: list[tuple[str, Optional[str]]]) -> Optional[str]
     return None
 
 
-def _resets_env(name: str, options: list[tuple[str, Optional[str]]]) -> bool:
+def _resets_env(name: str, options: list[Option]) -> bool:
     """sudo (unless told -E or --preserve-env) and doas start the command
     with an environment of their own; so does env -i, and so does the
     service manager for systemd-run's transient service (not for a --scope,
@@ -832,11 +820,11 @@ def _resets_env(name: str, options: list[tuple[str, Optional[str]]]) -> bool:
     return name in ("doas", "run0")
 
 
-def _environment_given(name: str, options: list[tuple[str, Optional[str]]]) -> dict[str, str]:
+def _environment_given(name: str, options: list[Option]) -> dict[str, str]:
     """The variables systemd-run's -E NAME=VALUE (run0's --setenv) sets for the command."""
     if name not in ("systemd-run", "run0"):
         return {}
-    pairs = (value.split("=", 1) for option, value in options if option in ("-E", "--setenv") and value)
+    pairs = (value.split("=", 1) for option, value in options if is_option(option, ("-E", "--setenv")) and value)
     return {key: value for key, value in (p for p in pairs if len(p) == 2)}
 
 
@@ -845,8 +833,12 @@ CHDIR_OPTIONS = {"env": ("-C", "--chdir"), "sudo": ("-D", "--chdir"), "systemd-r
                  "run0": ("-D", "--chdir")}
 
 
-def _chdir(name: str, options: list[tuple[str, Optional[str]]]) -> Optional[str]:
-    chosen = next((value for option, value in options if option in CHDIR_OPTIONS.get(name, ()) and value), None)
+def _chdir(name: str, options: list[Option]) -> Optional[str]:
+    chosen = next((value for option, value in options if is_option(option, CHDIR_OPTIONS.get(name, ())) and value),
+                  None)
+    if chosen is None and name == "sudo" and any(o == "--login" or "i" in _flags(o, PREFIX_COMMANDS[name])
+                                                 for o, _ in options):
+        return "~"   # a login shell starts in the target user's home, which is not known here
     if chosen is None and name == "systemd-run":
         return _transient_service_directory(options)
     if chosen is None and name == "run0":
@@ -854,19 +846,17 @@ def _chdir(name: str, options: list[tuple[str, Optional[str]]]) -> Optional[str]
     return chosen
 
 
-def _run0_directory(options: list[tuple[str, Optional[str]]]) -> Optional[str]:
+def _run0_directory(options: list[Option]) -> Optional[str]:
     """run0 keeps the caller's directory when the command runs as root, and
     starts in the target user's home (not known here) otherwise."""
     user = None
     for option, value in options:
-        if option in ("-u", "--user"):
+        if is_option(option, ("-u", "--user")):
             user = value
-        elif option.startswith("-u") and len(option) > 2:   # -uops
-            user = option[2:]
     return None if user in (None, "root", "0") else "~"
 
 
-def _transient_service_directory(options: list[tuple[str, Optional[str]]]) -> Optional[str]:
+def _transient_service_directory(options: list[Option]) -> Optional[str]:
     """A transient service starts in / (a user's service in that user's home,
     which is not known here), not where systemd-run was called, unless told
     -d/--same-dir; a --scope is run by systemd-run itself, where it is."""
@@ -879,7 +869,7 @@ def _transient_service_directory(options: list[tuple[str, Optional[str]]]) -> Op
 
 def _after_options(args: list[str], with_value: set[str]) -> list[str]:
     """``args`` from the first word that is not an option."""
-    return _read_options(args, with_value)[1]
+    return read_options(args, with_value)[1]
 
 
 def _flags(option: str, with_value: set[str]) -> str:
@@ -1009,7 +999,7 @@ def _shell_options(args: list[str]) -> tuple[str, list[str]]:
 
 def _forwards_only(ssh_args: list[str]) -> bool:
     """``ssh -N`` (or ``-W host:port``) forwards, and runs no shell to read its input."""
-    options = _read_options(ssh_args, SSH_OPTIONS_WITH_VALUE)[0]
+    options = read_options(ssh_args, SSH_OPTIONS_WITH_VALUE)[0]
     return any(letter in "NW" for option, _ in options for letter in _flags(option, SSH_OPTIONS_WITH_VALUE))
 
 
@@ -1114,13 +1104,3 @@ def _printf_output(args: list[str]) -> str:
 
 def _unescaped(text: str) -> str:
     return re.sub(r"\\(.)", lambda m: ESCAPES.get(m.group(1), m.group()), text, flags=re.S)
-
-
-def _option_value(args: list[str], names: set[str]) -> Optional[str]:
-    for i, arg in enumerate(args):
-        if arg in names and i + 1 < len(args):
-            return args[i + 1]
-        for name in names:
-            if name.startswith("--") and arg.startswith(name + "="):
-                return arg.split("=", 1)[1]
-    return None

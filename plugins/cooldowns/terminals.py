@@ -13,6 +13,8 @@ import shlex
 from dataclasses import dataclass
 from typing import Optional
 
+from plugins.cooldowns.options import Option, read_options
+
 
 @dataclass(frozen=True)
 class RunLine:
@@ -82,7 +84,7 @@ def run_by_tmux(args: list[str]) -> list[RunLine]:
     split-window, respawn-*, run-shell, display-popup, pipe-pane, if-shell),
     and what send-keys types (its key names as the keys they are: Enter a
     new line), and the line of tmux's own ``-c``."""
-    options, rest = _options(args, TMUX_GLOBAL_WITH_VALUE)
+    options, rest = read_options(args, TMUX_GLOBAL_WITH_VALUE)
     found = [RunLine(value, True) for option, value in options if option.endswith("c") and value is not None]
     command: list[str] = []
     for word in rest + [";"]:
@@ -103,7 +105,7 @@ def _tmux_command(words: list[str]) -> list[RunLine]:
     name, args = words[0], words[1:]
     if name in TMUX_RUNS:
         runs = TMUX_RUNS[name]
-        options, rest = _options(args, runs.options_with_value)
+        options, rest = read_options(args, runs.options_with_value)
         if name in ("run-shell", "run") and "C" in _letters(options):
             return run_by_tmux(_split(rest[0])) if rest else []   # -C: a tmux command, not a shell's
         if not rest:
@@ -113,14 +115,14 @@ def _tmux_command(words: list[str]) -> list[RunLine]:
             return [RunLine(_as_one_line(rest), False)]
         return [RunLine(_as_one_line(rest), runs.same_directory and directory is None, directory)]
     if name in TMUX_SEND_KEYS:
-        options, keys = _options(args, TMUX_SEND_KEYS_WITH_VALUE)
+        options, keys = read_options(args, TMUX_SEND_KEYS_WITH_VALUE)
         letters = _letters(options)
         if "X" in letters or "H" in letters:   # a copy-mode command, or keys given in hex
             return []
         typed = "".join(keys) if "l" in letters else "".join(_typed(key) for key in keys)
         return [RunLine(typed, False)] if typed.strip() else []
     if name in TMUX_IF_SHELL:
-        options, rest = _options(args, frozenset({"-t"}))
+        options, rest = read_options(args, frozenset({"-t"}))
         found = [] if "F" in _letters(options) or not rest else [RunLine(rest[0], False)]
         for branch in rest[1:3]:   # tmux commands, each one word
             found += run_by_tmux(_split(branch))
@@ -132,7 +134,7 @@ def run_by_screen(args: list[str]) -> list[RunLine]:
     """The command ``screen ARGS`` starts in a new window, or what ``-X``
     makes a running session do: ``stuff TEXT`` types it, ``screen CMD …``
     and ``exec CMD …`` run it."""
-    options, command = _options(args, frozenset(SCREEN_WITH_VALUE))
+    options, command = read_options(args, frozenset(SCREEN_WITH_VALUE))
     if "X" not in _letters(options):
         if any(arg in SCREEN_RUNS_NOTHING for arg in args[:len(args) - len(command)]):
             return []
@@ -157,7 +159,7 @@ def run_by_dtach(args: list[str]) -> list[RunLine]:
     starts; ``dtach -a`` attaches, and runs none."""
     if len(args) < 3 or args[0] not in DTACH_MODES:
         return []
-    _, rest = _options(args[2:], frozenset(DTACH_WITH_VALUE))
+    _, rest = read_options(args[2:], frozenset(DTACH_WITH_VALUE))
     return [RunLine(shlex.join(rest), True)] if rest else []
 
 
@@ -200,32 +202,5 @@ def _split(text: str) -> list[str]:
         return text.split()
 
 
-def _options(args: list[str], with_value: frozenset[str]) -> tuple[list[tuple[str, Optional[str]]], list[str]]:
-    """Short options, clustered or not (``-dmS NAME``), with their values;
-    then the words after them (``--`` ends them)."""
-    found: list[tuple[str, Optional[str]]] = []
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg == "--":
-            return found, args[i + 1:]
-        if not arg.startswith("-") or arg == "-":
-            break
-        i += 1
-        if arg in with_value:
-            found.append((arg, args[i] if i < len(args) else None))
-            i += 1
-            continue
-        for place, letter in enumerate(arg[1:], start=1):
-            if f"-{letter}" in with_value:   # the rest of the cluster is its value, or the next word
-                value = arg[place + 1:] or (args[i] if i < len(args) else None)
-                i += 0 if arg[place + 1:] else 1
-                found.append((arg[:place + 1], value))
-                break
-        else:
-            found.append((arg, None))
-    return found, args[i:]
-
-
-def _letters(options: list[tuple[str, Optional[str]]]) -> str:
+def _letters(options: list[Option]) -> str:
     return "".join(option[1:] for option, _ in options if not option.startswith("--"))
