@@ -202,6 +202,21 @@ def test_outcome_markers_round_trip(level, memory_id, note, prefix):
     assert (marker.level, marker.memory_id, marker.note) == (level, memory_id, note.strip())
 
 
+def test_a_line_of_many_markers_is_read_in_one_pass():
+    """Each marker's text is read up to the next marker, not to the end of
+    the line and back: before, a line of 20,000 outcome markers took about
+    6 seconds to read and 200,000 would have taken ten minutes or more,
+    which is how this test would show a return of that (it asserts no time)."""
+    count = 200_000
+    outcomes = parse_outcome_markers("[OUTCOME:worked:m7] ok " * count)
+    assert len(outcomes) == count and set(outcomes) == {OutcomeMarker("worked", 7, "ok")}
+    memories = parse_memory_markers("[MEMORY:timing:web] slow start " * count)
+    assert len(memories) == count and {m.observation for m in memories} == {"slow start"}
+    # The escalation's reason, after a long run of spaces
+    from plugins.escalation import NEXT_MARKER
+    assert NEXT_MARKER.split(" " * 2_000_000 + "why", maxsplit=1)[0].strip() == "why"
+
+
 @settings(max_examples=300, deadline=None)
 @given(ANY_TEXT)
 def test_cooldown_markers(text):

@@ -23,7 +23,7 @@ MARKER_TAG = "[ESCALATE]"
 # started by "no need to [ESCALATE] anything" in the middle of a sentence.
 # The reason runs to the end of the line or to the next marker on it.
 ESCALATE_MARKER = re.compile(r"^[ \t]*\[ESCALATE\][ \t]*(?P<reason>[^\n]+)", re.MULTILINE)
-NEXT_MARKER = re.compile(r"\s*\[[A-Z]+:")
+NEXT_MARKER = re.compile(r"\[[A-Z]+:")   # no leading \s*: a long run of spaces would cost its square
 MAX_RESPONSE_CHARS = 4000
 MAX_RECORDS_PER_SESSION = 50
 # Each earlier tier's records are told in at most this much: the whole

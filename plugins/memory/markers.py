@@ -26,7 +26,11 @@ MARKER_TAGS = ("[MEMORY:", "[OUTCOME:")
 ANY_MEMORY_MARKER = re.compile(r"\[MEMORY:((?:(?!\[[A-Z]+:)[^\]\n])*)\]")
 
 # The observation ends at the end of its line or at the next marker on it.
-NEXT_MARKER = re.compile(r"\s*\[[A-Z]+:")
+NEXT_MARKER_OR_LINE_END = re.compile(r"\[[A-Z]+:|\n")
+# SPEC-0015's regex without its observation, which is read from the end of
+# this up to the next marker only: the whole rest of the line, read again
+# for every marker on it, made a long line of markers cost its square.
+MEMORY_HEADER = re.compile(MEMORY_MARKER.pattern.removesuffix(r"\s*(.+)"))
 
 
 @dataclass(frozen=True)
@@ -43,7 +47,7 @@ def parse_memory_markers(text: str, warn: Optional[Warn] = None) -> list[MemoryM
     markers = []
     for line in text.splitlines():
         for candidate in ANY_MEMORY_MARKER.finditer(line):
-            match = MEMORY_MARKER.match(line, candidate.start())
+            match = MEMORY_HEADER.match(line, candidate.start(), candidate.end())
             if match is None:
                 category = candidate.group(1).split(":")[0]
                 if category not in CATEGORIES:
@@ -53,7 +57,7 @@ def parse_memory_markers(text: str, warn: Optional[Warn] = None) -> list[MemoryM
                     warn("malformed memory marker", f"ignoring malformed memory marker {candidate.group(0)[:120]!r} "
                                                     "(a service is letters, digits, _ and -)")
                 continue
-            observation = NEXT_MARKER.split(match.group(3), maxsplit=1)[0].strip()
+            observation = _up_to_next_marker(line, match.end()).strip()
             if not observation:
                 warn("memory marker observation",
                      f"ignoring memory marker with no observation: {candidate.group(0)[:120]!r}")
@@ -75,7 +79,7 @@ def parse_memory_markers(text: str, warn: Optional[Warn] = None) -> list[MemoryM
 
 # The id as the memory section prints it (m12); a bare 12 is taken too. Ten
 # digits at most: anything longer names no memory and would only be a big number.
-OUTCOME_MARKER = re.compile(rf"\[OUTCOME:({'|'.join(OUTCOME_LEVELS)}):[mM]?([0-9]{{1,10}})\][ \t]*([^\n]*)")
+OUTCOME_MARKER = re.compile(rf"\[OUTCOME:({'|'.join(OUTCOME_LEVELS)}):[mM]?([0-9]{{1,10}})\]")
 ANY_OUTCOME_MARKER = re.compile(r"\[OUTCOME:((?:(?!\[[A-Z]+:)[^\]\n])*)\]")
 
 
@@ -108,6 +112,12 @@ def parse_outcome_markers(text: str, warn: Optional[Warn] = None) -> list[Outcom
             warn("malformed outcome marker", f"ignoring outcome marker {candidate.group(0)[:120]!r}: {why}")
             found.append(MalformedOutcome(candidate.group(0)[:120], why))
             continue
-        note = NEXT_MARKER.split(match.group(3), maxsplit=1)[0].strip()
+        note = _up_to_next_marker(text, match.end()).strip()
         found.append(OutcomeMarker(match.group(1), int(match.group(2)), note))
     return found
+
+
+def _up_to_next_marker(text: str, start: int) -> str:
+    """``text`` from ``start`` to the next marker on its line, or the line's end."""
+    end = NEXT_MARKER_OR_LINE_END.search(text, start)
+    return text[start:end.start() if end else len(text)]
