@@ -308,7 +308,7 @@ def test_an_operators_change_between_an_outcomes_read_and_its_write_is_neither_l
         handler = stream_handler(run)
         operator = Meanwhile(worker, "delete", f"/api/v1/memories/{memory_id}") if action == "delete" else \
             Meanwhile(worker, "put", f"/api/v1/memories/{memory_id}", {"confidence": 0.5})
-        monkeypatch.setattr(outcomes, "_given", operator.after(outcomes._given))
+        monkeypatch.setattr(outcomes, "lock_for_writing", operator.after(outcomes.lock_for_writing))
         handler.handle_line(text_line(f"[OUTCOME:worked:m{memory_id}] Waited; it came up\n"
                                       "[MEMORY:behavior:postgres] Postgres vacuum runs nightly at 02:00"))
         handler.close()
@@ -319,6 +319,71 @@ def test_an_operators_change_between_an_outcomes_read_and_its_write_is_neither_l
         assert logged == [f"memory:outcome:worked:m{memory_id}", "memory:behavior:postgres created"]
         after = db.session.get(Memory, memory_id)
         assert after is None if action == "delete" else after.confidence == 0.5
+
+
+@pytest.mark.parametrize("action", ["delete", "edit"])
+def test_an_operators_change_before_an_outcome_takes_the_write_lock_is_what_it_scores(tmp_path, monkeypatch, action):
+    """The checks that may refuse an outcome read without the write lock; a
+    change the operator makes between them and the lock is what the outcome
+    then meets: a memory deleted is refused as gone, an edited one is scored
+    from the operator's confidence."""
+    app = make_app(tmp_path)
+    worker = make_app(tmp_path).test_client()
+    with app.app_context():
+        memory = add_memory("Jellyfin takes 60s to start after a restart")   # at 0.7
+        memory_id = memory.id
+        run = new_run()
+        given(run, memory)
+        handler = stream_handler(run)
+        operator = Meanwhile(worker, "delete", f"/api/v1/memories/{memory_id}") if action == "delete" else \
+            Meanwhile(worker, "put", f"/api/v1/memories/{memory_id}", {"confidence": 0.5})
+        monkeypatch.setattr(outcomes, "_scored", operator.after(outcomes._scored))
+        handler.handle_line(text_line(f"[OUTCOME:worked:m{memory_id}] Waited; it came up"))
+        handler.close()
+        assert operator.answer().status_code == 200
+        db.session.expire_all()
+        logged = db.session.execute(select(SessionActivity.title, SessionActivity.body)
+                                    .where(SessionActivity.kind != "text")).all()
+        if action == "delete":
+            assert logged == [(f"memory:outcome:worked:m{memory_id} not stored",
+                               f"there is no memory m{memory_id} (deleted, or never recorded)")]
+            assert db.session.get(Memory, memory_id) is None
+        else:
+            assert [title for title, _ in logged] == [f"memory:outcome:worked:m{memory_id}"]
+            assert db.session.get(Memory, memory_id).confidence == pytest.approx(0.6)   # 0.5 + worked's 0.1
+
+
+def test_an_outcome_repeated_in_a_block_is_settled_once(tmp_path):
+    """A runaway agent's thousand outcome markers for one memory score it
+    once and are refused without a read each; each refusal is not a row of
+    its own in the activity log either."""
+    app = make_app(tmp_path)
+    with app.app_context():
+        memory = add_memory("Jellyfin takes 60s to start after a restart")
+        run = new_run()
+        given(run, memory)
+        handler = stream_handler(run)
+        reads = []
+        original = outcomes._scored
+
+        def scored(*args):
+            reads.append(args)
+            return original(*args)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(outcomes, "_scored", scored)
+            handler.handle_line(text_line(f"[OUTCOME:worked:m{memory.id}] ok\n" * 1000
+                                          + "[OUTCOME:worked:m999999] gone\n" * 1000))
+            handler.close()
+        assert len(reads) == 1
+        db.session.expire_all()
+        titles = db.session.scalars(select(SessionActivity.title).where(SessionActivity.kind != "text")).all()
+        assert titles[0] == f"memory:outcome:worked:m{memory.id}"
+        assert len(titles) == 1 + 10 + 1   # scored, the first ten refusals, and a count of the rest
+        assert titles[-1] == "memory:not stored"
+        body = db.session.scalar(select(SessionActivity.body).where(SessionActivity.title == "memory:not stored"))
+        assert body.startswith("1989 more memory markers not stored in this text block")
+        assert db.session.get(Memory, memory.id).confidence == pytest.approx(0.8)
 
 
 def test_an_outcome_marker_left_without_its_bracket_does_not_take_the_next_one_with_it():

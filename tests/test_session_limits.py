@@ -97,6 +97,23 @@ def test_malformed_markers_are_warned_of_once_a_session_and_kind(app, fake_cli, 
     assert [len(warnings(session)) for session in sessions] == [3 * 100, 3 * 100]
 
 
+def test_a_block_of_many_refused_markers_notes_the_first_ten_of_each_plugin_and_counts_the_rest(app, fake_cli):
+    """One row of the activity log for each refused marker would let a
+    runaway agent store many times the text it writes."""
+    flood = "".join(f"[MEMORY:misc:web] note {n}\n[EVENT:loud:web] shout {n}\n[COOLDOWN:reboot:web] success\n"
+                    for n in range(1000))
+    session = run(fake_cli, flood, "[EVENT:loud:web] once more")
+    noted = warnings(session)
+    for kind in ("memory", "event", "cooldown"):
+        of_kind = [body for title, body in noted if title == f"{kind}:not stored"]
+        assert len(of_kind) == 10 + 1 + (kind == "event")
+        assert of_kind[10] == (f"990 more {kind} markers not stored in this text block, not shown one by one; "
+                               "the service log has the first of each reason")
+    # The next block's refusals are noted again, from the first
+    assert noted[-1] == ("event:not stored", "ignoring event marker with unknown level 'loud' "
+                                             "(use one of info, warning, critical)")
+
+
 def test_an_event_limit_counts_per_session(app, fake_cli):
     change({"CLAUDEOPS_EVENTS_MAX_PER_SESSION": 1})
     first = run(fake_cli, "[EVENT:info:a] one\n[EVENT:info:a] two")

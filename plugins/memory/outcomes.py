@@ -52,6 +52,7 @@ def record_markers(text: str, run: RunInfo) -> list[MarkerRecord]:
     if "[OUTCOME:" not in text:
         return []
     recorded = []
+    settled_here: dict[int, str] = {}   # the block's scored and refused ids: a repeat reads nothing again
     # Each one that cannot be read is noted in the activity log too (below).
     for marker in parse_outcome_markers(text, session_warner(log, run.session_id, IN_ACTIVITY_LOG)):
         if isinstance(marker, MalformedOutcome):
@@ -60,12 +61,16 @@ def record_markers(text: str, run: RunInfo) -> list[MarkerRecord]:
             continue
         label = f"outcome:{marker.level}:{memory_ref(marker.memory_id)}"
         try:
+            if marker.memory_id in settled_here:
+                raise OutcomeRefused(settled_here[marker.memory_id])
             memory, before = record_outcome(marker.memory_id, marker.level, marker.note, run)
         except OutcomeRefused as exc:
+            settled_here[marker.memory_id] = str(exc)
             # Once per reason (the id included): an agent repeating a refused outcome is not news.
             warn_once(log, run.session_id, f"outcome refused: {exc}", f"{label} not stored: {exc}")
             recorded.append(MarkerRecord("memory", f"{label} not stored", str(exc), stored=False))
             continue
+        settled_here[marker.memory_id] = f"this session already reported an outcome for {memory_ref(memory.id)}"
         recorded.append(MarkerRecord("memory", label,
                                      f"#{memory.id} ({before:g} → {memory.confidence:g}) {marker.note}".rstrip()))
     return recorded
@@ -78,17 +83,22 @@ def record_outcome(memory_id: int, level: str, note: str, run: RunInfo) -> tuple
     if level not in OUTCOME_LEVELS:
         raise OutcomeRefused(f"unknown outcome {level!r} (use {', '.join(OUTCOME_LEVELS)})")
     ref = memory_ref(memory_id)
-    # What is read stays as read until the commit: an operator's change
-    # meanwhile waits for it (app/write_lock.py).
-    lock_for_writing()
-    memory = db.session.get(Memory, memory_id) if 0 < memory_id <= MAX_ID else None
-    if memory is None:
-        raise OutcomeRefused(f"there is no memory {ref} (deleted, or never recorded)")
+    no_memory = f"there is no memory {ref} (deleted, or never recorded)"
+    # A refusal is read without the write lock, which a runaway agent's
+    # thousands of them would otherwise hold from the dashboard and the API.
+    if not 0 < memory_id <= MAX_ID or db.session.get(Memory, memory_id) is None:
+        raise OutcomeRefused(no_memory)
     if not _given(memory_id, run.session_id):
         raise OutcomeRefused(f"memory {ref} was not given to this session; only memories in its "
                              "Operational Memory can be scored")
     if _scored(memory_id, run.session_id):
         raise OutcomeRefused(f"this session already reported an outcome for {ref}")
+    # What is read from here stays as read until the commit: an operator's
+    # change meanwhile waits for it (app/write_lock.py).
+    lock_for_writing()
+    memory = db.session.get(Memory, memory_id, populate_existing=True)
+    if memory is None:   # deleted since
+        raise OutcomeRefused(no_memory)
     if len(note) > MAX_NOTE_CHARS:
         note = note[:MAX_NOTE_CHARS - 1].rstrip() + "…"
     before = store.score(memory, outcome_delta(level), f"{level}: {note}" if note else level,
