@@ -290,6 +290,19 @@ def test_the_prompt_context_records_what_can_be_scored(app):
     assert memory.confidence == 0.8
 
 
+def _operator_meanwhile(tmp_path, action: str):
+    """A memory given to a new session, its stream handler, and the
+    operator's deletion or edit of it (to confidence 0.5), from another
+    process's view of the same database, ready to be sent."""
+    worker = make_app(tmp_path).test_client()
+    memory = add_memory("Jellyfin takes 60s to start after a restart")
+    run = new_run()
+    given(run, memory)
+    operator = Meanwhile(worker, "delete", f"/api/v1/memories/{memory.id}") if action == "delete" else \
+        Meanwhile(worker, "put", f"/api/v1/memories/{memory.id}", {"confidence": 0.5})
+    return memory.id, stream_handler(run), operator
+
+
 @pytest.mark.parametrize("action", ["delete", "edit confidence"])
 def test_an_operators_change_between_an_outcomes_read_and_its_write_is_neither_lost_nor_losing(
         tmp_path, monkeypatch, action):
@@ -299,15 +312,8 @@ def test_an_operators_change_between_an_outcomes_read_and_its_write_is_neither_l
     out from what the marker read before it, and a memory deleted meanwhile
     costs the block none of its other markers."""
     app = make_app(tmp_path)
-    worker = make_app(tmp_path).test_client()   # another process's view of the same database
     with app.app_context():
-        memory = add_memory("Jellyfin takes 60s to start after a restart")
-        memory_id = memory.id
-        run = new_run()
-        given(run, memory)
-        handler = stream_handler(run)
-        operator = Meanwhile(worker, "delete", f"/api/v1/memories/{memory_id}") if action == "delete" else \
-            Meanwhile(worker, "put", f"/api/v1/memories/{memory_id}", {"confidence": 0.5})
+        memory_id, handler, operator = _operator_meanwhile(tmp_path, action)
         monkeypatch.setattr(outcomes, "lock_for_writing", operator.after(outcomes.lock_for_writing))
         handler.handle_line(text_line(f"[OUTCOME:worked:m{memory_id}] Waited; it came up\n"
                                       "[MEMORY:behavior:postgres] Postgres vacuum runs nightly at 02:00"))
@@ -328,15 +334,8 @@ def test_an_operators_change_before_an_outcome_takes_the_write_lock_is_what_it_s
     then meets: a memory deleted is refused as gone, an edited one is scored
     from the operator's confidence."""
     app = make_app(tmp_path)
-    worker = make_app(tmp_path).test_client()
     with app.app_context():
-        memory = add_memory("Jellyfin takes 60s to start after a restart")   # at 0.7
-        memory_id = memory.id
-        run = new_run()
-        given(run, memory)
-        handler = stream_handler(run)
-        operator = Meanwhile(worker, "delete", f"/api/v1/memories/{memory_id}") if action == "delete" else \
-            Meanwhile(worker, "put", f"/api/v1/memories/{memory_id}", {"confidence": 0.5})
+        memory_id, handler, operator = _operator_meanwhile(tmp_path, action)   # at 0.7
         monkeypatch.setattr(outcomes, "_scored", operator.after(outcomes._scored))
         handler.handle_line(text_line(f"[OUTCOME:worked:m{memory_id}] Waited; it came up"))
         handler.close()
