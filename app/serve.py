@@ -148,6 +148,13 @@ def _refuse_schema_not_created(app: Flask) -> None:
         raise MigrationError(why)
 
 
+def address(host: str, port: int) -> str:
+    """``host:port`` as gunicorn binds it and a browser opens it: an IPv6
+    address in brackets (``[::1]:8080``), given with them or without."""
+    host = host.strip().strip("[]")
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def gunicorn_command(host: str, port: int, workers: int, log_level: str = "INFO",
                      access_log: bool = True) -> list[str]:
     """gunicorn logging at the service's level; its access log (a line a
@@ -156,7 +163,7 @@ def gunicorn_command(host: str, port: int, workers: int, log_level: str = "INFO"
     # No control socket: gunicorn would put one for every instance at the same
     # path in $HOME, and this process is what controls its gunicorn.
     logs_info = log_level in ("DEBUG", "INFO")
-    return [sys.executable, "-m", "gunicorn", "--workers", str(workers), "--bind", f"{host}:{port}",
+    return [sys.executable, "-m", "gunicorn", "--workers", str(workers), "--bind", address(host, port),
             "--chdir", str(PROJECT_ROOT), "--log-level", log_level.lower(),
             *(["--access-logfile", "-"] if access_log and logs_info else []), "--graceful-timeout", "20",
             "--no-control-socket", "--config", str(GUNICORN_CONF), "wsgi:app"]
@@ -199,12 +206,12 @@ def serve(app: Flask, host: str, port: int, workers: int) -> int:
     # No session before the dashboard is up: a port already taken ends the
     # start before the agent is ever run.
     if _wait_until_bound(ready, stop):
-        log.info("dashboard on http://%s:%d with %d worker(s); one scheduler in pid %d",
-                 host, port, workers, os.getpid())
+        log.info("dashboard on http://%s with %d worker(s); one scheduler in pid %d",
+                 address(host, port), workers, os.getpid())
         scheduler.start()
     elif not stop.is_set():
-        log.error("gunicorn exited with status %s before it served %s:%d (see above); no session was started",
-                  web.wait(), host, port)
+        log.error("gunicorn exited with status %s before it served %s (see above); no session was started",
+                  web.wait(), address(host, port))
         exit_code = 1
     while exit_code == 0 and not stop.wait(1.0):
         if web.poll() is not None:

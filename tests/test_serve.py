@@ -101,6 +101,33 @@ def test_the_dashboard_is_served_by_gunicorn(service):
     assert "gunicorn" in svc.log().lower() or "Booting worker" in svc.log()
 
 
+def _ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as sock:
+            sock.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _ipv6_loopback(), reason="this machine has no IPv6 loopback")
+@pytest.mark.parametrize("host", ["::1", "[::1]"])
+def test_an_ipv6_address_is_listened_on_as_given(tmp_path, host):
+    """gunicorn takes an IPv6 address to bind in brackets; without them it
+    read "::1:8080" as an address and no port, or bound every interface."""
+    from app.serve import address
+    assert (address("::1", 8080), address("[::1]", 8080), address("127.0.0.1", 8080)) == (
+        "[::1]:8080", "[::1]:8080", "127.0.0.1:8080")
+    svc = Service(tmp_path / "state", {"CLAUDEOPS_INTERVAL": "0"}, workers=1, host=host).start()
+    try:
+        assert svc.get("/api/v1/health")[0] == 200
+        assert f"dashboard on http://[::1]:{svc.port} " in svc.log()
+        with pytest.raises(OSError):   # not on IPv4's interfaces
+            socket.create_connection(("127.0.0.1", svc.port), timeout=2).close()
+    finally:
+        svc.terminate()
+
+
 def test_gunicorn_logs_at_the_service_s_level_and_its_access_log_only_where_info_is_logged(tmp_path):
     """An open dashboard tab polls every 5 s: at WARNING, or with the access
     log off, no request makes a line."""

@@ -27,7 +27,8 @@ class Service:
     def __init__(self, state_dir: Path, env: dict[str, str], workers: int = 2, host: str = "127.0.0.1"):
         self.host = host
         self.port = free_port()
-        self.base_url = f"http://127.0.0.1:{self.port}"
+        # An IPv6 loopback is asked at itself; any other address at IPv4's loopback.
+        self.base_url = f"http://[::1]:{self.port}" if ":" in host else f"http://127.0.0.1:{self.port}"
         self.log_path = state_dir.parent / "serve.log"
         self.env = dict(os.environ, CLAUDEOPS_STATE_DIR=str(state_dir), **{**database_env(state_dir), **env})
         self.workers = workers
