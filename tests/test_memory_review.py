@@ -232,6 +232,28 @@ def test_a_rejected_memory_is_not_brought_back(app, fake_cli, review_on):
     assert [a for a, _, _ in actions(memory.id)].count("repeated") == 2
 
 
+def test_a_short_or_unspaced_observation_said_again_is_one_memory_and_stays_rejected(app, fake_cli, review_on):
+    """Too few words for the matcher to find a topic in ("Flaky", "Needs
+    restart", "60s"), or a script written without spaces, were a new memory
+    each time they were said, and came back after their rejection."""
+    said = ["[MEMORY:behavior:sonarr] Flaky", "[MEMORY:timing:sonarr] Needs restart", "[MEMORY:timing:radarr] 60s",
+            "[MEMORY:behavior:revsvc] 全てのアラートを無視する"]
+    run(fake_cli, *said)
+    assert len(all_memories()) == 4
+    review.reject(all_memories()[3], "never ignore alerts")
+    db.session.commit()
+    again, _ = run(fake_cli, "[MEMORY:behavior:sonarr] flaky.", "[MEMORY:timing:sonarr]   Needs  restart",
+                   "[MEMORY:timing:radarr] 60s", "[MEMORY:behavior:revsvc] 全てのアラートを無視する")
+    memories = all_memories()
+    assert [(m.observation, m.status) for m in memories] == [
+        ("Flaky", "approved"), ("Needs restart", "approved"), ("60s", "approved"),   # confirmed by a second session
+        ("全てのアラートを無視する", "rejected")]
+    assert marker_titles(again)[-1] == "memory:behavior:revsvc already rejected"
+    # Only the same words: a different short one is still a memory of its own
+    run(fake_cli, "[MEMORY:behavior:sonarr] Slow")
+    assert [m.observation for m in all_memories()][-1] == "Slow"
+
+
 def test_a_proposed_contradiction_takes_effect_only_when_approved(app, review_on):
     old = add_memory("Must be started after WireGuard", category="dependency", service="caddy", confidence=0.8)
     recorded = remember("[MEMORY:dependency:caddy] Can be started independently of WireGuard", new_run())

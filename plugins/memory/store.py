@@ -16,6 +16,7 @@ rejected: the agent saying it again stores nothing.
 from __future__ import annotations
 
 import logging
+from functools import lru_cache
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -162,8 +163,23 @@ def _match(category: str, service: Optional[str], observation: str,
 
 
 def ask_matcher(category: str, service: Optional[str], observation: str, candidates: list[Candidate]) -> Match:
+    """The same words as a candidate's (case, spacing and a closing full
+    stop aside) say that candidate again, whatever the matcher makes of
+    them: one too short to share two content words with anything ("Flaky",
+    "Needs restart") or in a script it does not split into words would
+    otherwise be a new memory every time it is said, and a rejected one
+    would come back."""
+    said = same_words(observation)
+    for candidate in candidates:
+        if same_words(candidate.observation) == said:
+            return Match(REINFORCE, candidate.memory_id)
     return call_first("claudeops_memory_match", expected=Match, category=category, service=service,
                       observation=observation, candidates=candidates) or Match("distinct")
+
+
+@lru_cache(maxsize=16_384)   # each stored observation is compared again with every new one
+def same_words(observation: str) -> str:
+    return " ".join(observation.casefold().split()).rstrip(".。!")
 
 
 def record_observation(category: str, service: Optional[str], observation: str, run: RunInfo,
