@@ -89,3 +89,11 @@ def test_fixture_text_blocks():
     text = ("Checking the services now.\n[EVENT:info:jellyfin] Health check passed\n"
             "[EVENT:warning:postgres] Slow queries\n[MEMORY:timing:jellyfin] Takes 60s to start")
     assert [(m.level, m.service) for m in parse_event_markers(text)] == [("info", "jellyfin"), ("warning", "postgres")]
+
+
+def test_a_service_over_the_length_limit_is_reported_not_cut(caplog):
+    """Cut to 100 characters, two long names that begin alike were one service."""
+    long_name = "a" * 100
+    text = f"[EVENT:info:{long_name}X] one\n[EVENT:info:{long_name}] two"
+    assert parse_event_markers(text) == [EventMarker("info", long_name, "two")]
+    assert "service is over 100 characters" in caplog.text

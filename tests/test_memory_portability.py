@@ -277,6 +277,10 @@ def test_a_bad_entry_refuses_the_whole_file(app):
         ({"format": "claudeops-memories", "version": 1,
           "memories": [good | {"history": [{"action": "created", "actor": "session", "when": "today"}]}]},
          "memory 1: a history entry has unknown field(s): when; allowed: action,"),
+        # A page shows every history entry: one of megabytes is refused, not shown
+        ({"format": "claudeops-memories", "version": 1,
+          "memories": [good | {"history": [{"action": "created", "actor": "session", "detail": "x" * 20_001}]}]},
+         "memory 1: a history detail is 20001 characters; the limit is 20000"),
         ({"format": "claudeops-memories", "version": 1, "memorys": [], "memories": []},
          "the export has unknown field(s): memorys; allowed: format, version, exported_at, memories"),
         ({"format": "claudeops-memories", "version": 1, "memories": [good | {"created_at": "yesterday"}]},

@@ -90,8 +90,8 @@ def settings() -> list[Setting]:
     return [
         Setting(SETTING_NAMES[RESTART], "2/4h",
                 "Restarts of one service allowed in a sliding window (`<count>/<window>`, window in s, m, h or d; "
-                "0 forbids); a restart beyond it is denied before it runs.", parse_limit, runtime=True,
-                schema=LIMIT_SCHEMA),
+                "a count of 0, `0/1h`, forbids); a restart beyond it is denied before it runs.",
+                parse_limit, runtime=True, schema=LIMIT_SCHEMA),
         Setting(SETTING_NAMES[REDEPLOYMENT], "1/24h",
                 "Redeployments of one service allowed in a sliding window (`<count>/<window>`); "
                 "one beyond it is denied before it runs.", parse_limit, runtime=True, schema=LIMIT_SCHEMA),

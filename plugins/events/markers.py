@@ -72,7 +72,12 @@ def parse_event_markers(text: str, warn: Optional[Warn] = None) -> list[EventMar
         if not message:
             warn("event marker message", f"ignoring event marker with no message: {match.group(0)[:80]!r}")
             continue
+        if match["service"] and len(match["service"]) > MAX_SERVICE_CHARS:
+            # Cut, two long names that begin alike would be taken for one service.
+            warn("event marker service", f"ignoring event marker whose service is over {MAX_SERVICE_CHARS} "
+                                         f"characters: {match.group(0)[:120]!r}")
+            continue
         # One service whatever its case, as memories and cooldowns take it.
-        service = match["service"][:MAX_SERVICE_CHARS].lower() if match["service"] else None
+        service = match["service"].lower() if match["service"] else None
         markers.append(EventMarker(level, service, message[:MAX_MESSAGE_CHARS]))
     return markers

@@ -31,6 +31,7 @@ from plugins.memory.context import SECTION_HEADING as PROMPT_SECTION_HEADING, fo
 from plugins.memory.matcher import CONTRADICT, DISTINCT, REINFORCE, Candidate, Match
 from plugins.memory.models import (ACTIVE_THRESHOLD, APPROVED, OUTCOME_LEVELS, PROPOSED, REVIEW_STATES, Memory,
                                    MemoryHistory, TrackRecord)
+from plugins.memory.settings import max_observation_chars
 
 FORMAT_NAME = "claudeops-memories"
 MARKDOWN_TITLE = "# Claude Ops memories"   # an export of no memories is still one
@@ -249,6 +250,7 @@ def _looks_like_json(text: str) -> bool:
 DOCUMENT_KEYS = ("format", "version", "exported_at", "memories")
 ENTRY_KEYS = ("id", "service", "category", "observation", "confidence", "active", "pinned", "tier", "created_at",
               "updated_at", "decayed_weeks", "session_id", "contradicts_id", "outcomes", "status", "history")
+MAX_HISTORY_DETAIL_CHARS = 20_000
 HISTORY_KEYS = ("action", "confidence_before", "confidence_after", "actor", "detail", "session_id",
                 "related_memory_id", "created_at")
 
@@ -384,6 +386,9 @@ def _history_rows(rows) -> list[dict]:
                 _confidence(row[name], f"history {name}")
         if row.get("detail") is not None and not isinstance(row["detail"], str):
             raise ValueError("history detail must be text")
+        most = _most_detail_chars()
+        if len(row.get("detail") or "") > most:
+            raise ValueError(f"a history detail is {len(row['detail'])} characters; the limit is {most}")
         if "\x00" in row["action"] or "\x00" in (row.get("detail") or ""):
             raise ValueError("history must not contain NUL characters")
         checked.append({"action": row["action"], "actor": row["actor"], "detail": row.get("detail"),
@@ -393,6 +398,12 @@ def _history_rows(rows) -> list[dict]:
                         "confidence_after": row.get("confidence_after"),
                         "created_at": _time(row.get("created_at")) or utcnow()})
     return checked
+
+
+def _most_detail_chars() -> int:
+    """Room for the longest detail this service writes (an observation
+    quoted in a sentence), and no more: a page shows every one."""
+    return max(MAX_HISTORY_DETAIL_CHARS, max_observation_chars() + 1_000)
 
 
 def parse_markdown(text: str, most: int = MAX_IMPORT) -> list[Entry]:
