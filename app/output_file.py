@@ -2,12 +2,16 @@
 -o FILE``). Written aside and renamed into place, so that a failure (a full
 disk) leaves what was at the name before, and never half a file that would
 pass for an export of fewer memories; an existing file is replaced only when
-asked; the database and the files SQLite keeps beside it never. A name that
-is not a regular file (``/dev/stdout``, a pipe) is written as it is."""
+asked; the database and the files SQLite keeps beside it never, nor any
+file in the state directory itself (the cookie's key, a lock, a copy kept
+before a restore) or in the results directory (run logs). A name that is not a regular file
+(``/dev/stdout``, a pipe) is written as it is."""
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from flask import current_app
 
 from app.backup import database_files, link_into_place
 from app.extensions import db
@@ -26,6 +30,9 @@ def write_text(path: Path, text: str, replace: bool = False) -> None:
     target = path.expanduser().resolve()
     if target in database_files(db.engine):
         raise OutputRefused(f"{path} is the service's database or a file SQLite keeps beside it: name another file")
+    if target.exists() and _services_own(target):
+        raise OutputRefused(f"{path} is a file the service keeps in its state or results directory: "
+                            "name another file")
     if target.exists() and not replace:
         raise OutputRefused(f"{path} already exists: name a new file, or pass --force to replace it")
     partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
@@ -41,3 +48,9 @@ def write_text(path: Path, text: str, replace: bool = False) -> None:
             raise OutputRefused(f"{path} was made while this was written: name a new file, or pass --force")
     finally:
         partial.unlink(missing_ok=True)
+
+
+def _services_own(target: Path) -> bool:
+    state, results = (Path(current_app.config[name]).expanduser().resolve()
+                      for name in ("CLAUDEOPS_STATE_DIR", "CLAUDEOPS_RESULTS_DIR"))
+    return target.parent == state or target.is_relative_to(results)

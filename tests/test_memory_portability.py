@@ -486,6 +486,23 @@ def test_cli_export_replaces_a_file_only_when_asked(app, tmp_path):
     assert len(json.loads(path.read_text())["memories"]) == 6
 
 
+def test_cli_export_never_writes_over_a_file_the_service_keeps(app):
+    """Not even with --force: an export over the cookie's key logged every
+    browser out at the next start, and made the key a 40 KB secret to redact."""
+    from pathlib import Path as P
+    seed()
+    key = P(app.config["CLAUDEOPS_STATE_DIR"]) / "secret_key"
+    key.write_text("k" * 64)
+    result = app.test_cli_runner().invoke(main, ["memories", "export", "-o", str(key), "--force"])
+    assert result.exit_code == 1
+    assert f"Error: {key} is a file the service keeps in its state or results directory" in result.output
+    assert key.read_text() == "k" * 64
+    # A new file there is the operator's to make
+    fresh = P(app.config["CLAUDEOPS_STATE_DIR"]) / "export.json"
+    assert app.test_cli_runner().invoke(main, ["memories", "export", "-o", str(fresh)]).exit_code == 0
+    assert len(json.loads(fresh.read_text())["memories"]) == 6
+
+
 @sqlite_only("the database is a file only on SQLite")
 @pytest.mark.parametrize("suffix", ["", "-wal", "-journal"])
 def test_cli_export_never_writes_over_the_database(app, suffix):
