@@ -7,7 +7,9 @@ behind no directory, empty database or cookie key that the next command
 would take for the service's."""
 from __future__ import annotations
 
+import contextlib
 import errno
+import os
 
 import secrets
 from pathlib import Path
@@ -102,8 +104,22 @@ def guard_database(app: Flask, engine: Engine) -> None:
 
     @event.listens_for(engine, "do_connect")
     def _only_an_existing_file(*_args) -> None:
-        if not app.extensions.get(MADE) and _absent(Path(database)):
+        if not _absent(Path(database)):
+            return
+        if not app.extensions.get(MADE):
             raise NoDatabase(shown_url(make_url(app.config["SQLALCHEMY_DATABASE_URI"])), _missing(app, Path(database)))
+        _create_owners_only(Path(database))
+
+
+def _create_owners_only(path: Path) -> None:
+    """An empty file, which SQLite takes for an empty database, readable by
+    its owner only: SQLite itself would create one as the umask allows
+    (022: readable by everyone), and gives its -wal and -shm files the
+    database's mode. It holds what the agent learned and saw."""
+    # Made meanwhile by another process of the service, or not to be made
+    # at all: then SQLite, which cannot create it either, says why.
+    with contextlib.suppress(OSError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
 def _absent(path: Path) -> bool:

@@ -40,3 +40,24 @@ def test_a_database_the_user_cannot_look_at_is_opened_not_taken_for_missing(tmp_
         assert db.session.scalar(text("SELECT 1")) == 1   # the file is this test's: SQLite opens it
         db.session.remove()
         db.engine.dispose()
+
+
+def test_a_new_database_and_its_side_files_are_the_owners_only_whatever_the_umask(tmp_path):
+    """SQLite creates a database as the umask allows (022: readable by any
+    user of the machine) and its -wal and -shm files with the database's
+    mode; the memories, events and activity logs are the operator's."""
+    import os
+    import stat
+    old = os.umask(0o022)
+    try:
+        service = make_app(tmp_path)
+        with service.app_context():
+            db.session.execute(text("CREATE TABLE IF NOT EXISTS probe (x)"))
+            db.session.commit()
+            database = database_file(db.engine)
+            side_files = [Path(f"{database}{suffix}") for suffix in ("-wal", "-shm")]
+            modes = {path.name: stat.S_IMODE(path.stat().st_mode) for path in [database, *side_files]
+                     if path.exists()}
+    finally:
+        os.umask(old)
+    assert database.name in modes and modes == dict.fromkeys(modes, 0o600)
