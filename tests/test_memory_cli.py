@@ -39,7 +39,8 @@ def test_add_list_edit_delete(app):
     assert result.exit_code == 1 and len(all_memories()) == 1     # declined
     result = invoke(app, "delete", str(memory.id), str(memory.id), input="y\n")   # the same id twice: one memory
     assert result.exit_code == 0 and all_memories() == []
-    assert result.output == f"Delete 1 memory? [y/N]: y\ndeleted #{memory.id}\n"
+    assert result.output == (f"#{memory.id:<5} postgres       maintenance   0.1 inactive, pinned  Needs VACUUM FULL every Sunday\n"
+                             f"Delete 1 memory? [y/N]: y\ndeleted #{memory.id}\n")
 
 
 def test_edit_moves_a_memory_to_another_service_and_category(app):

@@ -393,3 +393,17 @@ def test_an_outcome_marker_left_without_its_bracket_does_not_take_the_next_one_w
 def test_a_memory_marker_left_without_its_bracket_does_not_take_the_next_one_with_it():
     text = "[MEMORY:timing:db on port 5432 [MEMORY:timing:web] Takes 60s to start"
     assert parse_memory_markers(text) == [MemoryMarker("timing", "web", "Takes 60s to start")]
+
+
+def test_an_outcomes_level_is_read_in_any_case_as_an_events_is():
+    assert parse_outcome_markers("[OUTCOME:Worked:m2] came up [OUTCOME:FAILED:M3]") == [
+        OutcomeMarker("worked", 2, "came up"), OutcomeMarker("failed", 3, "")]
+    # Only ASCII letters fold: a dotted capital I is no i
+    (refused,) = parse_outcome_markers("[OUTCOME:fa\u0130led:m3]")
+    assert isinstance(refused, MalformedOutcome) and refused.why.startswith("unknown outcome")
+
+
+def test_a_memory_category_in_capitals_is_refused_with_the_spelling_that_works(caplog):
+    """SPEC-0015's marker takes the categories as it lists them; the agent is told how to write it."""
+    assert parse_memory_markers("[MEMORY:Timing:sonarr] Takes 60s to start") == []
+    assert "ignoring memory marker with category 'Timing': write it in lower case, 'timing'" in caplog.text

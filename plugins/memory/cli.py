@@ -124,6 +124,9 @@ def edit(memory_id, observation, category, service, confidence, pin, activate):
     echo(_line(memory))
 
 
+SHOWN_BEFORE_DELETING = 20
+
+
 @memories.command("delete")
 @click.argument("memory_ids", type=MEMORY_ID, nargs=-1, required=True)
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
@@ -134,7 +137,13 @@ def delete(memory_ids, yes):
         if not yes:
             # Asked with the database's lock let go: the answer may take minutes,
             # and a session, the dashboard or the cooldowns hook writes meanwhile.
+            # What "y" deletes, not only how many
+            shown = [_line(memory) for memory in sorted(found, key=lambda memory: memory.id)]
             db.session.rollback()
+            for line in shown[:SHOWN_BEFORE_DELETING]:
+                echo(line)
+            if len(shown) > SHOWN_BEFORE_DELETING:
+                click.echo(f"… and {len(shown) - SHOWN_BEFORE_DELETING} more")
             click.confirm(f"Delete {len(found)} memor{'y' if len(found) == 1 else 'ies'}?", abort=True)
             found = store.find_many(list(memory_ids))   # under the lock again, what is deleted
     except (LookupError, store.MemoryInputError) as exc:

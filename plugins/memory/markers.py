@@ -50,7 +50,10 @@ def parse_memory_markers(text: str, warn: Optional[Warn] = None) -> list[MemoryM
             match = MEMORY_HEADER.match(line, candidate.start(), candidate.end())
             if match is None:
                 category = candidate.group(1).split(":")[0]
-                if category not in CATEGORIES:
+                if category.lower() in CATEGORIES:   # SPEC-0015's marker takes the category as it lists it
+                    warn("memory marker category", f"ignoring memory marker with category {category!r}: "
+                                                   f"write it in lower case, {category.lower()!r}")
+                elif category not in CATEGORIES:
                     warn("memory marker category", f"ignoring memory marker with invalid category {category!r} "
                                                    f"(valid: {', '.join(CATEGORIES)})")
                 else:
@@ -79,7 +82,8 @@ def parse_memory_markers(text: str, warn: Optional[Warn] = None) -> list[MemoryM
 
 # The id as the memory section prints it (m12); a bare 12 is taken too. Ten
 # digits at most: anything longer names no memory and would only be a big number.
-OUTCOME_MARKER = re.compile(rf"\[OUTCOME:({'|'.join(OUTCOME_LEVELS)}):[mM]?([0-9]{{1,10}})\]")
+# The level in any case, as event levels are read ("Worked" is worked).
+OUTCOME_MARKER = re.compile(rf"\[OUTCOME:((?ai:{'|'.join(OUTCOME_LEVELS)})):[mM]?([0-9]{{1,10}})\]")
 ANY_OUTCOME_MARKER = re.compile(r"\[OUTCOME:((?:(?!\[[A-Z]+:)[^\]\n])*)\]")
 
 
@@ -107,13 +111,14 @@ def parse_outcome_markers(text: str, warn: Optional[Warn] = None) -> list[Outcom
         match = OUTCOME_MARKER.match(text, candidate.start())
         if match is None:
             level = candidate.group(1).split(":")[0]
-            why = (f"unknown outcome {level[:40]!r} (use {', '.join(OUTCOME_LEVELS)})" if level not in OUTCOME_LEVELS
+            why = (f"unknown outcome {level[:40]!r} (use {', '.join(OUTCOME_LEVELS)})"
+                   if level.lower() not in OUTCOME_LEVELS
                    else "no memory id (write it as the memory section shows it, e.g. m12)")
             warn("malformed outcome marker", f"ignoring outcome marker {candidate.group(0)[:120]!r}: {why}")
             found.append(MalformedOutcome(candidate.group(0)[:120], why))
             continue
         note = _up_to_next_marker(text, match.end()).strip()
-        found.append(OutcomeMarker(match.group(1), int(match.group(2)), note))
+        found.append(OutcomeMarker(match.group(1).lower(), int(match.group(2)), note))
     return found
 
 
