@@ -111,6 +111,9 @@ def test_a_page_number_past_every_row_is_an_empty_page_not_an_error(client):
         "the outcome 'maybe', none of pending, success, failure, denied: every outcome is shown"]),
     ("/sessions?page=%3Cscript%3E", ["page='<script>', which is not a number; the page is shown without it"]),
     ("/sessions/1?before=x", ["before='x', which is not a number; the page is shown without it"]),
+    ("/sessions/1?before=-5", ["before=-5, which is below every id; the page is shown without it"]),
+    ("/sessions/1?before=0", ["before=0, which is below every id; the page is shown without it"]),
+    ("/events?before=1&after=1", ["after=1, given with before=1: the page is shown by before"]),
 ])
 def test_a_filter_or_page_the_dashboard_does_not_know_is_said_to_be_ignored(client, path, said):
     """A stale or edited link still shows its page, without the value it

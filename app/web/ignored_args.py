@@ -38,3 +38,13 @@ def int_arg(name: str) -> Optional[int]:
     except ValueError:
         ignore(f"{name}={raw[:40]!r}, which is not a number; the page is shown without it")
         return None
+
+
+def id_arg(name: str, lowest: int = 0) -> Optional[int]:
+    """The query argument ``name`` as a row's id to page from; one that is no
+    number, or below ``lowest`` (below every id), is ignored, and said to be."""
+    value = int_arg(name)
+    if value is not None and value < lowest:
+        ignore(f"{name}={value}, which is below every id; the page is shown without it")
+        return None
+    return value

@@ -24,7 +24,7 @@ from sqlalchemy import ColumnElement, Select, select
 
 from app.extensions import db
 from app.web.apiutil import MAX_ID, MAX_OFFSET
-from app.web.ignored_args import ignore, int_arg
+from app.web.ignored_args import id_arg, ignore, int_arg
 
 
 def page_number(page_size: int) -> int:
@@ -43,10 +43,7 @@ class LogPage:
 
 
 def _id_arg(name: str) -> Optional[int]:
-    value = int_arg(name)
-    if value is not None and value < 0:
-        ignore(f"{name}={value}, which is below every id; the page is shown without it")
-        return None
+    value = id_arg(name)
     return None if value is None else min(value, MAX_ID)
 
 
@@ -54,7 +51,8 @@ def newest_first(query: Select, id_column: ColumnElement, size: int) -> LogPage:
     """One page of ``query``'s rows, newest (highest id) first, where the
     request's ``before`` or ``after`` says."""
     before, after = _id_arg("before"), _id_arg("after")
-    if before is not None:
+    if before is not None and after is not None:
+        ignore(f"after={after}, given with before={before}: the page is shown by before")
         after = None
     if after is not None:
         # The ``size`` rows just above ``after``, read upwards, shown newest first.

@@ -17,7 +17,7 @@ from app.sessions import control, escalation
 from app.sessions.results_dir import held_elsewhere
 from app.timeutil import utcnow
 from app.web.htmx import fragment_of, is_htmx, render_page
-from app.web.ignored_args import int_arg
+from app.web.ignored_args import id_arg
 from app.web.paging import page_number
 from app.web.refused_forms import keeps_typed_text
 from app.web.row_ids import bounded_row_id
@@ -58,7 +58,8 @@ def detail(session_id: int):
     session = db.session.get(Session, session_id) or abort(404)
     # ?before=<id>: the entries before that one, a page back from the latest
     # (and not followed live: the poll appends to the latest).
-    before = bounded_row_id(int_arg("before") or 0) or None
+    before = id_arg("before", lowest=1)   # before the first entry there is none
+    before = None if before is None else bounded_row_id(before)
     activity = _activity_before(session_id, before)
     earlier = _count_before(session_id, activity[0].id) if activity else 0
     return render_template("sessions/detail.html", session=session, activity=activity,
