@@ -294,7 +294,7 @@ def test_the_agents_tools_never_give_unreviewed_memories_as_knowledge(app):
         assert f"#{trusted.id} " in listing and f"#{proposed.id} " not in listing and f"#{rejected.id} " not in listing
     entries = mcp_tools.get_memories([trusted.id, proposed.id, rejected.id]).split("\n\n")
     assert not entries[0].startswith("NOT TRUSTED")
-    assert entries[1].startswith("NOT TRUSTED: proposed by a session and not yet reviewed by the operator")
+    assert entries[1].startswith("NOT TRUSTED: proposed, and not yet reviewed by the operator")
     assert entries[2].startswith("NOT TRUSTED: rejected by the operator")
 
 

@@ -60,7 +60,7 @@ def compact_line(memory: Memory) -> str:
             f"{format_confidence(memory.confidence)}{shown}: {_preview(redactor().redact(memory.observation))}")
 
 
-UNTRUSTED = {PROPOSED: "NOT TRUSTED: proposed by a session and not yet reviewed by the operator; do not rely on it",
+UNTRUSTED = {PROPOSED: "NOT TRUSTED: proposed, and not yet reviewed by the operator; do not rely on it",
              REJECTED: "NOT TRUSTED: rejected by the operator; do not rely on it"}
 
 
