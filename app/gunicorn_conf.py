@@ -26,6 +26,12 @@ READY_FD_ENV = "CLAUDEOPS_READY_FD"
 # (CLAUDEOPS_TRUSTED_PROXIES, through werkzeug's ProxyFix): gunicorn believes none.
 forwarded_allow_ips = ""
 
+# The longest request line gunicorn reads (its most; the default is 4094):
+# a memory search or an API filter of a few thousand characters. A longer
+# line is refused by gunicorn itself, with a 414 in plain HTML, before the
+# application sees it.
+limit_request_line = 8190
+
 # gunicorn's default, with the path (%(U)s) for the whole request line (%(r)s)
 # and no referrer: a search's words and a filter's values, anything an
 # operator typed, stay out of the journal, where redaction does not reach.

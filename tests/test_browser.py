@@ -415,16 +415,20 @@ PHONE = 390
 def test_every_page_fits_a_phone_and_a_long_service_name_fits_the_memories_table(browser, service):
     """At a phone's width the sidebar is a bar of links above the page and a
     wide table scrolls by itself: no page is wider than the screen, and its
-    links are all in view. A service's name of 100 characters wraps in a
-    column of its own width, at any width: it once took the observation's room."""
+    links are all in view; an event's message keeps room for its words. A
+    service's name of 100 characters wraps in a column of its own width, at
+    any width: it once took the observation's room. (Its event was once
+    stopped before it ran, and the session page, whose marker badge did not
+    wrap, was 800 pixels wide with it.)"""
     tok = token()
     long_service = "s" * 90 + tok
     status, memory = service.post("/api/v1/memories", {
         "service": long_service, "category": "timing", "observation": f"Slow to start after an upgrade {tok}"})
     assert status == 201, memory
+    settle(service)   # what earlier tests left queued, then this one's session, whose event the pages show
     session_id = trigger(service, sl.steps(sl.init(), sl.text(f"[EVENT:warning:{long_service}] disk at 91% {tok}"),
                                            sl.result("ok")))
-    settle(service)
+    wait_status(service, session_id, "completed")
     pages = ["/", "/sessions", f"/sessions/{session_id}", "/events", "/memories", f"/memories/{memory['id']}",
              "/cooldowns", "/config"]
     with guarded_page(browser, service.base_url, PageGuard(), width=PHONE) as page:
@@ -435,6 +439,9 @@ def test_every_page_fits_a_phone_and_a_long_service_name_fits_the_memories_table
             for link in page.locator("nav.sidebar a").all():
                 box = link.bounding_box()
                 assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE, (path, link.text_content(), box)
+            if path == "/events":   # a message keeps room for its words; the table scrolls
+                message = page.locator("#events-table td.message").first.bounding_box()
+                assert message["width"] >= 200, message
     with guarded_page(browser, service.base_url, PageGuard(), width=1280) as page:
         page.goto(f"/memories?q={tok}")
         row = page.locator(f"#memory-{memory['id']}")

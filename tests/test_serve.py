@@ -7,6 +7,8 @@ import os
 import socket
 import subprocess
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 
@@ -94,7 +96,6 @@ def test_sigterm_during_a_session_records_it_as_stopped_and_exits_cleanly(servic
 
 def test_the_dashboard_is_served_by_gunicorn(service):
     svc = service(session_seconds=0, workers=2)
-    import urllib.request
     with urllib.request.urlopen(svc.base_url + "/sessions", timeout=10) as response:
         assert response.status == 200
         assert "Run now" in response.read().decode()
@@ -124,6 +125,20 @@ def test_an_ipv6_address_is_listened_on_as_given(tmp_path, host):
         assert f"dashboard on http://[::1]:{svc.port} " in svc.log()
         with pytest.raises(OSError):   # not on IPv4's interfaces
             socket.create_connection(("127.0.0.1", svc.port), timeout=2).close()
+    finally:
+        svc.terminate()
+
+
+def test_gunicorn_reads_a_request_line_of_8_kb_and_refuses_a_longer_one(tmp_path):
+    """A long memory search reaches the application (gunicorn's default of
+    4 KB refused it with a page of its own); past 8 KB gunicorn refuses it."""
+    svc = Service(tmp_path / "state", {"CLAUDEOPS_INTERVAL": "0"}, workers=1).start()
+    try:
+        status, body = svc.get("/api/v1/memories?q=" + "w" * 7_000)
+        assert status == 200 and body["memories"] == []
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(svc.base_url + "/api/v1/memories?q=" + "w" * 9_000, timeout=10)
+        assert refused.value.code == 414
     finally:
         svc.terminate()
 
@@ -211,7 +226,6 @@ def test_gunicorn_believes_no_forwarded_header_the_application_was_not_told_to(s
     that claims https (from loopback, which gunicorn would believe by
     default) is still plain http: its session cookie is not marked Secure."""
     svc = service(session_seconds=0, workers=1)
-    import urllib.request
     cookies = {}
     for claim in ({}, {"X-Forwarded-Proto": "https"}):
         request = urllib.request.Request(svc.base_url + "/memories", headers=claim)
@@ -223,7 +237,6 @@ def test_gunicorn_believes_no_forwarded_header_the_application_was_not_told_to(s
 
 def test_the_access_log_names_the_path_but_not_the_query_string(service):
     svc = service(session_seconds=0, workers=1)
-    import urllib.request
     request = urllib.request.Request(svc.base_url + "/memories?q=hunter2-typed-in-search",
                                      headers={"Referer": svc.base_url + "/memories?q=referred-search"})
     with urllib.request.urlopen(request, timeout=10) as response:
@@ -238,7 +251,6 @@ def test_gunicorn_started_by_hand_with_the_settings_file_outlives_the_shell_that
     gunicorn ends with its parent."""
     import signal
     import time
-    import urllib.request
 
     from app.serve import gunicorn_command
     from tests.conftest import make_app
