@@ -76,6 +76,12 @@ def test_trigger_needs_json(client):
     assert response.get_json()["error"].startswith("the body is not valid JSON: 'utf-8' codec can't decode byte 0xff")
     response = client.post("/api/v1/sessions/trigger", data=" ", content_type="application/json")
     assert response.status_code == 400 and response.get_json()["error"] == "the body is empty: send a JSON object"
+    # A key given twice: Python's reader kept the last one, and the first was lost without a word
+    response = client.post("/api/v1/sessions/trigger", data='{"prompt": "x", "start_tier": 1, "prompt": "y"}',
+                           content_type="application/json")
+    assert response.status_code == 400 and response.get_json()["error"] == (
+        "the body is refused: the key 'prompt' is given twice in one object; give it once")
+    assert client.get("/api/v1/sessions").get_json()["sessions"] == []
 
 
 def test_pagination(client):

@@ -308,6 +308,9 @@ def test_a_bad_entry_refuses_the_whole_file(app):
         portability.parse("- [timing] Takes 60s (confidence: 0.7)\n")
     with pytest.raises(portability.ImportRefused, match="not valid JSON"):
         portability.parse("{oops")
+    with pytest.raises(portability.ImportRefused, match="in the file, the key 'confidence' is given twice in one object"):
+        portability.parse('{"format": "claudeops-memories", "version": 1, "memories": [{"service": "web", '
+                          '"category": "timing", "observation": "x", "confidence": 0.9, "confidence": 0.2}]}')
     with pytest.raises(portability.ImportRefused, match="nested too deeply"):
         portability.parse('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}")
     # JSON of another shape is refused as JSON, not read as Markdown holding no memories.

@@ -7,6 +7,7 @@ from typing import Any, Iterable, Optional
 
 from flask import jsonify, request
 
+from app import strict_json
 from app.listing import Total
 from app.portable_text import is_unicode
 from app.web.row_ids import MAX_ROW_ID
@@ -70,7 +71,9 @@ def json_body() -> dict[str, Any]:
     if not data.strip():
         raise ApiError("the body is empty: send a JSON object")
     try:
-        body = json.loads(data)
+        body = strict_json.loads(data)
+    except strict_json.DuplicateKey as exc:
+        raise ApiError(f"the body is refused: {exc}") from None
     except ValueError as exc:   # not JSON (the parser says where), or not UTF-8
         raise ApiError(f"the body is not valid JSON: {exc}") from None
     except RecursionError:   # the parser gives up on very deep nesting

@@ -17,6 +17,7 @@ from typing import Any, Iterator, Optional
 import orjson
 from sqlalchemy import select
 
+from app import strict_json
 from app.bulk_insert import BulkInsert
 from app.db_redaction import redacted_values
 from app.extensions import db
@@ -216,7 +217,9 @@ def parse(text: str, fmt: str = "auto", most: int = MAX_IMPORT) -> list[Entry]:
         fmt = "json" if _looks_like_json(text) else "markdown"
     if fmt == "json":
         try:
-            document = json.loads(text)
+            document = strict_json.loads(text)
+        except strict_json.DuplicateKey as exc:
+            raise ImportRefused(f"in the file, {exc}") from None
         except json.JSONDecodeError as exc:
             raise ImportRefused(f"not valid JSON: {exc}") from None
         except ValueError:   # Python reads no integer of more than 4,300 digits
