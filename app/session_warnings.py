@@ -24,9 +24,11 @@ IN_ACTIVITY_LOG = "further ones in this session are noted in its activity log on
 AT_DEBUG_LEVEL = "further ones in this session are logged at debug level"
 
 
-def warn_once(log: logging.Logger, session_id: int, kind: str, message: str, later: str = IN_ACTIVITY_LOG) -> None:
-    """``message`` as a warning the first time ``kind`` comes up in the session, as
-    debug after; ``later`` says where the operator finds the later ones."""
+def warn_once(log: logging.Logger, session_id: int, kind: str, message: str, later: str = IN_ACTIVITY_LOG,
+              level: int = logging.WARNING) -> None:
+    """``message`` as a warning (or at ``level``) the first time ``kind`` comes
+    up in the session, as debug after; ``later`` says where the operator
+    finds the later ones."""
     warned: OrderedDict[int, set[str]] = db.session.info.setdefault(WARNED, OrderedDict())
     kinds = warned.setdefault(session_id, set())
     warned.move_to_end(session_id)
@@ -36,7 +38,7 @@ def warn_once(log: logging.Logger, session_id: int, kind: str, message: str, lat
         log.debug("session %s: %s", session_id, message)
         return
     kinds.add(kind)
-    log.warning("session %s: %s (%s)", session_id, message, later)
+    log.log(level, "session %s: %s (%s)", session_id, message, later)
 
 
 # What a marker parser calls with a kind and a message for a marker it skips.

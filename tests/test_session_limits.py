@@ -114,6 +114,22 @@ def test_a_block_of_many_refused_markers_notes_the_first_ten_of_each_plugin_and_
                                              "(use one of info, warning, critical)")
 
 
+def test_a_block_repeating_one_memory_notes_three_repeats_and_counts_the_rest(app, fake_cli, caplog):
+    """Said again in the same session, a memory changes nothing: 1,000 times
+    in one block were 1,000 rows of the activity log and 1,000 lines of the
+    service log."""
+    caplog.set_level(logging.DEBUG, logger="plugins.memory.store")
+    session = run(fake_cli, "[MEMORY:timing:web] Takes 60s to start\n" * 1000)
+    (memory,) = db.session.scalars(select(Memory)).all()
+    same = f"#{memory.id} (0.7) Takes 60s to start"
+    rows = db.session.execute(select(SessionActivity.title, SessionActivity.body).where(
+        SessionActivity.session_id == session.id, SessionActivity.kind == "marker").order_by(SessionActivity.id)).all()
+    assert rows == [("memory:timing:web created", same)] + [("memory:timing:web repeated", same)] * 3 + [
+        ("memory:timing:web repeated", "996 more the same in this text block, not shown one by one")]
+    told = [r for r in caplog.records if "repeated memory" in r.getMessage()]
+    assert [r.levelno for r in told] == [logging.INFO] + [logging.DEBUG] * 998
+
+
 def test_an_event_limit_counts_per_session(app, fake_cli):
     change({"CLAUDEOPS_EVENTS_MAX_PER_SESSION": 1})
     first = run(fake_cli, "[EVENT:info:a] one\n[EVENT:info:a] two")

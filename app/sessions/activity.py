@@ -33,6 +33,7 @@ from app.plugin_types import MarkerRecord, PendingRecords, RunInfo
 from app.redaction import head_redacted, redactor, replace_spans
 from app.sessions import stream
 from app.sessions.fanout import MarkerFanOut
+from app.sessions.repeats import repeats_counted
 from app.sessions.response import ResponseTail
 from app.timeutil import utcnow
 
@@ -68,11 +69,6 @@ _CLI_SESSION_ID = Session.__table__.c.cli_session_id
 
 Entry = Union[bytes, int]   # a line as read, or the size of one too long to read
 T = TypeVar("T")
-# A runaway agent may write one wrong marker thousands of times in a text
-# block; each refusal a row would store many times the text it came in.
-# The activity log shows this many of each plugin's refusals in a block,
-# then a count of the rest.
-SHOWN_REFUSALS = 10
 
 
 class StreamHandler:
@@ -307,7 +303,7 @@ class StreamHandler:
                 self.session.cli_session_id = fit(_CLI_SESSION_ID, item.cli_session_id)
 
     def _fan_out(self, text: str) -> None:
-        for record in refusals_counted(self.markers(text)):
+        for record in self.markers(text):
             if isinstance(record, MarkerRecord):
                 self._add_record(record)
             elif isinstance(record, PendingRecords):
@@ -334,7 +330,7 @@ class StreamHandler:
             if records is None:
                 records = [MarkerRecord("markers", "lost", "a plugin failed to write this block's records; "
                                         "see the service log", stored=False)]
-            for record in refusals_counted(records):
+            for record in repeats_counted(records):
                 self._add_record(record, row=dict(row))
 
     def _add(self, kind: str, title: Optional[str], body: Optional[str], redacted: bool = False,
@@ -366,27 +362,6 @@ class StreamHandler:
                 row["title"] = replace_spans(row["title"], title_spans)
             _shorten(row, cut, body_spans)
         self._unredacted = []
-
-
-def refusals_counted(records: list[T]) -> list[T]:
-    """``records`` of one text block, with each kind's refusals
-    (``stored=False``) after its first ``SHOWN_REFUSALS`` left out, and
-    counted in one more at the end. Anything else passes as it is."""
-    seen: dict[str, int] = {}
-    kept = []
-    for record in records:
-        if isinstance(record, MarkerRecord) and not record.stored:
-            seen[record.kind] = seen.get(record.kind, 0) + 1
-            if seen[record.kind] > SHOWN_REFUSALS:
-                continue
-        kept.append(record)
-    for kind, count in seen.items():
-        if count > SHOWN_REFUSALS:
-            kept.append(MarkerRecord(kind, "not stored", f"{count - SHOWN_REFUSALS} more {kind} markers not "
-                                                         "stored in this text block, not shown one by one; "
-                                                         "the service log has the first of each reason",
-                                     stored=False))
-    return kept
 
 
 def _shorten(row: dict, cut: int = 0, spans: Optional[list[tuple[int, int]]] = None) -> None:

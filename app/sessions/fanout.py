@@ -36,6 +36,7 @@ from app.dbfaults import passing, storage_fault
 from app.extensions import db
 from app.plugin_fault_log import log_fault
 from app.plugin_types import MarkerRecord, PendingRecords, RunInfo
+from app.sessions.repeats import repeats_counted
 from app.plugins import of_type, plugin_manager
 
 log = logging.getLogger(__name__)
@@ -123,7 +124,7 @@ class MarkerFanOut:
                 records = of_type(impl.plugin_name, HOOK, result, RECORD_TYPES)
                 self.pending.setdefault(impl.plugin_name, []).extend(
                     record for record in records if isinstance(record, PendingRecords))
-                results.extend(records)
+                results.extend(repeats_counted(records))
         return results
 
     def flush(self) -> None:

@@ -27,6 +27,7 @@ from sqlalchemy import select
 from app.extensions import db
 from app.plugin_types import RunInfo
 from app.plugins import call_first
+from app.session_warnings import AT_DEBUG_LEVEL, warn_once
 from app.timeutil import utcnow
 from app.web.apiutil import MAX_ID
 from app.write_lock import lock_for_writing
@@ -218,8 +219,10 @@ def decide(category: str, service: Optional[str], observation: str, run: RunInfo
         # sessions before it in its escalation chain, creates or reinforces a
         # given memory once at most.
         if target.id in tally(run.session_id).vouched:
-            log.info("session %s repeated memory %s, which it or its escalation chain recorded already; "
-                     "not counted as reinforcement", run.session_id, target.id)
+            # Once a memory and session in the service log: a runaway agent says it thousands of times.
+            warn_once(log, run.session_id, f"repeated memory {target.id}",
+                      f"repeated memory {target.id}, which it or its escalation chain recorded already; "
+                      "not counted as reinforcement", later=AT_DEBUG_LEVEL, level=logging.INFO)
             return Recorded(REPEATED, target)
         reinforce(target, observation, run=run)
         note_reinforced(run.session_id, target.id)
