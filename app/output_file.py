@@ -31,8 +31,8 @@ def write_text(path: Path, text: str, replace: bool = False) -> None:
     if target in database_files(db.engine):
         raise OutputRefused(f"{path} is the service's database or a file SQLite keeps beside it: name another file")
     if target.exists() and _services_own(target):
-        raise OutputRefused(f"{path} is a file the service keeps in its state or results directory: "
-                            "name another file")
+        raise OutputRefused(f"{path} is in the service's state directory (beside its database, cookie key and "
+                            "locks) or its results directory, where no file is replaced: write it elsewhere")
     if target.exists() and not replace:
         raise OutputRefused(f"{path} already exists: name a new file, or pass --force to replace it")
     partial = target.with_name(f".{target.name}.partial-{os.getpid()}")

@@ -196,6 +196,8 @@ def test_recognises(line, expected):
     ("su --session-command='systemctl restart nginx'", [(R, "nginx")]),
     ("runuser -l ops -c 'docker restart jellyfin'", [(R, "jellyfin")]),
     ("runuser ops", []),
+    ("su ops -- -c 'docker restart jellyfin'", [(R, "jellyfin")]),
+    ("su - ops -- -c 'systemctl restart nginx'", [(R, "nginx")]),
     ("pkexec --user root systemctl restart nginx", [(R, "nginx")]),
     ("sudo -l systemctl restart nginx", []),
     ("sudo -U ops -l docker restart jellyfin", []),
@@ -611,6 +613,13 @@ def test_sudo_starts_the_command_with_an_environment_of_its_own():
     assert found("sudo --login docker compose up -d", work) == [(R, None)]
     assert found("sudo -iD/srv/jellyfin docker compose up -d", work) == [(R, "jellyfin")]
     assert found("sudo -s docker compose up -d", work) == [(R, "work")]
+    # and so through a shell it starts, as a directory and variables a prefix gives do
+    assert found("sudo -i bash -c 'docker compose up -d'", work) == [(R, None)]
+    assert found("env -C /srv/jellyfin bash -c 'docker compose up -d'", work) == [(R, "jellyfin")]
+    assert found("cd /srv && env -C jellyfin sh <<< 'docker compose up -d'", work) == [(R, "jellyfin")]
+    assert found("COMPOSE_PROJECT_NAME=other bash -c 'docker compose up -d'", work) == [(R, "other")]
+    assert found("export COMPOSE_PROJECT_NAME=other; sudo bash -c 'docker compose up -d'", work) == [(R, "work")]
+    assert found("env -C /srv/jellyfin ssh host 'docker compose up -d'", work) == [(R, None)]
     # -u's value glued to it is a user's name, not more letters: no -E in "-uEve"
     assert found("export COMPOSE_PROJECT_NAME=other; sudo -uEve docker compose up -d", work) == [(R, "work")]
 

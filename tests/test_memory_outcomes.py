@@ -399,8 +399,9 @@ def test_an_outcomes_level_is_read_in_any_case_as_an_events_is():
     assert parse_outcome_markers("[OUTCOME:Worked:m2] came up [OUTCOME:FAILED:M3]") == [
         OutcomeMarker("worked", 2, "came up"), OutcomeMarker("failed", 3, "")]
     # Only ASCII letters fold: a dotted capital I is no i
-    (refused,) = parse_outcome_markers("[OUTCOME:fa\u0130led:m3]")
-    assert isinstance(refused, MalformedOutcome) and refused.why.startswith("unknown outcome")
+    for level in ("fa\u0130led", "wor\u212aed"):   # a dotted capital I, a Kelvin sign
+        (refused,) = parse_outcome_markers(f"[OUTCOME:{level}:m3]")
+        assert isinstance(refused, MalformedOutcome) and refused.why.startswith("unknown outcome"), refused
 
 
 def test_a_memory_category_in_capitals_is_refused_with_the_spelling_that_works(caplog):

@@ -144,6 +144,14 @@ def test_importing_what_is_there_changes_nothing(app):
     assert report.to_dict() == {"created": 0, "reinforced": 0, "contradicted": 0, "unchanged": 6}
     assert [(m.id, m.confidence, m.updated_at) for m in all_memories()] == before
     assert db.session.scalar(select(func.count()).select_from(MemoryHistory)) == history_rows
+    # Nor do the same words in another case, spacing or with a full stop: each import reinforced them
+    document = portability.export_json()
+    for memory in document["memories"]:
+        memory["observation"] = "  " + memory["observation"].upper() + " ."
+    report = portability.import_entries(portability.parse_json(document), source="shouted")
+    db.session.commit()
+    assert report.to_dict() == {"created": 0, "reinforced": 0, "contradicted": 0, "unchanged": 6}
+    assert [(m.id, m.confidence, m.updated_at) for m in all_memories()] == before
 
 
 def test_two_memories_of_one_text_both_come_back(app, tmp_path):
@@ -498,7 +506,7 @@ def test_cli_export_never_writes_over_a_file_the_service_keeps(app):
     key.write_text("k" * 64)
     result = app.test_cli_runner().invoke(main, ["memories", "export", "-o", str(key), "--force"])
     assert result.exit_code == 1
-    assert f"Error: {key} is a file the service keeps in its state or results directory" in result.output
+    assert f"Error: {key} is in the service's state directory (beside its database" in result.output
     assert key.read_text() == "k" * 64
     # A new file there is the operator's to make
     fresh = P(app.config["CLAUDEOPS_STATE_DIR"]) / "export.json"

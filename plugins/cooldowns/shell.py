@@ -10,7 +10,7 @@ from __future__ import annotations
 import posixpath
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterator, Optional
 
 from plugins.cooldowns.elsewhere import run_elsewhere
@@ -209,10 +209,15 @@ class SimpleCommand:
 @dataclass(frozen=True)
 class Wrapped:
     """A command line run by another command: ``bash -c LINE`` (here) or
-    ``ssh host LINE`` (elsewhere, so a ``cd`` before it does not apply)."""
+    ``ssh host LINE`` (elsewhere, so a ``cd`` before it does not apply).
+    Here, the directory and variables prefixes gave it (``env -C DIR``,
+    ``sudo -i``, ``VAR=x``, ``sudo``'s own environment) hold in it too."""
 
     line: str
     same_directory: bool
+    chdir: Optional[str] = None
+    env: dict[str, str] = field(default_factory=dict)
+    inherits_env: bool = True
 
 
 @dataclass(frozen=True)
@@ -224,6 +229,10 @@ class ReadsInput:
     same_directory: bool
     other_language: bool = False
     interpreter: str = ""      # its name as written, with other_language
+    # As a wrapped line's (Wrapped): what its prefixes gave it, here
+    chdir: Optional[str] = None
+    env: dict[str, str] = field(default_factory=dict)
+    inherits_env: bool = True
 
 
 @dataclass(frozen=True)
@@ -532,8 +541,10 @@ def simple_commands(line: str, cwd: Optional[str] = None, depth: int = 0,
         if command is None:
             continue
         if isinstance(command, Wrapped):        # a command line inside a command: look inside
-            yield from simple_commands(command.line, cwd if command.same_directory else None, depth + 1,
-                                       exported if command.same_directory else None, passed_on)
+            here = command.same_directory
+            inner_cwd = (_cd(cwd, [command.chdir]) if command.chdir else cwd) if here else None
+            inner_env = {**(exported if command.inherits_env else {}), **command.env} if here else None
+            yield from simple_commands(command.line, inner_cwd, depth + 1, inner_env, passed_on)
             continue
         command.cwd = _cd(cwd, [command.chdir]) if command.chdir else cwd
         if command.inherits_env:
@@ -560,15 +571,29 @@ def _cd(cwd: Optional[str], args: list[str]) -> Optional[str]:
     return posixpath.normpath(target)
 
 
-def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | ReadsInput | None:
-    env: dict[str, str] = {}
-    inherits_env = True
+@dataclass
+class _Prefixed:
+    """What the prefixes read so far give the command after them."""
+    env: dict[str, str] = field(default_factory=dict)
+    inherits_env: bool = True
     chdir: Optional[str] = None
+
+
+def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | ReadsInput | None:
+    prefixed = _Prefixed()
+    command = _unwrap_after(words, prefixed)
+    if isinstance(command, (Wrapped, ReadsInput)) and command.same_directory:
+        return replace(command, chdir=prefixed.chdir, env={**prefixed.env, **command.env},
+                       inherits_env=prefixed.inherits_env and command.inherits_env)
+    return command
+
+
+def _unwrap_after(words: list[str], prefixed: _Prefixed) -> SimpleCommand | Wrapped | ReadsInput | None:
     while words:
         head, name = words[0], posixpath.basename(words[0])
         if "=" in head and not head.startswith("=") and head.split("=", 1)[0].isidentifier():
             key, value = head.split("=", 1)
-            env[key] = value
+            prefixed.env[key] = value
             words = words[1:]
         elif head in NAMING_KEYWORDS and words[2:3] and words[2] in ("{", "(", "(("):
             words = words[2:]   # the name is no command; what follows is
@@ -585,9 +610,10 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | ReadsInput | None:
             if split is not None:   # `env -S 'docker restart x'` runs the words of its value
                 return Wrapped(" ".join([split, *map(shlex.quote, rest)]), True)
             if _resets_env(name, options):
-                env, inherits_env = {}, False   # what was set or exported before does not reach the command
-            env.update(_environment_given(name, options))
-            chdir = _chdir(name, options) or chdir
+                # what was set or exported before does not reach the command
+                prefixed.env, prefixed.inherits_env = {}, False
+            prefixed.env.update(_environment_given(name, options))
+            prefixed.chdir = _chdir(name, options) or prefixed.chdir
             words = rest[1:] if name in PREFIX_WITH_ARGUMENT else rest
         elif name == "faketime":
             i = 1
@@ -623,7 +649,9 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | ReadsInput | None:
         elif (language := _interpreter(name)) is not None:
             return _other_language(language, head, words[1:])
         elif name == "su" or name == "runuser" and _runuser_as_su(words[1:]):
-            script = parse_args(words[1:], SU_OPTIONS_WITH_VALUE).value("-c", "--command", "--session-command")
+            # Words after the user go to the user's shell, after "--" too: `su ops -- -c CMD` runs CMD.
+            script = parse_args([word for word in words[1:] if word != "--"],
+                                SU_OPTIONS_WITH_VALUE).value("-c", "--command", "--session-command")
             return _wrapped(script, False) if script is not None else None
         elif name == "script":
             options, _ = read_options(words[1:], SCRIPT_OPTIONS_WITH_VALUE)
@@ -651,7 +679,7 @@ def _unwrap(words: list[str]) -> SimpleCommand | Wrapped | ReadsInput | None:
                 return Wrapped(" ".join(remote), False)
             return ReadsInput(False) if rest and not _forwards_only(words[1:]) else None
         else:
-            return SimpleCommand(words, env, inherits_env=inherits_env, chdir=chdir)
+            return SimpleCommand(words, prefixed.env, inherits_env=prefixed.inherits_env, chdir=prefixed.chdir)
     return None
 
 
@@ -1015,7 +1043,7 @@ def _fed(shell: ReadsInput, stdin: Optional[Input]) -> Wrapped | SimpleCommand |
         return SimpleCommand([FROM_OTHER_LANGUAGE] + ([stdin.text] if stdin.text is not None else []))
     if stdin.text is None:
         return SimpleCommand([FROM_SHELL_INPUT])
-    return Wrapped(stdin.text, shell.same_directory)
+    return Wrapped(stdin.text, shell.same_directory, shell.chdir, shell.env, shell.inherits_env)
 
 
 def _written(command: SimpleCommand | Wrapped | ReadsInput | None, its_input: Optional[Input]) -> Input:

@@ -112,7 +112,7 @@ def parse_outcome_markers(text: str, warn: Optional[Warn] = None) -> list[Outcom
         if match is None:
             level = candidate.group(1).split(":")[0]
             why = (f"unknown outcome {level[:40]!r} (use {', '.join(OUTCOME_LEVELS)})"
-                   if level.lower() not in OUTCOME_LEVELS
+                   if not level.isascii() or level.lower() not in OUTCOME_LEVELS
                    else "no memory id (write it as the memory section shows it, e.g. m12)")
             warn("malformed outcome marker", f"ignoring outcome marker {candidate.group(0)[:120]!r}: {why}")
             found.append(MalformedOutcome(candidate.group(0)[:120], why))

@@ -501,7 +501,7 @@ def import_entries(entries: list[Entry], source: str) -> ImportReport:
         pair = (entry.category, entry.service)
         if pair not in texts:
             texts[pair] = _observations(pair)
-        if entry.observation in texts[pair]:   # the same text already there
+        if store.same_words(entry.observation) in texts[pair]:   # the same words already there
             report.unchanged += 1
             continue
         if _speaks_for_itself(entry):
@@ -600,10 +600,11 @@ def _speaks_for_itself(entry: Entry) -> bool:
 
 def _observations(pair: Pair) -> set[str]:
     """Every observation of a service and category, whatever its state, as
-    an import writes one (store.one_line): a marker's is stored as the
-    agent spaced it, so its export would otherwise read as a paraphrase."""
+    the same words compare (store.same_words): a marker's is stored as the
+    agent spaced it, so its export would otherwise read as a paraphrase, and
+    one said again with a full stop would be reinforced at every import."""
     category, service = pair
-    return {store.one_line(observation) for observation in db.session.scalars(select(Memory.observation).where(
+    return {store.same_words(observation) for observation in db.session.scalars(select(Memory.observation).where(
         Memory.category == category, Memory.service.is_(None) if service is None else Memory.service == service))}
 
 

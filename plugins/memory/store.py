@@ -180,7 +180,8 @@ def ask_matcher(category: str, service: Optional[str], observation: str, candida
 
 @lru_cache(maxsize=16_384)   # each stored observation is compared again with every new one
 def same_words(observation: str) -> str:
-    return " ".join(observation.casefold().split()).rstrip(".。!")
+    """``observation`` as the same words compare: case, spacing and a closing full stop aside."""
+    return " ".join(observation.casefold().split()).rstrip(".。").rstrip()
 
 
 def record_observation(category: str, service: Optional[str], observation: str, run: RunInfo,
