@@ -104,10 +104,10 @@ _SED_ADDRESS = r"(?:[0-9]+|\$|/(?:[^/\\\n]|\\.)*/)(?:~[0-9]+)?"
 SED_E_COMMAND = re.compile(rf"(?:^|[;\n{{}}])\s*(?:{_SED_ADDRESS}(?:\s*,\s*{_SED_ADDRESS})?)?\s*!?\s*e(?:\s|;|$)")
 SED_E_FLAG = re.compile(r"(?:^|[;\n{}\s])s([^\w\s\\])(?:(?!\1)[^\\]|\\.)*\1(?:(?!\1)[^\\]|\\.)*\1[gpiImM0-9w]*e")
 SED_OPTIONS_WITH_VALUE = {"--line-length"}
-# script [options] [file]: -c LINE runs a command line, under a terminal it records.
 # su's (and runuser's when it is written as su is: `runuser -l ops -c CMD`).
 SU_OPTIONS_WITH_VALUE = {"-c", "--command", "--session-command", "-s", "--shell", "-g", "--group", "-G",
                          "--supp-group", "-w", "--whitelist-environment"}
+# script [options] [file]: -c LINE runs a command line, under a terminal it records.
 SCRIPT_OPTIONS_WITH_VALUE = {"-c", "--command", "-E", "--echo", "-I", "--log-in", "-O", "--log-out", "-B",
                              "--log-io", "-T", "--log-timing", "-m", "--logging-format", "-o", "--output-limit"}
 # flock LOCKFILE COMMAND... or flock LOCKFILE -c LINE.
