@@ -4,8 +4,8 @@ disk) leaves what was at the name before, and never half a file that would
 pass for an export of fewer memories; an existing file is replaced only when
 asked; the database and the files SQLite keeps beside it never, nor any
 file in the state directory itself (the cookie's key, a lock, a copy kept
-before a restore) or in the results directory (run logs). A name that is not a regular file
-(``/dev/stdout``, a pipe) is written as it is."""
+before a restore) or in the results directory (run logs). A name that is
+not a regular file (``/dev/stdout``, a pipe) is written as it is."""
 from __future__ import annotations
 
 import os

@@ -36,8 +36,8 @@ from app.dbfaults import passing, storage_fault
 from app.extensions import db
 from app.plugin_fault_log import log_fault
 from app.plugin_types import MarkerRecord, PendingRecords, RunInfo
-from app.sessions.repeats import repeats_counted
 from app.plugins import of_type, plugin_manager
+from app.sessions.repeats import repeats_counted
 
 log = logging.getLogger(__name__)
 

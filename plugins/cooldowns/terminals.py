@@ -122,7 +122,7 @@ def _tmux_command(words: list[str]) -> list[RunLine]:
         typed = "".join(keys) if "l" in letters else "".join(_typed(key) for key in keys)
         return [RunLine(typed, False)] if typed.strip() else []
     if name in TMUX_IF_SHELL:
-        options, rest = read_options(args, frozenset({"-t"}))
+        options, rest = read_options(args, {"-t"})
         found = [] if "F" in _letters(options) or not rest else [RunLine(rest[0], False)]
         for branch in rest[1:3]:   # tmux commands, each one word
             found += run_by_tmux(_split(branch))
@@ -134,7 +134,7 @@ def run_by_screen(args: list[str]) -> list[RunLine]:
     """The command ``screen ARGS`` starts in a new window, or what ``-X``
     makes a running session do: ``stuff TEXT`` types it, ``screen CMD …``
     and ``exec CMD …`` run it."""
-    options, command = read_options(args, frozenset(SCREEN_WITH_VALUE))
+    options, command = read_options(args, SCREEN_WITH_VALUE)
     if "X" not in _letters(options):
         if any(arg in SCREEN_RUNS_NOTHING for arg in args[:len(args) - len(command)]):
             return []
@@ -159,7 +159,7 @@ def run_by_dtach(args: list[str]) -> list[RunLine]:
     starts; ``dtach -a`` attaches, and runs none."""
     if len(args) < 3 or args[0] not in DTACH_MODES:
         return []
-    _, rest = read_options(args[2:], frozenset(DTACH_WITH_VALUE))
+    _, rest = read_options(args[2:], DTACH_WITH_VALUE)
     return [RunLine(shlex.join(rest), True)] if rest else []
 
 

@@ -374,6 +374,7 @@ def _time(value) -> Optional[datetime]:
 def _history_rows(rows) -> list[dict]:
     if not isinstance(rows, list):
         raise ValueError("history must be a list")
+    most = _most_detail_chars()
     checked = []
     for row in rows:
         unknown = unknown_fields(row, HISTORY_KEYS) if isinstance(row, dict) else None
@@ -389,7 +390,6 @@ def _history_rows(rows) -> list[dict]:
                 _confidence(row[name], f"history {name}")
         if row.get("detail") is not None and not isinstance(row["detail"], str):
             raise ValueError("history detail must be text")
-        most = _most_detail_chars()
         if len(row.get("detail") or "") > most:
             raise ValueError(f"a history detail is {len(row['detail'])} characters; the limit is {most}")
         if "\x00" in row["action"] or "\x00" in (row.get("detail") or ""):

@@ -16,10 +16,10 @@ rejected: the agent saying it again stores nothing.
 from __future__ import annotations
 
 import logging
-from functools import lru_cache
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Iterable, Optional
 
 from sqlalchemy import select
