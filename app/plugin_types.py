@@ -21,6 +21,9 @@ from app.config import (POSITIVE_INT_SCHEMA, RETENTION_DAYS_SCHEMA, Setting, boo
 # Part of the plugin API too: warn_once(log, session_id, kind, message) logs a
 # warning the first time a kind comes up in a session, at debug level after.
 from app.session_warnings import IN_ACTIVITY_LOG, session_warner, warn_once  # noqa: F401
+# And marker_text(text, start, run.marker_tags): a marker's text, up to the
+# next marker of an installed plugin or the end of its line.
+from app.marker_text import BUILT_IN_TAGS, marker_text  # noqa: F401
 
 OVERVIEW_TONES = ("neutral", "good", "warn", "bad")
 
@@ -55,6 +58,9 @@ class RunInfo:
     parent_session_id: Optional[int] = None   # set for an escalation: the session that asked for it
     escalation_reason: Optional[str] = None
     dry_run: bool = False
+    # Every tag the installed plugins' markers begin with (claudeops_marker_tags),
+    # given to the marker hooks: a marker's text ends at the next of them.
+    marker_tags: tuple[str, ...] = BUILT_IN_TAGS
 
 
 @dataclass(frozen=True)

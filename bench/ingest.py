@@ -20,6 +20,7 @@ from sqlalchemy import func, select
 
 from app import runtime
 from app.extensions import db
+from app.marker_text import marker_text
 from app.models import SessionActivity
 from app.sessions import control
 from app.sessions.activity import StreamHandler
@@ -64,9 +65,13 @@ def bare_loop(lines: list[bytes]) -> int:
                 for match in search.finditer(text):
                     found += 1
                     if search is ANY_MEMORY_MARKER:
-                        MEMORY_MARKER.match(text, match.start())
+                        MEMORY_MARKER.match(text, match.start())   # SPEC-0015's, with the rest of the line
                     elif search is ANY_COOLDOWN_MARKER:
-                        COOLDOWN_MARKER.match(text, match.start())
+                        header = COOLDOWN_MARKER.match(text, match.start())
+                        if header:
+                            marker_text(text, header.end())
+                    else:   # an event's message, an escalation's reason
+                        marker_text(text, match.end())
     return found
 
 

@@ -39,7 +39,7 @@ def test_guide_plugin_end_to_end(tmp_path, monkeypatch, fake_cli):
     assert app.extensions["claudeops.plugins"].get_plugin(entry_name) is not None
     fake_cli(sl.steps(sl.init(), sl.text("Backups look old.\n[TODO:nas] Check the <b>backup</b> job"),
                       sl.tool_use("echo '[TODO:evil] from a tool'"), sl.tool_result("[TODO:evil] from a tool"),
-                      sl.text("[TODO:web] Renew the cert [EVENT:warning:web] the cert expires in 9 days"),
+                      sl.text("[EVENT:warning:web] the cert expires in 9 days, [HTTP:495] seen [TODO:web] Renew the cert"),
                       sl.text("\n".join(f"[TODO:loop] task {n}" for n in range(25))),
                       sl.result()))
     with app.app_context():
@@ -52,7 +52,10 @@ def test_guide_plugin_end_to_end(tmp_path, monkeypatch, fake_cli):
 
     client = app.test_client()
     todos = client.get("/api/v1/todo").get_json()
-    # The task ends where the next marker begins; past the limit, nothing more is stored.
+    # The event's message ends where the plugin's marker begins, not at other
+    # bracketed words; past the limit, no more tasks are stored.
+    events = client.get("/api/v1/events").get_json()["events"]
+    assert [event["message"] for event in events] == ["the cert expires in 9 days, [HTTP:495] seen"]
     assert todos["todos"][:2] == [{"service": "nas", "task": "Check the <b>backup</b> job", "session_id": 1},
                                   {"service": "web", "task": "Renew the cert", "session_id": 1}]
     assert [todo["task"] for todo in todos["todos"][2:]] == [f"task {n}" for n in range(18)]

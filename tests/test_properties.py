@@ -212,9 +212,8 @@ def test_a_line_of_many_markers_is_read_in_one_pass():
     assert len(outcomes) == count and set(outcomes) == {OutcomeMarker("worked", 7, "ok")}
     memories = parse_memory_markers("[MEMORY:timing:web] slow start " * count)
     assert len(memories) == count and {m.observation for m in memories} == {"slow start"}
-    # The escalation's reason, after a long run of spaces
-    from plugins.escalation import NEXT_MARKER
-    assert NEXT_MARKER.split(" " * 2_000_000 + "why", maxsplit=1)[0].strip() == "why"
+    events = parse_event_markers("[EVENT:info:web] up again " * count)
+    assert len(events) == count and {e.message for e in events} == {"up again"}
 
 
 @settings(max_examples=300, deadline=None)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import replace
 from typing import Any, Optional
 
 from sqlalchemy import event
@@ -68,10 +69,11 @@ def _statements_that_write() -> int:
 
 class MarkerFanOut:
     def __init__(self, run: RunInfo):
-        self.run = run
         # The plugins are fixed while the service runs: look them up once, not per text block.
         hooks = plugin_manager().hook
         tags = _tags_by_plugin(getattr(hooks, TAGS_HOOK).get_hookimpls())
+        # A marker's text ends at the next marker of an installed plugin, not at any "[WORD:".
+        self.run = replace(run, marker_tags=tuple(sorted({tag for own in tags.values() for tag in own})))
         self.impls = [(impl, tags.get(impl.plugin_name))
                       for impl in reversed(getattr(hooks, HOOK).get_hookimpls())
                       if not (impl.hookwrapper or impl.wrapper)]  # wrappers need pluggy's own call loop

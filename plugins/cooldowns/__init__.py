@@ -62,7 +62,7 @@ def claudeops_marker_tags():
 @hookimpl
 def claudeops_markers(text, run):
     skipped = SkippedMarkers(log, run, "cooldown")
-    markers = parse_cooldown_markers(text, skipped)
+    markers = parse_cooldown_markers(text, skipped, run.marker_tags)
     if not markers:
         return skipped.records() or None
     # Recorded with the rest of the stream's batch, in claudeops_markers_flush.

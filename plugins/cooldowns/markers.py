@@ -3,15 +3,16 @@ report of how a restart or redeployment went.
 
 The separator before the message may be an em or en dash, ``--``, ``-`` or
 ``:``, or nothing. The message ends at the end of the line or at the next
-marker on it.
+marker of an installed plugin on it (``app.marker_text``).
 """
 from __future__ import annotations
 
 import logging
 import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import Iterable, Optional
 
+from app.marker_text import BUILT_IN_TAGS, marker_text
 from app.session_warnings import Warn, log_warning
 from plugins.cooldowns.commands import normalise_service
 from plugins.cooldowns.limits import ACTIONS, normalise_action
@@ -31,10 +32,10 @@ MARKER_TAGS = ("[COOLDOWN:",)
 # rather than silently dropped; it ends at the next marker, so that one left
 # without its "]" does not take in the next one.
 ANY_COOLDOWN_MARKER = re.compile(r"\[COOLDOWN:((?:(?!\[[A-Z]+:)[^\]\n])*)\]")
+# The marker up to its message, which is read from its end (marker_text).
 COOLDOWN_MARKER = re.compile(
     r"\[COOLDOWN:(?P<action>[A-Za-z_-]+):(?P<service>[A-Za-z0-9_.@-]+)\][ \t]*"
-    r"(?P<outcome>[A-Za-z]+)?[ \t]*(?:—|–|--|-|:)?[ \t]*"
-    r"(?P<message>(?:(?!\[[A-Z]+[:\]])[^\n])*)")
+    r"(?P<outcome>[A-Za-z]+)?[ \t]*(?:—|–|--|-|:)?[ \t]*")
 
 
 @dataclass(frozen=True)
@@ -45,9 +46,11 @@ class CooldownMarker:
     message: str
 
 
-def parse_cooldown_markers(text: str, warn: Optional[Warn] = None) -> list[CooldownMarker]:
-    """Every well-formed cooldown marker in ``text``, in order; the others are
-    skipped and told to ``warn`` (the log by default)."""
+def parse_cooldown_markers(text: str, warn: Optional[Warn] = None,
+                           tags: Iterable[str] = BUILT_IN_TAGS) -> list[CooldownMarker]:
+    """Every well-formed cooldown marker in ``text``, in order, a message
+    ending at the next of ``tags`` (``run.marker_tags``) on its line; the
+    others are skipped and told to ``warn`` (the log by default)."""
     warn = warn or log_warning(log)
     markers = []
     for candidate in ANY_COOLDOWN_MARKER.finditer(text):
@@ -70,5 +73,6 @@ def parse_cooldown_markers(text: str, warn: Optional[Warn] = None) -> list[Coold
         if service is None:
             warn("cooldown marker service", f"ignoring cooldown marker with an invalid service {match['service']!r}")
             continue
-        markers.append(CooldownMarker(action, service, outcome, match["message"].strip()[:MAX_MESSAGE_CHARS]))
+        message = marker_text(text, match.end(), tags).strip()
+        markers.append(CooldownMarker(action, service, outcome, message[:MAX_MESSAGE_CHARS]))
     return markers

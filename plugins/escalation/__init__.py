@@ -14,16 +14,16 @@ from app.config import TIERS
 from app.extensions import db
 from app.hookspecs import hookimpl
 from app.models import Session, SessionActivity
-from app.plugin_types import MarkerRecord, PromptSection
+from app.plugin_types import MarkerRecord, PromptSection, marker_text
 from app.runtime import setting
 from app.sessions.escalation import MAX_REASON_CHARS, beyond_maximum
 
 MARKER_TAG = "[ESCALATE]"
 # On a line of its own, as the prompt asks: a more capable session is not
 # started by "no need to [ESCALATE] anything" in the middle of a sentence.
-# The reason runs to the end of the line or to the next marker on it.
-ESCALATE_MARKER = re.compile(r"^[ \t]*\[ESCALATE\][ \t]*(?P<reason>[^\n]+)", re.MULTILINE)
-NEXT_MARKER = re.compile(r"\[[A-Z]+:")   # no leading \s*: a long run of spaces would cost its square
+# The reason runs to the end of the line or to the next marker of an
+# installed plugin on it (app.marker_text).
+ESCALATE_MARKER = re.compile(r"^[ \t]*\[ESCALATE\][ \t]*", re.MULTILINE)
 MAX_RESPONSE_CHARS = 4000
 MAX_RECORDS_PER_SESSION = 50
 # Each earlier tier's records are told in at most this much: the whole
@@ -46,7 +46,7 @@ def claudeops_marker_tags():
 def claudeops_markers(text, run):
     recorded = []
     for match in ESCALATE_MARKER.finditer(text):
-        reason = NEXT_MARKER.split(match["reason"], maxsplit=1)[0].strip()[:MAX_REASON_CHARS]
+        reason = marker_text(text, match.end(), run.marker_tags).strip()[:MAX_REASON_CHARS]
         if not reason:
             continue
         _requests().setdefault(run.session_id, reason)   # the first request states the case

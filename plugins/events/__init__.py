@@ -69,7 +69,7 @@ def claudeops_marker_tags():
 @hookimpl
 def claudeops_markers(text, run):
     skipped = SkippedMarkers(log, run, "event")
-    markers = parse_event_markers(text, skipped)
+    markers = parse_event_markers(text, skipped, run.marker_tags)
     if not markers:
         return skipped.records() or None
     limit = setting(MAX_PER_SESSION)

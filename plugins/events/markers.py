@@ -1,15 +1,17 @@
 """``[EVENT:<level>] message`` and ``[EVENT:<level>:<service>] message``.
 
 A marker may stand anywhere in a line; its message runs to the end of the line
-or to the next marker of any plugin on that line, whichever comes first.
+or to the next marker of an installed plugin on that line, whichever comes
+first (``app.marker_text``).
 """
 from __future__ import annotations
 
 import logging
 import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import Iterable, Optional
 
+from app.marker_text import BUILT_IN_TAGS, marker_text
 from app.session_warnings import Warn, log_warning
 
 log = logging.getLogger(__name__)
@@ -30,9 +32,8 @@ MAX_SERVICE_CHARS = 100
 
 # What every event marker begins with (the ``claudeops_marker_tags`` hook).
 MARKER_TAGS = ("[EVENT:",)
-EVENT_MARKER = re.compile(
-    r"\[EVENT:(?P<level>[A-Za-z]+)(?::(?P<service>[A-Za-z0-9_.\-/]+))?\][ \t]*"
-    r"(?P<message>(?:(?!\[[A-Z]+:)[^\n])*)")
+# The marker without its message, which is read from its end (marker_text).
+EVENT_MARKER = re.compile(r"\[EVENT:(?P<level>[A-Za-z]+)(?::(?P<service>[A-Za-z0-9_.\-/]+))?\][ \t]*")
 # Anything shaped like an event marker, so that one the agent wrote wrong (a
 # service with a port or a space in it) is reported instead of silently dropped.
 # It ends where a message does, at the next marker: one left without its "]"
@@ -51,9 +52,11 @@ def normalise_level(raw: str) -> Optional[str]:
     return LEVEL_ALIASES.get(raw.lower())
 
 
-def parse_event_markers(text: str, warn: Optional[Warn] = None) -> list[EventMarker]:
-    """Every well-formed event marker in ``text``, in order. A marker with an
-    unknown level, a service it cannot read or no message is skipped and
+def parse_event_markers(text: str, warn: Optional[Warn] = None,
+                        tags: Iterable[str] = BUILT_IN_TAGS) -> list[EventMarker]:
+    """Every well-formed event marker in ``text``, in order; a message ends
+    at the next of ``tags`` (``run.marker_tags``) on its line. A marker with
+    an unknown level, a service it cannot read or no message is skipped and
     told to ``warn`` (the log by default)."""
     warn = warn or log_warning(log)
     markers = []
@@ -64,13 +67,13 @@ def parse_event_markers(text: str, warn: Optional[Warn] = None) -> list[EventMar
                                            "(a service is letters, digits, _, -, . and /)")
             continue
         level = normalise_level(match["level"])
-        message = match["message"].strip()
+        message = marker_text(text, match.end(), tags).strip()
         if level is None:
             warn("event marker level", f"ignoring event marker with unknown level {match['level']!r} "
                                        f"(use one of {', '.join(LEVELS)})")
             continue
         if not message:
-            warn("event marker message", f"ignoring event marker with no message: {match.group(0)[:80]!r}")
+            warn("event marker message", f"ignoring event marker with no message: {match.group(0).strip()[:80]!r}")
             continue
         if match["service"] and len(match["service"]) > MAX_SERVICE_CHARS:
             # Cut, two long names that begin alike would be taken for one service.

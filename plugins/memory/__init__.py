@@ -56,7 +56,7 @@ def claudeops_marker_tags():
 def claudeops_markers(text, run):
     scored = outcomes.record_markers(text, run)
     skipped = SkippedMarkers(log, run, "memory")
-    markers = parse_memory_markers(text, skipped)
+    markers = parse_memory_markers(text, skipped, run.marker_tags)
     if not markers:
         return scored + skipped.records() or None
     longest = settings.max_observation_chars()

@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import Iterable, Optional
 
+from app.marker_text import BUILT_IN_TAGS, marker_text
 from app.session_warnings import Warn, log_warning
 from plugins.memory.models import CATEGORIES, GENERAL, MAX_SERVICE_CHARS, OUTCOME_LEVELS
 
@@ -25,11 +26,10 @@ MARKER_TAGS = ("[MEMORY:", "[OUTCOME:")
 # the next marker: one left without its "]" must not take in the next one.
 ANY_MEMORY_MARKER = re.compile(r"\[MEMORY:((?:(?!\[[A-Z]+:)[^\]\n])*)\]")
 
-# The observation ends at the end of its line or at the next marker on it.
-NEXT_MARKER_OR_LINE_END = re.compile(r"\[[A-Z]+:|\n")
 # SPEC-0015's regex without its observation, which is read from the end of
-# this up to the next marker only: the whole rest of the line, read again
-# for every marker on it, made a long line of markers cost its square.
+# this up to the next marker of an installed plugin on its line only
+# (app.marker_text): the whole rest of the line, read again for every marker
+# on it, made a long line of markers cost its square.
 MEMORY_HEADER = re.compile(MEMORY_MARKER.pattern.removesuffix(r"\s*(.+)"))
 
 
@@ -40,9 +40,11 @@ class MemoryMarker:
     observation: str
 
 
-def parse_memory_markers(text: str, warn: Optional[Warn] = None) -> list[MemoryMarker]:
-    """Every well-formed memory marker in ``text``, in order; the others are
-    skipped and told to ``warn`` (the log by default)."""
+def parse_memory_markers(text: str, warn: Optional[Warn] = None,
+                         tags: Iterable[str] = BUILT_IN_TAGS) -> list[MemoryMarker]:
+    """Every well-formed memory marker in ``text``, in order, an observation
+    ending at the next of ``tags`` (``run.marker_tags``) on its line; the
+    others are skipped and told to ``warn`` (the log by default)."""
     warn = warn or log_warning(log)
     markers = []
     for line in text.splitlines():
@@ -60,7 +62,7 @@ def parse_memory_markers(text: str, warn: Optional[Warn] = None) -> list[MemoryM
                     warn("malformed memory marker", f"ignoring malformed memory marker {candidate.group(0)[:120]!r} "
                                                     "(a service is letters, digits, _ and -)")
                 continue
-            observation = _up_to_next_marker(line, match.end()).strip()
+            observation = marker_text(line, match.end(), tags).strip()
             if not observation:
                 warn("memory marker observation",
                      f"ignoring memory marker with no observation: {candidate.group(0)[:120]!r}")
@@ -101,10 +103,12 @@ class MalformedOutcome:
     why: str
 
 
-def parse_outcome_markers(text: str, warn: Optional[Warn] = None) -> list[OutcomeMarker | MalformedOutcome]:
-    """Every outcome marker in ``text``, in order; one that cannot be read is
-    returned as ``MalformedOutcome`` so that the session's activity log says
-    so, and told to ``warn`` (the log by default)."""
+def parse_outcome_markers(text: str, warn: Optional[Warn] = None,
+                          tags: Iterable[str] = BUILT_IN_TAGS) -> list[OutcomeMarker | MalformedOutcome]:
+    """Every outcome marker in ``text``, in order, a note ending at the next
+    of ``tags`` on its line; one that cannot be read is returned as
+    ``MalformedOutcome`` so that the session's activity log says so, and
+    told to ``warn`` (the log by default)."""
     warn = warn or log_warning(log)
     found: list[OutcomeMarker | MalformedOutcome] = []
     for candidate in ANY_OUTCOME_MARKER.finditer(text):
@@ -117,12 +121,7 @@ def parse_outcome_markers(text: str, warn: Optional[Warn] = None) -> list[Outcom
             warn("malformed outcome marker", f"ignoring outcome marker {candidate.group(0)[:120]!r}: {why}")
             found.append(MalformedOutcome(candidate.group(0)[:120], why))
             continue
-        note = _up_to_next_marker(text, match.end()).strip()
+        note = marker_text(text, match.end(), tags).strip()
         found.append(OutcomeMarker(match.group(1).lower(), int(match.group(2)), note))
     return found
 
-
-def _up_to_next_marker(text: str, start: int) -> str:
-    """``text`` from ``start`` to the next marker on its line, or the line's end."""
-    end = NEXT_MARKER_OR_LINE_END.search(text, start)
-    return text[start:end.start() if end else len(text)]

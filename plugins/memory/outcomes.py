@@ -54,7 +54,8 @@ def record_markers(text: str, run: RunInfo) -> list[MarkerRecord]:
     recorded = []
     settled_here: dict[int, str] = {}   # the block's scored and refused ids: a repeat reads nothing again
     # Each one that cannot be read is noted in the activity log too (below).
-    for marker in parse_outcome_markers(text, session_warner(log, run.session_id, IN_ACTIVITY_LOG)):
+    warn = session_warner(log, run.session_id, IN_ACTIVITY_LOG)
+    for marker in parse_outcome_markers(text, warn, run.marker_tags):
         if isinstance(marker, MalformedOutcome):
             recorded.append(MarkerRecord("memory", "outcome not stored", f"{marker.text}: {marker.why}",
                                          stored=False))

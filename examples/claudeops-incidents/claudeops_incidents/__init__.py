@@ -60,7 +60,7 @@ def claudeops_marker_tags():
 def claudeops_markers(text, run):
     recorded, refused = [], 0
     limit = setting(MAX_PER_SESSION)   # a runtime setting: the operator may change it on /config
-    for marker in parse_incident_markers(text):
+    for marker in parse_incident_markers(text, run.marker_tags):
         outcome = store.apply_marker(marker, run, max_opened=limit)
         if outcome is None:
             continue

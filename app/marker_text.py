@@ -1,0 +1,41 @@
+"""Where a marker's text (an event's message, a memory's observation, a
+cooldown report's message, an escalation's reason) ends: at the end of its
+line, or at the next marker on it.
+
+The next marker is one of the tags the installed plugins declare
+(``claudeops_marker_tags``, given to every marker hook as ``run.marker_tags``),
+not anything shaped like one: an agent quotes ``[HTTP:503]`` or
+``[WARN: disk]`` from what it read, and an event "got [HTTP:503] from
+upstream" must keep its status and the rest of its words.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Iterable
+
+# The tags of the markers the service's own plugins read; what a parser ends
+# text at when it is not told the installed plugins' (tests, scripts).
+# tests/test_marker_text.py holds it to the plugins' own declarations.
+BUILT_IN_TAGS = ("[COOLDOWN:", "[ESCALATE]", "[EVENT:", "[MEMORY:", "[OUTCOME:")
+
+
+@lru_cache(maxsize=64)
+def _text_end(tags: tuple[str, ...]) -> re.Pattern[str]:
+    # Longest first, so that of two tags one of which begins the other the
+    # longer is the one found (it makes no difference to where text ends).
+    alternatives = [re.escape(tag) for tag in sorted(set(tags), key=len, reverse=True)]
+    return re.compile("|".join(alternatives + [r"\n"]))
+
+
+def text_end(tags: Iterable[str] = BUILT_IN_TAGS) -> re.Pattern[str]:
+    """A pattern whose first match from a marker's end is where its text ends."""
+    return _text_end(tuple(tags))
+
+
+def marker_text(text: str, start: int, tags: Iterable[str] = BUILT_IN_TAGS) -> str:
+    """``text`` from ``start`` up to the next of ``tags`` or the end of the
+    line, whichever comes first; not stripped. Linear in what it returns:
+    a line of many markers costs its length, not its square."""
+    end = text_end(tags).search(text, start)
+    return text[start:end.start() if end else len(text)]

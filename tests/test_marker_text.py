@@ -1,0 +1,94 @@
+"""Where a marker's text ends: at the end of its line, or at the next tag of
+an installed plugin's markers, never at other bracketed words the agent
+quotes (``[HTTP:503]``, ``[WARN: disk]``)."""
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import select
+
+from app.extensions import db
+from app.marker_text import BUILT_IN_TAGS, marker_text
+from app.models import Session
+from plugins.cooldowns.markers import CooldownMarker, parse_cooldown_markers
+from plugins.cooldowns.models import CooldownAction
+from plugins.events.markers import EventMarker, parse_event_markers
+from plugins.events.models import Event
+from plugins.memory.markers import MemoryMarker, OutcomeMarker, parse_memory_markers, parse_outcome_markers
+from plugins.memory.models import Memory
+from tests import streamlines as sl
+
+QUOTED = "got [HTTP:503] and [WARN: disk 91%] from upstream"
+
+
+def test_text_ends_at_the_line_end_or_the_next_tag_given():
+    text = "[X] one [EVENT:info] two\nthree"
+    assert marker_text(text, 3) == " one "
+    assert marker_text(text, 3, ()) == " one [EVENT:info] two"
+    assert marker_text(text, 3, ["[TODO:"]) == " one [EVENT:info] two"
+    assert marker_text("[X] a [TODO:x] b", 3, ["[TODO:"]) == " a "
+    assert marker_text("[X] to the end", 3) == " to the end"
+    # Tags are matched as written: neither a lower-case one nor one without its colon ends text.
+    assert marker_text("[X] keep [event:info] and [EVENT] too", 3) == " keep [event:info] and [EVENT] too"
+    # Regular-expression characters in a tag are its own characters.
+    assert marker_text("[X] a.b [A.B:c] d", 3, ["[A.B:"]) == " a.b "
+    assert marker_text("[X] aXb [AxB:c] d", 3, ["[A.B:"]) == " aXb [AxB:c] d"
+
+
+def test_a_long_run_of_spaces_before_the_text_is_read_in_one_pass():
+    """(As after ``[ESCALATE]``: a pattern that backed off through the
+    spaces for every start would take minutes here; nothing is timed.)"""
+    assert marker_text(" " * 2_000_000 + "why [EVENT:x", 0).strip() == "why"
+
+
+def test_the_built_in_tags_are_the_built_in_plugins_own():
+    from plugins import cooldowns, escalation, events, memory
+    declared = {tag for plugin in (cooldowns, escalation, events, memory) for tag in plugin.claudeops_marker_tags()}
+    assert declared == set(BUILT_IN_TAGS)
+
+
+def test_bracketed_words_the_agent_quotes_stay_in_every_markers_text():
+    assert parse_event_markers(f"[EVENT:warning:web] {QUOTED}") == [EventMarker("warning", "web", QUOTED)]
+    assert parse_memory_markers(f"[MEMORY:behavior:web] {QUOTED}") == [MemoryMarker("behavior", "web", QUOTED)]
+    assert parse_outcome_markers(f"[OUTCOME:worked:m3] {QUOTED}") == [OutcomeMarker("worked", 3, QUOTED)]
+    assert parse_cooldown_markers(f"[COOLDOWN:restart:web] success — {QUOTED}") == [
+        CooldownMarker("restart", "web", "success", QUOTED)]
+
+
+@pytest.mark.parametrize("tag", BUILT_IN_TAGS)
+def test_every_built_in_tag_ends_every_markers_text(tag):
+    after = f" {tag}info:web] next"
+    assert parse_event_markers(f"[EVENT:info:web] first{after}")[0].message == "first"
+    assert parse_memory_markers(f"[MEMORY:timing:web] first{after}")[0].observation == "first"
+    assert parse_outcome_markers(f"[OUTCOME:worked:m3] first{after}")[0].note == "first"
+    assert parse_cooldown_markers(f"[COOLDOWN:restart:web] success: first{after}")[0].message == "first"
+
+
+def test_the_tags_given_are_where_text_ends():
+    """A plugin's tag that is installed ends text; one that is not, or a
+    built-in plugin's left out, is the agent's words."""
+    text = "[EVENT:info:web] cert renewed [TODO:web] check [MEMORY:timing:web] slow"
+    assert parse_event_markers(text)[0].message == "cert renewed [TODO:web] check"
+    assert parse_event_markers(text, tags=("[TODO:",))[0].message == "cert renewed"
+    assert parse_event_markers(text, tags=("[EVENT:",))[0].message == text.split("] ", 1)[1]
+    assert parse_memory_markers("[MEMORY:timing:web] slow [TODO:web] check", tags=(*BUILT_IN_TAGS, "[TODO:"))[
+        0].observation == "slow"
+
+
+def test_a_session_keeps_quoted_brackets_and_splits_at_markers(app, fake_cli, run_session_now):
+    """Through the stream handler, which gives the plugins the installed
+    plugins' tags: each marker keeps its own words, quoted brackets
+    included, and ends where the next marker begins."""
+    fake_cli(sl.steps(sl.init(), sl.text(
+        f"[EVENT:warning:web] {QUOTED} [MEMORY:behavior:web] Answers [HTTP:503] under load\n"
+        "Restarted it. [COOLDOWN:restart:web] success — back after [HTTP:200] in 5s [EVENT:info:web] healthy\n"
+        "[ESCALATE] [DB:locked] errors persist [EVENT:critical:db] locked"), sl.result()))
+    parent = run_session_now()
+    assert parent.status == "completed", parent.status_reason
+    events = [(e.level, e.service, e.message)
+              for e in db.session.scalars(select(Event).where(Event.session_id == parent.id).order_by(Event.id))]
+    assert events[:3] == [("warning", "web", QUOTED), ("info", "web", "healthy"), ("critical", "db", "locked")]
+    assert [m.observation for m in db.session.scalars(select(Memory))] == ["Answers [HTTP:503] under load"]
+    reports = [c.message for c in db.session.scalars(select(CooldownAction).where(CooldownAction.source == "marker"))]
+    assert reports == ["back after [HTTP:200] in 5s"]
+    child = db.session.scalars(select(Session).where(Session.parent_id == parent.id)).one()
+    assert child.escalation_reason == "[DB:locked] errors persist"
