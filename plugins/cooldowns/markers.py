@@ -29,8 +29,8 @@ MAX_MESSAGE_CHARS = 2000
 # What every cooldown report begins with (the ``claudeops_marker_tags`` hook).
 MARKER_TAGS = ("[COOLDOWN:",)
 # Anything shaped like a cooldown marker, so that a malformed one is reported
-# rather than silently dropped; it ends at the next marker, so that one left
-# without its "]" does not take in the next one.
+# rather than silently dropped; it ends at anything shaped like the start of
+# a marker, so that one left without its "]" does not take in the next one.
 ANY_COOLDOWN_MARKER = re.compile(r"\[COOLDOWN:((?:(?!\[[A-Z]+:)[^\]\n])*)\]")
 # The marker up to its message, which is read from its end (marker_text).
 COOLDOWN_MARKER = re.compile(

@@ -36,8 +36,8 @@ MARKER_TAGS = ("[EVENT:",)
 EVENT_MARKER = re.compile(r"\[EVENT:(?P<level>[A-Za-z]+)(?::(?P<service>[A-Za-z0-9_.\-/]+))?\][ \t]*")
 # Anything shaped like an event marker, so that one the agent wrote wrong (a
 # service with a port or a space in it) is reported instead of silently dropped.
-# It ends where a message does, at the next marker: one left without its "]"
-# must not take in the next marker, a well-formed one, and lose it with itself.
+# It ends at anything shaped like the start of a marker: one left without its
+# "]" must not take in the next marker, a well-formed one, and lose it with itself.
 ANY_EVENT_MARKER = re.compile(r"\[EVENT:(?:(?!\[[A-Z]+:)[^\]\n])*\]")
 
 

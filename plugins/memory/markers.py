@@ -22,8 +22,8 @@ MEMORY_MARKER = re.compile(
 MARKER_TAGS = ("[MEMORY:", "[OUTCOME:")
 
 # Anything shaped like a memory marker, so one with an unknown category is
-# reported instead of silently dropped. It ends where an observation does, at
-# the next marker: one left without its "]" must not take in the next one.
+# reported instead of silently dropped. It ends at anything shaped like the
+# start of a marker: one left without its "]" must not take in the next one.
 ANY_MEMORY_MARKER = re.compile(r"\[MEMORY:((?:(?!\[[A-Z]+:)[^\]\n])*)\]")
 
 # SPEC-0015's regex without its observation, which is read from the end of
