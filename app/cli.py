@@ -354,10 +354,18 @@ def _guarded(callback):
     return refusing_an_open_door
 
 
+def _listen_host(ctx, param, value: str) -> str:
+    from app.serve import listen_host
+    try:
+        return listen_host(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 @main.command()
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address the dashboard and API listen on; any but loopback needs CLAUDEOPS_PASSWORD or "
-                   "CLAUDEOPS_API_TOKEN set.")
+@click.option("--host", default="127.0.0.1", show_default=True, callback=_listen_host,
+              help="Address the dashboard and API listen on (an IP address or a host name, without a port); "
+                   "any but loopback needs CLAUDEOPS_PASSWORD or CLAUDEOPS_API_TOKEN set.")
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(1, 65535), help="Port to listen on.")
 @click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64),
               help="gunicorn worker processes (the scheduler is always exactly one, beside them).")

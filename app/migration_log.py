@@ -1,19 +1,20 @@
 """Alembic's words at every start, cut to what an operator reads: one line
 for each revision applied (its docstring's first paragraph, not the whole
 docstring over many lines), and none for how it configured itself (the
-dialect's name, transactional DDL), which it says at INFO whenever the
-schema is checked."""
+dialect's name, transactional DDL, each autogenerate plugin it set up for
+``db check``), which it says at INFO whenever the schema is checked."""
 from __future__ import annotations
 
 import logging
 
 LOGGER = "alembic.runtime.migration"
-CHATTER = ("Context impl ", "Will assume ")
+PLUGINS_LOGGER = "alembic.runtime.plugins"
+CHATTER = ("Context impl ", "Will assume ", "setting up autogenerate plugin ")
 
 
 class MigrationLineFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno > logging.INFO or logging.getLogger(LOGGER).isEnabledFor(logging.DEBUG):
+        if record.levelno > logging.INFO or logging.getLogger(record.name).isEnabledFor(logging.DEBUG):
             return True
         message = record.getMessage()
         if message.startswith(CHATTER):
@@ -25,6 +26,7 @@ class MigrationLineFilter(logging.Filter):
 
 def install() -> None:
     """Once per process, however many applications it makes."""
-    logger = logging.getLogger(LOGGER)
-    if not any(isinstance(f, MigrationLineFilter) for f in logger.filters):
-        logger.addFilter(MigrationLineFilter())
+    for name in (LOGGER, PLUGINS_LOGGER):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, MigrationLineFilter) for f in logger.filters):
+            logger.addFilter(MigrationLineFilter())

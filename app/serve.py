@@ -8,8 +8,10 @@ first (a running session is ended and recorded as stopped), then gunicorn.
 """
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
+import re
 import select
 import shutil
 import signal
@@ -146,6 +148,39 @@ def _refuse_schema_not_created(app: Flask) -> None:
     why = schema_no_revision_creates(app)
     if why is not None:
         raise MigrationError(why)
+
+
+# A host name as DNS has it: labels of letters, digits and hyphens, not
+# beginning or ending with one, joined by dots (a closing dot allowed).
+_HOST_NAME = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)(?:\.(?!-)[A-Za-z0-9-]{1,63}(?<!-))*\.?")
+
+
+def listen_host(given: str) -> str:
+    """``given`` as an address to listen on: an IP address (an IPv6 one with
+    or without brackets) or a host name. Anything else raises ``ValueError``
+    saying why, so that ``serve`` stops at once: gunicorn would otherwise be
+    handed ``127.0.0.1:9000:8080`` and fail with a message of its own, or a
+    port given twice would leave the operator guessing which one is used."""
+    host = given.strip()
+    if _is_address_or_name(host):
+        return host
+    name, colon, port = host.rpartition(":")
+    if colon and port.isdigit() and _is_address_or_name(name):
+        raise ValueError(f"{given!r} has a port in it: give the port with --port "
+                         f"(--host {name.strip('[]')} --port {port})")
+    raise ValueError(f"{given!r} is neither an IP address nor a host name")
+
+
+def _is_address_or_name(host: str) -> bool:
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        return ipaddress.ip_address(bare).version == 6 or bare == host
+    except ValueError:
+        pass
+    # A name of digits and dots only is an address written short (1.2.3),
+    # which each resolver reads its own way.
+    return (bare == host and len(host) <= 253 and _HOST_NAME.fullmatch(host) is not None
+            and not host.replace(".", "").isdigit())
 
 
 def address(host: str, port: int) -> str:

@@ -231,6 +231,13 @@ def test_migrating_says_a_line_for_each_revision_and_nothing_of_alembic_s_own_se
     debug = subprocess.run([str(CLAUDEOPS), "db", "upgrade", "heads"], env={**env, "CLAUDEOPS_LOG_LEVEL": "DEBUG"},
                            capture_output=True, text=True, check=True, timeout=60)
     assert "Context impl" in debug.stderr   # all of it at DEBUG
+    # Checking the schema says its finding alone, not each autogenerate plugin Alembic set up.
+    check = subprocess.run([str(CLAUDEOPS), "db", "check"], env=env, capture_output=True, text=True,
+                           check=True, timeout=60)
+    assert (check.stdout + check.stderr).strip() == "No new upgrade operations detected."
+    debug = subprocess.run([str(CLAUDEOPS), "db", "check"], env={**env, "CLAUDEOPS_LOG_LEVEL": "DEBUG"},
+                           capture_output=True, text=True, check=True, timeout=60)
+    assert "setting up autogenerate plugin" in debug.stderr
 
 
 @sqlite_only("SQLite's write-ahead log")

@@ -129,6 +129,35 @@ def test_an_ipv6_address_is_listened_on_as_given(tmp_path, host):
         svc.terminate()
 
 
+@pytest.mark.parametrize("host, why", [
+    ("127.0.0.1:9000", "has a port in it: give the port with --port (--host 127.0.0.1 --port 9000)"),
+    ("[::1]:8080", "has a port in it: give the port with --port (--host ::1 --port 8080)"),
+    ("localhost:80", "(--host localhost --port 80)"),
+    ("http://example.org", "is neither an IP address nor a host name"),
+    ("my host", "is neither an IP address nor a host name"),
+    ("1.2.3", "is neither an IP address nor a host name"),
+    ("[127.0.0.1]", "is neither an IP address nor a host name"),
+])
+def test_serve_refuses_a_host_that_is_no_address_before_anything_starts(tmp_path, monkeypatch, host, why):
+    """Before, 127.0.0.1:9000 reached gunicorn as [127.0.0.1:9000]:8080, which
+    it refused with a message of its own after migrations had run."""
+    from click.testing import CliRunner
+
+    from app.cli import main
+    monkeypatch.setenv("CLAUDEOPS_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("CLAUDEOPS_PASSWORD", "a password long enough")
+    result = CliRunner().invoke(main, ["serve", "--host", host, "--port", "1"])
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for '--host'" in result.output and why in result.output
+    assert not (tmp_path / "state").exists()
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", " ::1 ", "[::1]", "0.0.0.0", "localhost", "ops-1.example.org"])
+def test_an_address_or_a_host_name_is_taken_as_given(host):
+    from app.serve import listen_host
+    assert listen_host(host) == host.strip()
+
+
 def test_gunicorn_reads_a_request_line_of_8_kb_and_refuses_a_longer_one(tmp_path):
     """A long memory search reaches the application (gunicorn's default of
     4 KB refused it with a page of its own); past 8 KB gunicorn refuses it."""
