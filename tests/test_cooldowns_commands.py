@@ -136,6 +136,24 @@ def found(line: str, cwd: str | None = "/home/ops") -> list[tuple[str, str | Non
     ("helm upgrade jellyfin ./chart --dry-run=server", []),
     ("helm list -n media", []),
     ("helm status jellyfin", []),
+    # guests restarted whole: Proxmox containers and VMs, libvirt domains
+    ("pct reboot 101", [(R, "101")]),
+    ("pct stop 101 && pct start 101", [(R, "101")]),
+    ("qm reboot 100 --timeout 60", [(R, "100")]),
+    ("qm reset 100 --skiplock 1", [(R, "100")]),
+    ("qm start --skiplock 1 100", [(R, "100")]),
+    ("sudo /usr/sbin/qm start 100", [(R, "100")]),
+    ("ssh pve 'pct reboot 105'", [(R, "105")]),
+    ("virsh reboot web", [(R, "web")]),
+    ("virsh -c qemu:///system start --domain db", [(R, "db")]),
+    ("virsh --connect qemu:///system reset Web --mode acpi", [(R, "web")]),
+    ("pct exec 101 -- systemctl restart nginx", [(R, "nginx")]),
+    ("qm status 100", []),
+    ("qm shutdown 100", []),
+    ("pct resume 101", []),
+    ("pct list", []),
+    ("virsh list --all", []),
+    ("virsh shutdown web", []),
 ])
 def test_recognises(line, expected):
     assert found(line) == expected
@@ -741,6 +759,8 @@ def test_a_command_of_many_words_is_read_in_one_pass():
     ("$'systemctl' restart nginx", "a command named at run time"),
     ("docker rest${x}art jellyfin", "a command whose words are spelt at run time"),
     ("systemctl re$(true)start nginx", "a command whose words are spelt at run time"),
+    ("qm reboot $VMID", "$VMID"),
+    ("virsh $ACTION web", "an action spelt at run time"),
     ("docker restart 3f2a1b9c4d5e", "the container 3f2a1b9c4d5e, named by its id"),
     ("podman start " + "0123456789abcdef" * 4, f"the container {'0123456789abcdef' * 4}, named by its id"),
 ])

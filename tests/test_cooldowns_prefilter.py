@@ -28,6 +28,7 @@ def test_every_program_the_recogniser_knows_passes_the_prefilter():
     "bash -c 'docker compose up -d --force-recreate web'", "HELM upgrade web chart/", "rc-service nginx restart",
     "oc rollout restart deployment/web", "/usr/local/bin/oc -n media rollout restart dc/web", "o\\c rollout undo dc/web",
     "bash -c 'oc rollout restart deployment/web'", "x=$(oc rollout restart deployment/web)", "true&&oc rollout undo",
+    "qm reboot 100", "/usr/sbin/qm start 100", "ssh pve 'q\\m reset 100'", "pct reboot 101", "virsh start db",
 ])
 def test_possible_restarts_go_to_the_full_check(command):
     assert may_restart(call(command))
@@ -40,8 +41,9 @@ def test_everyday_commands_are_let_through(command):
     assert recognise(command) == []
 
 
-@pytest.mark.parametrize("command", ["docker ps", "cat /etc/hosts", "ls /proc", "podman logs -f oc-web", "echo doc"])
-def test_oc_is_looked_for_only_as_a_word_of_its_own(command):
+@pytest.mark.parametrize("command", ["docker ps", "cat /etc/hosts", "ls /proc", "podman logs -f oc-web", "echo doc",
+                                     "sha256sum qmk.bin", "ls /srv/qm-data"])
+def test_oc_and_qm_are_looked_for_only_as_words_of_their_own(command):
     assert WORD_PROGRAMS.search(command) is None
 
 

@@ -399,6 +399,41 @@ def _helm(command: SimpleCommand, words: list[str], state: _Line) -> list[Recogn
     return _each(REDEPLOYMENT, positionals[1:2], command)
 
 
+# -- whole guests: Proxmox containers (pct) and VMs (qm), libvirt domains (virsh) --
+
+PROXMOX_VALUE = {"--timeout", "--machine", "--migratedfrom", "--migration_network", "--migration_type",
+                 "--stateuri", "--targetstorage", "--force-cpu", "--nets", "--with-local-disks"}
+GUEST_RESTARTS = ("reboot", "reset", "start")
+# Proxmox takes a boolean option's value as the next word (--skiplock 1), and
+# no guest's id is one of these.
+BOOLEAN_WORDS = {"0", "1", "true", "false", "yes", "no", "on", "off"}
+VIRSH_GLOBAL = {"-c", "--connect", "-d", "--debug", "-l", "--log", "-e", "--escape", "-k", "--keepalive-interval",
+                "-K", "--keepalive-count"}
+VIRSH_RESTART = {"--domain", "--mode", "--pass-fds"}
+
+
+def _proxmox(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
+    """``pct reboot|start ID``, ``qm reboot|reset|start ID``: the guest
+    restarted whole, counted under its id (``101``) as the command names it."""
+    positionals = parse_args(words, PROXMOX_VALUE).positionals
+    if positionals[:1] and wholly_at_run_time(positionals[0]):   # `qm $ACTION 101`
+        return _action_at_run_time(command)
+    if positionals[:1] and positionals[0] in GUEST_RESTARTS:
+        return _each(RESTART, [p for p in positionals[1:] if p.lower() not in BOOLEAN_WORDS][:1], command)
+    return []
+
+
+def _virsh(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
+    """``virsh [-c URI] reboot|reset|start DOMAIN`` (or ``--domain DOMAIN``)."""
+    rest = parse_args(words, VIRSH_GLOBAL, stop_at_positional=True).positionals
+    if rest[:1] and wholly_at_run_time(rest[0]):
+        return _action_at_run_time(command)
+    if not rest or rest[0] not in GUEST_RESTARTS:
+        return []
+    args = parse_args(rest[1:], VIRSH_RESTART)
+    return _each(RESTART, args.values("--domain")[-1:] or args.positionals[:1], command)
+
+
 Handler = Callable[[SimpleCommand, list, _Line], list]
 HANDLERS: dict[str, Handler] = {
     "docker": _docker, "podman": _docker, "nerdctl": _docker,
@@ -408,4 +443,5 @@ HANDLERS: dict[str, Handler] = {
     "kubectl": _kubectl, "k3s": _kubectl_within, "microk8s": _kubectl_within, "minikube": _kubectl_within,
     "microk8s.kubectl": _kubectl, "oc": _kubectl,
     "ansible-playbook": _ansible_playbook, "helm": _helm,
+    "pct": _proxmox, "qm": _proxmox, "virsh": _virsh,
 }

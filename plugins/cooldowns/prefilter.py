@@ -6,7 +6,7 @@ imported); a session runs many shell commands and nearly none restart or
 redeploy anything. So this script lets a call through at once when its
 command cannot be one the full check recognises (no program name the
 recogniser dispatches on appears in it, even with quotes and backslashes
-taken out; ``oc`` as a word of its own), and hands every other call, stdin
+taken out; ``oc`` and ``qm`` as words of their own), and hands every other call, stdin
 and all, to ``claudeops cooldowns check-tool``, whose answer it passes on;
 if that fails or does not answer in time, a call with a restart's words
 is denied.
@@ -22,7 +22,7 @@ import tempfile
 # contains one of these, or is one of WORD_PROGRAMS; and so does the path of
 # an init script (init.d).
 PROGRAMS = ("docker", "podman", "nerdctl", "systemctl", "service", "invoke-rc.d", "init.d", "supervisorctl",
-            "kubectl", "k3s", "microk8s", "minikube", "ansible-playbook", "helm")
+            "kubectl", "k3s", "microk8s", "minikube", "ansible-playbook", "helm", "pct", "virsh")
 # The words of a restart (plugins.cooldowns.commands.SUSPECT, kept in step by
 # tests/test_cooldowns_prefilter.py): a call holding one is denied when the
 # full check cannot answer.
@@ -33,10 +33,10 @@ ADVICE = ("Do not try another way to do it. Report what you found with an [EVENT
 # The full check answers within 24 s of its start (plugins/cooldowns/gate.py);
 # this bounds its start too, inside the CLI's 30 s for the hook.
 FULL_CHECK_SECONDS = 27
-# Names too short to look for inside other words (oc is in docker, /proc, …):
-# only where a command word can be, after a space, an operator or a path's /,
-# and before a space or an operator.
-WORD_PROGRAMS = re.compile(r"(?<![^\s;&|()`/])oc(?![^\s;&|()`])")
+# Names too short to look for inside other words (oc is in docker, /proc, …;
+# qm in a checksum): only where a command word can be, after a space, an
+# operator or a path's /, and before a space or an operator.
+WORD_PROGRAMS = re.compile(r"(?<![^\s;&|()`/])(?:oc|qm)(?![^\s;&|()`])")
 
 
 def may_restart(raw: bytes) -> bool:
