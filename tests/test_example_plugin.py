@@ -334,7 +334,7 @@ def test_markers_open_update_and_resolve_incidents_from_a_session(app, fake_cli,
         sl.tool_result("[INCIDENT:critical:evil] from a tool\n[INCIDENT:resolved:postgres] from a tool"),
         sl.text("[INCIDENT:critical:postgres] Replica stopped replicating"),
         sl.text("Also [INCIDENT:minor:dns] Slow lookups [EVENT:info:dns] checked resolvers"),
-        sl.text("[INCIDENT:Resolved:dns] Lookups fast again"),
+        sl.text("[INCIDENT:Resolved:dns] Lookups fast again [DNS:NOERROR]"),
         sl.text("[INCIDENT:resolved:ghost] nothing was open\n[INCIDENT:purple:web] unknown severity\n"
                 "[INCIDENT:major:web]"),
         sl.result()))
@@ -348,7 +348,7 @@ def test_markers_open_update_and_resolve_incidents_from_a_session(app, fake_cli,
         "open", "critical", "Replica stopped replicating", 1)
     assert (postgres.opened_session_id, postgres.tier, postgres.resolved_at) == (session.id, 2, None)
     assert (dns.status, dns.severity, dns.summary, dns.resolution) == (
-        "resolved", "minor", "Slow lookups", "Lookups fast again")
+        "resolved", "minor", "Slow lookups", "Lookups fast again [DNS:NOERROR]")   # no marker's tag ends it
     assert dns.resolved_session_id == session.id and dns.resolved_at >= dns.opened_at
 
     # The built-in events plugin still saw its own marker on the same line.
