@@ -132,6 +132,38 @@ def test_a_batch_records_what_one_by_one_records(tmp_path, review, limit):
     assert (store.REFUSED in relations) == (limit == 3)
 
 
+@pytest.mark.parametrize("limit", [3, 100])
+def test_markers_said_again_and_again_record_what_one_by_one_records_reading_once_per_change(
+        tmp_path, monkeypatch, limit):
+    """A pair's candidates are read again after a marker changed them, and
+    then kept while the markers after it change nothing (a repeat, a
+    refusal, a rejected memory said again). Before, a memory said 60,000
+    times in one text block read them 60,000 times (some 10 s)."""
+    markers = parse_memory_markers(MARKERS)
+    stream = [marker for marker in markers for _ in range(3)] + markers + [markers[0]] * 500
+    reads = []
+
+    def counted(pairs):
+        reads.append(len(pairs))
+        return candidates_of_pairs(pairs)
+
+    results = {}
+    for way in ("one by one", "batch"):
+        app = make_app(tmp_path / way.replace(" ", "-"))
+        with app.app_context():
+            runtime.change({"CLAUDEOPS_MEMORY_MAX_PER_SESSION": limit})
+            _seed()
+            if way == "batch":
+                monkeypatch.setattr(batch, "candidates_of_pairs", counted)
+            results[way] = _record(way, stream, limit)
+    assert results["batch"] == results["one by one"]
+    relations = [relation for relation, _, _ in results["batch"][0]]
+    changes = sum(relation in batch.CHANGES_CANDIDATES for relation in relations)
+    assert len(set(relations[-500:])) == 1 and relations[-1] not in batch.CHANGES_CANDIDATES   # said again: no change
+    # The first read of every pair, then at most one for each change.
+    assert len(reads) <= 1 + changes and reads[0] == len({(m.category, m.service) for m in markers})
+
+
 def test_what_a_failed_session_left_queued_is_dropped_when_it_finishes(app):
     """Markers queued after the stream's last commit (the database refused it)
     are never written: the host drops them as the session ends, for memory and cooldowns."""

@@ -65,6 +65,10 @@ def record_all(markers: list[MemoryMarker], run: RunInfo) -> list[store.Recorded
     prefetched = candidates_of_pairs({(marker.category, marker.service) for marker in markers})
     # ``loaded`` is held to the end: the identity map keeps only what is referenced.
     answers, loaded = _ask_matcher(markers, prefetched)
+    # A changed pair's candidates as read again, kept while nothing changes
+    # them: a marker said again and again (refused, repeated) reads nothing.
+    # The matcher is asked afresh against them, its first answers being stale.
+    reread: dict = {}
     incomplete: list[int] = []   # results whose new memory is not inserted yet
     incomplete_pairs: set = set()  # and their services and categories
     results: list[store.Recorded] = []
@@ -73,11 +77,13 @@ def record_all(markers: list[MemoryMarker], run: RunInfo) -> list[store.Recorded
             pair = (marker.category, marker.service)
             candidates = prefetched.get(pair)
             if candidates is None:   # changed by an earlier marker of the batch: read again, ask again
+                candidates, answer = reread.get(pair), None
+            if candidates is None:
                 if pair in incomplete_pairs:
                     _complete(incomplete, results, run)
                     incomplete_pairs.clear()
                 # The statement compiled once, as for the batch's first read.
-                candidates, answer = candidates_of_pairs([pair])[pair], None
+                candidates = reread[pair] = candidates_of_pairs([pair])[pair]
             recorded = store.decide(marker.category, marker.service, marker.observation, run,
                                     may_create=created < limit, candidates=candidates, match=answer,
                                     add_new=False)
@@ -91,8 +97,10 @@ def record_all(markers: list[MemoryMarker], run: RunInfo) -> list[store.Recorded
                 incomplete_pairs.clear()
             if recorded.approved:
                 prefetched.clear()
+                reread.clear()
             elif recorded.relation in CHANGES_CANDIDATES:
                 prefetched.pop(pair, None)
+                reread.pop(pair, None)
         _complete(incomplete, results, run)
         if history:
             db.session.execute(insert(MemoryHistory), [redacted_values(MemoryHistory, row) for row in history])
