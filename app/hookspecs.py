@@ -122,7 +122,11 @@ def claudeops_marker_tags():
         one of them: most of a stream holds no marker of any one plugin, and
         calling every plugin for every block costs more than the markers. A
         plugin that does not implement this hook (or returns ``None``) is
-        called for every text block.
+        called for every text block. The tags shaped like a marker's start
+        (``[``, capital letters, digits or ``_``, and ``:``) also end every
+        plugin's marker text (``RunInfo.marker_tags``, ``app.marker_text``):
+        ``[EVENT:info:web] checked [TODO:web] renew`` gives the event
+        "checked" once a plugin declares ``[TODO:``.
 
     All implementations are called; each answers for its own plugin only.
     """

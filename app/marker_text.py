@@ -7,6 +7,12 @@ The next marker is one of the tags the installed plugins declare
 not anything shaped like one: an agent quotes ``[HTTP:503]`` or
 ``[WARN: disk]`` from what it read, and an event "got [HTTP:503] from
 upstream" must keep its status and the rest of its words.
+
+Only a tag shaped like the start of a marker with fields, ``[`` and capital
+letters (digits, ``_``) and ``:``, ends text. Another (``[ESCALATE]``, which
+is a marker only at the start of a line, where no text it could end is; or
+a plugin's ``TODO:``) only chooses the text blocks its plugin is given:
+"no need to [ESCALATE] yet" in an event keeps its last words.
 """
 from __future__ import annotations
 
@@ -20,22 +26,27 @@ from typing import Iterable
 BUILT_IN_TAGS = ("[COOLDOWN:", "[ESCALATE]", "[EVENT:", "[MEMORY:", "[OUTCOME:")
 
 
+ENDS_TEXT = re.compile(r"\[[A-Z][A-Z0-9_]*:")
+
+
 @lru_cache(maxsize=64)
 def _text_end(tags: tuple[str, ...]) -> re.Pattern[str]:
     # Longest first, so that of two tags one of which begins the other the
     # longer is the one found (it makes no difference to where text ends).
-    alternatives = [re.escape(tag) for tag in sorted(set(tags), key=len, reverse=True)]
-    return re.compile("|".join(alternatives + [r"\n"]))
+    ends = sorted({tag for tag in tags if ENDS_TEXT.fullmatch(tag)}, key=len, reverse=True)
+    return re.compile("|".join([*map(re.escape, ends), r"\n"]))
 
 
 def text_end(tags: Iterable[str] = BUILT_IN_TAGS) -> re.Pattern[str]:
-    """A pattern whose first match from a marker's end is where its text ends."""
+    """A pattern whose first match from a marker's end is where its text
+    ends: a line's end, or one of ``tags`` shaped like a marker's start."""
     return _text_end(tuple(tags))
 
 
 def marker_text(text: str, start: int, tags: Iterable[str] = BUILT_IN_TAGS) -> str:
-    """``text`` from ``start`` up to the next of ``tags`` or the end of the
-    line, whichever comes first; not stripped. Linear in what it returns:
-    a line of many markers costs its length, not its square."""
+    """``text`` from ``start`` up to the next of ``tags`` (those shaped like
+    a marker's start) or the end of the line, whichever comes first; not
+    stripped. Linear in what it returns, as long as ``tags`` hold the
+    caller's own: a line of many markers costs its length, not its square."""
     end = text_end(tags).search(text, start)
     return text[start:end.start() if end else len(text)]

@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy import select
 
 from app.extensions import db
-from app.marker_text import BUILT_IN_TAGS, marker_text
+from app.marker_text import BUILT_IN_TAGS, ENDS_TEXT, marker_text
 from app.models import Session
 from plugins.cooldowns.markers import CooldownMarker, parse_cooldown_markers
 from plugins.cooldowns.models import CooldownAction
@@ -30,8 +30,15 @@ def test_text_ends_at_the_line_end_or_the_next_tag_given():
     # Tags are matched as written: neither a lower-case one nor one without its colon ends text.
     assert marker_text("[X] keep [event:info] and [EVENT] too", 3) == " keep [event:info] and [EVENT] too"
     # Regular-expression characters in a tag are its own characters.
-    assert marker_text("[X] a.b [A.B:c] d", 3, ["[A.B:"]) == " a.b "
-    assert marker_text("[X] aXb [AxB:c] d", 3, ["[A.B:"]) == " aXb [AxB:c] d"
+    assert marker_text("[X] a_b [A_1:c] d", 3, ["[A_1:"]) == " a_b "
+
+
+def test_only_a_tag_shaped_like_a_markers_start_ends_text():
+    """``[ESCALATE]`` is a marker only at the start of a line, where no text
+    it could end is; a plugin's broad prefix chooses its blocks, no more."""
+    assert marker_text("[X] no need to [ESCALATE] yet", 3) == " no need to [ESCALATE] yet"
+    assert marker_text("[X] fix TODO: later # now [ a", 3, ["TODO:", "#", "[", "[todo:", "[A.B:"]) == \
+        " fix TODO: later # now [ a"
 
 
 def test_a_long_run_of_spaces_before_the_text_is_read_in_one_pass():
@@ -54,13 +61,34 @@ def test_bracketed_words_the_agent_quotes_stay_in_every_markers_text():
         CooldownMarker("restart", "web", "success", QUOTED)]
 
 
-@pytest.mark.parametrize("tag", BUILT_IN_TAGS)
+@pytest.mark.parametrize("tag", [tag for tag in BUILT_IN_TAGS if ENDS_TEXT.fullmatch(tag)])
 def test_every_built_in_tag_ends_every_markers_text(tag):
     after = f" {tag}info:web] next"
     assert parse_event_markers(f"[EVENT:info:web] first{after}")[0].message == "first"
     assert parse_memory_markers(f"[MEMORY:timing:web] first{after}")[0].observation == "first"
     assert parse_outcome_markers(f"[OUTCOME:worked:m3] first{after}")[0].note == "first"
     assert parse_cooldown_markers(f"[COOLDOWN:restart:web] success: first{after}")[0].message == "first"
+
+
+def test_a_mid_line_escalate_is_the_agents_words():
+    text = "tier 1 should [ESCALATE] when disk > 90%"
+    assert parse_event_markers(f"[EVENT:info:web] {text}")[0].message == text
+    assert parse_memory_markers(f"[MEMORY:behavior:web] {text}")[0].observation == text
+    assert parse_cooldown_markers(f"[COOLDOWN:restart:web] success — {text}")[0].message == text
+
+
+def test_a_parser_ends_text_at_its_own_markers_whatever_tags_it_is_given():
+    """So that a line of many of its markers is read in one pass, and each
+    keeps its own words, even from a caller that names no tags."""
+    count = 100_000
+    events = parse_event_markers("[EVENT:info:web] up " * count, tags=())
+    assert len(events) == count and {e.message for e in events} == {"up"}
+    assert [m.observation for m in parse_memory_markers("[MEMORY:timing:a] x [MEMORY:timing:b] y", tags=())] == \
+        ["x", "y"]
+    assert [o.note for o in parse_outcome_markers("[OUTCOME:worked:m1] a [OUTCOME:failed:m2] b", tags=())] == \
+        ["a", "b"]
+    assert [c.message for c in parse_cooldown_markers(
+        "[COOLDOWN:restart:a] success: x [COOLDOWN:restart:b] failure: y", tags=())] == ["x", "y"]
 
 
 def test_the_tags_given_are_where_text_ends():

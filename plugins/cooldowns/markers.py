@@ -52,6 +52,7 @@ def parse_cooldown_markers(text: str, warn: Optional[Warn] = None,
     ending at the next of ``tags`` (``run.marker_tags``) on its line; the
     others are skipped and told to ``warn`` (the log by default)."""
     warn = warn or log_warning(log)
+    tags = (*tags, *MARKER_TAGS)   # its own too, whoever calls: a line of markers stays linear
     markers = []
     for candidate in ANY_COOLDOWN_MARKER.finditer(text):
         match = COOLDOWN_MARKER.match(text, candidate.start())

@@ -59,6 +59,7 @@ def parse_event_markers(text: str, warn: Optional[Warn] = None,
     an unknown level, a service it cannot read or no message is skipped and
     told to ``warn`` (the log by default)."""
     warn = warn or log_warning(log)
+    tags = (*tags, *MARKER_TAGS)   # its own too, whoever calls: a line of markers stays linear
     markers = []
     for candidate in ANY_EVENT_MARKER.finditer(text):
         match = EVENT_MARKER.match(text, candidate.start())

@@ -46,6 +46,7 @@ def parse_memory_markers(text: str, warn: Optional[Warn] = None,
     ending at the next of ``tags`` (``run.marker_tags``) on its line; the
     others are skipped and told to ``warn`` (the log by default)."""
     warn = warn or log_warning(log)
+    tags = (*tags, *MARKER_TAGS)   # its own too, whoever calls: a line of markers stays linear
     markers = []
     for line in text.splitlines():
         for candidate in ANY_MEMORY_MARKER.finditer(line):
@@ -110,6 +111,7 @@ def parse_outcome_markers(text: str, warn: Optional[Warn] = None,
     ``MalformedOutcome`` so that the session's activity log says so, and
     told to ``warn`` (the log by default)."""
     warn = warn or log_warning(log)
+    tags = (*tags, *MARKER_TAGS)   # its own too, whoever calls: a line of markers stays linear
     found: list[OutcomeMarker | MalformedOutcome] = []
     for candidate in ANY_OUTCOME_MARKER.finditer(text):
         match = OUTCOME_MARKER.match(text, candidate.start())

@@ -44,6 +44,7 @@ def parse_incident_markers(text: str, tags: Iterable[str] = BUILT_IN_TAGS) -> li
     ending at the next of ``tags`` (``run.marker_tags``: every installed
     plugin's) on its line. One with an unknown severity, or one that opens
     an incident without a summary, is logged and skipped."""
+    tags = (*tags, MARKER_TAG)   # its own too, whoever calls: a line of many markers is read in one pass
     markers = []
     for match in INCIDENT_MARKER.finditer(text):
         action = match["action"].lower()
