@@ -152,6 +152,7 @@ def _refuse_schema_not_created(app: Flask) -> None:
 
 # A host name as DNS has it: labels of letters, digits and hyphens, not
 # beginning or ending with one, joined by dots (a closing dot allowed).
+_NUMBER = re.compile(r"0[xX][0-9a-fA-F]*|[0-9]+")
 _HOST_NAME = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)(?:\.(?!-)[A-Za-z0-9-]{1,63}(?<!-))*\.?")
 
 
@@ -165,7 +166,7 @@ def listen_host(given: str) -> str:
     if _is_address_or_name(host):
         return host
     name, colon, port = host.rpartition(":")
-    if colon and port.isdigit() and _is_address_or_name(name):
+    if colon and port.isdigit() and 1 <= int(port) <= 65535 and _is_address_or_name(name):
         raise ValueError(f"{given!r} has a port in it: give the port with --port "
                          f"(--host {name.strip('[]')} --port {port})")
     raise ValueError(f"{given!r} is neither an IP address nor a host name")
@@ -177,10 +178,10 @@ def _is_address_or_name(host: str) -> bool:
         return ipaddress.ip_address(bare).version == 6 or bare == host
     except ValueError:
         pass
-    # A name of digits and dots only is an address written short (1.2.3),
-    # which each resolver reads its own way.
+    # A name of numbers only is an address written short or in another base
+    # (1.2.3, 127.1, 0x7f000001), which each resolver reads its own way.
     return (bare == host and len(host) <= 253 and _HOST_NAME.fullmatch(host) is not None
-            and not host.replace(".", "").isdigit())
+            and not all(_NUMBER.fullmatch(label) for label in host.rstrip(".").split(".")))
 
 
 def address(host: str, port: int) -> str:

@@ -105,6 +105,9 @@ def test_a_full_check_that_fails_denies_a_restart_and_lets_anything_else_be(tmp_
     assert "Traceback: broken" in denied.stderr and "check-tool failed" in denied.stderr
     let_be = run("docker ps")
     assert (let_be.returncode, let_be.stdout) == (0, "")
+    for guest_restart in ("qm reboot 101", "virsh reset web"):
+        assert json.loads(run(guest_restart).stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert run("qm status 101").stdout == ""
     missing = subprocess.run([sys.executable, "-S", str(PREFILTER), str(tmp_path / "no-such-check")],
                              input=call("systemctl restart nginx"), capture_output=True, text=True, timeout=30)
     assert "it could not be started" in json.loads(missing.stdout)["hookSpecificOutput"]["permissionDecisionReason"]

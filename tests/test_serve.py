@@ -136,6 +136,9 @@ def test_an_ipv6_address_is_listened_on_as_given(tmp_path, host):
     ("http://example.org", "is neither an IP address nor a host name"),
     ("my host", "is neither an IP address nor a host name"),
     ("1.2.3", "is neither an IP address nor a host name"),
+    ("0x7f000001", "is neither an IP address nor a host name"),
+    ("0x7f.1", "is neither an IP address nor a host name"),
+    ("localhost:99999", "is neither an IP address nor a host name"),
     ("[127.0.0.1]", "is neither an IP address nor a host name"),
 ])
 def test_serve_refuses_a_host_that_is_no_address_before_anything_starts(tmp_path, monkeypatch, host, why):
@@ -152,7 +155,8 @@ def test_serve_refuses_a_host_that_is_no_address_before_anything_starts(tmp_path
     assert not (tmp_path / "state").exists()
 
 
-@pytest.mark.parametrize("host", ["127.0.0.1", " ::1 ", "[::1]", "0.0.0.0", "localhost", "ops-1.example.org"])
+@pytest.mark.parametrize("host", ["127.0.0.1", " ::1 ", "[::1]", "0.0.0.0", "localhost", "ops-1.example.org",
+                                  "0xcafe.example.org", "fe80::1%eth0", "xn--bcher-kva.example"])
 def test_an_address_or_a_host_name_is_taken_as_given(host):
     from app.serve import listen_host
     assert listen_host(host) == host.strip()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import shlex
 from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
@@ -23,7 +24,8 @@ from plugins.cooldowns.shell import (FROM_OTHER_LANGUAGE, FROM_RUN_TIME_LINE, FR
 SERVICE_NAME = re.compile(r"[a-z0-9][a-z0-9_.@-]{0,99}")
 # Words of a command that may restart or redeploy something: where the text
 # cannot say what a command is, these make it one to refuse, not to let pass.
-SUSPECT = re.compile(r"restart|\bstart\b|\bup\b|force-reload|upgrade|install|rollback|rollout|ansible-playbook")
+SUSPECT = re.compile(r"restart|\bstart\b|\bup\b|force-reload|upgrade|install|rollback|rollout|ansible-playbook"
+                     r"|reboot|\breset\b")
 
 
 @dataclass(frozen=True)
@@ -415,6 +417,9 @@ VIRSH_RESTART = {"--domain", "--mode", "--pass-fds"}
 def _proxmox(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
     """``pct reboot|start ID``, ``qm reboot|reset|start ID``: the guest
     restarted whole, counted under its id (``101``) as the command names it."""
+    # Proxmox reads an option with one dash as with two (-timeout 60).
+    words = ["-" + word if word[:1] == "-" and word[1:2] not in ("-", "") and len(word) > 2 else word
+             for word in words]
     positionals = parse_args(words, PROXMOX_VALUE).positionals
     if positionals[:1] and wholly_at_run_time(positionals[0]):   # `qm $ACTION 101`
         return _action_at_run_time(command)
@@ -424,10 +429,20 @@ def _proxmox(command: SimpleCommand, words: list[str], state: _Line) -> list[Rec
 
 
 def _virsh(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
-    """``virsh [-c URI] reboot|reset|start DOMAIN`` (or ``--domain DOMAIN``)."""
+    """``virsh [-c URI] reboot|reset|start DOMAIN`` (or ``--domain DOMAIN``);
+    also given as one word, which virsh reads as its own command line
+    (``virsh 'start web; reboot db'``)."""
     rest = parse_args(words, VIRSH_GLOBAL, stop_at_positional=True).positionals
     if rest[:1] and wholly_at_run_time(rest[0]):
         return _action_at_run_time(command)
+    if len(rest) == 1 and (";" in rest[0] or any(char.isspace() for char in rest[0])):
+        found = []
+        for part in rest[0].split(";"):
+            try:
+                found += _virsh(command, shlex.split(part), state)
+            except ValueError:   # a stray quote: virsh refuses it too, but say so rather than pass
+                return [Recognised(RESTART, None, "a virsh command line it cannot read", command.text())]
+        return found
     if not rest or rest[0] not in GUEST_RESTARTS:
         return []
     args = parse_args(rest[1:], VIRSH_RESTART)

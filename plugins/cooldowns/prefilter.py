@@ -26,7 +26,8 @@ PROGRAMS = ("docker", "podman", "nerdctl", "systemctl", "service", "invoke-rc.d"
 # The words of a restart (plugins.cooldowns.commands.SUSPECT, kept in step by
 # tests/test_cooldowns_prefilter.py): a call holding one is denied when the
 # full check cannot answer.
-SUSPECT = re.compile(r"restart|\bstart\b|\bup\b|force-reload|upgrade|install|rollback|rollout|ansible-playbook")
+SUSPECT = re.compile(r"restart|\bstart\b|\bup\b|force-reload|upgrade|install|rollback|rollout|ansible-playbook"
+                     r"|reboot|\breset\b")
 # What the agent is told with a denial (plugins.cooldowns.gate.ADVICE, likewise).
 ADVICE = ("Do not try another way to do it. Report what you found with an [EVENT:…] marker instead, "
           "so that the operator can decide.")
