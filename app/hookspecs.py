@@ -114,7 +114,8 @@ def claudeops_marker_tags():
     """Name the text that opens a plugin's markers, so that its
     ``claudeops_markers`` is given only the text blocks that may hold one.
 
-    Called once per session, when its stream handler starts.
+    Called as each session starts: its ``RunInfo`` holds every plugin's
+    tags, and its stream handler learns each plugin's own.
 
     :returns: a list of strings, one of which every marker the plugin reads
         begins with (``["[TODO:"]``), matched case-sensitively as written. Its
@@ -122,11 +123,12 @@ def claudeops_marker_tags():
         one of them: most of a stream holds no marker of any one plugin, and
         calling every plugin for every block costs more than the markers. A
         plugin that does not implement this hook (or returns ``None``) is
-        called for every text block. The tags shaped like a marker's start
-        (``[``, capital letters, digits or ``_``, and ``:``) also end every
-        plugin's marker text (``RunInfo.marker_tags``, ``app.marker_text``):
-        ``[EVENT:info:web] checked [TODO:web] renew`` gives the event
-        "checked" once a plugin declares ``[TODO:``.
+        called for every text block. A tag that is exactly ``[``, a capital
+        letter, capital letters, digits or ``_``, and ``:`` (``[TODO:``) also
+        ends every plugin's marker text (``RunInfo.marker_tags``,
+        ``app.marker_text``): ``[EVENT:info:web] checked [TODO:web] renew``
+        gives the event "checked" once a plugin declares ``[TODO:``. Any other
+        (``[TODO:HIGH:``, ``[ESCALATE]``, ``TODO:``) only chooses blocks.
 
     All implementations are called; each answers for its own plugin only.
     """

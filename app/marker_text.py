@@ -27,6 +27,9 @@ BUILT_IN_TAGS = ("[COOLDOWN:", "[ESCALATE]", "[EVENT:", "[MEMORY:", "[OUTCOME:")
 
 
 ENDS_TEXT = re.compile(r"\[[A-Z][A-Z0-9_]*:")
+# Where str.splitlines ends a line, as the memory parser reads its lines:
+# "\r\n" ends at its "\r", a Unicode line separator too.
+LINE_END = r"[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]"
 
 
 @lru_cache(maxsize=64)
@@ -34,7 +37,7 @@ def _text_end(tags: tuple[str, ...]) -> re.Pattern[str]:
     # Longest first, so that of two tags one of which begins the other the
     # longer is the one found (it makes no difference to where text ends).
     ends = sorted({tag for tag in tags if ENDS_TEXT.fullmatch(tag)}, key=len, reverse=True)
-    return re.compile("|".join([*map(re.escape, ends), r"\n"]))
+    return re.compile("|".join([*map(re.escape, ends), LINE_END]))
 
 
 def text_end(tags: Iterable[str] = BUILT_IN_TAGS) -> re.Pattern[str]:

@@ -27,6 +27,11 @@ def test_text_ends_at_the_line_end_or_the_next_tag_given():
     assert marker_text(text, 3, ["[TODO:"]) == " one [EVENT:info] two"
     assert marker_text("[X] a [TODO:x] b", 3, ["[TODO:"]) == " a "
     assert marker_text("[X] to the end", 3) == " to the end"
+    # A line ends where str.splitlines ends it, as the memory parser reads lines.
+    for line_end in ("\r\n", "\r", "\v", "\f", "\x1c", "\x85", "\u2028", "\u2029"):
+        assert marker_text(f"[X] one{line_end}two", 3) == " one"
+    assert parse_event_markers("[EVENT:info:a] one\u2028two")[0].message == \
+        parse_memory_markers("[MEMORY:timing:a] one\u2028two")[0].observation == "one"
     # Tags are matched as written: neither a lower-case one nor one without its colon ends text.
     assert marker_text("[X] keep [event:info] and [EVENT] too", 3) == " keep [event:info] and [EVENT] too"
     # Regular-expression characters in a tag are its own characters.
@@ -45,6 +50,41 @@ def test_a_long_run_of_spaces_before_the_text_is_read_in_one_pass():
     """(As after ``[ESCALATE]``: a pattern that backed off through the
     spaces for every start would take minutes here; nothing is timed.)"""
     assert marker_text(" " * 2_000_000 + "why [EVENT:x", 0).strip() == "why"
+
+
+def test_every_hook_of_a_session_is_told_every_installed_plugins_tags(tmp_path, fake_cli):
+    """Not only the marker hooks: one that reads the agent's response when
+    the session ends reads its markers' text as they do."""
+    from app.hookspecs import hookimpl
+    from tests.conftest import make_app
+
+    told = {}
+
+    class Tickets:
+        @hookimpl
+        def claudeops_marker_tags(self):
+            return ["[TICKET:"]
+
+        @hookimpl
+        def claudeops_prompt_context(self, run):
+            told["prompt"] = run.marker_tags
+
+        @hookimpl
+        def claudeops_markers(self, text, run):
+            told["markers"] = run.marker_tags
+
+        @hookimpl
+        def claudeops_session_finished(self, run, result):
+            told["finished"] = run.marker_tags
+
+    app = make_app(tmp_path, plugins=[Tickets()])
+    fake_cli(sl.steps(sl.init(), sl.text("[TICKET:web] renew the cert"), sl.result()))
+    with app.app_context():
+        from app.sessions import control
+        from app.sessions.manager import run_session
+        assert run_session(control.claim(control.enqueue().id)).status == "completed"
+    assert set(told) == {"prompt", "markers", "finished"}
+    assert all(tags == tuple(sorted({*BUILT_IN_TAGS, "[TICKET:"})) for tags in told.values()), told
 
 
 def test_the_built_in_tags_are_the_built_in_plugins_own():

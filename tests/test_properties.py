@@ -194,7 +194,8 @@ def test_outcome_markers(text):
 
 @settings(max_examples=200, deadline=None)
 @given(st.sampled_from(OUTCOME_LEVELS), st.integers(min_value=1, max_value=2**31 - 1),
-       st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs"), blacklist_characters="["), max_size=80),
+       st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp"), blacklist_characters="["),
+               max_size=80),
        st.sampled_from(["m", "M", ""]))
 def test_outcome_markers_round_trip(level, memory_id, note, prefix):
     """What the prompt teaches, with any note, reads back as written."""

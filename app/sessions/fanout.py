@@ -38,12 +38,12 @@ from app.extensions import db
 from app.plugin_fault_log import log_fault
 from app.plugin_types import MarkerRecord, PendingRecords, RunInfo
 from app.plugins import of_type, plugin_manager
+from app.sessions.marker_tags import installed_tags, tags_by_plugin
 from app.sessions.repeats import repeats_counted
 
 log = logging.getLogger(__name__)
 
 HOOK = "claudeops_markers"
-TAGS_HOOK = "claudeops_marker_tags"
 FLUSH_HOOK = "claudeops_markers_flush"
 RECORD_TYPES = (MarkerRecord, PendingRecords)
 _NOT_WRITES = ("SELECT", "PRAGMA", "SAVEPOINT", "RELEASE", "ROLLBACK", "BEGIN", "COMMIT")
@@ -71,9 +71,10 @@ class MarkerFanOut:
     def __init__(self, run: RunInfo):
         # The plugins are fixed while the service runs: look them up once, not per text block.
         hooks = plugin_manager().hook
-        tags = _tags_by_plugin(getattr(hooks, TAGS_HOOK).get_hookimpls())
-        # A marker's text ends at the next marker of an installed plugin, not at any "[WORD:".
-        self.run = replace(run, marker_tags=tuple(sorted({tag for own in tags.values() for tag in own})))
+        tags = tags_by_plugin()
+        # As the session's RunInfo has them, however it was made: a marker's
+        # text ends at the next marker of an installed plugin, not at any "[WORD:".
+        self.run = replace(run, marker_tags=installed_tags(tags))
         self.impls = [(impl, tags.get(impl.plugin_name))
                       for impl in reversed(getattr(hooks, HOOK).get_hookimpls())
                       if not (impl.hookwrapper or impl.wrapper)]  # wrappers need pluggy's own call loop
@@ -187,24 +188,3 @@ class MarkerFanOut:
         self.savepoint = None
         self.marked_at = None
 
-
-def _tags_by_plugin(impls) -> dict[str, tuple[str, ...]]:
-    """Each plugin's marker tags; a plugin whose answer is unusable gets every block."""
-    tags = {}
-    for impl in impls:
-        try:
-            answer = impl.function()
-        except Exception as exc:
-            log_fault(log, impl.plugin_name, TAGS_HOOK, type(exc).__name__,
-                      "plugin %s failed in %s; it is given every text block", impl.plugin_name, TAGS_HOOK,
-                      exc_info=True)
-            continue
-        if answer is None:
-            continue
-        if not isinstance(answer, (list, tuple)) or not all(isinstance(tag, str) and tag for tag in answer):
-            log_fault(log, impl.plugin_name, TAGS_HOOK, "wrong type",
-                      "plugin %s: %s must return a list of non-empty strings, not %r; it is given every text block",
-                      impl.plugin_name, TAGS_HOOK, answer)
-            continue
-        tags[impl.plugin_name] = tuple(answer)
-    return tags

@@ -32,6 +32,7 @@ from app.redaction import WITHHELD_ENV, WithheldValues, redactor
 from app.runtime import setting
 from app.sessions import control, escalation
 from app.sessions.activity import StreamHandler
+from app.sessions.marker_tags import installed_tags
 from app.sessions.prompts import PromptError, system_prompt, tier_prompt
 from app.sessions.results_dir import results_dir_id
 from app.sessions.runner import CLICommand, ProcessOutcome, run_process
@@ -59,7 +60,7 @@ def run_info(session: Session) -> RunInfo:
                    model=session.model or "", trigger=session.trigger,
                    operator_prompt=session.prompt, started_at=session.started_at,
                    parent_session_id=session.parent_id, escalation_reason=session.escalation_reason,
-                   dry_run=bool(setting("CLAUDEOPS_DRY_RUN")))
+                   dry_run=bool(setting("CLAUDEOPS_DRY_RUN")), marker_tags=installed_tags())
 
 
 def build_argv(config: dict, tier: int, model: str, prompt: str, appended_system_prompt: str,

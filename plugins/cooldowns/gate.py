@@ -39,6 +39,7 @@ from app.models import Session
 from app.plugin_types import RunInfo
 from app.plugins import call_each
 from app.redaction import head_redacted, redactor
+from app.sessions.marker_tags import installed_tags
 from app.timeutil import utcnow
 from app.write_lock import lock_for_writing
 from plugins.cooldowns import store
@@ -226,7 +227,8 @@ def _notify(blocked: list[store.Usage], session_id: Optional[int]) -> None:
     if session is not None:
         run = RunInfo(session_id=session.id, tier=session.tier, tier_name=TIERS.get(session.tier, ""),
                       model=session.model or "", trigger=session.trigger, operator_prompt=session.prompt,
-                      started_at=session.started_at, parent_session_id=session.parent_id)
+                      started_at=session.started_at, parent_session_id=session.parent_id,
+                      marker_tags=installed_tags())
     for u in blocked:
         try:
             call_each("claudeops_notice", level="warning", service=u.service, run=run,

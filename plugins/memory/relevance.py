@@ -34,6 +34,7 @@ from app.plugin_fault_log import log_fault
 from app.plugin_types import RunInfo
 from app.plugins import results_by_plugin
 from app.runtime import setting
+from app.sessions.marker_tags import installed_tags
 from app.timeutil import utcnow
 from plugins.memory.models import Memory
 from plugins.memory.settings import relevant_hours
@@ -83,4 +84,4 @@ def scheduled_run() -> RunInfo:
     """What the next scheduled session looks like to the hook, for previews:
     tier 1, no request, no escalation, starting now."""
     return RunInfo(session_id=0, tier=1, tier_name="observe", model=setting("CLAUDEOPS_TIER1_MODEL"),
-                   trigger="schedule", operator_prompt=None, started_at=utcnow())
+                   trigger="schedule", operator_prompt=None, started_at=utcnow(), marker_tags=installed_tags())
