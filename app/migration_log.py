@@ -2,14 +2,16 @@
 for each revision applied (its docstring's first paragraph, not the whole
 docstring over many lines), and none for how it configured itself (the
 dialect's name, transactional DDL, each autogenerate plugin it set up for
-``db check``), which it says at INFO whenever the schema is checked."""
+``db check``, each PostgreSQL sequence it took for a SERIAL column's), which
+it says at INFO whenever the schema is checked."""
 from __future__ import annotations
 
 import logging
 
 LOGGER = "alembic.runtime.migration"
-PLUGINS_LOGGER = "alembic.runtime.plugins"
-CHATTER = ("Context impl ", "Will assume ", "setting up autogenerate plugin ")
+# Where Alembic says how it set itself up for ``db check``.
+SET_UP_LOGGERS = ("alembic.runtime.plugins", "alembic.ddl.postgresql")
+CHATTER = ("Context impl ", "Will assume ", "setting up autogenerate plugin ", "Detected sequence named ")
 
 
 class MigrationLineFilter(logging.Filter):
@@ -26,7 +28,7 @@ class MigrationLineFilter(logging.Filter):
 
 def install() -> None:
     """Once per process, however many applications it makes."""
-    for name in (LOGGER, PLUGINS_LOGGER):
+    for name in (LOGGER, *SET_UP_LOGGERS):
         logger = logging.getLogger(name)
         if not any(isinstance(f, MigrationLineFilter) for f in logger.filters):
             logger.addFilter(MigrationLineFilter())
