@@ -3,7 +3,7 @@ cooldown report's message, an escalation's reason) ends: at the end of its
 line, or at the next marker on it.
 
 The next marker is one of the tags the installed plugins declare
-(``claudeops_marker_tags``, given to every marker hook as ``run.marker_tags``),
+(``claudeops_marker_tags``, given to every hook of a session as ``run.marker_tags``),
 not anything shaped like one: an agent quotes ``[HTTP:503]`` or
 ``[WARN: disk]`` from what it read, and an event "got [HTTP:503] from
 upstream" must keep its status and the rest of its words.
@@ -24,8 +24,7 @@ from typing import Iterable
 # text at when it is not told the installed plugins' (tests, scripts).
 # tests/test_marker_text.py holds it to the plugins' own declarations.
 BUILT_IN_TAGS = ("[COOLDOWN:", "[ESCALATE]", "[EVENT:", "[MEMORY:", "[OUTCOME:")
-
-
+# The tags that end text: the start of a marker with fields, as a whole.
 ENDS_TEXT = re.compile(r"\[[A-Z][A-Z0-9_]*:")
 # Where str.splitlines ends a line, as the memory parser reads its lines:
 # "\r\n" ends at its "\r", a Unicode line separator too.

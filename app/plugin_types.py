@@ -59,7 +59,7 @@ class RunInfo:
     escalation_reason: Optional[str] = None
     dry_run: bool = False
     # Every tag the installed plugins' markers begin with (claudeops_marker_tags),
-    # given to the marker hooks: a marker's text ends at the next of them.
+    # in every hook of a session: a marker's text ends at the next of them.
     marker_tags: tuple[str, ...] = BUILT_IN_TAGS
 
 

@@ -150,9 +150,10 @@ def _refuse_schema_not_created(app: Flask) -> None:
         raise MigrationError(why)
 
 
+# A number as an address's part may be written: decimal, octal, hexadecimal.
+_NUMBER = re.compile(r"0[xX][0-9a-fA-F]*|[0-9]+")
 # A host name as DNS has it: labels of letters, digits and hyphens, not
 # beginning or ending with one, joined by dots (a closing dot allowed).
-_NUMBER = re.compile(r"0[xX][0-9a-fA-F]*|[0-9]+")
 _HOST_NAME = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)(?:\.(?!-)[A-Za-z0-9-]{1,63}(?<!-))*\.?")
 
 

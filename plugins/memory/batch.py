@@ -18,7 +18,9 @@ Each marker sees what the markers before it did, as if they had been
 recorded one by one: once a marker has changed a service and category (a
 new memory, a reinforcement, a contradiction), the next marker of that pair
 reads its candidates again, after the pair's new memories (and so every new
-memory before them: ids follow the stream) have their ids and history. A
+memory before them: ids follow the stream) have their ids and history, and
+the pair's markers after it use what it read until one changes the pair
+again (a memory said again and again reads nothing more). A
 contradiction is completed at once: it takes trust from another memory,
 which a proposal confirmed later in the batch may contradict too. A marker
 that confirms a proposal (which may take trust from a memory it
