@@ -34,8 +34,9 @@ def test_text_ends_at_the_line_end_or_the_next_tag_given():
         parse_memory_markers("[MEMORY:timing:a] one\u2028two")[0].observation == "one"
     # Tags are matched as written: neither a lower-case one nor one without its colon ends text.
     assert marker_text("[X] keep [event:info] and [EVENT] too", 3) == " keep [event:info] and [EVENT] too"
-    # Regular-expression characters in a tag are its own characters.
+    # A tag's "[" is its own character, not a pattern's; digits and "_" may follow its first letter.
     assert marker_text("[X] a_b [A_1:c] d", 3, ["[A_1:"]) == " a_b "
+    assert marker_text("[X] a A_1:c d", 3, ["[A_1:"]) == " a A_1:c d"
 
 
 def test_only_a_tag_shaped_like_a_markers_start_ends_text():
