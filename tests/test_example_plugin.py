@@ -409,6 +409,12 @@ def test_incident_marker_parsing():
         "[INCIDENT:MAJOR:web-1] Site down [MEMORY:timing:web-1] slow\n[INCIDENT:resolved:web-1]") == [
         IncidentMarker("major", "web-1", "Site down"), IncidentMarker("resolved", "web-1", "")]
     assert parse_incident_markers("[INCIDENT:major] no service\n[INCIDENT:major:web] ") == []
+    # Its own tag ends a summary whatever tags it is given, so a line of many is read in one pass.
+    many = parse_incident_markers("[INCIDENT:minor:a] x " * 50_000, tags=())
+    assert len(many) == 50_000 and {marker.summary for marker in many} == {"x"}
+    # A tag given ends it; a bracketed word that is no tag does not.
+    assert [m.summary for m in parse_incident_markers("[INCIDENT:minor:a] HTTP [HTTP:503] [TODO:a] b",
+                                                      tags=("[TODO:",))] == ["HTTP [HTTP:503]"]
 
 
 # --- (4) page, card and API -----------------------------------------------------------------
