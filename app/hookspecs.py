@@ -123,12 +123,13 @@ def claudeops_marker_tags():
         one of them: most of a stream holds no marker of any one plugin, and
         calling every plugin for every block costs more than the markers. A
         plugin that does not implement this hook (or returns ``None``) is
-        called for every text block. A tag that is exactly ``[``, a capital
-        letter, capital letters, digits or ``_``, and ``:`` (``[TODO:``) also
-        ends every plugin's marker text (``RunInfo.marker_tags``,
-        ``app.marker_text``): ``[EVENT:info:web] checked [TODO:web] renew``
-        gives the event "checked" once a plugin declares ``[TODO:``. Any other
-        (``[TODO:HIGH:``, ``[ESCALATE]``, ``TODO:``) only chooses blocks.
+        called for every text block. A tag that begins with ``[``, a capital
+        letter, capital letters, digits or ``_``, and ``:`` (``[TODO:``,
+        ``[TODO:HIGH:``) also ends every plugin's marker text where the whole
+        tag is (``RunInfo.marker_tags``, ``app.marker_text``):
+        ``[EVENT:info:web] checked [TODO:web] renew`` gives the event
+        "checked" once a plugin declares ``[TODO:``. Any other
+        (``[ESCALATE]``, ``TODO:``, ``[``) only chooses blocks.
 
     All implementations are called; each answers for its own plugin only.
     """

@@ -45,6 +45,11 @@ def test_only_a_tag_shaped_like_a_markers_start_ends_text():
     assert marker_text("[X] no need to [ESCALATE] yet", 3) == " no need to [ESCALATE] yet"
     assert marker_text("[X] fix TODO: later # now [ a", 3, ["TODO:", "#", "[", "[todo:", "[A.B:"]) == \
         " fix TODO: later # now [ a"
+    # A narrower tag ends text where the whole of it is, not where its start is.
+    assert marker_text("[X] see [TICKET:LOW:a] then [TICKET:HIGH:b] c", 3, ["[TICKET:HIGH:"]) == \
+        " see [TICKET:LOW:a] then "
+    assert parse_event_markers("[EVENT:info:web] ok [TICKET:HIGH:web] renew", tags=("[TICKET:HIGH:",))[
+        0].message == "ok"
 
 
 def test_a_long_run_of_spaces_before_the_text_is_read_in_one_pass():
