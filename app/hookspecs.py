@@ -114,8 +114,8 @@ def claudeops_marker_tags():
     """Name the text that opens a plugin's markers, so that its
     ``claudeops_markers`` is given only the text blocks that may hold one.
 
-    Called as each session starts: its ``RunInfo`` holds every plugin's
-    tags, and its stream handler learns each plugin's own.
+    Called once as each session starts: its ``RunInfo`` holds every
+    plugin's tags, and its stream handler learns each plugin's own.
 
     :returns: a list of strings, one of which every marker the plugin reads
         begins with (``["[TODO:"]``), matched case-sensitively as written. Its

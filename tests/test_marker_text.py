@@ -65,10 +65,12 @@ def test_every_hook_of_a_session_is_told_every_installed_plugins_tags(tmp_path, 
     from tests.conftest import make_app
 
     told = {}
+    asked = []
 
     class Tickets:
         @hookimpl
         def claudeops_marker_tags(self):
+            asked.append(1)
             return ["[TICKET:"]
 
         @hookimpl
@@ -90,6 +92,7 @@ def test_every_hook_of_a_session_is_told_every_installed_plugins_tags(tmp_path, 
         from app.sessions.manager import run_session
         assert run_session(control.claim(control.enqueue().id)).status == "completed"
     assert set(told) == {"prompt", "markers", "finished"}
+    assert len(asked) == 1, "asked once a session, for its RunInfo and its fan-out alike"
     assert all(tags == tuple(sorted({*BUILT_IN_TAGS, "[TICKET:"})) for tags in told.values()), told
 
 

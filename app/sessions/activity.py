@@ -78,7 +78,8 @@ class StreamHandler:
     must not wait for the next line) and ``close`` at the end. Any other
     read of the database between lines goes through ``unless_gone``."""
 
-    def __init__(self, session: Session, run: RunInfo, shutdown: Optional[threading.Event] = None):
+    def __init__(self, session: Session, run: RunInfo, shutdown: Optional[threading.Event] = None,
+                 marker_tags: Optional[dict[str, tuple[str, ...]]] = None):
         self.session = session
         # Kept apart: every commit expires ``session``, and reading its id
         # again would cost a SELECT for every batch.
@@ -88,7 +89,7 @@ class StreamHandler:
         self.shutdown = shutdown or threading.Event()
         self.redactor = redactor()
         self.response_tail = ResponseTail(MAX_RESPONSE_CHARS)
-        self.markers = MarkerFanOut(run)
+        self.markers = MarkerFanOut(run, marker_tags)
         self.result: Optional[stream.Result] = None
         # The CLI's last "API retry" notice while no answer came after it:
         # what a session that times out was waiting for.

@@ -68,10 +68,12 @@ def _statements_that_write() -> int:
 
 
 class MarkerFanOut:
-    def __init__(self, run: RunInfo):
+    def __init__(self, run: RunInfo, tags: Optional[dict[str, tuple[str, ...]]] = None):
+        """``tags``: each plugin's marker tags, as the session asked for them
+        (``tags_by_plugin``); asked for here unless given."""
         # The plugins are fixed while the service runs: look them up once, not per text block.
         hooks = plugin_manager().hook
-        tags = tags_by_plugin()
+        tags = tags_by_plugin() if tags is None else tags
         # As the session's RunInfo has them, however it was made: a marker's
         # text ends at the next marker of an installed plugin, not at any "[WORD:".
         self.run = replace(run, marker_tags=installed_tags(tags))

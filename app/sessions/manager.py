@@ -32,7 +32,7 @@ from app.redaction import WITHHELD_ENV, WithheldValues, redactor
 from app.runtime import setting
 from app.sessions import control, escalation
 from app.sessions.activity import StreamHandler
-from app.sessions.marker_tags import installed_tags
+from app.sessions.marker_tags import installed_tags, tags_by_plugin
 from app.sessions.prompts import PromptError, system_prompt, tier_prompt
 from app.sessions.results_dir import results_dir_id
 from app.sessions.runner import CLICommand, ProcessOutcome, run_process
@@ -55,12 +55,14 @@ SHUTDOWN_GRACE_SECONDS = 2.0
 OPERATOR_STOP_REASON = "stopped by the operator"
 
 
-def run_info(session: Session) -> RunInfo:
+def run_info(session: Session, marker_tags: Optional[dict[str, tuple[str, ...]]] = None) -> RunInfo:
+    """What the plugins are told of ``session``; ``marker_tags`` are each
+    plugin's (``tags_by_plugin``), asked for here unless given."""
     return RunInfo(session_id=session.id, tier=session.tier, tier_name=TIERS[session.tier],
                    model=session.model or "", trigger=session.trigger,
                    operator_prompt=session.prompt, started_at=session.started_at,
                    parent_session_id=session.parent_id, escalation_reason=session.escalation_reason,
-                   dry_run=bool(setting("CLAUDEOPS_DRY_RUN")), marker_tags=installed_tags())
+                   dry_run=bool(setting("CLAUDEOPS_DRY_RUN")), marker_tags=installed_tags(marker_tags))
 
 
 def build_argv(config: dict, tier: int, model: str, prompt: str, appended_system_prompt: str,
@@ -145,7 +147,9 @@ def _run_session(session: Session, session_id: int, shutdown: Optional[threading
     # What ends a wait for a database server that went away, as _finish's:
     # without a shutdown event, only OUTAGE_SECONDS.
     waits = shutdown or threading.Event()
-    run = dbfaults.waiting_out(partial(_record_start, session), f"session {session_id}: recording its start", waits)
+    # Asked once a session, for its RunInfo and its fan-out alike.
+    marker_tags = tags_by_plugin()
+    run = dbfaults.waiting_out(partial(_record_start, session, marker_tags), f"session {session_id}: recording its start", waits)
     call_each("claudeops_session_starting", run=run, commit_each=True, shutdown=waits)
 
     try:
@@ -178,7 +182,7 @@ def _run_session(session: Session, session_id: int, shutdown: Optional[threading
                          env=child_env(session), cwd=workdir, log_path=Path(session.log_path),
                          timeout_seconds=config["CLAUDEOPS_SESSION_TIMEOUT"],
                          max_line_bytes=config["CLAUDEOPS_MAX_LINE_BYTES"], redactor=redactor())
-    handler = StreamHandler(session, run, shutdown)
+    handler = StreamHandler(session, run, shutdown, marker_tags)
     try:
         outcome = run_process(command, handler.handle_line,
                               _committing(handler, _stop_poller(session.id, shutdown)), handler.handle_oversized)
@@ -198,7 +202,7 @@ def _run_session(session: Session, session_id: int, shutdown: Optional[threading
     return _finish(session, run, status, reason, shutdown, handler, outcome.exit_code)
 
 
-def _record_start(session: Session) -> RunInfo:
+def _record_start(session: Session, marker_tags: dict[str, tuple[str, ...]]) -> RunInfo:
     """The session's model and run log, stored; what the plugins are told of
     it. Sets everything again if run again after a rollback, which takes
     back what was set before it."""
@@ -207,7 +211,7 @@ def _record_start(session: Session) -> RunInfo:
     session.log_path = str(results_dir / f"session-{session.id:06d}-{session.started_at:%Y%m%dT%H%M%SZ}.ndjson")
     session.results_dir_id = results_dir_id(results_dir)
     db.session.commit()
-    return run_info(session)
+    return run_info(session, marker_tags)
 
 
 def _record_system_prompt(session: Session, appended: str) -> None:
