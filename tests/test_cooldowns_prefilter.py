@@ -29,6 +29,7 @@ def test_every_program_the_recogniser_knows_passes_the_prefilter():
     "oc rollout restart deployment/web", "/usr/local/bin/oc -n media rollout restart dc/web", "o\\c rollout undo dc/web",
     "bash -c 'oc rollout restart deployment/web'", "x=$(oc rollout restart deployment/web)", "true&&oc rollout undo",
     "qm reboot 100", "/usr/sbin/qm start 100", "ssh pve 'q\\m reset 100'", "pct reboot 101", "virsh start db",
+    "lxc restart web", "incus start web", "multipass restart", "vagrant reload web",
 ])
 def test_possible_restarts_go_to_the_full_check(command):
     assert may_restart(call(command))

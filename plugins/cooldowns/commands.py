@@ -449,6 +449,68 @@ def _virsh(command: SimpleCommand, words: list[str], state: _Line) -> list[Recog
     return _each(RESTART, args.values("--domain")[-1:] or args.positionals[:1], command)
 
 
+# -- whole instances: LXD and Incus, Multipass, Vagrant ---------------------------
+
+# lxc and incus take their global options anywhere, as they do their command's.
+INSTANCE_VALUE = {"--project", "--timeout"}
+# The instance multipass starts or restarts when none is named.
+MULTIPASS_PRIMARY = "primary"
+VAGRANT_VALUE = {"--provider", "--provision-with"}
+# A machine's id as `vagrant global-status` prints it: counted under it, a
+# restart would escape the limit of the machine's name.
+VAGRANT_ID = re.compile(r"(?=[a-f]*[0-9])[0-9a-f]{7}")
+
+
+def _instances(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
+    """``lxc restart|start [REMOTE:]NAME…`` (also ``incus``) and ``multipass
+    restart|start [NAME…]``: each instance, counted under its name, without
+    the remote it is on; multipass's primary one when none is named, as
+    multipass itself takes it."""
+    args = parse_args(words, INSTANCE_VALUE)
+    positionals = args.positionals
+    if positionals[:1] and wholly_at_run_time(positionals[0]):   # `incus $ACTION web`
+        return _action_at_run_time(command)
+    if positionals[:1] not in (["restart"], ["start"]):
+        return []
+    if args.has("--all"):
+        return [Recognised(RESTART, None, "every instance", command.text())]
+    names = [name.rpartition(":")[2] for name in positionals[1:]]
+    if not names and command.name == "multipass":
+        names = [MULTIPASS_PRIMARY]
+    return _each(RESTART, names, command)
+
+
+def _vagrant(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
+    """``vagrant reload|up [NAME…]``: each machine named (one named by a
+    pattern, ``/web[0-9]/``, or by its id is a target it cannot read), else
+    the Vagrantfile's machines, counted under the name of its directory, as
+    a compose project's are."""
+    args = parse_args(words, VAGRANT_VALUE)
+    positionals = args.positionals
+    if positionals[:1] and wholly_at_run_time(positionals[0]):
+        return _action_at_run_time(command)
+    if positionals[:1] not in (["reload"], ["up"]):
+        return []
+    if positionals[1:]:
+        return [Recognised(RESTART, None, f"the machine {item.target}, named by its id", item.command)
+                if VAGRANT_ID.fullmatch(item.target) else item for item in _each(RESTART, positionals[1:], command)]
+    directory = _vagrant_directory(command)
+    return [Recognised(RESTART, directory and normalise_service(posixpath.basename(directory)),
+                       f"the machines of the Vagrantfile in {directory or 'an unknown directory'}", command.text())]
+
+
+def _vagrant_directory(command: SimpleCommand) -> Optional[str]:
+    """Where vagrant looks for its Vagrantfile: ``VAGRANT_CWD``, else the
+    working directory; None where the text cannot say."""
+    directory = command.env.get("VAGRANT_CWD") or ""
+    if directory and not is_literal(directory):
+        return None
+    if directory and not directory.startswith("/"):
+        directory = posixpath.join(command.cwd, directory) if command.cwd else ""
+    directory = posixpath.normpath(directory or command.cwd or "")
+    return None if directory in (".", "/") or directory.startswith(("$", "~")) else directory
+
+
 Handler = Callable[[SimpleCommand, list, _Line], list]
 HANDLERS: dict[str, Handler] = {
     "docker": _docker, "podman": _docker, "nerdctl": _docker,
@@ -459,4 +521,5 @@ HANDLERS: dict[str, Handler] = {
     "microk8s.kubectl": _kubectl, "oc": _kubectl,
     "ansible-playbook": _ansible_playbook, "helm": _helm,
     "pct": _proxmox, "qm": _proxmox, "virsh": _virsh,
+    "lxc": _instances, "incus": _instances, "multipass": _instances, "vagrant": _vagrant,
 }

@@ -22,7 +22,8 @@ import tempfile
 # contains one of these, or is one of WORD_PROGRAMS; and so does the path of
 # an init script (init.d).
 PROGRAMS = ("docker", "podman", "nerdctl", "systemctl", "service", "invoke-rc.d", "init.d", "supervisorctl",
-            "kubectl", "k3s", "microk8s", "minikube", "ansible-playbook", "helm", "pct", "virsh")
+            "kubectl", "k3s", "microk8s", "minikube", "ansible-playbook", "helm", "pct", "virsh",
+            "lxc", "incus", "multipass", "vagrant")
 # The words of a restart (plugins.cooldowns.commands.SUSPECT, kept in step by
 # tests/test_cooldowns_prefilter.py): a call holding one is denied when the
 # full check cannot answer.
