@@ -241,6 +241,9 @@ def test_recognises(line, expected):
     ("su -lc 'systemctl restart nginx'", [(R, "nginx")]),
     ("su -c'docker restart jellyfin' root", [(R, "jellyfin")]),
     ("su --session-command='systemctl restart nginx'", [(R, "nginx")]),
+    # su runs the last command it is given, whichever way each is spelt
+    ("su --command 'echo hi' -c 'docker restart jellyfin' root", [(R, "jellyfin")]),
+    ("su -c 'docker restart jellyfin' --command 'echo hi' root", []),
     ("runuser -l ops -c 'docker restart jellyfin'", [(R, "jellyfin")]),
     ("runuser ops", []),
     ("su ops -- -c 'docker restart jellyfin'", [(R, "jellyfin")]),
@@ -380,6 +383,7 @@ def test_prefixes_chains_and_wrappers(line, expected):
     ("bash +euo posix -c 'docker restart jellyfin'", [(R, "jellyfin")]),
     # a substitution among a command's words: both run
     ("docker compose -f $(ls /opt/media/*.yml) up -d --force-recreate", [(D, None)]),
+    ("docker compose --file /srv/media/compose.yml -f /srv/other/compose.yml restart", [(R, "media")]),
     ("docker restart $(docker ps -q --filter name=jellyfin) && systemctl restart nginx", [(R, None), (R, "nginx")]),
     ("echo $(date) && docker restart jellyfin", [(R, "jellyfin")]),
     ("x=$(echo $(docker restart jellyfin))", [(R, "jellyfin")]),
@@ -844,6 +848,9 @@ def test_parse_args_reads_options_like_getopt():
     assert args.values("-t") == ["5"] and args.value("--pull") == "always" and args.has("-d")
     assert parse_args(["-H", "host", "restart", "-t", "5"], {"-H"}, stop_at_positional=True).positionals == [
         "restart", "-t", "5"]
+    # Values in the order given, whatever their spelling: the last one given wins.
+    spelt = parse_args(["--file", "b.yml", "-f", "a.yml", "--file=c.yml"], {"-f", "--file"})
+    assert spelt.values("-f", "--file") == ["b.yml", "a.yml", "c.yml"] and spelt.value("-f", "--file") == "c.yml"
 
 
 def test_read_options_stops_at_the_command_and_ends_a_cluster_at_its_value():

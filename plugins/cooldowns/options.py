@@ -31,12 +31,16 @@ KUBECTL_VALUE = {"-v", "--v", "-n", "--namespace", "--context", "--kubeconfig", 
 class Args:
     options: dict[str, list[str]] = field(default_factory=dict)
     positionals: list[str] = field(default_factory=list)
+    # Every option as given, in order: which of two spellings came last
+    # (`su --command A -c B` runs B) is a matter of position, not of name.
+    given: list[tuple[str, str]] = field(default_factory=list)
 
     def has(self, *names: str) -> bool:
         return any(name in self.options for name in names)
 
     def values(self, *names: str) -> list[str]:
-        return [value for name in names for value in self.options.get(name, [])]
+        """The values of any of ``names``, in the order they were given."""
+        return [value for name, value in self.given if name in names]
 
     def value(self, *names: str) -> Optional[str]:
         values = [v for v in self.values(*names) if v]
@@ -52,6 +56,7 @@ def parse_args(args: list[str], with_value: set[str], stop_at_positional: bool =
 
     def add(name: str, value: str) -> None:
         parsed.options.setdefault(name, []).append(value)
+        parsed.given.append((name, value))
 
     i = 0
     while i < len(args):
