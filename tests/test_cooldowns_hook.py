@@ -381,3 +381,33 @@ def test_a_check_the_agent_made_fail_denies_the_restart_through_the_clis_hook_co
     reason = json.loads(result.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
     assert reason.startswith("Claude Ops could not check this command against the cooldowns (it exited with status 1")
     assert state(pre_tool_use("docker ps"), command=["sh", "-c", command], CLAUDEOPS_SECRET_KEY="").stdout == ""
+
+
+def test_the_denial_notice_tells_the_plugins_of_the_session_as_the_session_does(tmp_path, monkeypatch):
+    """Escalation reason, dry run and every installed tag included: a
+    plugin's notice hook sees the same RunInfo from the check as in the session."""
+    from app.hookspecs import hookimpl
+    from app.sessions.run_info import run_info
+    from plugins.cooldowns.gate import _notify
+
+    told = []
+
+    class Notices:
+        @hookimpl
+        def claudeops_marker_tags(self):
+            return ["[TICKET:"]
+
+        @hookimpl
+        def claudeops_notice(self, level, service, message, run):
+            told.append(run)
+
+    monkeypatch.setenv("CLAUDEOPS_DRY_RUN", "true")
+    app = make_app(tmp_path, plugins=[Notices()])
+    with app.app_context():
+        parent_id = control.claim(control.enqueue(tier=1).id).id
+        child = control.enqueue(tier=2, trigger="escalation", parent_id=parent_id, escalation_reason="disk full")
+        _notify([store.usage("jellyfin", "restart")], child.id)
+        expected = run_info(db.session.get(type(child), child.id))
+    assert told == [expected]
+    assert (expected.escalation_reason, expected.dry_run, expected.parent_session_id) == ("disk full", True, parent_id)
+    assert "[TICKET:" in expected.marker_tags

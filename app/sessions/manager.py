@@ -21,7 +21,6 @@ from sqlalchemy import inspect
 from sqlalchemy.exc import SQLAlchemyError
 
 from app import dbfaults, marker_queue
-from app.config import TIERS
 from app.executable import claudeops_command
 from app.extensions import db
 from app.mcp import ALLOW_RULE, session_mcp_config
@@ -32,9 +31,10 @@ from app.redaction import WITHHELD_ENV, WithheldValues, redactor
 from app.runtime import setting
 from app.sessions import control, escalation
 from app.sessions.activity import StreamHandler
-from app.sessions.marker_tags import installed_tags, tags_by_plugin
+from app.sessions.marker_tags import tags_by_plugin
 from app.sessions.prompts import PromptError, system_prompt, tier_prompt
 from app.sessions.results_dir import results_dir_id
+from app.sessions.run_info import run_info
 from app.sessions.runner import CLICommand, ProcessOutcome, run_process
 from app.timeutil import utcnow
 
@@ -53,16 +53,6 @@ SHUTDOWN_REASON = "the service shut down during the session"
 # waits for that word before it counts as failed.
 SHUTDOWN_GRACE_SECONDS = 2.0
 OPERATOR_STOP_REASON = "stopped by the operator"
-
-
-def run_info(session: Session, marker_tags: Optional[dict[str, tuple[str, ...]]] = None) -> RunInfo:
-    """What the plugins are told of ``session``; ``marker_tags`` are each
-    plugin's (``tags_by_plugin``), asked for here unless given."""
-    return RunInfo(session_id=session.id, tier=session.tier, tier_name=TIERS[session.tier],
-                   model=session.model or "", trigger=session.trigger,
-                   operator_prompt=session.prompt, started_at=session.started_at,
-                   parent_session_id=session.parent_id, escalation_reason=session.escalation_reason,
-                   dry_run=bool(setting("CLAUDEOPS_DRY_RUN")), marker_tags=installed_tags(marker_tags))
 
 
 def build_argv(config: dict, tier: int, model: str, prompt: str, appended_system_prompt: str,

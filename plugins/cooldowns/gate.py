@@ -33,13 +33,11 @@ from typing import Optional
 from flask import current_app
 from sqlalchemy import text
 
-from app.config import TIERS
 from app.extensions import SQLITE_BUSY_TIMEOUT_MS, db
 from app.models import Session
-from app.plugin_types import RunInfo
 from app.plugins import call_each
 from app.redaction import head_redacted, redactor
-from app.sessions.marker_tags import installed_tags
+from app.sessions.run_info import run_info
 from app.timeutil import utcnow
 from app.write_lock import lock_for_writing
 from plugins.cooldowns import store
@@ -223,12 +221,7 @@ def _existing_session(session_id: Optional[int]) -> Optional[int]:
 def _notify(blocked: list[store.Usage], session_id: Optional[int]) -> None:
     """A denial is news for the operator's feed (the events plugin records it)."""
     session = db.session.get(Session, session_id) if session_id else None
-    run = None
-    if session is not None:
-        run = RunInfo(session_id=session.id, tier=session.tier, tier_name=TIERS.get(session.tier, ""),
-                      model=session.model or "", trigger=session.trigger, operator_prompt=session.prompt,
-                      started_at=session.started_at, parent_session_id=session.parent_id,
-                      marker_tags=installed_tags())
+    run = run_info(session) if session is not None else None
     for u in blocked:
         try:
             call_each("claudeops_notice", level="warning", service=u.service, run=run,
