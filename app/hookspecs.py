@@ -115,7 +115,9 @@ def claudeops_marker_tags():
     ``claudeops_markers`` is given only the text blocks that may hold one.
 
     Called once as each session starts: its ``RunInfo`` holds every
-    plugin's tags, and its stream handler learns each plugin's own.
+    plugin's tags, and its stream handler learns each plugin's own; also
+    wherever a ``RunInfo`` is made outside a session's start (a cooldown
+    denial's notice, a preview of the memory section).
 
     :returns: a list of strings, one of which every marker the plugin reads
         begins with (``["[TODO:"]``), matched case-sensitively as written. Its

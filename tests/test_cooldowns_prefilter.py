@@ -106,7 +106,7 @@ def test_a_full_check_that_fails_denies_a_restart_and_lets_anything_else_be(tmp_
     assert "Traceback: broken" in denied.stderr and "check-tool failed" in denied.stderr
     let_be = run("docker ps")
     assert (let_be.returncode, let_be.stdout) == (0, "")
-    for guest_restart in ("qm reboot 101", "virsh reset web"):
+    for guest_restart in ("qm reboot 101", "virsh reset web", "vagrant reload web"):
         assert json.loads(run(guest_restart).stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
     assert run("qm status 101").stdout == ""
     missing = subprocess.run([sys.executable, "-S", str(PREFILTER), str(tmp_path / "no-such-check")],

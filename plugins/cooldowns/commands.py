@@ -25,7 +25,7 @@ SERVICE_NAME = re.compile(r"[a-z0-9][a-z0-9_.@-]{0,99}")
 # Words of a command that may restart or redeploy something: where the text
 # cannot say what a command is, these make it one to refuse, not to let pass.
 SUSPECT = re.compile(r"restart|\bstart\b|\bup\b|force-reload|upgrade|install|rollback|rollout|ansible-playbook"
-                     r"|reboot|\breset\b")
+                     r"|reboot|\breset\b|\breload\b")
 
 
 @dataclass(frozen=True)
@@ -456,9 +456,10 @@ INSTANCE_VALUE = {"--project", "--timeout"}
 # The instance multipass starts or restarts when none is named.
 MULTIPASS_PRIMARY = "primary"
 VAGRANT_VALUE = {"--provider", "--provision-with"}
-# A machine's id as `vagrant global-status` prints it: counted under it, a
+# A machine's id (32 hexadecimal characters, `vagrant global-status` shows
+# 7), which vagrant takes shortened to any prefix: counted under it, a
 # restart would escape the limit of the machine's name.
-VAGRANT_ID = re.compile(r"(?=[a-f]*[0-9])[0-9a-f]{7}")
+VAGRANT_ID = re.compile(r"[0-9a-f]{4,32}")
 
 
 def _instances(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
@@ -505,10 +506,10 @@ def _vagrant_directory(command: SimpleCommand) -> Optional[str]:
     directory = command.env.get("VAGRANT_CWD") or ""
     if directory and not is_literal(directory):
         return None
-    if directory and not directory.startswith("/"):
+    if directory and not directory.startswith(("/", "~/")) and directory != "~":
         directory = posixpath.join(command.cwd, directory) if command.cwd else ""
     directory = posixpath.normpath(directory or command.cwd or "")
-    return None if directory in (".", "/") or directory.startswith(("$", "~")) else directory
+    return None if directory in (".", "/", "~") or directory.startswith("$") else directory
 
 
 Handler = Callable[[SimpleCommand, list, _Line], list]
@@ -521,5 +522,5 @@ HANDLERS: dict[str, Handler] = {
     "microk8s.kubectl": _kubectl, "oc": _kubectl,
     "ansible-playbook": _ansible_playbook, "helm": _helm,
     "pct": _proxmox, "qm": _proxmox, "virsh": _virsh,
-    "lxc": _instances, "incus": _instances, "multipass": _instances, "vagrant": _vagrant,
+    "lxc": _instances, "lxd.lxc": _instances, "incus": _instances, "multipass": _instances, "vagrant": _vagrant,
 }

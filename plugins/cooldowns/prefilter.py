@@ -28,7 +28,7 @@ PROGRAMS = ("docker", "podman", "nerdctl", "systemctl", "service", "invoke-rc.d"
 # tests/test_cooldowns_prefilter.py): a call holding one is denied when the
 # full check cannot answer.
 SUSPECT = re.compile(r"restart|\bstart\b|\bup\b|force-reload|upgrade|install|rollback|rollout|ansible-playbook"
-                     r"|reboot|\breset\b")
+                     r"|reboot|\breset\b|\breload\b")
 # What the agent is told with a denial (plugins.cooldowns.gate.ADVICE, likewise).
 ADVICE = ("Do not try another way to do it. Report what you found with an [EVENT:…] marker instead, "
           "so that the operator can decide.")
