@@ -53,7 +53,8 @@ def test_malformed_markers_are_not_events(text):
 
 
 @pytest.mark.parametrize("text", [
-    "[EVENT:critical:db:5432] Down", "[EVENT:warning:my service] Slow", "[EVENT:critical:db@nas] Down",
+    "[EVENT:critical:db:5432] Down", "[EVENT:warning:my service] Slow", "[EVENT:critical:db#2] Down",
+    "[EVENT:warning:jellÿfin] Slow",
     "[EVENT:] nothing",
 ])
 def test_malformed_markers_are_reported_not_dropped_silently(text):
@@ -62,7 +63,7 @@ def test_malformed_markers_are_reported_not_dropped_silently(text):
     warned = []
     assert parse_event_markers(text, lambda kind, message: warned.append(message)) == []
     assert warned == [f"ignoring malformed event marker {text.split(']')[0] + ']'!r} "
-                      "(a service is letters, digits, _, -, . and /)"]
+                      "(a service is ASCII letters, digits, _, -, ., @ and /)"]
 
 
 def test_a_malformed_marker_does_not_hide_the_next_one():

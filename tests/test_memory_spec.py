@@ -117,6 +117,23 @@ def test_invalid_category_rejected(app, caplog):
 
 # --- Requirement: Memory Marker Format ----------------------------------------
 
+@pytest.mark.parametrize("text, warning", [
+    ("[MEMORY:timing:db.lan] Fails over in 5 min", "ignoring memory marker for service 'db.lan': a memory's "
+                                                  "service is ASCII letters, digits, _ and -, such as 'db-lan'"),
+    ("[MEMORY:timing:getty@tty1] Slow", "for service 'getty@tty1': a memory's service is ASCII letters, digits, "
+                                        "_ and -, such as 'getty-tty1'"),
+    ("[MEMORY:timing:] Slow", "ignoring memory marker with an empty service: '[MEMORY:timing:]' (a general memory "
+                              "has none: [MEMORY:timing])"),
+    ("[MEMORY:Timing:web] Slow", "ignoring memory marker with category 'Timing': write it in lower case, 'timing'"),
+])
+def test_a_marker_the_regex_does_not_read_is_reported_with_what_is_wrong(text, warning):
+    """The regex is the spec's, to the letter; what it refuses is said
+    precisely: a well-written category is not blamed for the service."""
+    warned = []
+    assert parse_memory_markers(text, lambda kind, message: warned.append(message)) == []
+    assert len(warned) == 1 and warning in warned[0], warned
+
+
 def test_general_memory_marker_no_service(app):
     run = new_run(tier=2)
     remember("[MEMORY:remediation] DNS checks sometimes fail transiently during WireGuard reconnects "

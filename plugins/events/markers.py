@@ -33,7 +33,9 @@ MAX_SERVICE_CHARS = 100
 # What every event marker begins with (the ``claudeops_marker_tags`` hook).
 MARKER_TAGS = ("[EVENT:",)
 # The marker without its message, which is read from its end (marker_text).
-EVENT_MARKER = re.compile(r"\[EVENT:(?P<level>[A-Za-z]+)(?::(?P<service>[A-Za-z0-9_.\-/]+))?\][ \t]*")
+# A service as a unit (getty@tty1, systemd's templates, as the cooldowns
+# plugin records its restarts), a host (db.lan) or a kubernetes object (deploy/web).
+EVENT_MARKER = re.compile(r"\[EVENT:(?P<level>[A-Za-z]+)(?::(?P<service>[A-Za-z0-9_.@\-/]+))?\][ \t]*")
 # Anything shaped like an event marker, so that one the agent wrote wrong (a
 # service with a port or a space in it) is reported instead of silently dropped.
 # It ends at anything shaped like the start of a marker: one left without its
@@ -65,7 +67,7 @@ def parse_event_markers(text: str, warn: Optional[Warn] = None,
         match = EVENT_MARKER.match(text, candidate.start())
         if match is None:
             warn("malformed event marker", f"ignoring malformed event marker {candidate.group(0)[:120]!r} "
-                                           "(a service is letters, digits, _, -, . and /)")
+                                           "(a service is ASCII letters, digits, _, -, ., @ and /)")
             continue
         level = normalise_level(match["level"])
         message = marker_text(text, match.end(), tags).strip()

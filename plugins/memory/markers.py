@@ -52,16 +52,7 @@ def parse_memory_markers(text: str, warn: Optional[Warn] = None,
         for candidate in ANY_MEMORY_MARKER.finditer(line):
             match = MEMORY_HEADER.match(line, candidate.start(), candidate.end())
             if match is None:
-                category = candidate.group(1).split(":")[0]
-                if category.lower() in CATEGORIES:   # SPEC-0015's marker takes the category as it lists it
-                    warn("memory marker category", f"ignoring memory marker with category {category!r}: "
-                                                   f"write it in lower case, {category.lower()!r}")
-                elif category not in CATEGORIES:
-                    warn("memory marker category", f"ignoring memory marker with invalid category {category!r} "
-                                                   f"(valid: {', '.join(CATEGORIES)})")
-                else:
-                    warn("malformed memory marker", f"ignoring malformed memory marker {candidate.group(0)[:120]!r} "
-                                                    "(a service is letters, digits, _ and -)")
+                warn(*_why_not_read(candidate))
                 continue
             observation = marker_text(line, match.end(), tags).strip()
             if not observation:
@@ -81,6 +72,32 @@ def parse_memory_markers(text: str, warn: Optional[Warn] = None,
                 service = None   # the memory section's own name for memories of no one service
             markers.append(MemoryMarker(match.group(1), service, observation))
     return markers
+
+
+# What a memory's service may not hold, run together (for the advice).
+SERVICE_UNREADABLE = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def _why_not_read(candidate: re.Match) -> tuple[str, str]:
+    """What is wrong with a memory marker SPEC-0015's regex does not read,
+    as a warning's kind and message."""
+    category, _, service = candidate.group(1).partition(":")
+    if category not in CATEGORIES and category.lower() in CATEGORIES:   # the spec takes it as it lists it
+        return ("memory marker category",
+                f"ignoring memory marker with category {category!r}: write it in lower case, {category.lower()!r}")
+    if category not in CATEGORIES:
+        return ("memory marker category",
+                f"ignoring memory marker with invalid category {category!r} (valid: {', '.join(CATEGORIES)})")
+    if not service:
+        return ("malformed memory marker",
+                f"ignoring memory marker with an empty service: {candidate.group(0)[:120]!r} (a general memory "
+                f"has none: [MEMORY:{category}])")
+    # A unit (getty@tty1) or a host (db.lan), as events and cooldowns take them: say how to write it.
+    written = SERVICE_UNREADABLE.sub("-", service).strip("-")
+    advice = f", such as {written!r}" if written else ""
+    return ("malformed memory marker",
+            f"ignoring memory marker for service {service[:120]!r}: a memory's service is ASCII letters, digits, "
+            f"_ and -{advice}")
 
 
 # The id as the memory section prints it (m12); a bare 12 is taken too. Ten
