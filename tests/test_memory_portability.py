@@ -14,6 +14,7 @@ from sqlalchemy import delete, func, select
 
 from app.cli import main
 from app.extensions import db
+from app.runtime import change
 from app.models import RUNNING, Session
 from app.sessions import control
 from plugins.memory import cli as memory_cli, context, portability, store
@@ -152,6 +153,53 @@ def test_importing_what_is_there_changes_nothing(app):
     db.session.commit()
     assert report.to_dict() == {"created": 0, "reinforced": 0, "contradicted": 0, "unchanged": 6}
     assert [(m.id, m.confidence, m.updated_at) for m in all_memories()] == before
+
+
+def test_an_export_made_before_the_limit_was_lowered_imports_again_as_unchanged(app, client, tmp_path):
+    """The limit holds for new text only: a memory kept from before is
+    "unchanged" in its own export, in JSON and Markdown, through the
+    function, the API and the CLI; a new text over it refuses the file, and
+    nothing of it is written."""
+    long_text = "Jellyfin transcodes on the old GPU " * 60   # 2,100 characters
+    add_memory(long_text.strip())
+    add_memory("Takes 60s to start", service="sonarr")
+    change({"CLAUDEOPS_MEMORY_MAX_OBSERVATION_CHARS": 2000})
+    unchanged = {"created": 0, "reinforced": 0, "contradicted": 0, "unchanged": 2}
+    assert portability.import_entries(portability.parse_json(portability.export_json()), "again").to_dict() == unchanged
+    assert portability.import_entries(portability.parse(portability.export_markdown()), "again").to_dict() == unchanged
+    db.session.commit()
+    assert client.post("/api/v1/memories/import", json=portability.export_json()).get_json() == unchanged
+    exported = tmp_path / "export.json"
+    exported.write_text(json.dumps(portability.export_json()))
+    result = app.test_cli_runner().invoke(main, ["memories", "import", str(exported)])
+    assert result.exit_code == 0 and "0 created, 0 reinforced, 0 contradicted, 2 unchanged" in result.output
+    # New text over the limit: the whole file is refused, the memory before it in the file unwritten.
+    document = portability.export_json()
+    document["memories"] = [{"service": "radarr", "category": "timing", "observation": "Fine"},
+                            {"service": "radarr", "category": "timing", "observation": "x" * 2001}]
+    with pytest.raises(portability.ImportRefused,
+                       match=re.escape("memory 2: observation is 2001 characters; the limit is 2000 "
+                                       "(CLAUDEOPS_MEMORY_MAX_OBSERVATION_CHARS)")):
+        portability.import_entries(portability.parse_json(document), "new")
+    db.session.rollback()
+    with pytest.raises(portability.ImportRefused, match=re.escape("line 3: observation is 2001 characters")):
+        portability.import_entries(portability.parse(
+            "## radarr\n- [timing] Fine (confidence: 0.7)\n- [timing] " + "x" * 2001 + " (confidence: 0.7)\n"), "new")
+    db.session.rollback()
+    assert sorted(m.service for m in all_memories()) == ["jellyfin", "sonarr"]
+
+
+def test_a_history_confidence_out_of_range_is_stored_clamped_as_the_memorys_is(app):
+    document = {"format": "claudeops-memories", "version": 1, "memories": [
+        {"service": "web", "category": "timing", "observation": "Slow", "confidence": 7,
+         "history": [{"action": "created", "actor": "session", "confidence_before": -2, "confidence_after": 7}]}]}
+    portability.import_entries(portability.parse_json(document), "hand-written")
+    db.session.commit()
+    (memory,) = all_memories()
+    rows = db.session.execute(select(MemoryHistory.action, MemoryHistory.confidence_before,
+                                     MemoryHistory.confidence_after).where(MemoryHistory.memory_id == memory.id)
+                              .order_by(MemoryHistory.id)).all()
+    assert memory.confidence == 1.0 and rows[0] == ("created", 0.0, 1.0)
 
 
 def test_two_memories_of_one_text_both_come_back(app, tmp_path):
@@ -302,8 +350,12 @@ def test_a_bad_entry_refuses_the_whole_file(app):
           "memories": [good | {"history": [{"action": "created", "actor": "session",
                                             "created_at": "3000-01-01T00:00:00Z"}]}]},
          "memory 1: '3000-01-01T00:00:00Z' is out of range"),
-        ({"format": "claudeops-memories", "version": 1, "memories": [good | {"history": [{"action": "x"}]}]},
+        ({"format": "claudeops-memories", "version": 1, "memories": [good | {"history": [{"action": "created"}]}]},
          "memory 1: history actor must be one of"),
+        # A history row says what the service does to a memory, nothing else.
+        ({"format": "claudeops-memories", "version": 1,
+          "memories": [good | {"history": [{"action": "bogus", "actor": "session"}]}]},
+         "memory 1: each history entry needs an action, one of created, reinforced,"),
         ({"format": "claudeops-memories", "version": 2, "memories": []}, "export version 2 is not supported"),
         ({"memories": []}, "not a memories export"),
     ]

@@ -21,6 +21,10 @@ OUTCOME_LEVELS = ("worked", "partial", "failed", "unknown")
 # on (CLAUDEOPS_MEMORY_REVIEW) the agent's new memories start proposed.
 APPROVED, PROPOSED, REJECTED = "approved", "proposed", "rejected"
 REVIEW_STATES = (APPROVED, PROPOSED, REJECTED)
+# What a history row says was done to its memory: all the service writes.
+HISTORY_ACTIONS = ("created", "reinforced", "contradicted", "decayed", "edited", "pinned", "unpinned",
+                   "deactivated", "reactivated", "deleted", "imported", "outcome", "proposed", "approved",
+                   "rejected", "repeated")
 ACTIVE_THRESHOLD = 0.3
 DEFAULT_CONFIDENCE = 0.7
 # Memories not reinforced or edited for this long start to decay, a week at a time.

@@ -5,15 +5,12 @@ from app.config import TIERS
 from app.plugin_types import OpenApiPaths
 from app.web.apidoc import (JSON_BODY_ERRORS, PAGINATION, TIMESTAMP, array, choice, error, id_parameter,
                             integer, json_body, nullable, obj, page_of, query, ref, response, text)
-from plugins.memory.models import CATEGORIES, OUTCOME_LEVELS, REVIEW_STATES
+from plugins.memory.models import CATEGORIES, HISTORY_ACTIONS, OUTCOME_LEVELS, REVIEW_STATES
 from plugins.memory.portability import MAX_WEB_IMPORT
 from plugins.memory.review import MAX_REASON_CHARS
 from plugins.memory.settings import MAX_OBSERVATION, REVIEW
 from plugins.memory.store import MAX_SERVICE_CHARS
 
-HISTORY_ACTIONS = ("created", "reinforced", "contradicted", "decayed", "edited", "pinned", "unpinned",
-                   "deactivated", "reactivated", "deleted", "imported", "outcome", "proposed", "approved",
-                   "rejected", "repeated")
 CONFIDENCE = {"type": "number", "minimum": 0, "maximum": 1}
 # clean_observation: any text with something besides whitespace; whitespace
 # runs are folded into single spaces. Its longest length is a runtime setting,

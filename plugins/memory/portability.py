@@ -30,9 +30,9 @@ from plugins.memory import candidates, store
 from plugins.memory.candidates import IdRuns, Pair
 from plugins.memory.context import SECTION_HEADING as PROMPT_SECTION_HEADING, format_confidence
 from plugins.memory.matcher import CONTRADICT, DISTINCT, REINFORCE, Candidate, Match
-from plugins.memory.models import (ACTIVE_THRESHOLD, APPROVED, OUTCOME_LEVELS, PROPOSED, REVIEW_STATES, Memory,
-                                   MemoryHistory, TrackRecord)
-from plugins.memory.settings import max_observation_chars
+from plugins.memory.models import (ACTIVE_THRESHOLD, APPROVED, HISTORY_ACTIONS, OUTCOME_LEVELS, PROPOSED,
+                                   REVIEW_STATES, Memory, MemoryHistory, TrackRecord)
+from plugins.memory.settings import MAX_OBSERVATION, max_observation_chars
 
 FORMAT_NAME = "claudeops-memories"
 MARKDOWN_TITLE = "# Claude Ops memories"   # an export of no memories is still one
@@ -208,6 +208,7 @@ class Entry:
     contradicts_source_id: Optional[int] = None
     history: list[dict] = field(default_factory=list)
     outcomes: dict[str, int] = field(default_factory=dict)   # the track record; empty: none
+    where: str = ""                            # in the file, for errors: "memory 3", "line 12"
 
 
 def parse(text: str, fmt: str = "auto", most: int = MAX_IMPORT) -> list[Entry]:
@@ -254,6 +255,9 @@ DOCUMENT_KEYS = ("format", "version", "exported_at", "memories")
 ENTRY_KEYS = ("id", "service", "category", "observation", "confidence", "active", "pinned", "tier", "created_at",
               "updated_at", "decayed_weeks", "session_id", "contradicts_id", "outcomes", "status", "history")
 MAX_HISTORY_DETAIL_CHARS = 20_000
+# How long an observation parsing takes: any (the file's size bounds it). The
+# limit is held in import_entries, which knows which ones are here already.
+ANY_LENGTH = 2**63 - 1
 HISTORY_KEYS = ("action", "confidence_before", "confidence_after", "actor", "detail", "session_id",
                 "related_memory_id", "created_at")
 
@@ -290,7 +294,7 @@ def _entry(item: Any, number: int) -> Entry:
         entry = Entry(
             service=store.clean_service(item.get("service")),
             category=store.clean_category(item.get("category")),
-            observation=store.clean_observation(item.get("observation")),
+            observation=store.clean_observation(item.get("observation"), longest=ANY_LENGTH),
             confidence=confidence,
             # Not given (a file written by hand), it follows the confidence, as POST /memories does.
             active=_flag(item, "active", confidence >= ACTIVE_THRESHOLD), pinned=_flag(item, "pinned", False),
@@ -299,7 +303,8 @@ def _entry(item: Any, number: int) -> Entry:
             created_at=_time(item.get("created_at")), updated_at=_time(item.get("updated_at")),
             source_id=_optional_id(item.get("id")), contradicts_source_id=_optional_id(item.get("contradicts_id")),
             session_id=_optional_id(item.get("session_id")),
-            history=_history_rows(item.get("history", [])), outcomes=_outcomes(item.get("outcomes", {})))
+            history=_history_rows(item.get("history", [])), outcomes=_outcomes(item.get("outcomes", {})),
+            where=f"memory {number}")
     except (store.MemoryInputError, ValueError) as exc:
         fail(str(exc))
     if entry.active and entry.confidence < ACTIVE_THRESHOLD:
@@ -380,14 +385,12 @@ def _history_rows(rows) -> list[dict]:
         unknown = unknown_fields(row, HISTORY_KEYS) if isinstance(row, dict) else None
         if unknown:
             raise ValueError(f"a history entry has {unknown}")
-        if not isinstance(row, dict) or not isinstance(row.get("action"), str) or not row["action"] \
-                or len(row["action"]) > 20:
-            raise ValueError("each history entry needs an action (text, at most 20 characters)")
+        if not isinstance(row, dict) or row.get("action") not in HISTORY_ACTIONS:
+            raise ValueError(f"each history entry needs an action, one of {', '.join(HISTORY_ACTIONS)}")
         if row.get("actor") not in ACTORS:
             raise ValueError(f"history actor must be one of {', '.join(ACTORS)}")
-        for name in ("confidence_before", "confidence_after"):
-            if row.get(name) is not None:
-                _confidence(row[name], f"history {name}")
+        confidences = {name: None if row.get(name) is None else _confidence(row[name], f"history {name}")
+                       for name in ("confidence_before", "confidence_after")}
         if row.get("detail") is not None and not isinstance(row["detail"], str):
             raise ValueError("history detail must be text")
         if len(row.get("detail") or "") > most:
@@ -397,8 +400,7 @@ def _history_rows(rows) -> list[dict]:
         checked.append({"action": row["action"], "actor": row["actor"], "detail": row.get("detail"),
                         "session_id": _optional_id(row.get("session_id")),
                         "related_memory_id": _optional_id(row.get("related_memory_id")),
-                        "confidence_before": row.get("confidence_before"),
-                        "confidence_after": row.get("confidence_after"),
+                        **confidences,
                         "created_at": _time(row.get("created_at")) or utcnow()})
     return checked
 
@@ -437,10 +439,12 @@ def parse_markdown(text: str, most: int = MAX_IMPORT) -> list[Entry]:
             # one below the threshold: such a line was written by hand, and its
             # memory is inactive, as POST /memories would make it.
             entry = Entry(service=store.clean_service(service), category=store.clean_category(match["category"]),
-                          observation=store.clean_observation(match["observation"]), confidence=confidence,
+                          observation=store.clean_observation(match["observation"], longest=ANY_LENGTH),
+                          confidence=confidence,
                           active="inactive" not in flags and confidence >= ACTIVE_THRESHOLD,
                           pinned="pinned" in flags,
-                          status=next((state for state in REVIEW_STATES if state in flags), APPROVED))
+                          status=next((state for state in REVIEW_STATES if state in flags), APPROVED),
+                          where=f"line {number}")
         except store.MemoryInputError as exc:
             raise ImportRefused(_where_wrong(exc, number, heading)) from None
         entries.append(entry)
@@ -489,12 +493,13 @@ def import_entries(entries: list[Entry], source: str) -> ImportReport:
     inactive entry is no one's belief: it changes no memory here, and is
     stored as it is unless its text is here already. The caller commits."""
     lock_for_writing()   # what is read stays as read until the commit (app/write_lock.py)
+    texts: dict[Pair, set[str]] = {}   # the observations of each service and category, read once
+    _refuse_new_text_over_the_limit(entries, texts)
     report = ImportReport()
     new_ids: dict[int, Memory] = {}
     links: list[tuple[Memory, int]] = []
     history: list[tuple[dict, Optional[int]]] = []   # the new memories' rows, with the file's id of a related one
     imported = IdRuns()  # compared with what was here before, never with each other
-    texts: dict[Pair, set[str]] = {}   # the observations of each service and category, read once
     named: dict[Pair, _Named] = {}
     sessions: dict[int, Optional[int]] = {}
     for entry in entries:
@@ -530,6 +535,23 @@ def import_entries(entries: list[Entry], source: str) -> ImportReport:
             memory.contradicts_id = new_ids[source_id].id
     _insert_history(history, new_ids)
     return report
+
+
+def _refuse_new_text_over_the_limit(entries: list[Entry], texts: dict[Pair, set[str]]) -> None:
+    """An observation longer than the limit is refused, before anything is
+    written, unless it is here already: the limit holds for new text only,
+    and an export of memories kept from before it was lowered imports
+    again as unchanged. Fills ``texts`` for the pairs it reads."""
+    longest = max_observation_chars()
+    for entry in entries:
+        if len(entry.observation) <= longest:
+            continue
+        pair = (entry.category, entry.service)
+        if pair not in texts:
+            texts[pair] = _observations(pair)
+        if store.same_words(entry.observation) not in texts[pair]:
+            raise ImportRefused(f"{entry.where}: observation is {len(entry.observation)} characters; the limit is "
+                                f"{longest} ({MAX_OBSERVATION})")
 
 
 _history_insert = BulkInsert(MemoryHistory.__table__, (

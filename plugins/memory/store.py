@@ -75,7 +75,8 @@ def clamp(confidence: float) -> float:
     return round(min(1.0, max(0.0, float(confidence))), 3)
 
 
-def clean_observation(raw) -> str:
+def clean_observation(raw, longest: Optional[int] = None) -> str:
+    """``longest``: the most characters it may hold; the setting's unless given."""
     if not isinstance(raw, str):
         raise MemoryInputError("observation must be text")
     text = one_line(raw)
@@ -83,7 +84,7 @@ def clean_observation(raw) -> str:
         raise MemoryInputError("observation must not contain NUL characters")
     if not text:
         raise MemoryInputError("observation must not be empty")
-    longest = max_observation_chars()
+    longest = max_observation_chars() if longest is None else longest
     if len(text) > longest:
         raise MemoryInputError(f"observation is {len(text)} characters; the limit is {longest} ({MAX_OBSERVATION})")
     return text
