@@ -194,6 +194,25 @@ def test_bulk_takes_only_ascii_digits_as_ids(client):
     assert response.status_code == 200 and all_memories() == []
 
 
+@pytest.mark.parametrize("body, where", [
+    (b"service=web&category=timing&observation=\xff\xfeabc", "byte 40 of the body is not"),
+    (b"service=web&category=timing&observation=%FF%FEabc", "a percent-escaped field is not"),
+])
+def test_a_form_that_is_not_utf8_is_refused_as_such_and_nothing_is_stored(client, body, where):
+    """Not read as a form without its fields ("category must be one of …")
+    nor stored as the escape's own characters."""
+    from tests.memory_helpers import all_memories
+    for headers in ({}, HTMX):
+        response = client.post("/memories", data=body, content_type="application/x-www-form-urlencoded",
+                               headers=headers)
+        assert response.status_code == 400
+        assert f"Nothing was changed: the form was not sent as UTF-8 text ({where})" in response.get_data(as_text=True)
+    assert all_memories() == []
+    sent = client.post("/memories", data="service=web&category=timing&observation=Caf%C3%A9+opens+late".encode(),
+                       content_type="application/x-www-form-urlencoded")
+    assert sent.status_code < 400 and [m.observation for m in all_memories()] == ["Café opens late"]
+
+
 def test_session_detail_escapes_everything_the_agent_wrote(client):
     session = add_session(response=SCRIPT, status_reason=SCRIPT, system_prompt=SCRIPT)
     for kind in ("text", "tool_use", "tool_result", "marker", "warning"):

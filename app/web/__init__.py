@@ -21,6 +21,7 @@ from app.plugin_types import DashboardPage
 from app.plugins import HOST_PLUGINS, PluginError, call_at_startup
 from app.timeutil import isoformat
 from app.web.apiutil import ApiError, json_error, nul_in_query
+from app.web.form_encoding import form_encoding_problem
 from app.web.headers import register_security_headers
 from app.web.htmx import is_htmx
 from app.web.ignored_args import ignored
@@ -74,6 +75,16 @@ def register_web(app: Flask, pm: pluggy.PluginManager) -> None:
         request.get_data(cache=True)   # what views and form parsing then read
         if request.stream.is_exhausted:
             raise RequestEntityTooLarge()
+
+    @app.before_request
+    def refuse_a_form_that_is_not_utf8():
+        if _wants_json():
+            return None   # the API takes JSON, and refuses a form by its type
+        problem = form_encoding_problem()
+        if problem is None:
+            return None
+        log.info("refused %s %s: %s", request.method, request.path, problem)
+        return _page_error("Not UTF-8", problem, 400)
 
     @app.before_request
     def refuse_nul_in_queries():
