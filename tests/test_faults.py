@@ -150,6 +150,21 @@ def test_invalid_utf8_is_skipped_or_replaced_and_the_session_goes_on(app, fake_c
     assert b"\xffnever parsed" in Path(session.log_path).read_bytes()
 
 
+def test_an_assistant_line_of_the_wrong_shape_is_noted_and_the_session_goes_on(app, fake_cli, run_session_now,
+                                                                                 caplog):
+    odd = sl.text("[EVENT:critical:nas] never read")
+    odd["message"]["content"] = "[EVENT:critical:nas] never read"   # a string, not a list of blocks
+    fake_cli(sl.steps(sl.init(), odd, sl.text("[EVENT:info:nas] Scrub done"), sl.result("done")))
+    session = run_session_now()
+    assert session.status == "completed", session.status_reason
+    assert events_of(session.id) == ["Scrub done"]
+    (warning,) = db.session.execute(select(SessionActivity.title, SessionActivity.body).where(
+        SessionActivity.session_id == session.id, SessionActivity.kind == "warning")).all()
+    assert warning == ("line 2", "an assistant line whose message content is a string, not a list of blocks, "
+                                 "not read")
+    assert f"session {session.id}: stream line 2: an assistant line whose message content is a string" in caplog.text
+
+
 def test_a_tool_input_nested_too_deeply_to_show_is_noted_and_the_session_goes_on(app, fake_cli, run_session_now):
     # 1,000 levels: orjson reads up to 1,024, but writes 255 at most, and json.dumps gives up too.
     deep = json.dumps(sl.tool_use("x")).replace('{"command": "x", "description": "run it"}',

@@ -306,7 +306,8 @@ def test_garbage_lines_are_skipped_and_the_session_goes_on(app, fake_cli, run_se
     assert session.status == "completed"
     assert db.session.scalar(select(Event.message)) == "Disk failing"
     warnings = db.session.scalars(select(SessionActivity.body).where(SessionActivity.kind == "warning")).all()
-    assert len(warnings) == 4  # not JSON, not an object, non-string type, not UTF-8
+    # not JSON, not an object, non-string type, an assistant line without content blocks, not UTF-8
+    assert len(warnings) == 5
     assert any("not UTF-8" in w for w in warnings)
     assert "skipped stream line" in caplog.text
 

@@ -106,13 +106,36 @@ def test_malformed_lines_raise_stream_error(line):
     ('{"type": "stream_event", "event": {}}', [stream.Ignored("stream_event")]),
     ('{"type": "system", "subtype": "status"}', [stream.Ignored("system/status")]),
     ('{"type": "future_type"}', [stream.Ignored("future_type")]),
-    ('{"type": "assistant", "message": {"content": "oops"}}', []),
     ('{"type": "assistant", "message": {"content": [{"type": "thinking", "thinking": "hm"}]}}',
      [stream.Ignored("assistant/thinking")]),
     ('{"type": "user", "message": {"content": "a plain prompt"}}', [stream.Ignored("user")]),
 ])
 def test_unknown_or_odd_shapes_are_tolerated(line, expected):
     assert stream.parse_line(line) == expected
+
+
+@pytest.mark.parametrize("line, what", [
+    ('{"type": "assistant"}', "an assistant line whose message content is null (or missing), not a list of blocks"),
+    ('{"type": "assistant", "message": "hi"}', "an assistant line whose message content is null (or missing), "
+                                                "not a list of blocks"),
+    ('{"type": "assistant", "message": {"content": "oops"}}',
+     "an assistant line whose message content is a string, not a list of blocks"),
+    ('{"type": "assistant", "message": {"content": [{"type": "text", "text": null}]}}',
+     "an assistant text block whose text is null (or missing)"),
+    ('{"type": "assistant", "message": {"content": [{"type": "text", "text": ["a"]}]}}',
+     "an assistant text block whose text is a list"),
+    ('{"type": "assistant", "message": {"content": [7]}}', "an assistant content block that is a number, not an object"),
+])
+def test_an_assistant_line_not_shaped_as_the_cli_writes_it_is_said_to_be_unread(line, what):
+    """Not passed over without a word: the agent's words may be in it."""
+    assert stream.parse_line(line) == [stream.Malformed(what)]
+
+
+def test_a_malformed_block_costs_only_itself():
+    line = ('{"type": "assistant", "message": {"content": [{"type": "text", "text": null}, '
+            '{"type": "text", "text": "[EVENT:info:web] up"}]}}')
+    malformed, text = stream.parse_line(line)
+    assert isinstance(malformed, stream.Malformed) and text.text == "[EVENT:info:web] up"
 
 
 def test_tool_result_content_as_a_list_of_parts():

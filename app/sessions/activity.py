@@ -295,6 +295,9 @@ class StreamHandler:
             self._add("system", item.subtype, item.summary)
             if item.subtype == "api_retry":
                 self.retrying_api = item.summary
+        elif isinstance(item, stream.Malformed):
+            log.warning("session %s: stream line %d: %s, not read", self.session_id, self.line_number, item.what)
+            self._add("warning", f"line {self.line_number}", f"{item.what}, not read")
         elif isinstance(item, stream.Init):
             if item.cli_session_id:
                 self.session.cli_session_id = fit(_CLI_SESSION_ID, item.cli_session_id)

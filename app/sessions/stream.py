@@ -85,7 +85,14 @@ class Ignored:
     type: str
 
 
-Item = Union[Init, AssistantText, ToolUse, ToolResult, SystemNotice, Result, Ignored]
+@dataclass(frozen=True)
+class Malformed:
+    """Part of an assistant line not shaped as the CLI writes it, so not
+    read: the agent's words may be in it, and the operator is told."""
+    what: str
+
+
+Item = Union[Init, AssistantText, ToolUse, ToolResult, SystemNotice, Result, Ignored, Malformed]
 
 
 def parse_line(line: Union[bytes, str]) -> list[Item]:
@@ -164,15 +171,23 @@ def _parse_system(obj: dict) -> list[Item]:
 
 
 def _parse_assistant(obj: dict) -> list[Item]:
-    message = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+    message = obj.get("message")
+    if not isinstance(message, dict) or not isinstance(message.get("content"), list):
+        content = message.get("content") if isinstance(message, dict) else None
+        return [Malformed(f"an assistant line whose message content is {_kind(content)}, not a list of blocks")]
     message_id = _str(message.get("id"))
     api_error = bool(obj.get("is_api_error_message")) or message.get("model") == "<synthetic>"
     from_subagent = bool(obj.get("parent_tool_use_id"))
     items: list[Item] = []
-    for block in _content_blocks(obj):
+    for block in message["content"]:
+        if not isinstance(block, dict):
+            items.append(Malformed(f"an assistant content block that is {_kind(block)}, not an object"))
+            continue
         kind = block.get("type")
         if kind == "text" and isinstance(block.get("text"), str):
             items.append(AssistantText(block["text"], message_id, api_error, from_subagent))
+        elif kind == "text":
+            items.append(Malformed(f"an assistant text block whose text is {_kind(block.get('text'))}"))
         elif kind == "tool_use":
             items.append(ToolUse(_str(block.get("id")), str(block.get("name") or "?"), block.get("input")))
         else:
@@ -218,6 +233,15 @@ def _flatten_content(content: Any) -> str:
                 parts.append(f"[{part.get('type', 'content')}]")
         return "\n".join(parts)
     return "" if content is None else json.dumps(content)
+
+
+def _kind(value: Any) -> str:
+    """A JSON value's kind, as a message names it."""
+    if value is None:
+        return "null (or missing)"
+    if isinstance(value, bool):
+        return "a boolean"
+    return {str: "a string", list: "a list", dict: "an object"}.get(type(value), "a number")
 
 
 def _str(value: Any) -> Optional[str]:
