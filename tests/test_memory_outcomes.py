@@ -66,7 +66,8 @@ def test_outcome_markers_are_read_from_the_agents_text():
         MalformedOutcome("[OUTCOME:great:m4]", "unknown outcome 'great' (use worked, partial, failed, unknown)"),
         MalformedOutcome("[OUTCOME:partial]", "no memory id (write it as the memory section shows it, e.g. m12)"),
     ]
-    assert parse_outcome_markers("[OUTCOME:worked:m99999999999] ten digits at most")[0].why.startswith("no memory id")
+    assert parse_outcome_markers("[OUTCOME:worked:m99999999999] ten digits at most")[0].why == \
+        "memory id 'm99999999999' names no memory (ten digits at most, as the memory section shows it)"
     assert parse_outcome_markers("nothing to see [MEMORY:timing:x] y") == []
 
 

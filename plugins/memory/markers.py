@@ -133,14 +133,25 @@ def parse_outcome_markers(text: str, warn: Optional[Warn] = None,
     for candidate in ANY_OUTCOME_MARKER.finditer(text):
         match = OUTCOME_MARKER.match(text, candidate.start())
         if match is None:
-            level = candidate.group(1).split(":")[0]
-            why = (f"unknown outcome {level[:40]!r} (use {', '.join(OUTCOME_LEVELS)})"
-                   if not level.isascii() or level.lower() not in OUTCOME_LEVELS
-                   else "no memory id (write it as the memory section shows it, e.g. m12)")
+            why = _why_outcome_unread(candidate.group(1))
             warn("malformed outcome marker", f"ignoring outcome marker {candidate.group(0)[:120]!r}: {why}")
             found.append(MalformedOutcome(candidate.group(0)[:120], why))
             continue
         note = marker_text(text, match.end(), tags).strip()
         found.append(OutcomeMarker(match.group(1).lower(), int(match.group(2)), note))
     return found
+
+
+# An id too long to be one (OUTCOME_MARKER takes ten digits at most).
+LONG_ID = re.compile(r"[mM]?[0-9]{11,}")
+
+
+def _why_outcome_unread(fields: str) -> str:
+    """What is wrong with an outcome marker OUTCOME_MARKER does not read."""
+    level, _, memory_id = fields.partition(":")
+    if not level.isascii() or level.lower() not in OUTCOME_LEVELS:
+        return f"unknown outcome {level[:40]!r} (use {', '.join(OUTCOME_LEVELS)})"
+    if LONG_ID.fullmatch(memory_id):
+        return f"memory id {memory_id[:40]!r} names no memory (ten digits at most, as the memory section shows it)"
+    return "no memory id (write it as the memory section shows it, e.g. m12)"
 
