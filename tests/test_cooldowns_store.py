@@ -26,6 +26,7 @@ def restart(service: str, at: datetime, outcome: str = "pending"):
 @pytest.mark.parametrize("raw, count, window", [
     ("2/4h", 2, timedelta(hours=4)), ("1/24h", 1, timedelta(hours=24)), (" 3 / 90m ", 3, timedelta(minutes=90)),
     ("0/1d", 0, timedelta(days=1)), ("10/30s", 10, timedelta(seconds=30)),
+    ("2147483647/1h", 2147483647, timedelta(hours=1)),
 ])
 def test_parse_limit(raw, count, window):
     assert parse_limit(raw) == Limit(count, window)
@@ -37,6 +38,9 @@ def test_parse_limit(raw, count, window):
     ("2/0h", "longer than 0"), ("2/400d", "at most 366d"),
     # Too long for a timedelta: refused as too long, not overflowed.
     ("1/99999999999999999999d", "at most 366d"),
+    ("99999999999999999999/1h", "the count must be at most 2147483647"),
+    # Digits of another script are not a count.
+    ("\u0663/4h", "must be <count>/<window>"), ("2/\u0664h", "must be <count>/<window>"),
 ])
 def test_parse_limit_errors_say_what_is_expected(raw, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):

@@ -26,7 +26,9 @@ MAX_PER_SESSION = "CLAUDEOPS_COOLDOWN_MAX_PER_SESSION"
 RETENTION = "CLAUDEOPS_COOLDOWN_RETENTION_DAYS"
 
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-LIMIT_FORMAT = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*([smhd])\s*$")
+# ASCII digits: Python's \d takes any script's ("٣/4h"), JSON Schema's (ECMA) does not.
+LIMIT_FORMAT = re.compile(r"^\s*([0-9]+)\s*/\s*([0-9]+)\s*([smhd])\s*$")
+MAX_COUNT = 2_147_483_647   # as every whole-number setting: beyond it, a count means nothing more
 # The value in PUT /api/v1/config (the window's bounds are checked by parse_limit).
 LIMIT_SCHEMA = {"type": "string", "pattern": LIMIT_FORMAT.pattern,
                 "description": "The window is 1s to 366d."}
@@ -53,6 +55,8 @@ def parse_limit(raw: str) -> Limit:
     if match is None:
         raise ValueError("must be <count>/<window>, like 2/4h (window in s, m, h or d)")
     count, amount, unit = int(match[1]), int(match[2]), match[3]
+    if count > MAX_COUNT:
+        raise ValueError(f"the count must be at most {MAX_COUNT} (0 forbids the action)")
     seconds = amount * UNIT_SECONDS[unit]
     if seconds <= 0:
         raise ValueError("the window must be longer than 0")
