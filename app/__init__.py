@@ -84,6 +84,9 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
     # The login check before the CSRF check: a form posted after the login
     # expired goes to the login page, not to an error about its token.
     init_auth(app)
+    from app.web import API_PREFIX
+    from app.web.request_body import register_body_checks
+    register_body_checks(app, API_PREFIX)   # before the CSRF check reads a form
     csrf.init_app(app)
     from app.limit_store import STORAGE_URI   # registers the storage's scheme
     app.config.setdefault("RATELIMIT_STORAGE_URI", STORAGE_URI)

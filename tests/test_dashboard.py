@@ -198,19 +198,29 @@ def test_bulk_takes_only_ascii_digits_as_ids(client):
     (b"service=web&category=timing&observation=\xff\xfeabc", "byte 40 of the body is not"),
     (b"service=web&category=timing&observation=%FF%FEabc", "a percent-escaped field is not"),
 ])
-def test_a_form_that_is_not_utf8_is_refused_as_such_and_nothing_is_stored(client, body, where):
+def test_a_form_that_is_not_utf8_is_refused_as_such_and_nothing_is_stored(tmp_path, body, where):
     """Not read as a form without its fields ("category must be one of …")
-    nor stored as the escape's own characters."""
+    nor stored as the escape's own characters; checked before the CSRF
+    check, which reads the form's fields first."""
     from tests.memory_helpers import all_memories
-    for headers in ({}, HTMX):
-        response = client.post("/memories", data=body, content_type="application/x-www-form-urlencoded",
-                               headers=headers)
+    app = make_app(tmp_path, WTF_CSRF_ENABLED=True)
+    client = app.test_client()
+    page = client.get("/memories").get_data(as_text=True)
+    token = re.search(r'"X-CSRFToken": "([^"]+)"', page).group(1)
+    in_form = f"csrf_token={token}&".encode()
+    for headers, sent in (({}, in_form + body), ({**HTMX, "X-CSRFToken": token}, body)):
+        response = client.post("/memories", data=sent, content_type="application/x-www-form-urlencoded",
+                               headers={"Origin": "http://localhost", **headers})
         assert response.status_code == 400
-        assert f"Nothing was changed: the form was not sent as UTF-8 text ({where})" in response.get_data(as_text=True)
-    assert all_memories() == []
-    sent = client.post("/memories", data="service=web&category=timing&observation=Caf%C3%A9+opens+late".encode(),
-                       content_type="application/x-www-form-urlencoded")
-    assert sent.status_code < 400 and [m.observation for m in all_memories()] == ["Café opens late"]
+        at = where.replace("byte 40", f"byte {40 + len(in_form)}") if not headers else where
+        assert f"Nothing was changed: the form was not sent as UTF-8 text ({at})" in response.get_data(as_text=True)
+    with app.app_context():
+        assert all_memories() == []
+    sent = client.post("/memories", data=in_form + b"service=web&category=timing&observation=Caf%C3%A9+opens+late",
+                       content_type="application/x-www-form-urlencoded", headers={"Origin": "http://localhost"})
+    assert sent.status_code < 400
+    with app.app_context():
+        assert [m.observation for m in all_memories()] == ["Café opens late"]
 
 
 def test_session_detail_escapes_everything_the_agent_wrote(client):

@@ -21,7 +21,7 @@ from app.plugin_types import DashboardPage
 from app.plugins import HOST_PLUGINS, PluginError, call_at_startup
 from app.timeutil import isoformat
 from app.web.apiutil import ApiError, json_error, nul_in_query
-from app.web.form_encoding import form_encoding_problem
+from app.web.request_body import MAX_REQUEST_BYTES, FormNotUtf8
 from app.web.headers import register_security_headers
 from app.web.htmx import is_htmx
 from app.web.ignored_args import ignored
@@ -31,10 +31,6 @@ from app.web.row_ids import RowIdConverter
 log = logging.getLogger(__name__)
 
 API_PREFIX = "/api/v1"
-# The largest request body taken: a memory import of the most the web takes
-# (1,000 memories, their history included) fits several times over. A larger
-# one is refused (413) before it is read, not parsed whole in a worker first.
-MAX_REQUEST_BYTES = 32 * 1024 * 1024
 
 
 def register_web(app: Flask, pm: pluggy.PluginManager) -> None:
@@ -43,7 +39,6 @@ def register_web(app: Flask, pm: pluggy.PluginManager) -> None:
     from app.web.openapi import openapi_api
     from app.web.query_check import query_problem
 
-    app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
     # Before any rule is added: rules bind their converters when registered.
     app.url_map.converters["int"] = RowIdConverter
 
@@ -63,28 +58,6 @@ def register_web(app: Flask, pm: pluggy.PluginManager) -> None:
         app.register_blueprint(blueprint, url_prefix=API_PREFIX)
     _refuse_dead_links(app, pages)
     _refuse_shadowed_routes(app, _page_blueprints(pages) + api_blueprints)
-
-    @app.before_request
-    def refuse_a_body_of_unknown_length_past_the_limit():
-        """A body sent without its length (chunked) is read here, whole, up
-        to MAX_REQUEST_BYTES: werkzeug stops reading one at the limit without
-        a word, and a view would take what came before it for all of it (an
-        import half done). One that reaches the limit is refused (413)."""
-        if request.content_length is not None or "Transfer-Encoding" not in request.headers:
-            return
-        request.get_data(cache=True)   # what views and form parsing then read
-        if request.stream.is_exhausted:
-            raise RequestEntityTooLarge()
-
-    @app.before_request
-    def refuse_a_form_that_is_not_utf8():
-        if _wants_json():
-            return None   # the API takes JSON, and refuses a form by its type
-        problem = form_encoding_problem()
-        if problem is None:
-            return None
-        log.info("refused %s %s: %s", request.method, request.path, problem)
-        return _page_error("Not UTF-8", problem, 400)
 
     @app.before_request
     def refuse_nul_in_queries():
@@ -251,6 +224,11 @@ def _register_error_handlers(app: Flask) -> None:
         if _wants_json():
             return http_error(exc)
         return _page_error("Not found", NOT_FOUND.format(path=request.path), 404)
+
+    @app.errorhandler(FormNotUtf8)
+    def form_not_utf8(exc: FormNotUtf8):
+        log.info("refused %s %s: %s", request.method, request.path, exc.description)
+        return _page_error("Not UTF-8", exc.description, 400)
 
     @app.errorhandler(RequestEntityTooLarge)
     def too_large(exc: RequestEntityTooLarge):
