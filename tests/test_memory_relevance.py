@@ -93,6 +93,19 @@ def test_the_escalation_reason_names_services_too(app):
     assert headings(build_memory_context(SMALL_BUDGET, relevant_services(run)).text)[:2] == ["postgres", "caddy"]
 
 
+def test_a_name_a_memory_cannot_hold_finds_the_memories_under_their_spelling(app):
+    """Events and cooldowns name a unit getty@tty1 and a host db.lan; a
+    memory's service is letters, digits, _ and -, and the marker's warning
+    tells the agent to write them getty-tty1 and db-lan."""
+    add_memory("Scrub takes six hours", service="db-lan")
+    add_memory("Respawns in 5 s", service="getty-tty1")
+    add_memory("Slow", service="lan")
+    assert relevant_services(run_with(prompt="Is db.lan still scrubbing?")) == {
+        "lan": NAMED_IN_REQUEST, "db-lan": NAMED_IN_REQUEST}
+    add_event("critical", "getty@tty1")
+    assert relevant_services(new_run()) == {"getty-tty1": "critical event within the hour"}
+
+
 def test_no_words_no_events_no_reads(app, monkeypatch):
     from plugins.memory import relevance
     trusted_and_quiet()

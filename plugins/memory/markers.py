@@ -9,7 +9,7 @@ from typing import Iterable, Optional
 
 from app.marker_text import BUILT_IN_TAGS, marker_text
 from app.session_warnings import Warn, log_warning
-from plugins.memory.models import CATEGORIES, GENERAL, MAX_SERVICE_CHARS, OUTCOME_LEVELS
+from plugins.memory.models import CATEGORIES, GENERAL, MAX_SERVICE_CHARS, OUTCOME_LEVELS, memory_spelling
 
 log = logging.getLogger(__name__)
 
@@ -74,26 +74,23 @@ def parse_memory_markers(text: str, warn: Optional[Warn] = None,
     return markers
 
 
-# What a memory's service may not hold, run together (for the advice).
-SERVICE_UNREADABLE = re.compile(r"[^A-Za-z0-9_-]+")
-
-
 def _why_not_read(candidate: re.Match) -> tuple[str, str]:
     """What is wrong with a memory marker SPEC-0015's regex does not read,
     as a warning's kind and message."""
     category, _, service = candidate.group(1).partition(":")
     if category not in CATEGORIES and category.lower() in CATEGORIES:   # the spec takes it as it lists it
         return ("memory marker category",
-                f"ignoring memory marker with category {category!r}: write it in lower case, {category.lower()!r}")
+                f"ignoring memory marker with category {category[:40]!r}: write it in lower case, "
+                f"{category.lower()!r}")
     if category not in CATEGORIES:
         return ("memory marker category",
-                f"ignoring memory marker with invalid category {category!r} (valid: {', '.join(CATEGORIES)})")
+                f"ignoring memory marker with invalid category {category[:40]!r} (valid: {', '.join(CATEGORIES)})")
     if not service:
         return ("malformed memory marker",
                 f"ignoring memory marker with an empty service: {candidate.group(0)[:120]!r} (a general memory "
                 f"has none: [MEMORY:{category}])")
     # A unit (getty@tty1) or a host (db.lan), as events and cooldowns take them: say how to write it.
-    written = SERVICE_UNREADABLE.sub("-", service).strip("-")
+    written = memory_spelling(service)
     advice = f", such as {written!r}" if written else ""
     return ("malformed memory marker",
             f"ignoring memory marker for service {service[:120]!r}: a memory's service is ASCII letters, digits, "

@@ -2,7 +2,9 @@
 session was given, and each memory's track record of reported outcomes."""
 from __future__ import annotations
 
+import re
 from datetime import timedelta
+from typing import Optional
 
 from sqlalchemy import Boolean, Float, ForeignKey, Index, Integer, String, Text, event, false, text, true
 from sqlalchemy.orm import Mapped, mapped_column, relationship
@@ -15,6 +17,18 @@ CATEGORIES = ("timing", "dependency", "behavior", "remediation", "maintenance")
 # of at most this many letters, digits, "_" and "-" (store.clean_service).
 GENERAL = "general"
 MAX_SERVICE_CHARS = 100
+# What a memory's service may not hold, run together.
+NOT_IN_A_SERVICE = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def memory_spelling(name: str) -> Optional[str]:
+    """How a memory names a service that events and cooldowns name with
+    characters a memory's may not hold (a unit, getty@tty1; a host,
+    db.lan): each run of them as "-", in lower case. None when nothing is
+    left, it is too long, or it would be the general memories' name."""
+    spelt = NOT_IN_A_SERVICE.sub("-", name).strip("-").lower()
+    return spelt if spelt and len(spelt) <= MAX_SERVICE_CHARS and spelt != GENERAL else None
+
 # What a session may report of a memory it was given: [OUTCOME:<level>:m<id>].
 OUTCOME_LEVELS = ("worked", "partial", "failed", "unknown")
 # Review states: only an approved memory is given to sessions. With review

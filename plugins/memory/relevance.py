@@ -19,7 +19,8 @@ Two sources, in this order:
 
 A name counts when it is a whole word (letters, digits, ``_`` and ``-``, what
 a service name is made of: "postgres" is not found in "postgres-replica"),
-in any case. Every answer is matched against the services memories name,
+in any case; one with ``.`` or ``@`` (a host db.lan, a unit getty@tty1, as
+events and cooldowns name them) also as its memories name it, db-lan. Every answer is matched against the services memories name,
 read one index step per service (``app.listing.distinct_values``): the cost
 grows with the number of services, never with the number of memories.
 """
@@ -28,6 +29,7 @@ from __future__ import annotations
 import logging
 import re
 from datetime import timedelta
+from typing import Optional
 
 from app.listing import distinct_values
 from app.plugin_fault_log import log_fault
@@ -36,7 +38,7 @@ from app.plugins import results_by_plugin
 from app.runtime import setting
 from app.sessions.marker_tags import installed_tags
 from app.timeutil import utcnow
-from plugins.memory.models import Memory
+from plugins.memory.models import Memory, memory_spelling
 from plugins.memory.settings import relevant_hours
 
 log = logging.getLogger(__name__)
@@ -48,6 +50,9 @@ MAX_REASON_CHARS = 200
 # Of a request or a reason, the part searched for names (the API takes longer requests).
 MAX_TEXT_CHARS = 20_000
 WORD = re.compile(r"[A-Za-z0-9_-]+")
+# A name with characters a memory's service may not hold (db.lan, getty@tty1),
+# whose memories are under its memory_spelling (db-lan, getty-tty1).
+DOTTED = re.compile(r"[A-Za-z0-9_-]+(?:[.@][A-Za-z0-9_-]+)+")
 
 NAMED_IN_REQUEST = "named in the operator's request"
 NAMED_IN_ESCALATION = "named in the escalation reason"
@@ -58,8 +63,11 @@ def relevant_services(run: RunInfo) -> dict[str, str]:
     in order of precedence (the session's own words first)."""
     wanted: dict[str, str] = {}   # lower-case name → why; the first reason given stays
     for text, why in ((run.operator_prompt, NAMED_IN_REQUEST), (run.escalation_reason, NAMED_IN_ESCALATION)):
-        for word in WORD.findall((text or "")[:MAX_TEXT_CHARS]):
+        text = (text or "")[:MAX_TEXT_CHARS]
+        for word in WORD.findall(text):
             wanted.setdefault(word.lower(), why)
+        for name in DOTTED.findall(text):
+            _want(wanted, memory_spelling(name), why)
     since = utcnow() - timedelta(hours=relevant_hours())
     for plugin, answer in results_by_plugin(HOOK, run=run, since=since):
         if not isinstance(answer, dict):
@@ -69,7 +77,9 @@ def relevant_services(run: RunInfo) -> dict[str, str]:
             continue
         for name, why in answer.items():
             if isinstance(name, str):
-                wanted.setdefault(name.lower(), " ".join(str(why).split())[:MAX_REASON_CHARS] or "named by a plugin")
+                why = " ".join(str(why).split())[:MAX_REASON_CHARS] or "named by a plugin"
+                wanted.setdefault(name.lower(), why)
+                _want(wanted, memory_spelling(name), why)   # an event's getty@tty1: the memories' getty-tty1
     if not wanted:
         return {}
     found = [(service, wanted[service.lower()]) for service in distinct_values(Memory.service)
@@ -78,6 +88,11 @@ def relevant_services(run: RunInfo) -> dict[str, str]:
     rank = {name: position for position, name in enumerate(wanted)}
     found.sort(key=lambda pair: rank[pair[0].lower()])
     return dict(found[:MAX_RELEVANT])
+
+
+def _want(wanted: dict[str, str], name: Optional[str], why: str) -> None:
+    if name is not None:
+        wanted.setdefault(name, why)
 
 
 def scheduled_run() -> RunInfo:
