@@ -41,6 +41,7 @@ def test_parse_limit(raw, count, window):
     ("99999999999999999999/1h", "the count must be at most 2147483647"),
     # Digits of another script are not a count.
     ("\u0663/4h", "must be <count>/<window>"), ("2/\u0664h", "must be <count>/<window>"),
+    ("2/4h\x1c", "must be <count>/<window>"), ("2/4h\ufeff", "must be <count>/<window>"),
 ])
 def test_parse_limit_errors_say_what_is_expected(raw, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):

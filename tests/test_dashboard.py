@@ -221,6 +221,8 @@ def test_a_form_that_is_not_utf8_is_refused_as_such_and_nothing_is_stored(tmp_pa
     assert sent.status_code < 400
     with app.app_context():
         assert [m.observation for m in all_memories()] == ["Café opens late"]
+    # A page asked for with a body: nothing reads it.
+    assert client.get("/memories", data=body, content_type="application/x-www-form-urlencoded").status_code == 200
 
 
 def test_session_detail_escapes_everything_the_agent_wrote(client):

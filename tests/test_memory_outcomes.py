@@ -68,6 +68,7 @@ def test_outcome_markers_are_read_from_the_agents_text():
     ]
     assert parse_outcome_markers("[OUTCOME:worked:m99999999999] ten digits at most")[0].why == \
         "memory id 'm99999999999' names no memory (ten digits at most, as the memory section shows it)"
+    assert parse_outcome_markers("[OUTCOME:worked:m00000000012] leading zeros")[0].memory_id == 12
     assert parse_outcome_markers("nothing to see [MEMORY:timing:x] y") == []
 
 

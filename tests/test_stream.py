@@ -115,9 +115,10 @@ def test_unknown_or_odd_shapes_are_tolerated(line, expected):
 
 
 @pytest.mark.parametrize("line, what", [
-    ('{"type": "assistant"}', "an assistant line whose message content is null (or missing), not a list of blocks"),
-    ('{"type": "assistant", "message": "hi"}', "an assistant line whose message content is null (or missing), "
-                                                "not a list of blocks"),
+    ('{"type": "assistant"}', "an assistant line whose message is null (or missing), not an object"),
+    ('{"type": "assistant", "message": {}}',
+     "an assistant line whose message content is null (or missing), not a list of blocks"),
+    ('{"type": "assistant", "message": "hi"}', "an assistant line whose message is a string, not an object"),
     ('{"type": "assistant", "message": {"content": "oops"}}',
      "an assistant line whose message content is a string, not a list of blocks"),
     ('{"type": "assistant", "message": {"content": [{"type": "text", "text": null}]}}',
@@ -129,6 +130,14 @@ def test_unknown_or_odd_shapes_are_tolerated(line, expected):
 def test_an_assistant_line_not_shaped_as_the_cli_writes_it_is_said_to_be_unread(line, what):
     """Not passed over without a word: the agent's words may be in it."""
     assert stream.parse_line(line) == [stream.Malformed(what)]
+
+
+def test_a_line_of_many_unreadable_blocks_is_told_once():
+    line = '{"type": "assistant", "message": {"content": [' + ", ".join(["0"] * 100_000) + \
+        ', {"type": "text", "text": "[EVENT:info:web] up"}]}}'
+    assert stream.parse_line(line) == [
+        stream.Malformed("an assistant content block that is a number, not an object (and 99999 more blocks not read)"),
+        stream.AssistantText("[EVENT:info:web] up", None)]
 
 
 def test_a_malformed_block_costs_only_itself():

@@ -172,27 +172,41 @@ def _parse_system(obj: dict) -> list[Item]:
 
 def _parse_assistant(obj: dict) -> list[Item]:
     message = obj.get("message")
-    if not isinstance(message, dict) or not isinstance(message.get("content"), list):
-        content = message.get("content") if isinstance(message, dict) else None
-        return [Malformed(f"an assistant line whose message content is {_kind(content)}, not a list of blocks")]
+    if not isinstance(message, dict):
+        return [Malformed(f"an assistant line whose message is {_kind(message)}, not an object")]
+    if not isinstance(message.get("content"), list):
+        return [Malformed(f"an assistant line whose message content is {_kind(message.get('content'))}, "
+                          "not a list of blocks")]
     message_id = _str(message.get("id"))
     api_error = bool(obj.get("is_api_error_message")) or message.get("model") == "<synthetic>"
     from_subagent = bool(obj.get("parent_tool_use_id"))
     items: list[Item] = []
+    first_unread, unread = 0, 0   # told once for the line, where its first is: a line may hold a million
     for block in message["content"]:
-        if not isinstance(block, dict):
-            items.append(Malformed(f"an assistant content block that is {_kind(block)}, not an object"))
-            continue
-        kind = block.get("type")
-        if kind == "text" and isinstance(block.get("text"), str):
+        why = _unreadable(block)
+        if why is not None:
+            if not unread:
+                first_unread = len(items)
+                items.append(Malformed(why))
+            unread += 1
+        elif block.get("type") == "text":
             items.append(AssistantText(block["text"], message_id, api_error, from_subagent))
-        elif kind == "text":
-            items.append(Malformed(f"an assistant text block whose text is {_kind(block.get('text'))}"))
-        elif kind == "tool_use":
+        elif block.get("type") == "tool_use":
             items.append(ToolUse(_str(block.get("id")), str(block.get("name") or "?"), block.get("input")))
         else:
-            items.append(Ignored(f"assistant/{kind}"))
+            items.append(Ignored(f"assistant/{block.get('type')}"))
+    if unread > 1:
+        items[first_unread] = Malformed(f"{items[first_unread].what} (and {unread - 1} more blocks not read)")
     return items
+
+
+def _unreadable(block: Any) -> Optional[str]:
+    """Why an assistant content block cannot be read, or None."""
+    if not isinstance(block, dict):
+        return f"an assistant content block that is {_kind(block)}, not an object"
+    if block.get("type") == "text" and not isinstance(block.get("text"), str):
+        return f"an assistant text block whose text is {_kind(block.get('text'))}"
+    return None
 
 
 def _parse_user(obj: dict) -> list[Item]:

@@ -48,6 +48,8 @@ def register_body_checks(app: Flask, api_prefix: str) -> None:
 
     @app.before_request
     def refuse_a_form_that_is_not_utf8():
+        if request.method in ("GET", "HEAD", "OPTIONS"):
+            return   # a body there is read by nothing
         if request.path == api_prefix or request.path.startswith(api_prefix + "/"):
             return   # the API takes JSON, and refuses a form by its type
         problem = form_encoding_problem()

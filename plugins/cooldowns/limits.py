@@ -26,12 +26,13 @@ MAX_PER_SESSION = "CLAUDEOPS_COOLDOWN_MAX_PER_SESSION"
 RETENTION = "CLAUDEOPS_COOLDOWN_RETENTION_DAYS"
 
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-# ASCII digits: Python's \d takes any script's ("٣/4h"), JSON Schema's (ECMA) does not.
-LIMIT_FORMAT = re.compile(r"^\s*([0-9]+)\s*/\s*([0-9]+)\s*([smhd])\s*$")
+# ASCII digits and spaces: Python's \d and \s take any script's ("٣/4h"),
+# and the schema's pattern is read as JSON Schema (ECMA) reads it too.
+LIMIT_FORMAT = re.compile(r"^[ \t]*([0-9]+)[ \t]*/[ \t]*([0-9]+)[ \t]*([smhd])[ \t]*$")
 MAX_COUNT = 2_147_483_647   # as every whole-number setting: beyond it, a count means nothing more
 # The value in PUT /api/v1/config (the window's bounds are checked by parse_limit).
 LIMIT_SCHEMA = {"type": "string", "pattern": LIMIT_FORMAT.pattern,
-                "description": "The window is 1s to 366d."}
+                "description": f"The count is 0 to {MAX_COUNT}; the window is 1s to 366d."}
 MAX_WINDOW = timedelta(days=366)
 
 
@@ -93,8 +94,9 @@ def settings() -> list[Setting]:
     # process included, so the change holds everywhere within a second.
     return [
         Setting(SETTING_NAMES[RESTART], "2/4h",
-                "Restarts of one service allowed in a sliding window (`<count>/<window>`, window in s, m, h or d; "
-                "a count of 0, `0/1h`, forbids); a restart beyond it is denied before it runs.",
+                "Restarts of one service allowed in a sliding window (`<count>/<window>`: a count up to "
+                f"{MAX_COUNT}, a window of 1s to 366d in s, m, h or d; a count of 0, `0/1h`, forbids); "
+                "a restart beyond it is denied before it runs.",
                 parse_limit, runtime=True, schema=LIMIT_SCHEMA),
         Setting(SETTING_NAMES[REDEPLOYMENT], "1/24h",
                 "Redeployments of one service allowed in a sliding window (`<count>/<window>`); "

@@ -100,7 +100,8 @@ def _why_not_read(candidate: re.Match) -> tuple[str, str]:
 # The id as the memory section prints it (m12); a bare 12 is taken too. Ten
 # digits at most: anything longer names no memory and would only be a big number.
 # The level in any case, as event levels are read ("Worked" is worked).
-OUTCOME_MARKER = re.compile(rf"\[OUTCOME:((?ai:{'|'.join(OUTCOME_LEVELS)})):[mM]?([0-9]{{1,10}})\]")
+# Leading zeros name the same memory (m012 is m12).
+OUTCOME_MARKER = re.compile(rf"\[OUTCOME:((?ai:{'|'.join(OUTCOME_LEVELS)})):[mM]?0*([0-9]{{1,10}})\]")
 ANY_OUTCOME_MARKER = re.compile(r"\[OUTCOME:((?:(?!\[[A-Z]+:)[^\]\n])*)\]")
 
 
@@ -140,7 +141,7 @@ def parse_outcome_markers(text: str, warn: Optional[Warn] = None,
 
 
 # An id too long to be one (OUTCOME_MARKER takes ten digits at most).
-LONG_ID = re.compile(r"[mM]?[0-9]{11,}")
+LONG_ID = re.compile(r"[mM]?0*[0-9]{11,}")
 
 
 def _why_outcome_unread(fields: str) -> str:
