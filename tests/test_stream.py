@@ -125,7 +125,8 @@ def test_unknown_or_odd_shapes_are_tolerated(line, expected):
      "an assistant text block whose text is null (or missing)"),
     ('{"type": "assistant", "message": {"content": [{"type": "text", "text": ["a"]}]}}',
      "an assistant text block whose text is a list"),
-    ('{"type": "assistant", "message": {"content": [7]}}', "an assistant content block that is a number, not an object"),
+    ('{"type": "assistant", "message": {"content": [7]}}',
+     "an assistant content block that is a number, not an object"),
 ])
 def test_an_assistant_line_not_shaped_as_the_cli_writes_it_is_said_to_be_unread(line, what):
     """Not passed over without a word: the agent's words may be in it."""

@@ -139,7 +139,8 @@ def _run_session(session: Session, session_id: int, shutdown: Optional[threading
     waits = shutdown or threading.Event()
     # Asked once a session, for its RunInfo and its fan-out alike.
     marker_tags = tags_by_plugin()
-    run = dbfaults.waiting_out(partial(_record_start, session, marker_tags), f"session {session_id}: recording its start", waits)
+    run = dbfaults.waiting_out(partial(_record_start, session, marker_tags),
+                               f"session {session_id}: recording its start", waits)
     call_each("claudeops_session_starting", run=run, commit_each=True, shutdown=waits)
 
     try:

@@ -20,9 +20,10 @@ Two sources, in this order:
 A name counts when it is a whole word (letters, digits, ``_`` and ``-``, what
 a service name is made of: "postgres" is not found in "postgres-replica"),
 in any case; one with ``.`` or ``@`` (a host db.lan, a unit getty@tty1, as
-events and cooldowns name them) also as its memories name it, db-lan. Every answer is matched against the services memories name,
-read one index step per service (``app.listing.distinct_values``): the cost
-grows with the number of services, never with the number of memories.
+events and cooldowns name them) also as its memories name it, db-lan. Every
+answer is matched against the services memories name, read one index step
+per service (``app.listing.distinct_values``): the cost grows with the
+number of services, never with the number of memories.
 """
 from __future__ import annotations
 
