@@ -21,11 +21,11 @@ from app.plugin_types import DashboardPage
 from app.plugins import HOST_PLUGINS, PluginError, call_at_startup
 from app.timeutil import isoformat
 from app.web.apiutil import ApiError, json_error, nul_in_query
-from app.web.request_body import MAX_REQUEST_BYTES, FormNotUtf8
 from app.web.headers import register_security_headers
 from app.web.htmx import is_htmx
 from app.web.ignored_args import ignored
 from app.web.refused_forms import page_with_typed_text
+from app.web.request_body import MAX_REQUEST_BYTES, FormNotUtf8
 from app.web.row_ids import RowIdConverter
 
 log = logging.getLogger(__name__)

@@ -19,16 +19,6 @@ GENERAL = "general"
 MAX_SERVICE_CHARS = 100
 # What a memory's service may not hold, run together.
 NOT_IN_A_SERVICE = re.compile(r"[^A-Za-z0-9_-]+")
-
-
-def memory_spelling(name: str) -> Optional[str]:
-    """How a memory names a service that events and cooldowns name with
-    characters a memory's may not hold (a unit, getty@tty1; a host,
-    db.lan): each run of them as "-", in lower case. None when nothing is
-    left, it is too long, or it would be the general memories' name."""
-    spelt = NOT_IN_A_SERVICE.sub("-", name).strip("-").lower()
-    return spelt if spelt and len(spelt) <= MAX_SERVICE_CHARS and spelt != GENERAL else None
-
 # What a session may report of a memory it was given: [OUTCOME:<level>:m<id>].
 OUTCOME_LEVELS = ("worked", "partial", "failed", "unknown")
 # Review states: only an approved memory is given to sessions. With review
@@ -43,6 +33,15 @@ ACTIVE_THRESHOLD = 0.3
 DEFAULT_CONFIDENCE = 0.7
 # Memories not reinforced or edited for this long start to decay, a week at a time.
 DECAY_GRACE_PERIOD = timedelta(days=30)
+
+
+def memory_spelling(name: str) -> Optional[str]:
+    """How a memory names a service that events and cooldowns name with
+    characters a memory's may not hold (a unit, getty@tty1; a host,
+    db.lan): each run of them as "-", in lower case. None when nothing is
+    left, it is too long, or it would be the general memories' name."""
+    spelt = NOT_IN_A_SERVICE.sub("-", name).strip("-").lower()
+    return spelt if spelt and len(spelt) <= MAX_SERVICE_CHARS and spelt != GENERAL else None
 
 
 class Memory(db.Model):
