@@ -77,6 +77,7 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
         dispose_at_exit(db.engine)
     plugin_migration_dirs = [(plugin, str(directory)) for plugin, directory
                              in call_at_startup(pm, "claudeops_migration_dirs", (str, os.PathLike))]
+    _refuse_missing_migration_dirs(plugin_migration_dirs)
     app.extensions["claudeops.migration_dirs"] = [directory for _, directory in plugin_migration_dirs]
     migrate.init_app(app, db, directory=str(MIGRATIONS_DIR))
     check_revision_graph(app, MIGRATIONS_DIR / "versions", plugin_migration_dirs)
@@ -159,3 +160,18 @@ def _plugin_settings(pm) -> tuple[Setting, ...]:
                               f"which {declared_by[setting.name]} declares already")
         declared_by[setting.name] = f"plugin {plugin}"
     return tuple(setting for _, setting in declared)
+
+
+def _refuse_missing_migration_dirs(plugin_dirs: list[tuple[str, str]]) -> None:
+    """A plugin's revisions in a directory that is not there (a typo, a path
+    relative to wherever the command runs, a folder its package leaves out)
+    stop the start, naming it: Alembic would pass it over in silence, and the
+    plugin's tables would then be missing, or the database at a revision
+    "this installation does not know", with no word of why."""
+    for plugin, directory in plugin_dirs:
+        if not os.path.isabs(directory):
+            raise PluginError(f"plugin {plugin}: claudeops_migration_dirs returned {directory!r}, which is not an "
+                              "absolute path (build it from the module's __file__)")
+        if not os.path.isdir(directory):
+            raise PluginError(f"plugin {plugin}: claudeops_migration_dirs returned {directory}, which is not a "
+                              "directory (is it in the package's data?)")

@@ -138,8 +138,18 @@ def _is_api_request() -> bool:
 
 def _is_open_endpoint() -> bool:
     endpoint = request.endpoint or ""
-    # Plugins' blueprints serve their own static files as "<blueprint>.static".
-    return endpoint in OPEN_ENDPOINTS or endpoint.endswith(".static")
+    return endpoint in OPEN_ENDPOINTS or (endpoint.endswith(".static") and _serves_static_files(endpoint))
+
+
+def _serves_static_files(endpoint: str) -> bool:
+    """Whether ``endpoint`` is the route Flask gives a blueprint with a
+    ``static_folder`` (``<blueprint>.static``), which the login page's
+    stylesheet may need: not any view a plugin happens to call ``static``,
+    which would then answer without the login or the bearer token."""
+    view = current_app.view_functions.get(endpoint)
+    owner = getattr(view, "__self__", None)
+    return (isinstance(owner, Blueprint) and owner.has_static_folder
+            and getattr(view, "__func__", None) is type(owner).send_static_file)
 
 
 def guard() -> Optional[Response]:

@@ -10,13 +10,15 @@ import importlib.metadata
 import logging
 import re
 import threading
+from contextlib import suppress
 from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 import pluggy
 from flask import current_app
+from sqlalchemy.exc import SQLAlchemyError
 
-from app import hookspecs
+from app import hookspecs, staged_rows
 from app.dbfaults import roll_back, storage_fault, waiting_out
 from app.extensions import db
 from app.plugin_fault_log import log_fault
@@ -58,7 +60,7 @@ def make_plugin_manager(extra_plugins: Iterable[Any] = (), load_entry_points: bo
             if name not in disabled:
                 _load_entry_point(pm, name)
     for plugin in extra_plugins:
-        pm.register(plugin)
+        pm.register(plugin, name=_name_for(pm, plugin))
     try:
         pm.check_pending()
     except pluggy.PluginValidationError as exc:
@@ -68,6 +70,18 @@ def make_plugin_manager(extra_plugins: Iterable[Any] = (), load_entry_points: bo
     _refuse_wrappers(pm)
     _refuse_unmarked_hooks(pm)
     return pm
+
+
+def _name_for(pm: pluggy.PluginManager, plugin: Any) -> str:
+    """The name a plugin given as an object is logged by: its ``__name__``,
+    else its class's, where pluggy would take ``id()``, a number no one
+    knows it by. A second object of a class gets ``#2``, and so on."""
+    name = getattr(plugin, "__name__", None) or f"{type(plugin).__module__}.{type(plugin).__qualname__}"
+    unique, count = name, 1
+    while pm.has_plugin(unique):
+        count += 1
+        unique = f"{name}#{count}"
+    return unique
 
 
 def _refuse_unmarked_hooks(pm: pluggy.PluginManager) -> None:
@@ -218,7 +232,7 @@ def _each_result(hook_name: str, commit_each: bool, kwargs: dict[str, Any],
             elif commit_each:
                 result = _call_and_commit(impl, kwargs)
             else:
-                result = impl.function(*(kwargs[name] for name in impl.argnames))
+                result = _call_alone(impl, kwargs)
         except Exception as exc:
             if commit_each:
                 roll_back()   # on what a server that went away left of the connection too
@@ -229,6 +243,34 @@ def _each_result(hook_name: str, commit_each: bool, kwargs: dict[str, Any],
             continue
         if result is not None:
             yield impl.plugin_name, result
+
+
+def _call_alone(impl: Any, kwargs: dict[str, Any]) -> Any:
+    """One implementation's result, its failure costing no one else theirs.
+
+    On PostgreSQL a statement that fails aborts the whole transaction: the
+    implementations after this one, and the caller (a session recording its
+    escalation, a batch of markers), would fail on every statement until it
+    is rolled back. So there each call runs in a savepoint, rolled back if it
+    raises, and with it what the implementation wrote. SQLite takes back only
+    the failed statement and the transaction goes on, so no savepoint is taken
+    there: one around every call would cost more than most calls do (the
+    memory matcher is asked for every marker). On both, the rows it staged
+    for the commit (app/staged_rows.py) are taken back."""
+    staged = staged_rows.mark()
+    session = db.session()
+    savepoint = None if session.get_bind().dialect.name == "sqlite" else session.begin_nested()
+    try:
+        result = impl.function(*(kwargs[name] for name in impl.argnames))
+        if savepoint is not None and savepoint.is_active:   # not if the plugin committed on its own
+            savepoint.commit()   # RELEASE; its rows reach the database in its own turn
+        return result
+    except Exception:
+        if savepoint is not None:
+            with suppress(SQLAlchemyError):   # closed by the plugin, or a connection gone
+                savepoint.rollback()
+        staged_rows.undo(staged)
+        raise
 
 
 def _call_and_commit(impl: Any, kwargs: dict[str, Any]) -> Any:

@@ -8,12 +8,15 @@ from datetime import timedelta
 
 import pytest
 from click.testing import CliRunner
+from flask import Blueprint
 from sqlalchemy import func, select
 
 from app import auth
 from app.auth import is_loopback, safe_next, secrets_equal
 from app.extensions import db
+from app.hookspecs import hookimpl
 from app.models import DashboardLogin, Session
+from app.plugin_types import DashboardPage
 from app.timeutil import utcnow
 from tests.conftest import make_app
 
@@ -225,7 +228,7 @@ def test_no_route_answers_without_credentials(closed_app):
     client = closed_app.test_client()
     checked = 0
     for rule in closed_app.url_map.iter_rules():
-        if rule.endpoint in auth.OPEN_ENDPOINTS or rule.endpoint.endswith("static"):
+        if rule.endpoint in auth.OPEN_ENDPOINTS or auth._serves_static_files(rule.endpoint):
             continue
         url = _example_url(rule)
         for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
@@ -242,6 +245,28 @@ def test_no_route_answers_without_credentials(closed_app):
                 assert response.headers["Location"].startswith("/login?next=")
     assert checked > 25  # the host's and the built-in plugins' routes were all there
     assert session_count() == 0
+
+
+def test_only_a_blueprints_own_static_files_answer_without_credentials(tmp_path):
+    """A view a plugin happens to call ``static`` is no static file."""
+    pages = Blueprint("stock", __name__)
+    pages.add_url_rule("/stock", "index", lambda: "every item")
+    pages.add_url_rule("/stock/dump", "static", lambda: "every item, dumped")
+    api = Blueprint("stock_api", __name__)
+    api.add_url_rule("/stock/export", "static", lambda: {"items": ["secret"]})
+    stock = type("stock", (), {
+        "__name__": "stock",
+        "claudeops_dashboard_pages": staticmethod(hookimpl(lambda: [DashboardPage("Stock", "stock.index",
+                                                                                  blueprint=pages)])),
+        "claudeops_api_blueprints": staticmethod(hookimpl(lambda: [api]))})()
+    app = make_app(tmp_path, plugins=[stock], CLAUDEOPS_PASSWORD=PASSWORD, CLAUDEOPS_API_TOKEN=TOKEN)
+    client = app.test_client()
+    assert client.get("/stock/dump").status_code == 302
+    assert client.get("/api/v1/stock/export").status_code == 401
+    # The memory plugin's blueprint has a static folder: that one is open.
+    assert client.get("/memories/static/memories.js").status_code == 200
+    login(client)
+    assert client.get("/stock/dump").get_data(as_text=True) == "every item, dumped"
 
 
 def test_open_endpoints_stay_open(closed_app):

@@ -942,6 +942,23 @@ def test_hook_claudeops_migration_dirs_brings_a_plugins_own_revisions(tmp_path):
         db.metadata.remove(table)
 
 
+@pytest.mark.parametrize("given, said", [
+    ("missing", "which is not a directory (is it in the package's data?)"),
+    ("relative", "which is not an absolute path (build it from the module's __file__)")])
+def test_hook_claudeops_migration_dirs_naming_no_directory_stops_the_start(tmp_path, given, said):
+    """Alembic would pass it over, and the plugin's tables would be missing
+    with no word of why."""
+    directory = str(tmp_path / "migration") if given == "missing" else "migrations"
+
+    class Typo:
+        @hookimpl
+        def claudeops_migration_dirs(self):
+            return [directory]
+
+    with pytest.raises(PluginError, match=f"claudeops_migration_dirs returned '?{re.escape(directory)}'?, {re.escape(said)}"):
+        make_app(tmp_path / "app", plugins=[Typo()])
+
+
 # --- claudeops_escalation ---------------------------------------------------------
 
 def test_hook_claudeops_escalation_first_answer_wins(tmp_path, fake_cli):

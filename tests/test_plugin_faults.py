@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 from flask import Blueprint
-from sqlalchemy import select
+from sqlalchemy import select, text
 from sqlalchemy.exc import OperationalError
 
 from app.config import Setting
@@ -37,6 +37,15 @@ def plugin(name: str, **hooks):
 
 def raises(*_args, **_kwargs):
     raise RuntimeError("plugin bug")
+
+
+def bad_query(*_args, **_kwargs):
+    """A mistake in a plugin's SQL. On PostgreSQL it aborts the transaction,
+    which must cost neither the other plugins nor the caller their work."""
+    db.session.execute(text("SELECT * FROM no_such_table"))
+
+
+FAILURES = pytest.mark.parametrize("failure", [raises, bad_query], ids=["raises", "bad-sql"])
 
 
 def run_one() -> Session:
@@ -94,9 +103,10 @@ def test_a_bad_prompt_section_costs_only_its_plugin(tmp_path, fake_cli, caplog):
 
 # --- run-time hooks: one implementation that raises costs the others nothing ----------
 
-def test_a_failing_notice_plugin_costs_the_others_nothing(tmp_path, fake_cli, caplog):
+@FAILURES
+def test_a_failing_notice_plugin_costs_the_others_nothing(tmp_path, fake_cli, caplog, failure):
     # Registered last, so pluggy would call it first and give up on the events plugin.
-    app = make_app(tmp_path, plugins=[plugin("deaf_feed", claudeops_notice=raises)])
+    app = make_app(tmp_path, plugins=[plugin("deaf_feed", claudeops_notice=failure)])
     fake_cli(sl.steps(sl.init(), sl.text("[MEMORY:timing:web] Starts in 40 s\n[ESCALATE] web is slow"),
                       sl.result("done")))
     with app.app_context():
@@ -107,11 +117,13 @@ def test_a_failing_notice_plugin_costs_the_others_nothing(tmp_path, fake_cli, ca
     assert caplog.text.count("plugin deaf_feed failed in claudeops_notice") == 2
 
 
-def test_a_failing_escalation_plugin_does_not_cancel_the_marker(tmp_path, fake_cli, caplog):
-    app = make_app(tmp_path, plugins=[plugin("broken_judge", claudeops_escalation=raises)])
+@FAILURES
+def test_a_failing_escalation_plugin_does_not_cancel_the_marker(tmp_path, fake_cli, caplog, failure):
+    app = make_app(tmp_path, plugins=[plugin("broken_judge", claudeops_escalation=failure)])
     fake_cli(sl.steps(sl.init(), sl.text("[ESCALATE] the disk needs a closer look"), sl.result("done")))
     with app.app_context():
         session = run_one()
+        assert session.status == "completed"
         child = db.session.scalars(select(Session).where(Session.parent_id == session.id)).one()
         assert (child.tier, child.escalation_reason) == (2, "the disk needs a closer look")
     assert "plugin broken_judge failed in claudeops_escalation" in caplog.text
@@ -134,13 +146,41 @@ def test_an_escalation_answer_that_is_not_a_reason_is_logged_and_the_next_plugin
     assert f"plugin loose_judge returned {said}; ignored, the next plugin is asked" in caplog.text
 
 
-def test_a_failing_memory_matcher_leaves_the_marker_to_the_next(tmp_path, fake_cli, caplog):
-    app = make_app(tmp_path, plugins=[plugin("broken_matcher", claudeops_memory_match=raises)])
+@FAILURES
+def test_a_failing_memory_matcher_leaves_the_marker_to_the_next(tmp_path, fake_cli, caplog, failure):
+    app = make_app(tmp_path, plugins=[plugin("broken_matcher", claudeops_memory_match=failure)])
     fake_cli(sl.steps(sl.init(), sl.text("[MEMORY:timing:web] Starts in 40 s"), sl.result("done")))
     with app.app_context():
         assert run_one().status == "completed"
         assert db.session.scalars(select(Memory.observation)).all() == ["Starts in 40 s"]
     assert "plugin broken_matcher failed in claudeops_memory_match" in caplog.text
+
+
+def test_a_plugins_failed_query_costs_the_other_cards_and_figures_nothing(tmp_path, caplog):
+    app = make_app(tmp_path, plugins=[plugin("bad_sql", claudeops_overview_cards=bad_query,
+                                             claudeops_stats=bad_query)])
+    client = app.test_client()
+    html = client.get("/").get_data(as_text=True)
+    assert "Events in 24 h" in html and "Sessions" in html
+    stats = client.get("/api/v1/stats").get_json()
+    assert {"critical_events_24h", "active_memories", "cooldown_denials_24h"} <= set(stats), stats
+    assert "plugin bad_sql failed in claudeops_overview_cards" in caplog.text
+    assert "plugin bad_sql failed in claudeops_stats" in caplog.text
+    # Only the plugin at fault is named.
+    assert re.findall(r"plugin (\S+) failed in claudeops_(?:overview_cards|stats)", caplog.text) == ["bad_sql"] * 2
+
+
+def test_a_plugin_given_as_an_object_is_logged_by_its_class_not_a_number(tmp_path, caplog):
+    class Broken:
+        @hookimpl
+        def claudeops_overview_cards(self):
+            raise RuntimeError("no cards today")
+
+    app = make_app(tmp_path, plugins=[Broken(), Broken()])
+    assert app.test_client().get("/").status_code == 200
+    name = f"{__name__}.{Broken.__qualname__}"
+    assert f"plugin {name} failed in claudeops_overview_cards" in caplog.text
+    assert f"plugin {name}#2 failed in claudeops_overview_cards" in caplog.text
 
 
 # --- a fault repeated over and over is logged a few times, then counted ------------------
@@ -478,7 +518,7 @@ def test_a_command_meeting_a_plugins_table_no_revision_creates_says_so_not_to_mi
     (tmp_path / "claudeops_test_gadgets.py").write_text('''
 import click
 from flask.cli import with_appcontext
-from sqlalchemy import select
+from sqlalchemy import select, text
 
 from app.extensions import db
 from app.hookspecs import hookimpl
