@@ -41,10 +41,14 @@ MIN_SECRET_LENGTH = 8
 ENV_SETTING = "CLAUDEOPS_REDACT_ENV"   # parsed in app.config
 
 # A value after "password=" and the like: up to whitespace, a quote, a
-# backslash (the start of an escape in a raw JSON line) or a separator. It
-# never starts with what follows a JSON string's closing quote (",:}]"): in a
-# raw line, "token=" at the end of a string must not take the JSON after it.
-_VALUE = r"[^\s\"'`\\,;&<>:{}\[\]][^\s\"'`\\,;&<>]*"
+# backslash (the start of an escape in a raw JSON line), a separator or a
+# closing bracket (JSON's "token": null}), but through the \u escapes Go's JSON
+# encoder writes for <, > and &, and a non-ASCII letter in ASCII JSON (not an
+# escaped quote or backslash). A value never starts with what follows a JSON
+# string's closing quote (",:}]"): in a raw line, "token=" at the end of a
+# string must not take the JSON after it; nor does a flag's value.
+_VALUE_START = r"[^\s\"'`\\,;&<>:{}\[\]]"
+_VALUE = _VALUE_START + r"(?:[^\s\"'`\\,;&<>}\]]|\\+u(?!00(?:22|27|5[cC]))[0-9a-fA-F]{4})*"
 _KEYWORDS = (r"password|passwd|passphrase|secret(?:[_-]?key)?|token|api[_-]?key|apikey|access[_-]?key"
              r"|private[_-]?key|credentials?")
 # A quote, or an escaped one: inside a JSON string (\"), or inside JSON
@@ -52,7 +56,10 @@ _KEYWORDS = (r"password|passwd|passphrase|secret(?:[_-]?key)?|token|api[_-]?key|
 _QUOTE = r"(?:\\*[\"'])?"
 # Between a key and its value: =, :, => and their URL-encoded forms (%3D, %3A; folded to lower case).
 _ASSIGNS = r"(?:[:=]>?|%3d|%3a)"
+# Spaces and tabs around it, a tab also as JSON escapes it (\t), once or more.
+_GAP = r"(?:[ \t]|\\+t)*"
 _WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_HEX = frozenset("0123456789abcdefABCDEF")
 
 
 @dataclass(frozen=True)
@@ -156,11 +163,14 @@ def _fold(text: str) -> str:
 
 
 def _starts_word(text: str, index: int) -> bool:
-    """Not inside a longer word; a JSON escape before it (the ``\n`` of a
-    line break in a raw line) is no word."""
+    """Not inside a longer word; a JSON escape before it is no word: the
+    ``\n`` of a line break, escaped once or more (a tool's JSON output in a
+    raw line), or a ``\u003e`` as Go writes ``>``."""
     if index == 0 or text[index - 1] not in _WORD_CHARS:
         return True
-    return text[index - 1] in "nrt" and index >= 2 and _escaping(text, index - 2)
+    if text[index - 1] in "nrt" and index >= 2 and text[index - 2] == "\\":
+        return True
+    return index >= 6 and text[index - 6:index - 4] == "\\u" and all(c in _HEX for c in text[index - 4:index])
 
 
 # What names a secret in a shell or a template: $NAME, ${NAME}, ${NAME:-default},
@@ -169,11 +179,16 @@ def _starts_word(text: str, index: int) -> bool:
 _VARIABLE = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*(?:[:?+=-][^}]*)?\}?|\(.*)")
 
 
+# JSON's and YAML's words for no value: "api_key": null says the key is unset.
+_NO_VALUE = frozenset({"null", "none", "nil", "true", "false", "undefined"})
+
+
 def _placeholder(value: str) -> bool:
-    """``password=$DB_PASSWORD``, ``token: ****`` and our own replacement
-    name or hide a secret; they are not one. A value that merely begins
-    with "$" (``'$Up3r-S3cret'``) is one."""
-    return bool(_VARIABLE.fullmatch(value)) or set(value) <= {"*"} or value == REPLACEMENT
+    """``password=$DB_PASSWORD``, ``token: ****``, ``"api_key": null`` and
+    our own replacement name or hide a secret, or say there is none; they
+    are not one. A value that merely begins with "$" (``'$Up3r-S3cret'``) is one."""
+    return (bool(_VARIABLE.fullmatch(value)) or set(value) <= {"*"} or value == REPLACEMENT
+            or value.lower() in _NO_VALUE)
 
 
 def _word(value: str) -> bool:
@@ -212,7 +227,10 @@ class PrivateKeys:
     header: re.Pattern = re.compile(r"-----BEGIN (?P<label>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----")
     footer: re.Pattern = re.compile(r"-----END (?P<label>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----")
     quote: re.Pattern = re.compile('"')
-    material: re.Pattern = re.compile(r"(?:[A-Za-z0-9+/=\r\n \t:,-]+|\\[nrt])*")   # a run at a time: fast
+    # Base64 and what may stand between its lines: PGP's armor headers
+    # ("Version: GnuPG v2.0.22 (GNU/Linux)"), the line numbers of a file
+    # read by the CLI ("     2→"), line breaks and arrows escaped once or more.
+    material: re.Pattern = re.compile(r"(?:[A-Za-z0-9+/=\r\n \t:,.()\u2192-]+|\\+(?:[nrt]|u2192))*")   # fast
 
     def matches(self, text: str, folded: str):
         if self.hints and not any(hint in text for hint in self.hints):
@@ -260,14 +278,20 @@ SHAPES: tuple[Rule, ...] = (
     Rule("URL credentials", re.compile(r"[A-Za-z0-9]://[^\s:/@\"'\\]*:(?P<secret>[^\s/\"'\\]+)@"), "secret",
          hints=("://",)),
     # Proxy-Authorization too: "-" joins words, so "authorization" alone would not start one there.
+    # Also as CGI and WSGI name it (HTTP_AUTHORIZATION), as a debug page shows it.
     Rule("authorization header", re.compile(
-        r"(?:proxy-)?authorization" + _QUOTE + r"[ \t]*[:=][ \t]*" + _QUOTE
-        + r"(?:basic|bearer|token|digest|negotiate|ntlm)[ \t]+(?P<secret>[^\s\"'\\]{4,})"), "secret",
+        r"(?:http_)?(?:proxy[-_])?authorization" + _QUOTE + _GAP + r"[:=]" + _GAP + _QUOTE
+        + r"(?:basic|bearer|token|negotiate|ntlm)[ \t]+(?P<secret>[^\s\"'\\]{4,})"), "secret",
         keep=_placeholder, hints=("authorization",), fold_case=True, word_start=True),
+    # A Digest header's secret part: the response worked out from the
+    # password (its user name, realm and nonce are none).
+    Rule("digest response", re.compile(
+        r"digest[ \t]+[^\r\n]{0,2000}?[ \t,]response" + _QUOTE + r"[ \t]*=[ \t]*" + _QUOTE
+        + r"(?P<secret>[0-9a-f]{16,})"), "secret", hints=("digest",), fold_case=True, word_start=True),
     Rule("bearer token", re.compile(r"bearer[ \t]+(?P<secret>[a-z0-9._~+/=-]{8,})"), "secret",
          keep=_word, hints=("bearer",), fold_case=True, word_start=True),
     Rule("key=value pair", re.compile(
-        r"(?:" + _KEYWORDS + r")" + _QUOTE + r"[ \t]*" + _ASSIGNS + r"[ \t]*" + _QUOTE + r"(?P<secret>" + _VALUE + ")"),
+        r"(?:" + _KEYWORDS + r")" + _QUOTE + _GAP + _ASSIGNS + _GAP + _QUOTE + r"(?P<secret>" + _VALUE + ")"),
         "secret", keep=_placeholder, hints=("pass", "secret", "token", "key", "credential"), fold_case=True,
         overlapping=True),
     # Short names only as a variable's (upper case, the end of a longer name:
@@ -276,7 +300,7 @@ SHAPES: tuple[Rule, ...] = (
     # The one character before is looked behind at, so each try costs as
     # little on a long run of capitals as on anything else.
     Rule("_PASS variable", re.compile(
-        r"(?<=[A-Z0-9])_(?:PASS|PWD)" + _QUOTE + r"[ \t]*[:=][ \t]*" + _QUOTE + r"(?P<secret>" + _VALUE + ")"),
+        r"(?<=[A-Z0-9])_(?:PASS|PWD)" + _QUOTE + _GAP + r"[:=]" + _GAP + _QUOTE + r"(?P<secret>" + _VALUE + ")"),
         "secret", keep=_placeholder_path_or_count, hints=("_PASS", "_PWD")),
     Rule("pass query parameter", re.compile(r"[?&;](?:pass|pwd)=(?P<secret>[^\s\"'`\\&#;]+)"), "secret",
          keep=_placeholder, hints=("pass=", "pwd="), fold_case=True),
@@ -286,20 +310,26 @@ SHAPES: tuple[Rule, ...] = (
     # port, so the case counts), in the command of that client: not -p3 of
     # `journalctl -u mysql`, nor the port of `docker run --name mysql -p3306:3306`.
     CommandOption("mysql -p password", re.compile(r"(?:mysql|mariadb)[\w-]*"),
-                  re.compile(r"[ \t]-p" + _QUOTE + r"(?P<secret>[^\s\"'\\-][^\s\"'\\]*)"), hints=("mysql", "mariadb")),
+                  re.compile(r"[ \t]-p" + _QUOTE + r"(?P<secret>(?!-)" + _VALUE_START + r"[^\s\"'\\]*)"),
+                  hints=("mysql", "mariadb")),
     Rule("sshpass -p password", re.compile(
-        r"sshpass[ \t]+(?:-[a-zA-Z]+[ \t]+)*?-p[ \t]*" + _QUOTE + r"(?P<secret>[^\s\"'\\]+)"), "secret",
-        keep=_placeholder, hints=("sshpass",), word_start=True),
+        r"sshpass[ \t]+(?:-[a-zA-Z]+[ \t]+)*?-p[ \t]*" + _QUOTE + r"(?P<secret>" + _VALUE_START + r"[^\s\"'\\]*)"),
+        "secret", keep=_placeholder, hints=("sshpass",), word_start=True),
+    # -u last of a cluster of short options too (curl -sku user:pw).
     CommandOption("curl user:password", re.compile(r"curl"), re.compile(
-        r"[ \t](?:-u|--user)(?:[ \t]+|=)?[\"']?[^\s:\"'\\]*:(?P<secret>[^\s\"'\\]+)"), hints=("curl",)),
-    # The whole value: a session cookie is as good as a password.
+        r"[ \t](?:-[A-Za-z]*u|--user)(?:[ \t]+|=)?" + _QUOTE + r"[^\s:\"'\\]*:(?P<secret>[^\s\"'\\]+)"),
+        hints=("curl",)),
+    # The whole value: a session cookie is as good as a password. Also as
+    # CGI and WSGI name it (HTTP_COOKIE).
     Rule("cookie header", re.compile(
-        r"(?:set-)?cookie" + _QUOTE + r"[ \t]*:[ \t]*" + _QUOTE + r"(?P<secret>[^\s\"'\\][^\r\n\"'\\]*)"),
+        r"(?:http_)?(?:set-)?cookie" + _QUOTE + _GAP + r":" + _GAP + _QUOTE
+        + r"(?P<secret>" + _VALUE_START + r"[^\r\n\"'\\]*)"),
         "secret", keep=_placeholder, hints=("cookie",), fold_case=True, word_start=True),
     # Hints as narrow as the pattern allows: "key" for api-key, not "api",
     # which every status page's "GET /api/…" holds.
     Rule("--password value", re.compile(
-        r"--?[\w-]*?(?:password|passwd|passphrase|token|secret|api-?key)[ \t]+(?P<secret>[^\s\"'\\-][^\s\"'\\]*)"),
+        r"--?[\w-]*?(?:password|passwd|passphrase|token|secret|api[-_]?key)[ \t]+" + _QUOTE
+        + r"(?P<secret>(?!-)" + _VALUE_START + r"[^\s\"'\\]*)"),
         "secret", keep=_placeholder, hints=("pass", "token", "secret", "key"), fold_case=True,
         word_start=True, overlapping=True),
     Rule("API token", re.compile(

@@ -274,7 +274,8 @@ def test_private_keys_are_found_where_the_two_patterns_they_replaced_found_them(
     block = re.compile(r"-----BEGIN (?P<label>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----"
                        rf"[^\"]{{0,{reach}}}?-----END (?P=label)-----")
     cut_short = re.compile(r"-----BEGIN (?P<label>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----"
-                           rf"(?![^\"]{{0,{reach}}}?-----END (?P=label)-----)(?:[A-Za-z0-9+/=\r\n \t:,-]|\\[nrt])*")
+                           rf"(?![^\"]{{0,{reach}}}?-----END (?P=label)-----)"
+                           r"(?:[A-Za-z0-9+/=\r\n \t:,.()\u2192-]|\\+(?:[nrt]|u2192))*")
     text = "".join(pieces)
     expected = _merged(_pattern_spans(block, text) + _pattern_spans(cut_short, text))
     assert _merged(list(PrivateKeys(reach=reach).matches(text, text))) == expected, text

@@ -61,7 +61,7 @@ CAUGHT = [
     ("mysqld --rootpassword Hunter2xyz && ngrok --authtoken 2abcDEF345ghi",
      f"mysqld --rootpassword {R} && ngrok --authtoken {R}"),
     ("DB_PASSWORD='$Up3r-S3cret' and API_TOKEN=${TOKEN:-d3fault-t0ken}",
-     f"DB_PASSWORD='{R}' and API_TOKEN=${{TOKEN:{R}"),   # a default given in the text may be the secret
+     f"DB_PASSWORD='{R}' and API_TOKEN=${{TOKEN:{R}}}"),   # a default given in the text may be the secret
     # JSON kept in a JSON string (a Kubernetes last-applied-configuration annotation).
     ('annotation: "{\\"password\\": \\"KubeSecretPw42\\"}"', f'annotation: "{{\\"password\\": \\"{R}\\"}}"'),
     ("DB_PASS='s3cret!' MYSQL_ROOT_PWD: x9y8z7 REDIS_PASS=\"q1w2\"", f"DB_PASS='{R}' MYSQL_ROOT_PWD: {R} REDIS_PASS=\"{R}\""),
@@ -86,6 +86,28 @@ CAUGHT = [
     ("postgres://admin:p4ss@db.example.com:5432/app", f"postgres://admin:{R}@db.example.com:5432/app"),
     ("redis://:p@ss:w0rd@cache:6379/0", f"redis://:{R}@cache:6379/0"),
     ("https://deploy:ghp_tok@github.com/o/r.git", f"https://deploy:{R}@github.com/o/r.git"),
+    # Quoted, and as a tool call's input holds it: JSON-escaped quotes and tabs.
+    ('docker login -u ci --password "Hunt3rQuoted1" x; gh auth login --token \'abcd1234efgh\'',
+     f'docker login -u ci --password "{R}" x; gh auth login --token \'{R}\''),
+    ('{"command": "curl -u \\"admin:Hunt3rCurl2\\" x; curl --user=\\"admin:pw3\\" y"}',
+     f'{{"command": "curl -u \\"admin:{R}\\" x; curl --user=\\"admin:{R}\\" y"}}'),
+    ("curl -sku admin:Hunt3rPass https://x", f"curl -sku admin:{R} https://x"),
+    ('{"content": "[db]\\npassword:\\tHunt3rTab4\\n"}', f'{{"content": "[db]\\npassword:\\t{R}\\n"}}'),
+    ("tool --api_key X1234567", f"tool --api_key {R}"),
+    # As CGI and WSGI name the headers (a debug page, request.META).
+    ("{'HTTP_AUTHORIZATION': 'Basic SHVudDNyLWh0dHA2Zm9v', 'HTTP_COOKIE': 'sessionid=abc123def456'}",
+     f"{{'HTTP_AUTHORIZATION': 'Basic {R}', 'HTTP_COOKIE': '{R}'}}"),
+    ('Authorization: Digest username="bob", nonce="abc", uri="/", response="6629fae49393a05397450978507c4ef1"',
+     f'Authorization: Digest username="bob", nonce="abc", uri="/", response="{R}"'),
+    # Go's JSON encoder writes <, > and & as \u escapes, and ASCII JSON a non-ASCII letter.
+    ('"DB_PASSWORD=ab\\u003cHunt3rLtGt3\\u003e", "password": "p\\u00e4ssw0rd"', f'"DB_PASSWORD={R}", "password": "{R}"'),
+    ("<data>\\u003eAKIAIOSFODNN7EXAMPLE\\u003c/data>", f"<data>\\u003e{R}\\u003c/data>"),
+    # A token after a line break escaped twice: a tool's JSON output in a raw line.
+    ('"{\\"note\\": \\"rotated\\\\nghp_' + "a1B2" * 9 + '\\"}"', f'"{{\\"note\\": \\"rotated\\\\n{R}\\"}}"'),
+    # A key cut short, through PGP's armor headers and the line numbers of a file the CLI read.
+    ("-----BEGIN PGP PRIVATE KEY BLOCK-----\nVersion: GnuPG v2.0.22 (GNU/Linux)\n\nlQOYBFabcsecret\n", R),
+    ("     1\u2192-----BEGIN OPENSSH PRIVATE KEY-----\n     2\u2192b3BlbnNzaC1rZXk\n     3\u2192c2VjcmV0\n",
+     f"     1\u2192{R}"),
 ]
 
 # Near misses: each looks a little like a secret and must stay as it is.
@@ -119,6 +141,11 @@ LEFT_ALONE = [
     "docker run -u 1000:1000 img && sudo -u postgres:postgres psql",
     "sshpass -f /etc/pw ssh host && sshpass -e ssh host",
     "cookie-jar: /tmp/c.txt and curl --cookie-jar /tmp/c x",
+    # No value: null says the key is unset.
+    '{"api_key": null, "password": false, "secret": true}',
+    # A string's end is no value: the JSON after it stays (a raw line stays valid).
+    '{"command": "mysql -h db -u root -p", "description": "asks"}',
+    '{"command": "grep -i set-cookie:", "text": "The login page sends no Set-Cookie:"}',
 ]
 
 
@@ -273,10 +300,10 @@ def test_bytes_that_are_not_utf8_pass_through():
 def test_secret_environment_values_by_name_and_pattern():
     environ = {"ANTHROPIC_API_KEY": "sk-ant-key-value-1", "GITHUB_TOKEN": "gh-token-value", "db_password": "pw-value-long",
                "HOME": "/home/operator", "LANG": "C.UTF-8", "SHORT_TOKEN": "abc", "MYSQL_ROOT_PASS": "root-pass-value",
-               "CACHE_BYPASS": "yes-please"}
+               "CACHE_BYPASS": "yes-please", "PGPASSWORD": "pg-password-1", "BORG_PASSPHRASE": "borg-phrase-1"}
     patterns = load_settings(environ={})["CLAUDEOPS_REDACT_ENV"]
-    assert sorted(secret_env_values(patterns, environ)) == ["abc", "gh-token-value", "pw-value-long", "root-pass-value",
-                                                            "sk-ant-key-value-1"]
+    assert sorted(secret_env_values(patterns, environ)) == ["abc", "borg-phrase-1", "gh-token-value", "pg-password-1",
+                                                            "pw-value-long", "root-pass-value", "sk-ant-key-value-1"]
     assert secret_env_values(["HOME"], environ) == ["/home/operator"]
     redactor = build({"CLAUDEOPS_REDACT_ENV": patterns}, (), environ)
     assert redactor.redact("abc gh-token-value /home/operator") == f"abc {R} /home/operator"
@@ -356,6 +383,25 @@ def test_a_key_block_arriving_line_by_line_is_held_until_it_ends():
     log.write(b"\nafter\n")
     log.close()
     assert bytes(sink.data) == f"before\n{R}\nafter\n".encode()
+
+
+@pytest.mark.parametrize("named, value", [("password=", "Hunt3rCutLeak"), ("Authorization: Basic ", "SHVudDNyLWh0dHA2"),
+                                          ("mysql -u root -p", "Hunt3rCutLeak")])
+def test_a_long_line_cut_between_a_value_and_what_names_it_is_redacted(monkeypatch, named, value):
+    monkeypatch.setattr(runlog, "HOLD_CHARS", 200)
+    monkeypatch.setattr(runlog, "OVERLAP_CHARS", 60)
+    redactor = Redactor()
+    for at in range(len(named) + 1):   # the cut at each character of the name, and just after it
+        data = "x" * 250 + " " + named + value + " " + "y" * (60 + at - len(named) - len(value) - 1)
+        assert len(data) - 60 == 251 + at
+        sink = Sink()
+        log = RedactedLog(sink, redactor)
+        log.write(data.encode())
+        assert bytes(log.pending).decode() == (named + value)[at:] + data[251 + len(named) + len(value):]   # cut there
+        log.write(b" and more\n")
+        log.close()
+        assert bytes(sink.data).decode() == redactor.redact(data + " and more\n"), at
+        assert value not in bytes(sink.data).decode()
 
 
 def test_a_line_longer_than_the_hold_is_written_in_pieces_never_splitting_a_secret(monkeypatch):

@@ -7,7 +7,10 @@ running through (a private key block whose end has not arrived). A line
 longer than ``HOLD_CHARS`` is written in pieces, each cut before the last
 ``OVERLAP_CHARS`` and never inside a match, so a secret is never split
 between two pieces; only a single match longer than ``HOLD_CHARS`` (no real
-credential is) could be.
+credential is) could be. A cut may fall between a value and what names it
+(``passw|ord=…``, ``mysql … | -p…``), so the next piece is searched with
+the end of the written one before it, ``CONTEXT_CHARS``, which is not
+written again.
 """
 from __future__ import annotations
 
@@ -19,6 +22,9 @@ from app.redaction import Redactor, replace_spans
 HOLD_CHARS = 1024 * 1024
 OVERLAP_CHARS = 64 * 1024
 COPY_CHUNK = 64 * 1024
+# More than any credential shape reaches back from its value to what names
+# it (a client's name before its password flag: 400 characters).
+CONTEXT_CHARS = 4096
 
 
 class RedactedLog:
@@ -28,6 +34,8 @@ class RedactedLog:
         self.file = file
         self.redactor = redactor
         self.pending = bytearray()
+        # The end of a line written in part: what the rest of it is searched with.
+        self.context = ""
 
     def write(self, data: bytes) -> None:
         self.pending += data
@@ -40,13 +48,15 @@ class RedactedLog:
     def close(self) -> None:
         """The last line, ended or not (the CLI has exited)."""
         if self.pending:
-            self.file.write(self.redactor.redact_bytes(bytes(self.pending)))
+            text = self.pending.decode("utf-8", "surrogateescape")
+            self.file.write(replace_spans(text, self._spans(text)).encode("utf-8", "surrogateescape"))
             self.pending.clear()
+            self.context = ""
         self.file.flush()
 
     def _write_settled(self) -> None:
         text = self.pending.decode("utf-8", "surrogateescape")
-        spans = self.redactor.spans(text)
+        spans = self._spans(text)
         cut = text.rfind("\n") + 1
         if len(text) - cut > HOLD_CHARS:
             cut = len(text) - OVERLAP_CHARS
@@ -61,6 +71,16 @@ class RedactedLog:
         self.file.write(replace_spans(text[:cut], [(s, min(e, cut)) for s, e in spans if s < cut])
                         .encode("utf-8", "surrogateescape"))
         self.pending = bytearray(text[cut:].encode("utf-8", "surrogateescape"))
+        written = self.context + text[:cut]
+        self.context = "" if written.endswith("\n") else written[written.rfind("\n") + 1:][-CONTEXT_CHARS:]
+
+    def _spans(self, text: str) -> list[tuple[int, int]]:
+        """The secrets in ``text``, searched with the context before it."""
+        if not self.context:
+            return self.redactor.spans(text)
+        offset = len(self.context)
+        return [(max(start - offset, 0), end - offset)
+                for start, end in self.redactor.spans(self.context + text) if end > offset]
 
 
 def open_private(path: os.PathLike) -> BinaryIO:
