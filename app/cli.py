@@ -374,7 +374,7 @@ def _listen_host(ctx, param, value: str) -> str:
 @with_appcontext
 def serve(host: str, port: int, workers: int):
     """Apply migrations, then serve the dashboard and API with gunicorn and run
-    the scheduler. Stops cleanly on SIGTERM or Ctrl-C."""
+    the scheduler. Stops cleanly on SIGTERM, Ctrl-C or a closed terminal (SIGHUP)."""
     from app.serve import MigrationError, StateDirError, serve as run_service
     from app.sessions.runner_lock import RunnerLockError
     try:
@@ -433,9 +433,11 @@ def run_once(tier: int, prompt: str | None):
         raise click.ClickException(f"{exc}, or use Run now in its dashboard") from None
     except RunnerLockError as exc:   # the database's lock, when the database cannot be reached
         raise click.ClickException(str(exc)) from None
-    # Ctrl-C or SIGTERM ends the session as stopped, with its group, instead of leaving it running.
+    # Ctrl-C, SIGTERM or a closed terminal ends the session as stopped, with
+    # its group, instead of leaving it running.
+    from app.serve import STOP_SIGNALS
     shutdown = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in STOP_SIGNALS:
         signal.signal(sig, lambda signum, _frame: shutdown.set())
     try:
         try:
@@ -458,9 +460,10 @@ def _run_chain(tier: int, prompt: str | None, shutdown: threading.Event):
     """Run a session, then its escalations one after another, here rather
     than leaving them queued for a scheduler that may start much later (and
     then run a stale tier 2 or 3 first); the last session of the chain."""
+    from app.models import CLI_TRIGGER
     from app.sessions import control, escalation
     from app.sessions.manager import run_session
-    session = control.claim(control.enqueue(tier=tier, prompt=prompt, trigger="cli").id)
+    session = control.claim(control.enqueue(tier=tier, prompt=prompt, trigger=CLI_TRIGGER).id)
     while True:
         session = run_session(session, shutdown)
         _echo_outcome(session)

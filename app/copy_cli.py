@@ -92,6 +92,7 @@ def copy_to_command(target_url: str):
                 db.engine.dispose()
         # Run as root (sudo), what it made is the service's user's, as restore leaves it.
         leave_to_the_owner_of_their_directory([*lock.files, *_files_of(target)])
+    _check_folded_in(target, shown, copied)
     click.echo(f"Copied {copied.rows:,} rows in {len(copied.tables)} tables to {shown}.")
     if copied.changed.count:
         click.echo(f"NUL characters, which no database of this version holds, were replaced with U+FFFD (as the "
@@ -193,6 +194,22 @@ def _commit_lost(target_app: Flask, shown: str, exc: SQLAlchemyError) -> None:
         raise click.ClickException(f"cannot copy to {shown}: the commit failed ({reason})\nNothing was copied: "
                                    "a copy that fails leaves the target without a row.")
     click.echo(f"The connection was lost as the copy was committed ({reason}), but the server had committed it.")
+
+
+def _check_folded_in(target: URL, shown: str, copied) -> None:
+    """A SQLite target is one file once its last connection closes, which
+    writes the write-ahead log into it; one that could not (a full disk,
+    another process that has it open) holds the copy in the two together,
+    and the file moved alone would lack nearly every row."""
+    if target.get_backend_name() != "sqlite":
+        return
+    path, wal, _ = _files_of(target)
+    if wal.exists() and wal.stat().st_size:
+        raise click.ClickException(
+            f"Copied {copied.rows:,} rows to {shown}, but SQLite could not write them from {wal.name} into "
+            f"{path.name} (a full disk, or another process has it open): the copy is the two files together. "
+            f"Keep them together, or free the space, end what has it open, and run "
+            f"sqlite3 {path} 'PRAGMA wal_checkpoint(TRUNCATE)' until {wal.name} is empty.")
 
 
 def _target_app(target: URL) -> Flask:

@@ -18,7 +18,9 @@ INTERRUPTED = "interrupted"
 STATUSES = (QUEUED, RUNNING, COMPLETED, FAILED, STOPPED, TIMED_OUT, INTERRUPTED)
 FINISHED_STATUSES = frozenset({COMPLETED, FAILED, STOPPED, TIMED_OUT, INTERRUPTED})
 
-TRIGGERS = ("schedule", "dashboard", "api", "cli", "escalation")
+# A session `claudeops run` began: it runs that chain itself, in the foreground.
+CLI_TRIGGER = "cli"
+TRIGGERS = ("schedule", "dashboard", "api", CLI_TRIGGER, "escalation")
 
 
 class Session(db.Model):

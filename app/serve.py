@@ -3,8 +3,9 @@ and the one scheduler in this process.
 
 gunicorn runs as a child process with as many workers as asked; the
 scheduler lives here, outside the workers, so there is exactly one however
-many workers serve the dashboard. SIGTERM or SIGINT stops the scheduler
-first (a running session is ended and recorded as stopped), then gunicorn.
+many workers serve the dashboard. SIGTERM, SIGINT or SIGHUP stops the
+scheduler first (a running session is ended and recorded as stopped), then
+gunicorn.
 """
 from __future__ import annotations
 
@@ -35,6 +36,10 @@ from app.sessions.prompts import TIER_PROMPT_FILES
 from app.sessions.scheduler import SessionScheduler
 
 log = logging.getLogger(__name__)
+# What ends the service cleanly: systemd's stop, Ctrl-C, and the terminal or
+# SSH connection it was started from closing, which would otherwise kill it
+# outright and leave a running session to be marked interrupted.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 GUNICORN_STOP_SECONDS = 30
 # Ends gunicorn if this process is killed outright (see the file).
@@ -230,7 +235,7 @@ def serve(app: Flask, host: str, port: int, workers: int) -> int:
     say_what_the_config_page_holds_over(app)
     env = worker_environment(app)
     stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig in STOP_SIGNALS:
         signal.signal(sig, lambda signum, _frame: stop.set())
 
     # The gunicorn master ends with this process (app/gunicorn_conf.py).
@@ -293,7 +298,7 @@ def run_scheduler(app: Flask) -> int:
     warn_of_what_sessions_lack(app)
     say_what_the_config_page_holds_over(app)
     stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig in STOP_SIGNALS:
         signal.signal(sig, lambda signum, _frame: stop.set())
     scheduler.start()
     exit_code = 0

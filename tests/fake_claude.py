@@ -15,6 +15,8 @@ from the shapes in tests/fixtures/) and follows a script named by
     {"exit": code}
     {"trap_signals": true}   from here on end on SIGTERM, SIGINT and SIGHUP as
                              the real CLI does: exit 143, 0 and 129
+    {"ignore_sigterm": true} from here on ignore SIGTERM, as a CLI stuck in a
+                             tool call may (only SIGKILL ends it)
 
 It reads its arguments as the real CLI does (a commander program): an
 option it does not know, a prompt that begins with "-" among them, is
@@ -134,6 +136,8 @@ def play(steps: list) -> int:
         elif "exit" in step:
             out.flush()
             return step["exit"]
+        elif "ignore_sigterm" in step:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
         elif "trap_signals" in step:
             for signum, code in REAL_CLI_SIGNAL_EXITS.items():
                 signal.signal(signum, lambda _signum, _frame, code=code: os._exit(code))

@@ -128,14 +128,16 @@ def test_run_exits_one_with_the_reason_when_the_session_fails(tmp_path, fake_cli
     assert result.stdout.startswith("session #1: failed (the Claude CLI exited with status 2")
 
 
-def test_sigterm_stops_the_foreground_session(tmp_path, fake_cli):
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_sigterm_stops_the_foreground_session(tmp_path, fake_cli, stop_signal):
+    """SIGHUP: the terminal or SSH connection it ran in closed."""
     started = fake_cli(sl.steps(sl.init(), sl.text("working")) + [{"sleep": 60}])
     process = subprocess.Popen([str(CLAUDEOPS), "run"], env=claudeops_env(tmp_path), stdout=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while not started.exists():   # the fake CLI writes its argv when it starts
         assert time.monotonic() < deadline and process.poll() is None, "the CLI never started"
         time.sleep(0.1)
-    process.send_signal(signal.SIGTERM)
+    process.send_signal(stop_signal)
     output, _ = process.communicate(timeout=20)
     assert process.returncode == 1
     assert output.startswith("session #1: stopped (the service shut down during the session)")

@@ -13,7 +13,7 @@ import flask_migrate
 import pytest
 from sqlalchemy import delete, select, update
 
-from app import create_app, database_copy, runtime
+from app import copy_cli, create_app, database_copy, runtime
 from app.cli import main
 from app.database_copy import CopyError, tables_with_rows
 from app.extensions import db
@@ -137,6 +137,34 @@ def test_a_copy_goes_back_from_the_suites_database_to_a_sqlite_file(tmp_path, ap
     assert rows_of(app_on(tmp_path, f"sqlite:///{target}")) == rows_of(app)
 
 
+def test_a_sqlite_copy_not_yet_in_its_file_alone_says_so(tmp_path, fake_cli, run_session_now, monkeypatch):
+    """Another process has the new file open (or the disk is full): SQLite
+    cannot write its write-ahead log into it, and the file moved alone
+    would lack the rows."""
+    source = sqlite_source(tmp_path)
+    fill(source, fake_cli, run_session_now)
+    target = tmp_path / "target.db"
+    copy = database_copy.copy_database
+    readers = []
+
+    def copied_while_another_process_reads(*args, **kwargs):
+        copied = copy(*args, **kwargs)
+        reader = sqlite3.connect(target)
+        reader.execute("SELECT count(*) FROM sessions").fetchone()   # it has the file open, in WAL mode
+        readers.append(reader)
+        return copied
+    monkeypatch.setattr(copy_cli, "copy_database", copied_while_another_process_reads)
+    try:
+        result = invoke(source, "copy-to", f"sqlite:///{target}")
+    finally:
+        for reader in readers:
+            reader.close()
+    assert result.exit_code == 1, result.output
+    assert "but SQLite could not write them from target.db-wal into target.db" in result.output
+    assert "the copy is the two files together" in result.output
+    assert "PRAGMA wal_checkpoint(TRUNCATE)" in result.output
+
+
 def test_a_copy_made_on_a_host_without_run_logs_says_they_are_where_the_sessions_ran(tmp_path, fake_cli,
                                                                                 run_session_now):
     """A dashboard's host (its own state directory, the one database): the run
@@ -174,7 +202,9 @@ def test_a_migrated_target_without_rows_is_new_enough(tmp_path, fake_cli, run_se
     source = sqlite_source(tmp_path)
     fill(source, fake_cli, run_session_now)
     target_url = new_database(tmp_path)
-    app_on(tmp_path, target_url)
+    started_once = app_on(tmp_path, target_url)
+    with started_once.app_context():
+        db.engine.dispose()   # and stopped: it has the file open no more
     result = invoke(source, "copy-to", target_url)
     assert result.exit_code == 0, result.output
     assert rows_of(app_on(tmp_path, target_url)) == rows_of(source)

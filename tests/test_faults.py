@@ -46,8 +46,8 @@ from tests import streamlines as sl
 from tests.conftest import FAKE_CLAUDE, make_app
 from tests.support.database import (database_url, on_postgres, restart_server, restartable, server_answers,
                                      sqlite_only)
-from tests.support.faults import (SchedulerProcess, assert_group_ends, bind_read_only, connect, integrity,
-                                  mount_tmpfs, read_pid, read_pid_and_group, unmount, wait_for)
+from tests.support.faults import (SchedulerProcess, assert_group_ends, bind_read_only, connect, group_alive,
+                                  integrity, mount_tmpfs, read_pid, read_pid_and_group, unmount, wait_for)
 from tests.support.service import Service
 
 
@@ -290,6 +290,33 @@ def test_scheduler_killed_mid_session_ends_the_cli_group_and_recovers_on_restart
     assert second.terminate() == 0
     if not on_postgres():   # the SQLite file checks itself; a server keeps its own pages whole
         assert integrity(db_path(app)) == "ok"
+
+
+@pytest.mark.slow
+def test_a_scheduler_started_at_once_after_a_kill_waits_for_the_cli_it_left_ending(app, scheduler_process):
+    """The killed runner's CLI ignores SIGTERM: its guard kills it only after
+    its grace. The next session must not run beside it."""
+    scheduler_process.script(sl.steps(sl.init(), sl.text("[EVENT:info:web] stuck")) + [{"ignore_sigterm": True},
+                                                                                      {"sleep": 120}])
+    first = scheduler_process()
+    killed_id = control.enqueue(trigger="api").id
+    next_id = control.enqueue(trigger="api").id
+    _, pgid = read_pid_and_group(scheduler_process.cli_pid_file)
+    wait_for(lambda: events_of(killed_id), what="the marker recorded")
+    scheduler_process.cli_pid_file.unlink()
+    scheduler_process.script(sl.steps(sl.init(), sl.text("[EVENT:info:web] next"), sl.result()))
+    first.kill()
+    second = scheduler_process()   # at once
+    deadline = time.monotonic() + 30
+    while group_alive(pgid):
+        assert not scheduler_process.cli_pid_file.exists(), "the next session's CLI started beside the old one"
+        assert time.monotonic() < deadline, "the old group never ended"
+        time.sleep(0.05)
+    wait_for(lambda: session_status(next_id).finished, timeout=30, what="the next session finished")
+    assert session_status(next_id).status == "completed", session_status(next_id).status_reason
+    assert session_status(killed_id).status == "interrupted"
+    assert "of a session whose runner died to end before running anything" in second.log()
+    assert second.terminate() == 0
 
 
 @pytest.mark.slow

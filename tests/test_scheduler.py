@@ -109,6 +109,15 @@ def test_a_scheduled_session_the_service_stopped_under_counts_from_when_it_was_q
     assert_due_at(instance, crashed.created_at + timedelta(seconds=3600))
 
 
+def test_a_session_recorded_by_a_clock_that_was_ahead_counts_from_now(app, fake_cli, scheduler, caplog):
+    """Else the schedule would wait, silent, until the clock caught up."""
+    fake_cli(session_script(0))
+    add_scheduled_session("completed", ago=-86400)   # a day ahead
+    instance = scheduler(interval=3600)
+    assert_due_at(instance, utcnow() + timedelta(seconds=3600))
+    assert "the interval counts from now" in caplog.text
+
+
 def test_a_run_longer_than_the_interval_does_not_pile_up(app, fake_cli, scheduler):
     fake_cli(session_script(3))
     scheduler(interval=1)
@@ -352,6 +361,26 @@ def test_once_the_schedule_has_fired_its_time_is_no_longer_published_as_the_next
         assert "a scheduled session is under way" in client.get("/").get_data(as_text=True)
     finally:
         instance._aps.shutdown(wait=False)
+
+
+def test_a_shutdown_the_database_refuses_still_gives_the_lock_back_and_says_what_is_left(app, monkeypatch, caplog):
+    """Another writer holds SQLite's lock past the busy timeout: the
+    shutdown logs what it could not record, and ends."""
+    instance = SessionScheduler(app)
+    instance.start()
+    locked = OperationalError("UPDATE", {}, sqlite3.OperationalError("database is locked"))
+    instance._unfinished[7] = ("the session could not be finished: the database is locked", utcnow())
+    monkeypatch.setattr(control, "fail_running", lambda *args: (_ for _ in ()).throw(locked))
+    monkeypatch.setattr(instance, "_publish", lambda next_run, alive=True: (_ for _ in ()).throw(locked))
+    with caplog.at_level(logging.WARNING):
+        instance.shutdown()
+    assert instance._stopped.is_set()
+    again = SessionScheduler(app)
+    again.start()   # the lock was given back
+    again.shutdown()
+    assert "session 7 is left recorded as running (the session could not be finished" in caplog.text
+    assert "the next start marks it interrupted" in caplog.text
+    assert "could not record that the scheduler stopped (the database is locked" in caplog.text
 
 
 def test_a_heartbeat_the_database_refuses_is_one_line_in_the_log_and_the_next_tries_again(app, monkeypatch, caplog):

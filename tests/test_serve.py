@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -90,6 +91,25 @@ def test_sigterm_during_a_session_records_it_as_stopped_and_exits_cleanly(servic
         assert "service shut down" in session["status_reason"]
         events = svc2.get("/api/v1/events")[1]["events"]
         assert [(e["message"], e["session_id"]) for e in events] == [("up", session_id)]   # kept
+    finally:
+        assert svc2.terminate() == 0
+
+
+def test_sighup_to_the_services_group_stops_it_as_sigterm_does(service, tmp_path):
+    """The terminal or SSH connection it was started from closed: every
+    process of its group gets SIGHUP, gunicorn's master included."""
+    svc = service(session_seconds=60, workers=1)
+    session_id = svc.post("/api/v1/sessions/trigger", {})[1]["id"]
+    wait_for(lambda: svc.get("/api/v1/events")[1]["total"] == 1, timeout=15)
+    _, cli_group = read_pid_and_group(svc.cli_pid_file)
+    os.killpg(svc.process.pid, signal.SIGHUP)
+    assert svc.process.wait(40) == 0
+    assert not svc.group_alive(), "gunicorn outlived the service"
+    assert_group_ends(cli_group, within=1)
+    svc2 = Service(tmp_path / "state", {"CLAUDEOPS_INTERVAL": "0"}, workers=1).start()
+    try:
+        session = svc2.get(f"/api/v1/sessions/{session_id}")[1]
+        assert (session["status"], session["status_reason"]) == ("stopped", "the service shut down during the session")
     finally:
         assert svc2.terminate() == 0
 

@@ -16,8 +16,8 @@ from sqlalchemy import and_, case, func, or_, select, update
 from app import process_identity
 from app.config import TIERS
 from app.extensions import db
-from app.models import (FAILED, FINISHED_STATUSES, INTERRUPTED, QUEUED, RUNNING, STOPPED, TRIGGERS, SchedulerState,
-                        Session)
+from app.models import (CLI_TRIGGER, FAILED, FINISHED_STATUSES, INTERRUPTED, QUEUED, RUNNING, STOPPED, TRIGGERS,
+                        SchedulerState, Session)
 from app.portable_text import is_unicode
 from app.redaction import redactor
 from app.timeutil import utcnow
@@ -192,6 +192,10 @@ def request_stop(session_id: int) -> Session:
         raise ControlError(f"session {session_id} not found", 404)
     if session.status in FINISHED_STATUSES:
         raise ControlError(f"session {session_id} has already ended ({session.status})", 409)
+    if session.status == RUNNING and _runner_ended(session):
+        raise ControlError(f"session {session_id} is no longer running: the scheduler that ran it has ended (its "
+                           "process is gone, and its CLI with it); it is marked interrupted when the service "
+                           "starts again", 409)
     changed = stop_queued(session_id, "stopped by the operator before it started")
     if not changed:
         changed = db.session.execute(update(Session).where(Session.id == session_id, Session.status == RUNNING)
@@ -201,6 +205,15 @@ def request_stop(session_id: int) -> Session:
     if not changed:   # it ended between the read above and the updates: too late to stop
         raise ControlError(f"session {session_id} has already ended ({session.status})", 409)
     return session
+
+
+def _runner_ended(session: Session) -> bool:
+    """Whether the process running ``session`` is known to have ended: the
+    scheduler, for every chain but one a `claudeops run` began (which runs
+    it itself, and publishes no heartbeat). A stop asked of it would wait in
+    the database for a poll that never comes."""
+    from app.sessions.escalation import root   # escalation uses this module
+    return root(session).trigger != CLI_TRIGGER and scheduler_ended(db.session.get(SchedulerState, 1))
 
 
 def stop_queued(session_id: int, reason: str) -> bool:

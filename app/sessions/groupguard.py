@@ -29,9 +29,15 @@ SPAWN_FAILED = 127
 SPAWN_ERROR_PREFIX = "claudeops-groupguard: could not start "
 POLL_SECONDS = 0.1
 KILL_GRACE_SECONDS = 5.0
+# Given first, whose database the session is recorded in: only there to be
+# seen in /proc by the process that takes that database over after a crash
+# (app/sessions/leftover_groups.py).
+OWNER_OPTION = "--owner="
 
 
 def main(argv: list[str]) -> int:
+    if argv and argv[0].startswith(OWNER_OPTION):
+        argv = argv[1:]
     if not argv:
         sys.stderr.write(f"{SPAWN_ERROR_PREFIX}the CLI: no command given\n")
         return SPAWN_FAILED

@@ -31,6 +31,7 @@ from app.redaction import WITHHELD_ENV, WithheldValues, redactor
 from app.runtime import setting
 from app.sessions import control, escalation
 from app.sessions.activity import StreamHandler
+from app.sessions.leftover_groups import owner_of
 from app.sessions.marker_tags import tags_by_plugin
 from app.sessions.prompts import PromptError, system_prompt, tier_prompt
 from app.sessions.results_dir import results_dir_id
@@ -172,7 +173,8 @@ def _run_session(session: Session, session_id: int, shutdown: Optional[threading
                                          cli_settings, mcp_config),
                          env=child_env(session), cwd=workdir, log_path=Path(session.log_path),
                          timeout_seconds=config["CLAUDEOPS_SESSION_TIMEOUT"],
-                         max_line_bytes=config["CLAUDEOPS_MAX_LINE_BYTES"], redactor=redactor())
+                         max_line_bytes=config["CLAUDEOPS_MAX_LINE_BYTES"], redactor=redactor(),
+                         owner=owner_of(db.engine.url))
     handler = StreamHandler(session, run, shutdown, marker_tags)
     try:
         outcome = run_process(command, handler.handle_line,

@@ -26,12 +26,12 @@ import logging
 from sqlalchemy import select
 
 from app.extensions import db
-from app.models import QUEUED, Session
+from app.models import CLI_TRIGGER, QUEUED, Session
 from app.sessions import control, escalation
+from app.sessions.leftover_groups import owner_of, wait_for_leftover_groups
 
 log = logging.getLogger(__name__)
 
-CLI_TRIGGER = "cli"
 ABANDONED_REASON = "not run: the `claudeops run` that queued it stopped before starting it"
 
 
@@ -40,6 +40,8 @@ def recover() -> None:
     interrupted = control.mark_interrupted()
     if interrupted:
         log.warning("marked %d session(s) left running by an earlier crash as interrupted", interrupted)
+    # Its CLI may still be given its grace by its guard: never two at once.
+    wait_for_leftover_groups(owner_of(db.engine.url))
     for session in abandoned_by_cli():
         end_abandoned(session)
 

@@ -61,6 +61,9 @@ class CLICommand:
     timeout_seconds: float
     max_line_bytes: int
     redactor: Redactor = field(default_factory=Redactor)
+    # The fingerprint of the database the session is recorded in, shown in
+    # its guard's command line (app/sessions/leftover_groups.py).
+    owner: str = ""
 
 
 class LineSplitter:
@@ -163,7 +166,8 @@ def _run(command, on_line, should_stop, on_oversized, run_log, stderr_file, outc
     try:
         # The guard's stdin is its lifeline: a pipe only this process holds.
         proc = subprocess.Popen(
-            GUARD_ARGV + command.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr_file,
+            GUARD_ARGV + ([groupguard.OWNER_OPTION + command.owner] if command.owner else []) + command.argv,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr_file,
             cwd=command.cwd, env=command.env, start_new_session=True,
         )
     except OSError as exc:

@@ -44,7 +44,7 @@ from app.runtime import setting
 from app.sessions import control, escalation, recovery
 from app.sessions.manager import run_session
 from app.sessions.runner_lock import RunnerLock, SchedulerAlreadyRunning  # noqa: F401  (start raises it)
-from app.timeutil import utcnow
+from app.timeutil import isoformat, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ class SessionScheduler:
         self.hold_runner_lock()
         with self.app.app_context():
             recovery.recover()   # before the worker claims anything
-            self._last_fired, self._last_ended = control.last_queued_and_ended(SCHEDULE_TRIGGER)
+            self._last_fired, self._last_ended = map(_not_after_now, control.last_queued_and_ended(SCHEDULE_TRIGGER))
             interval = self._interval()
             if db.session.get(SchedulerState, 1) is None:   # before any thread can race to create it
                 db.session.add(SchedulerState(id=1))
@@ -135,12 +135,32 @@ class SessionScheduler:
             self._aps.shutdown(wait=False)
         if self._worker.is_alive():
             self._worker.join(timeout)
-        if not self._lock_lost:   # else the state is the new holder's to publish
-            with self.app.app_context():
+        try:
+            self._record_last_words()
+        finally:
+            self._lock.release()
+            self._stopped.set()
+
+    def _record_last_words(self) -> None:
+        """Once more, what the worker could not record, and that the scheduler
+        stopped; a database that takes neither now (locked by another
+        writer, full) costs a line in the log each, not the shutdown."""
+        try:
+            self._record_unfinished()
+        except Exception as exc:
+            for session_id, (reason, _) in self._unfinished.items():
+                log.warning("session %s is left recorded as running (%s; the database refused that too: %s); the "
+                            "next start marks it interrupted", session_id, reason, dbfaults.describe(exc))
+        if self._lock_lost:   # the state is the new holder's to publish
+            return
+        with self.app.app_context():
+            try:
                 self._publish(next_run=None, alive=False)
+            except Exception as exc:
+                log.warning("could not record that the scheduler stopped (%s): the dashboard says it is silent "
+                            "once its heartbeat is overdue", dbfaults.describe(exc))
+            finally:
                 db.session.remove()
-        self._lock.release()
-        self._stopped.set()
 
     def verify_lock(self) -> bool:
         """Still the one scheduler? If the database's lock was lost to another
@@ -369,3 +389,16 @@ def _storage_fault_or_raise(exc: OperationalError) -> str:
     if fault is None:
         raise exc
     return fault
+
+
+def _not_after_now(when: Optional[datetime]) -> Optional[datetime]:
+    """A scheduled session's time as the schedule counts from it: never
+    later than now. A time to come was written by a clock that was ahead (a
+    machine that booted before NTP set it back): counted from it, the next
+    scheduled session would wait until the clock catches up with it."""
+    now = utcnow()
+    if when is None or when <= now:
+        return when
+    log.warning("a scheduled session is recorded at %s, %s from now (the clock was ahead then, or is behind "
+                "now): the interval counts from now", isoformat(when), when - now)
+    return now
