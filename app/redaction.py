@@ -41,14 +41,29 @@ MIN_SECRET_LENGTH = 8
 ENV_SETTING = "CLAUDEOPS_REDACT_ENV"   # parsed in app.config
 
 # A value after "password=" and the like: up to whitespace, a quote, a
-# backslash (the start of an escape in a raw JSON line), a separator or a
-# closing bracket (JSON's "token": null}), but through the \u escapes Go's JSON
-# encoder writes for <, > and &, and a non-ASCII letter in ASCII JSON (not an
-# escaped quote or backslash). A value never starts with what follows a JSON
-# string's closing quote (",:}]"): in a raw line, "token=" at the end of a
-# string must not take the JSON after it; nor does a flag's value.
+# backslash (the start of an escape in a raw JSON line) or a separator, but
+# through the \u escapes Go's JSON encoder writes for <, > and &, and a
+# non-ASCII letter in ASCII JSON (not an escaped quote or backslash); and
+# through a closing bracket but one that ends it, as JSON's "token": null}
+# does (one followed by the end, a space, "," or a quote). A value never
+# starts with what follows a JSON string's closing quote (",:}]"): in a raw
+# line, "token=" at the end of a string must not take the JSON after it.
+# Written unrolled, so that a run of ordinary characters costs one class.
 _VALUE_START = r"[^\s\"'`\\,;&<>:{}\[\]]"
-_VALUE = _VALUE_START + r"(?:[^\s\"'`\\,;&<>}\]]|\\+u(?!00(?:22|27|5[cC]))[0-9a-fA-F]{4})*"
+_VALUE_CHARS = r"[^\s\"'`\\,;&<>}\]]*"
+_VALUE = (_VALUE_START + _VALUE_CHARS + r"(?:(?:\\+u(?!00(?:22|27|5[cC]))[0-9a-fA-F]{4}|[}\]](?![\s,}\]\"'\\]|$))"
+          + _VALUE_CHARS + ")*")
+
+
+def _quoted_or_not(unquoted_start: str = r"(?!-)[^\s\"'\\]", rest: str = r"[^\s\"'\\]*") -> str:
+    """A value that may be quoted (-p'SECRET', --password SECRET), as the
+    group "secret": quoted, it may start with anything but what ends it;
+    but a quote that may be a JSON string's closing one is taken for an
+    opening one only before what cannot follow a string's end (",:}]")."""
+    return r"(?P<q>\\*[\"'])?(?P<secret>(?(q)[^\s\"'\\,:}\]]|" + unquoted_start + ")" + rest + ")"
+
+
+_FLAG_VALUE = _quoted_or_not()
 _KEYWORDS = (r"password|passwd|passphrase|secret(?:[_-]?key)?|token|api[_-]?key|apikey|access[_-]?key"
              r"|private[_-]?key|credentials?")
 # A quote, or an escaped one: inside a JSON string (\"), or inside JSON
@@ -91,6 +106,8 @@ class Rule:
             return
         position = 0
         while (match := self.pattern.search(subject, position)) is not None:
+            # Past a match refused too: looking inside it again would cost a
+            # line of many ("session_cookie": …) its length for each.
             position = match.start(self.group) + 1 if self.overlapping else max(match.end(), match.start() + 1)
             start, end = match.span(self.group)
             if self.word_start and not _starts_word(text, match.start()):
@@ -285,9 +302,13 @@ SHAPES: tuple[Rule, ...] = (
         keep=_placeholder, hints=("authorization",), fold_case=True, word_start=True),
     # A Digest header's secret part: the response worked out from the
     # password (its user name, realm and nonce are none).
+    # Its parameters before it are read one by one (name=value or name="value",
+    # each with its comma): a scan ahead of every "digest" would cost a text
+    # full of the word as many times its length.
     Rule("digest response", re.compile(
-        r"digest[ \t]+[^\r\n]{0,2000}?[ \t,]response" + _QUOTE + r"[ \t]*=[ \t]*" + _QUOTE
-        + r"(?P<secret>[0-9a-f]{16,})"), "secret", hints=("digest",), fold_case=True, word_start=True),
+        r"digest[ \t]+(?:[a-z0-9_-]+[ \t]*=[ \t]*(?:\\*\"[^\"\\\r\n]*\\*\"|[^\s,\"\\]*)[ \t]*,[ \t]*)*?response"
+        + _QUOTE + r"[ \t]*=[ \t]*" + _QUOTE + r"(?P<secret>[0-9a-f]{16,})"), "secret", hints=("digest",),
+        fold_case=True, word_start=True),
     Rule("bearer token", re.compile(r"bearer[ \t]+(?P<secret>[a-z0-9._~+/=-]{8,})"), "secret",
          keep=_word, hints=("bearer",), fold_case=True, word_start=True),
     Rule("key=value pair", re.compile(
@@ -310,10 +331,10 @@ SHAPES: tuple[Rule, ...] = (
     # port, so the case counts), in the command of that client: not -p3 of
     # `journalctl -u mysql`, nor the port of `docker run --name mysql -p3306:3306`.
     CommandOption("mysql -p password", re.compile(r"(?:mysql|mariadb)[\w-]*"),
-                  re.compile(r"[ \t]-p" + _QUOTE + r"(?P<secret>(?!-)" + _VALUE_START + r"[^\s\"'\\]*)"),
+                  re.compile(r"[ \t]-p" + _FLAG_VALUE),
                   hints=("mysql", "mariadb")),
     Rule("sshpass -p password", re.compile(
-        r"sshpass[ \t]+(?:-[a-zA-Z]+[ \t]+)*?-p[ \t]*" + _QUOTE + r"(?P<secret>" + _VALUE_START + r"[^\s\"'\\]*)"),
+        r"sshpass[ \t]+(?:-[a-zA-Z]+[ \t]+)*?-p[ \t]*" + _FLAG_VALUE),
         "secret", keep=_placeholder, hints=("sshpass",), word_start=True),
     # -u last of a cluster of short options too (curl -sku user:pw).
     CommandOption("curl user:password", re.compile(r"curl"), re.compile(
@@ -322,14 +343,13 @@ SHAPES: tuple[Rule, ...] = (
     # The whole value: a session cookie is as good as a password. Also as
     # CGI and WSGI name it (HTTP_COOKIE).
     Rule("cookie header", re.compile(
-        r"(?:http_)?(?:set-)?cookie" + _QUOTE + _GAP + r":" + _GAP + _QUOTE
-        + r"(?P<secret>" + _VALUE_START + r"[^\r\n\"'\\]*)"),
+        r"(?:http_)?(?:set-)?cookie" + _QUOTE + _GAP + r":" + _GAP
+        + _quoted_or_not(unquoted_start=r"[^\s\"'\\]", rest=r"[^\r\n\"'\\]*")),
         "secret", keep=_placeholder, hints=("cookie",), fold_case=True, word_start=True),
     # Hints as narrow as the pattern allows: "key" for api-key, not "api",
     # which every status page's "GET /api/…" holds.
     Rule("--password value", re.compile(
-        r"--?[\w-]*?(?:password|passwd|passphrase|token|secret|api[-_]?key)[ \t]+" + _QUOTE
-        + r"(?P<secret>(?!-)" + _VALUE_START + r"[^\s\"'\\]*)"),
+        r"--?[\w-]*?(?:password|passwd|passphrase|token|secret|api[-_]?key)[ \t]+" + _FLAG_VALUE),
         "secret", keep=_placeholder, hints=("pass", "token", "secret", "key"), fold_case=True,
         word_start=True, overlapping=True),
     Rule("API token", re.compile(

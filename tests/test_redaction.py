@@ -99,6 +99,13 @@ CAUGHT = [
      f"{{'HTTP_AUTHORIZATION': 'Basic {R}', 'HTTP_COOKIE': '{R}'}}"),
     ('Authorization: Digest username="bob", nonce="abc", uri="/", response="6629fae49393a05397450978507c4ef1"',
      f'Authorization: Digest username="bob", nonce="abc", uri="/", response="{R}"'),
+    # Brackets inside a value (a generated password) are the value's; one that ends it is not.
+    ("password=Xy9]kLm2pQ7 DB_PASSWORD=ab}cdefgh123 token: abc]defghijk", f"password={R} DB_PASSWORD={R} token: {R}"),
+    ('{"a": "x password=abc12345}"} ${TOKEN:-d3fault}', f'{{"a": "x password={R}}}"}} ${{TOKEN:{R}}}'),
+    # Quoted, a flag's value may start with anything but what ends it.
+    ("mysql -u root -p\"{Secr3t}\" db; sshpass -p '[Secr3tPw' ssh h; sshpass -p :Secr3tPw2 ssh h",
+     f"mysql -u root -p\"{R}\" db; sshpass -p '{R}' ssh h; sshpass -p {R} ssh h"),
+    ("--password ]abc12345 and Cookie: ;sid=abc", f"--password {R} and Cookie: {R}"),
     # Go's JSON encoder writes <, > and & as \u escapes, and ASCII JSON a non-ASCII letter.
     ('"DB_PASSWORD=ab\\u003cHunt3rLtGt3\\u003e", "password": "p\\u00e4ssw0rd"', f'"DB_PASSWORD={R}", "password": "{R}"'),
     ("<data>\\u003eAKIAIOSFODNN7EXAMPLE\\u003c/data>", f"<data>\\u003e{R}\\u003c/data>"),
