@@ -79,6 +79,14 @@ def test_database_password_is_never_shown(tmp_path):
     assert "hunter2" not in shown(spec, "postgresql+psycopg:///claudeops?host=db.local&sslpassword=hunter2")
 
 
+def test_a_memory_budget_no_system_prompt_could_hold_is_refused(client):
+    """Every session would fail with a system prompt over 128 KiB."""
+    response = client.put("/api/v1/config", json={"CLAUDEOPS_MEMORY_BUDGET": 40000})
+    assert response.status_code == 400
+    assert "must be at most 24,000" in response.get_json()["error"]
+    assert client.put("/api/v1/config", json={"CLAUDEOPS_MEMORY_BUDGET": 24000}).status_code == 200
+
+
 def test_runtime_change_is_in_force_at_once_and_after_a_restart(tmp_path, fake_cli):
     app = make_app(tmp_path)
     client = app.test_client()

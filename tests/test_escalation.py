@@ -123,7 +123,13 @@ def test_dry_run_suppresses_escalation_and_says_so(app, fake_cli, run_session_no
     assert ("info", f"Session #{session.id} asked to escalate to tier 2 (postgres is down and I cannot tell why); "
             "not escalated: dry run (CLAUDEOPS_DRY_RUN) is on", session.id, 1) in events()
     argv = json.loads(argv_file.read_text())["argv"]
-    assert "- DRY RUN: change nothing." in argv[argv.index("--append-system-prompt") + 1]
+    system_prompt = argv[argv.index("--append-system-prompt") + 1]
+    assert "- DRY RUN: change nothing." in system_prompt
+    assert "Dry run is on: an escalation is recorded for the operator, and no next tier runs." in system_prompt
+    # The activity log says so at once, as for a tier beyond the maximum.
+    badges = [(a.kind, a.title, a.body) for a in session.activity if a.title and a.title.startswith("escalation")]
+    assert badges == [("warning", "escalation:refused", "postgres is down and I cannot tell why; "
+                                                        "not escalated: dry run (CLAUDEOPS_DRY_RUN) is on")]
 
 
 def test_a_failed_session_is_not_escalated(app, fake_cli, run_session_now):

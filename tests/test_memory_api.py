@@ -29,6 +29,11 @@ def test_create_defaults_and_clamps(client):
     assert body["confidence"] == 0.0 and body["active"] is False
     body = client.post(API, json={"category": "timing", "observation": "z"}).get_json()
     assert body["confidence"] == 0.7
+    # Rounded to three places, but never across the line of the active ones.
+    body = client.post(API, json={"category": "timing", "observation": "w", "confidence": 0.2999}).get_json()
+    assert (body["confidence"], body["active"]) == (0.299, False)
+    body = client.post(API, json={"category": "timing", "observation": "v", "confidence": 0.3}).get_json()
+    assert (body["confidence"], body["active"]) == (0.3, True)
 
 
 @pytest.mark.parametrize("body, message", [

@@ -14,7 +14,7 @@ from app.timeutil import utcnow
 from plugins.memory import store
 from plugins.memory.context import build_memory_context, tokens
 from plugins.memory.matcher import Candidate, Match, match
-from plugins.memory.models import Memory, MemoryInjection
+from plugins.memory.models import Memory, MemoryHistory, MemoryInjection
 from tests.conftest import FIXTURES, make_app
 from tests.memory_helpers import add_memory, all_memories, history, new_run, remember
 from tests.support.meanwhile import Meanwhile
@@ -223,6 +223,25 @@ def test_an_escalation_chain_reinforces_a_memory_once(app):
     assert [m.confidence for m in all_memories()] == [0.8, 0.7]
     assert remember("[MEMORY:timing:jellyfin] Takes 60 seconds to start", new_run()).relation == "reinforced"
     assert [m.confidence for m in all_memories()] == [0.9, 0.7] and created.confidence == 0.7
+
+
+def test_a_session_or_its_chain_takes_trust_from_a_memory_by_contradicting_it_once(app):
+    """Saying the opposite again, in other words, is no second contradiction:
+    else one session could drive a trusted memory out."""
+    trusted = add_memory("Depends on WireGuard tunnel wg0 interface mtu routing firewall", category="dependency",
+                         service="caddy", confidence=0.8)
+    observe = new_run()
+    for said in ("Does not depend on WireGuard tunnel", "Does not need wg0 interface mtu"):
+        assert remember(f"[MEMORY:dependency:caddy] {said}", observe).relation == "contradicted"
+    investigate = new_run(escalated_from=observe)
+    assert remember("[MEMORY:dependency:caddy] Does not use routing firewall wg0", investigate).relation == "contradicted"
+    db.session.refresh(trusted)
+    assert (trusted.confidence, trusted.active) == (0.6, True)
+    history = db.session.scalars(select(MemoryHistory.detail).where(MemoryHistory.action == "created")
+                                 .order_by(MemoryHistory.id)).all()
+    assert history[0] == f"contradicts memory {trusted.id}"
+    assert history[1:] == [f"contradicts memory {trusted.id}, which this session or its escalation chain "
+                           "contradicted already: no more trust is taken from it"] * 2
 
 
 def test_what_a_rolled_back_batch_wrote_is_not_held_against_the_session(app):

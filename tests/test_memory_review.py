@@ -277,6 +277,19 @@ def test_a_proposed_contradiction_takes_effect_only_when_approved(app, review_on
     assert (other.confidence, other.active, history(other.id)) == (0.4, True, [])
 
 
+def test_a_proposed_contradiction_edited_to_another_service_approved_takes_nothing(app, review_on):
+    old = add_memory("Must be started after WireGuard", category="dependency", service="caddy", confidence=0.8)
+    new = remember("[MEMORY:dependency:caddy] Can be started independently of WireGuard", new_run()).memory
+    assert new.contradicts_id == old.id
+    review.approve(new, service="nginx", observation="nginx can be started independently of WireGuard")
+    db.session.commit()
+    assert (new.status, new.service, new.contradicts_id) == ("approved", "nginx", None)
+    assert old.confidence == 0.8 and history(old.id) == []
+    assert db.session.execute(text(f"SELECT detail FROM memory_history WHERE memory_id = {new.id} "
+                                   "AND action = 'approved'")).scalar() == (
+        f"was proposed; edited to another service or category, it no longer contradicts memory {old.id}")
+
+
 def test_without_review_a_contradiction_takes_effect_at_once(app):
     old = add_memory("Must be started after WireGuard", category="dependency", service="caddy", confidence=0.4)
     new = remember("[MEMORY:dependency:caddy] Can be started independently of WireGuard", new_run()).memory

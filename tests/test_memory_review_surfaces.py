@@ -137,6 +137,17 @@ def test_a_confidence_beyond_0_to_1_approved_from_the_inbox_is_clamped_and_said_
     assert (proposal.status, proposal.confidence) == ("approved", 1.0)
 
 
+def test_a_confidence_within_0_and_1_approved_is_not_said_to_be_clamped(guarded):
+    app, client = guarded
+    (proposal,) = proposals(JELLYFIN)
+    approved = client.post(f"/memories/{proposal.id}/approve", headers=csrf_headers(client),
+                           data={"confidence": "0.8888"})
+    assert approved.status_code == 200
+    assert "was asked" not in approved.get_data(as_text=True)
+    db.session.expire_all()
+    assert (proposal.status, proposal.confidence) == ("approved", 0.889)
+
+
 def test_a_decision_refused_as_made_elsewhere_meanwhile_takes_the_row_away_and_refreshes(guarded):
     """Approved or rejected in another tab (or the API) since the inbox was
     loaded: the refusal is shown above the table, and the row leaves the inbox

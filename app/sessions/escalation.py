@@ -76,10 +76,13 @@ def _refusal(session: Session, result: SessionResult, next_tier: int) -> Optiona
     if beyond:
         return True, beyond
     if setting("CLAUDEOPS_DRY_RUN"):
-        return False, "not escalated: dry run (CLAUDEOPS_DRY_RUN) is on"
+        return False, DRY_RUN_REFUSAL
     if db.session.scalar(select(Session.id).where(Session.parent_id == session.id).limit(1)):
         return True, "not escalated: it already has a child session"
     return None
+
+
+DRY_RUN_REFUSAL = "not escalated: dry run (CLAUDEOPS_DRY_RUN) is on"
 
 
 def beyond_maximum(tier: int) -> Optional[str]:

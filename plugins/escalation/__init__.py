@@ -16,7 +16,7 @@ from app.hookspecs import hookimpl
 from app.models import Session, SessionActivity
 from app.plugin_types import MarkerRecord, PromptSection, marker_text
 from app.runtime import setting
-from app.sessions.escalation import MAX_REASON_CHARS, beyond_maximum
+from app.sessions.escalation import DRY_RUN_REFUSAL, MAX_REASON_CHARS, beyond_maximum
 
 MARKER_TAG = "[ESCALATE]"
 # On a line of its own, as the prompt asks: a more capable session is not
@@ -52,7 +52,7 @@ def claudeops_markers(text, run):
         _requests().setdefault(run.session_id, reason)   # the first request states the case
         # Still asked for, so that the host records its refusal as an event;
         # the badge says at once that no tier above will run.
-        refused = beyond_maximum(run.tier + 1)
+        refused = beyond_maximum(run.tier + 1) or (DRY_RUN_REFUSAL if run.dry_run else None)
         recorded.append(MarkerRecord("escalation", "refused", f"{reason}; {refused}", stored=False) if refused
                         else MarkerRecord("escalation", f"to tier {run.tier + 1}", reason))
     return recorded or None
@@ -74,7 +74,9 @@ def claudeops_prompt_context(run):
             f"If you find a problem that needs tier {run.tier + 1} ({TIERS[run.tier + 1]}) to "
             "resolve, write on its own line:\n\n    [ESCALATE] <what is wrong and what the next tier should do>\n\n"
             "The next tier starts after this session ends and is given your findings. Escalate only "
-            "for problems you could not resolve at this tier.")
+            "for problems you could not resolve at this tier."
+            + ("\n\nDry run is on: an escalation is recorded for the operator, and no next tier runs."
+               if run.dry_run else ""))
     return PromptSection("escalation", "\n\n".join(parts), position=50) if parts else None
 
 

@@ -28,6 +28,18 @@ OUTCOME_MEANING = {"worked": "it held and helped", "partial": "it helped, but no
                    "failed": "it was wrong or misled", "unknown": "it was used and the result cannot be told"}
 
 MAX_RELEVANT_HOURS = 24 * 366
+# The system prompt is one command-line argument of at most 128 KiB: a
+# memory section of more tokens (4 characters each) would leave no room for
+# the rest, and every session would fail until the budget was lowered.
+MAX_BUDGET = 24_000
+
+
+def budget(raw: str) -> int:
+    value = positive_int(raw)
+    if value > MAX_BUDGET:
+        raise ValueError(f"must be at most {MAX_BUDGET:,} (the system prompt is one command-line argument of at "
+                         "most 128 KiB)")
+    return value
 
 
 def hours(raw: str) -> int:
@@ -53,8 +65,8 @@ def confidence_delta(raw: str) -> float:
 def settings() -> list[Setting]:
     return [
         Setting(BUDGET_SETTING, "2000",
-                "Most tokens (characters / 4) the memory section of a session's system prompt may take.",
-                positive_int, runtime=True, schema=POSITIVE_INT_SCHEMA),
+                "Most tokens (characters / 4) the memory section of a session's system prompt may take; at "
+                "most 24000.", budget, runtime=True, schema={"type": "integer", "minimum": 1, "maximum": MAX_BUDGET}),
         Setting(MAX_PER_SESSION, "20",
                 "Most new memories one session may record (reinforcing one is not limited); markers beyond it "
                 "are logged and noted in the activity log, not stored.", positive_int, runtime=True, schema=POSITIVE_INT_SCHEMA),

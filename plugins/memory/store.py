@@ -16,6 +16,7 @@ rejected: the agent saying it again stores nothing.
 from __future__ import annotations
 
 import logging
+import math
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -38,7 +39,8 @@ from plugins.memory.models import (ACTIVE_THRESHOLD, APPROVED, CATEGORIES, DECAY
                                    GENERAL, MAX_SERVICE_CHARS, PROPOSED, REJECTED, Memory, MemoryHistory)
 from plugins.memory.relevance import relevant_services, scheduled_run
 from plugins.memory.settings import MAX_OBSERVATION, max_observation_chars, review_on
-from plugins.memory.tally import escalation_chain, note_confirmed, note_created, note_reinforced, tally
+from plugins.memory.tally import (escalation_chain, note_confirmed, note_contradicted, note_created, note_reinforced,
+                                  tally)
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +74,14 @@ class Recorded:
 
 
 def clamp(confidence: float) -> float:
-    return round(min(1.0, max(0.0, float(confidence))), 3)
+    """In [0, 1], to three places (0.7 + 0.1 is 0.8, not 0.7999…); but a
+    value below the active ones' threshold stays below it (0.2999 is 0.299,
+    not 0.3, which would make an inactive memory active)."""
+    value = min(1.0, max(0.0, float(confidence)))
+    kept = round(value, 3)
+    if value < ACTIVE_THRESHOLD - 1e-9 and kept >= ACTIVE_THRESHOLD:   # not float noise: below it
+        return math.floor(value * 1000) / 1000
+    return kept
 
 
 def clean_observation(raw, longest: Optional[int] = None) -> str:
@@ -249,7 +258,16 @@ def complete(recorded: Recorded, run: RunInfo) -> None:
     note_created(run.session_id, memory.id)
     action = "proposed" if memory.status == PROPOSED else "created"
     if recorded.relation == CONTRADICTED:
+        if target.id in tally(run.session_id).contradicted:
+            if memory.status == APPROVED:   # linked, as it says (a proposal's link would take trust when approved)
+                memory.contradicts_id = target.id
+            _history(memory, action, None, run=run, related=target.id,
+                     detail=f"contradicts memory {target.id}, which this session or its escalation chain "
+                            "contradicted already: no more trust is taken from it")
+            return
         contradict(target, memory, run=run)
+        if memory.status == APPROVED:
+            note_contradicted(run.session_id, target.id)
         pending = "; it takes effect when this one is approved" if memory.status == PROPOSED else ""
         _history(memory, action, None, run=run, detail=f"contradicts memory {target.id}{pending}", related=target.id)
     else:

@@ -1,6 +1,7 @@
 """What one session has done to the memories so far: how many it created,
 which it or an earlier session of its escalation chain created or
-reinforced, and how many proposals it confirmed. They are checked for every
+reinforced, which of them it or that chain contradicted, and how many
+proposals it confirmed. They are checked for every
 memory marker of a stream; they are read from the tables once per session
 and then kept up to date as the session writes, in the database session's
 ``info``.
@@ -32,16 +33,23 @@ class Tally:
     # recorded, so saying it again is no more a confirmation than its own repeat.
     vouched: set[int] = field(default_factory=set)
     confirmed: int = 0                             # proposals it confirmed (each approved by it)
+    # Memories it, or a session before it in its chain, took trust from by
+    # contradicting them: an agent saying the opposite again, in other
+    # words, is no more a second contradiction than a repeat is a confirmation.
+    contradicted: set[int] = field(default_factory=set)
 
 
 def tally(session_id: int) -> Tally:
     tallies = db.session.info.setdefault(TALLIES, {})
     if session_id not in tallies:
         created = db.session.scalar(select(func.count()).select_from(Memory).where(Memory.session_id == session_id))
-        vouched = set(db.session.scalars(vouched_query(escalation_chain(session_id))))
+        chain = escalation_chain(session_id)
+        vouched = set(db.session.scalars(vouched_query(chain)))
         confirmed = db.session.scalar(select(func.count()).select_from(MemoryHistory).where(
             MemoryHistory.session_id == session_id, MemoryHistory.action == "approved"))
-        tallies[session_id] = Tally(created, vouched, confirmed)
+        contradicted = set(db.session.scalars(select(MemoryHistory.memory_id).distinct().where(
+            MemoryHistory.session_id.in_(chain), MemoryHistory.action == "contradicted")))
+        tallies[session_id] = Tally(created, vouched, confirmed, contradicted)
     return tallies[session_id]
 
 
@@ -74,6 +82,12 @@ def note_confirmed(session_id: int) -> None:
     known = db.session.info.get(TALLIES, {}).get(session_id)
     if known is not None:
         known.confirmed += 1
+
+
+def note_contradicted(session_id: int, memory_id: int) -> None:
+    known = db.session.info.get(TALLIES, {}).get(session_id)
+    if known is not None:
+        known.contradicted.add(memory_id)
 
 
 def note_reinforced(session_id: int, memory_id: int) -> None:

@@ -316,8 +316,9 @@ def bulk():
 
 def _clamped(asked: str, confidence: float) -> str:
     """What is said of a confidence asked beyond 0 to 1, which is kept at
-    the nearest end (SPEC-0015: clamped before saving)."""
-    if float(asked) == confidence:
+    the nearest end (SPEC-0015: clamped before saving); one within it is
+    only rounded, as it is shown."""
+    if 0.0 <= float(asked) <= 1.0:
         return ""
     return f" ({asked.strip()} was asked: a confidence is kept from 0 to 1)"
 
