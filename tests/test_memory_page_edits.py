@@ -97,6 +97,15 @@ def test_a_memory_longer_than_a_lowered_limit_can_still_be_moved_and_weighed(app
     assert all_memories()[0].category == "behavior"
 
 
+def test_adding_a_memory_with_a_confidence_beyond_0_to_1_says_it_was_clamped(app, client):
+    """As the bulk action and approval say it: the form's own bounds are the browser's to check."""
+    response = client.post("/memories", data={"category": "timing", "service": "web", "observation": "Slow",
+                                              "confidence": "2"}, headers={"HX-Request": "true"})
+    said = response.get_data(as_text=True)
+    assert re.search(r"Added memory #\d+ \(web, timing, confidence 1\.0\) \(2 was asked: a confidence is kept "
+                     r"from 0 to 1\)\.", said), said
+
+
 def test_adding_a_memory_that_restates_another_names_it_and_keeps_both(app, client):
     old = add_memory("Takes 60s to start after restart", category="timing", service="jellyfin", confidence=0.7)
     said = _said(client.post("/memories", data={"category": "timing", "service": "jellyfin",

@@ -148,8 +148,9 @@ def create():
     similar = store.resembling(memory)
     db.session.commit()
     # Said where errors are: the new row may be far down the table, or on another page.
+    asked = request.form.get("confidence") or ""
     said = (f"Added memory #{memory.id} ({memory.service or 'general'}, {memory.category}, "
-            f"confidence {format_confidence(memory.confidence)}).")
+            f"confidence {format_confidence(memory.confidence)}){_clamped(asked, memory.confidence) if asked else ''}.")
     return _changed("memory-added", said=said + _resemblance(similar))
 
 
