@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import time
 from pathlib import Path
 
 from sqlalchemy.engine import URL
 
 from app.sessions import groupguard
+from app.sessions.runner import group_alive
 
 log = logging.getLogger(__name__)
 
@@ -65,16 +65,6 @@ def wait_for_leftover_groups(owner: str, timeout: float = WAIT_SECONDS) -> None:
     deadline = time.monotonic() + timeout
     while left and time.monotonic() < deadline:
         time.sleep(POLL_SECONDS)
-        left = [group for group in left if _has_members(group)]
+        left = [group for group in left if group_alive(group)]
     if left:
         log.warning("process group(s) %s still run after %.0f s; going on", ", ".join(map(str, left)), timeout)
-
-
-def _has_members(group: int) -> bool:
-    try:
-        os.killpg(group, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:   # another user's, which is there all the same
-        return True
-    return True

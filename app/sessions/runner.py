@@ -321,7 +321,7 @@ def _end_group(proc: subprocess.Popen) -> None:
         deadline = time.monotonic() + KILL_GRACE_SECONDS
         while time.monotonic() < deadline:
             # Reap the CLI first: a zombie still counts as a member of its group.
-            if proc.poll() is not None and not _group_alive(proc.pid):
+            if proc.poll() is not None and not group_alive(proc.pid):
                 break
             time.sleep(0.05)
         else:
@@ -330,7 +330,9 @@ def _end_group(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def _group_alive(pgid: int) -> bool:
+def group_alive(pgid: int) -> bool:
+    """Whether any process is left in the group (one of another user's is
+    none of this service's)."""
     try:
         os.killpg(pgid, 0)
     except (ProcessLookupError, PermissionError):
