@@ -109,6 +109,12 @@ def test_a_page_number_past_every_row_is_an_empty_page_not_an_error(client):
     ("/cooldowns?action=reboot&outcome=maybe", [
         "the action 'reboot', none of restart, redeployment: every action is shown",
         "the outcome 'maybe', none of pending, success, failure, denied: every outcome is shown"]),
+    # Quoted as written (the filters take any case), so that it can be found in the link.
+    ("/memories?category=Timinq&status=ACTIV", [
+        "the category 'Timinq', none of timing, dependency, behavior, remediation, maintenance: every category is shown",
+        "the status 'ACTIV', none of active, inactive, proposed, rejected: every status is shown"]),
+    ("/cooldowns?outcome=Maybe", [
+        "the outcome 'Maybe', none of pending, success, failure, denied: every outcome is shown"]),
     ("/sessions?page=%3Cscript%3E", ["page='<script>', which is not a number; the page is shown without it"]),
     ("/sessions/1?before=x", ["before='x', which is not a number; the page is shown without it"]),
     ("/sessions/1?before=-5", ["before=-5, which is below every id; the page is shown without it"]),

@@ -61,6 +61,23 @@ def test_create_errors(client, body, message):
     assert all_memories() == []
 
 
+def test_every_refused_field_is_named_in_one_error(client):
+    """A client fixes its request once, not once for each mistake."""
+    response = client.post(API, json={"category": "misc", "service": "no spaces", "observation": " "})
+    assert response.status_code == 400
+    assert response.get_json()["error"] == (
+        "category must be one of timing, dependency, behavior, remediation, maintenance, not 'misc'; "
+        "service must be 1-100 letters, digits, '_' or '-'; observation must not be empty")
+    memory = add_memory("Takes 60s to start")
+    response = client.put(f"{API}/{memory.id}", json={"category": "Timing", "active": "yes", "observation": "Slow"})
+    assert response.status_code == 400
+    assert response.get_json()["error"] == (
+        "category must be one of timing, dependency, behavior, remediation, maintenance, not 'Timing'; "
+        "active must be true or false")
+    db.session.expire_all()
+    assert [(m.observation, m.category) for m in all_memories()] == [("Takes 60s to start", "timing")]
+
+
 def test_a_confidence_sent_as_text_is_refused_by_every_endpoint_that_takes_one(app, client):
     """JSON has numbers: a quoted one is a client's mistake the OpenAPI
     document's ``type: number`` refuses too, not a value to guess at."""

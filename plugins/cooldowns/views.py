@@ -33,15 +33,16 @@ def _filters(strict: bool) -> tuple[str | None, str | None, str | None]:
     service = (normalise_service(raw_service) or raw_service.lower()) if raw_service else None
     raw_action = (request.args.get("action") or "").strip()
     action = normalise_action(raw_action) if raw_action else None
-    outcome = (request.args.get("outcome") or "").strip().lower() or None
+    raw_outcome = (request.args.get("outcome") or "").strip()
+    outcome = raw_outcome.lower() or None
     if raw_action and action is None:
         if strict:
             raise ApiError(f"action must be one of {', '.join(ACTIONS)}, not {raw_action!r}")
         ignore(f"the action {raw_action[:40]!r}, none of {', '.join(ACTIONS)}: every action is shown")
     if outcome not in (None, *OUTCOMES):
         if strict:
-            raise ApiError(f"outcome must be one of {', '.join(OUTCOMES)}, not {outcome!r}")
-        ignore(f"the outcome {outcome[:40]!r}, none of {', '.join(OUTCOMES)}: every outcome is shown")
+            raise ApiError(f"outcome must be one of {', '.join(OUTCOMES)}, not {raw_outcome!r}")
+        ignore(f"the outcome {raw_outcome[:40]!r}, none of {', '.join(OUTCOMES)}: every outcome is shown")
         outcome = None
     return service, action, outcome
 

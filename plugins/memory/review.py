@@ -48,10 +48,9 @@ def approve(memory: Memory, *, observation=None, category=None, service=None, co
     """Approve ``memory``, after the edits given (None leaves a field as it
     is; ``service`` "" or "general" makes it a general memory). Every value
     is checked first, before the memory's state: a bad one changes nothing."""
-    _check(observation, store.clean_observation)
-    _check(category, store.clean_category)
-    _check(service, store.clean_service)
-    _check(confidence, store.parse_confidence)
+    edits = {"observation": (store.clean_observation, observation), "category": (store.clean_category, category),
+             "service": (store.clean_service, service), "confidence": (store.parse_confidence, confidence)}
+    store.cleaned({name: edit for name, edit in edits.items() if edit[1] is not None})
     if memory.status == APPROVED:
         raise ReviewStateError(f"memory {memory.id} is already approved")
     subject = (memory.service, memory.category)
@@ -75,11 +74,6 @@ def reject(memory: Memory, reason=None) -> Memory:
         raise ReviewStateError(f"memory {memory.id} is {memory.status}: only a proposed memory can be rejected{hint}")
     store.mark_rejected(memory, reason)
     return memory
-
-
-def _check(value, clean) -> None:
-    if value is not None:
-        clean(value)
 
 
 def clean_reason(raw) -> Optional[str]:

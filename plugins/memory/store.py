@@ -20,8 +20,8 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import lru_cache
-from typing import Iterable, Optional
+from functools import lru_cache, partial
+from typing import Any, Callable, Iterable, Optional
 
 from sqlalchemy import select
 
@@ -55,6 +55,20 @@ OPERATOR, SESSION, SYSTEM = "operator", "session", "system"
 
 class MemoryInputError(ValueError):
     """An operator's value the memory store cannot take; the message says why."""
+
+
+def cleaned(checks: dict[str, tuple[Callable[[Any], Any], Any]]) -> dict[str, Any]:
+    """``{name: (clean, value)}`` cleaned; every refused value named in one
+    error, so that a form with two mistakes is not sent back once for each."""
+    results, refused = {}, []
+    for name, (clean, value) in checks.items():
+        try:
+            results[name] = clean(value)
+        except MemoryInputError as exc:
+            refused.append(str(exc))
+    if refused:
+        raise MemoryInputError("; ".join(refused))
+    return results
 
 
 # What a marker did to the memories.
@@ -385,10 +399,17 @@ def mark_rejected(memory: Memory, detail: Optional[str]) -> None:
 
 # --- the operator ----------------------------------------------------------
 
+def _flag(name: str, value) -> bool:
+    if not isinstance(value, bool):
+        raise MemoryInputError(f"{name} must be true or false")
+    return value
+
+
 def create(category, service, observation, confidence=DEFAULT_CONFIDENCE) -> Memory:
     """An operator's memory: no session, active (if confidence allows)."""
-    memory = _insert(clean_category(category), clean_service(service), clean_observation(observation),
-                     parse_confidence(confidence), None, 1)
+    values = cleaned({"category": (clean_category, category), "service": (clean_service, service),
+                      "observation": (clean_observation, observation), "confidence": (parse_confidence, confidence)})
+    memory = _insert(values["category"], values["service"], values["observation"], values["confidence"], None, 1)
     memory.active = memory.confidence >= ACTIVE_THRESHOLD
     _history(memory, "created", None, actor=OPERATOR)
     return memory
@@ -401,14 +422,14 @@ def update(memory: Memory, *, observation=None, confidence=None, active=None, pi
     # Its text sent back as it is (an edit of its category, say) is not new
     # text: a longest observation lowered since it was stored does not stop it.
     unchanged = isinstance(observation, str) and one_line(observation) == memory.observation
-    new_text = clean_observation(observation) if observation is not None and not unchanged else None
-    new_category = clean_category(category) if category is not None else memory.category
-    new_service = clean_service(service) if service is not None else memory.service
-    new_confidence = parse_confidence(confidence) if confidence is not None else None
-    if active is not None and not isinstance(active, bool):
-        raise MemoryInputError("active must be true or false")
-    if pinned is not None and not isinstance(pinned, bool):
-        raise MemoryInputError("pinned must be true or false")
+    checks = {"observation": (clean_observation, None if unchanged else observation),
+              "category": (clean_category, category), "service": (clean_service, service),
+              "confidence": (parse_confidence, confidence),
+              "active": (partial(_flag, "active"), active), "pinned": (partial(_flag, "pinned"), pinned)}
+    values = cleaned({name: check for name, check in checks.items() if check[1] is not None})
+    new_text, new_confidence = values.get("observation"), values.get("confidence")
+    new_category = values.get("category", memory.category)
+    new_service = values.get("service", memory.service)   # None given: a general memory
     effective = new_confidence if new_confidence is not None else memory.confidence
     if active is True and effective < ACTIVE_THRESHOLD:
         raise MemoryInputError(f"an active memory needs confidence of at least {ACTIVE_THRESHOLD}; "

@@ -42,12 +42,14 @@ def _confidence(value: float) -> str:
 
 def _filters() -> dict:
     # Any case, as the Events and Cooldowns filters take theirs: a link typed by hand.
-    category, status = request.values.get("category", "").lower(), request.values.get("status", "").lower()
+    # The notice quotes the value as it was written, so that it can be found in the link.
+    raw_category, raw_status = request.values.get("category", ""), request.values.get("status", "")
+    category, status = raw_category.lower(), raw_status.lower()
     if category and category not in CATEGORIES:
-        ignore(f"the category {category[:40]!r}, none of {', '.join(CATEGORIES)}: every category is shown")
+        ignore(f"the category {raw_category[:40]!r}, none of {', '.join(CATEGORIES)}: every category is shown")
         category = ""
     if status and status not in queries.STATUSES:
-        ignore(f"the status {status[:40]!r}, none of {', '.join(queries.STATUSES)}: every status is shown")
+        ignore(f"the status {raw_status[:40]!r}, none of {', '.join(queries.STATUSES)}: every status is shown")
         status = ""
     # Services are kept in lower case: the filter shows the one it chose.
     return {"service": request.values.get("service", "").strip().lower(), "category": category, "status": status,
