@@ -470,6 +470,32 @@ def test_the_whole_block_never_exceeds_the_budget(app, budget):
         assert "### general" not in headings[:-1]
 
 
+def test_the_largest_budget_of_text_several_bytes_a_character_still_starts_a_session(tmp_path, monkeypatch,
+                                                                                     fake_cli):
+    """24,000 tokens are 96,000 characters: in Japanese, some 288,000 bytes,
+    over the 128 KiB the system prompt's one argument may hold. The section
+    stays within 96,000 bytes, and the session runs."""
+    MOST_BYTES = 96_000
+    from tests import streamlines as sl
+    monkeypatch.setenv("CLAUDEOPS_MEMORY_BUDGET", "24000")
+    app = make_app(tmp_path)
+    argv_file = fake_cli(sl.steps(sl.init(), sl.result()))
+    with app.app_context():
+        for i in range(600):
+            add_memory(f"{i:03d} 再起動後の起動に六十秒かかる" * 12, service=f"svc{i % 7}", confidence=0.9)
+        add_memory("Plain ASCII fits too", service="svc0", confidence=0.35)
+        context = build_memory_context(24000)
+        size = len(context.text.encode("utf-8"))
+        assert MOST_BYTES - 700 < size <= MOST_BYTES and tokens(context.text) < 24000
+        assert "Plain ASCII fits too" in context.text   # packing goes on past a memory too big in bytes
+        from app.sessions import control
+        from app.sessions.manager import run_session
+        session = run_session(control.claim(control.enqueue().id))
+        assert session.status == "completed", session.status_reason
+        assert context.text in session.system_prompt
+    assert argv_file.exists()
+
+
 def test_each_session_records_which_memories_it_was_given(app, fake_cli, run_session_now):
     from tests import streamlines as sl
     given = add_memory("Given", confidence=0.9)

@@ -15,7 +15,10 @@ heading (general last). The memories of the services the session is about
 the budget is filled with the others, most confident first. The whole
 block, header included, stays within the token budget (tokens = characters
 / 4, rounded up); a memory too long to fit is skipped and packing goes on
-with the next.
+with the next. It also stays within ``MOST_BYTES`` of UTF-8, which the
+largest budget's characters take when they are ASCII: the system prompt is
+one command-line argument of at most 128 KiB, and text of several bytes a
+character (CJK, say) would otherwise make every session fail to start.
 
 Packing reads memories in order, in SQL, and stops after as many as the
 budget could ever hold (every one the shortest line there can be), and the
@@ -101,6 +104,9 @@ def header(included: int, eligible: Total, token_count: int) -> str:
 SHORTEST_LINE = len(memory_line(SimpleNamespace(id=1, category=min(CATEGORIES, key=len), observation="x",
                                                 confidence=ACTIVE_THRESHOLD))) + 1
 FETCH_ROWS = 64
+# settings.MAX_BUDGET's tokens as ASCII characters: the rest of the 128 KiB
+# system prompt (every other plugin's section) keeps about 32 KiB.
+MOST_BYTES = 96_000
 
 
 def _eligible():
@@ -130,6 +136,7 @@ class _Packer:
 
     def __init__(self, budget_chars: int, used: int):
         self.budget_chars, self.used = budget_chars, used
+        self.used_bytes = used   # the header is ASCII
         self.groups: dict[str, list[Memory]] = {}
         self.seen: set[int] = set()
         self.reasons: dict[int, str] = {}
@@ -142,12 +149,16 @@ class _Packer:
             if self.budget_chars - self.used < SHORTEST_LINE:
                 break   # not even the shortest memory would fit
             group = memory.service or GENERAL
-            cost = len(memory_line(memory)) + 1
+            line = memory_line(memory)
+            cost = len(line) + 1
+            # Its UTF-8 bytes beyond its characters (a service's heading is ASCII).
+            extra_bytes = 0 if line.isascii() else len(line.encode("utf-8", "surrogatepass")) - len(line)
             if group not in self.groups:
                 cost += len(f"### {group}") + 2   # heading, and the blank line before it
-            if self.used + cost > self.budget_chars:
+            if self.used + cost > self.budget_chars or self.used_bytes + cost + extra_bytes > MOST_BYTES:
                 continue  # too long for what is left; a shorter one may still fit
             self.used += cost
+            self.used_bytes += cost + extra_bytes
             self.groups.setdefault(group, []).append(memory)
             if reasons:
                 self.reasons[memory.id] = reasons[memory.service]
