@@ -118,6 +118,32 @@ def test_a_session_recorded_by_a_clock_that_was_ahead_counts_from_now(app, fake_
     assert "the interval counts from now" in caplog.text
 
 
+def test_a_clock_set_back_while_the_scheduler_runs_moves_every_job_back_with_it(app, fake_cli, scheduler,
+                                                                                  monkeypatch, caplog):
+    """Else each would wait as much longer: the next session, and the
+    heartbeat the dashboard tells a running scheduler by. The wall clock the
+    scheduler looks at is set back an hour here (the machine's cannot be),
+    so that its jobs, kept in the machine's time, are due an hour sooner."""
+    from app.sessions.clock_watch import ClockWatch
+    set_back = [0.0]
+    monkeypatch.setattr(scheduler_module, "ClockWatch",
+                        lambda moved: ClockWatch(moved, wall=lambda: time.time() - set_back[0]))
+    fake_cli(session_script(0))
+    last = add_scheduled_session("completed", ago=3000, ran_for=60)
+    instance = scheduler(interval=3600)
+    due = last.ended_at + timedelta(seconds=3600)   # 11 minutes from now
+    assert_due_at(instance, due)
+    heartbeat = instance._aps.get_job("heartbeat").next_run_time
+    retention = instance._aps.get_job(scheduler_module.RETENTION_JOB_ID).next_run_time
+    set_back[0] = 3000.0
+    # Due 39 minutes ago in the machine's time: the scheduled session runs at once.
+    wait_for(lambda: [s for s in all_sessions() if s.id != last.id and s.finished], timeout=10)
+    assert "the clock was set back 0:50:00:" in caplog.text
+    later = instance._aps.get_job(scheduler_module.RETENTION_JOB_ID).next_run_time
+    assert abs((retention - later).total_seconds() - 3000) < 2
+    assert instance._aps.get_job("heartbeat").next_run_time < heartbeat
+
+
 def test_a_run_longer_than_the_interval_does_not_pile_up(app, fake_cli, scheduler):
     fake_cli(session_script(3))
     scheduler(interval=1)

@@ -42,6 +42,7 @@ from app.extensions import db
 from app.models import SchedulerState
 from app.runtime import setting
 from app.sessions import control, escalation, recovery
+from app.sessions.clock_watch import ClockWatch
 from app.sessions.manager import run_session
 from app.sessions.runner_lock import RunnerLock, SchedulerAlreadyRunning  # noqa: F401  (start raises it)
 from app.timeutil import isoformat, utcnow
@@ -53,6 +54,7 @@ QUEUE_POLL_SECONDS = 1.0
 # While the worker keeps failing the same way, how often the log says so.
 FAILURE_LOG_SECONDS = 60
 HEARTBEAT_SECONDS = 15
+CLOCK_LOOK_SECONDS = 1.0
 RETENTION_JOB_ID = "retention"
 RETENTION_HOURS = 24
 SCHEDULE_TRIGGER = "schedule"
@@ -69,6 +71,9 @@ class SessionScheduler:
         self._schedule_lock = threading.Lock()
         self._aps = BackgroundScheduler(timezone="UTC")
         self._worker = threading.Thread(target=self._work, name="session-worker", daemon=True)
+        # Its own thread: the worker is busy for a whole session, and a clock set back
+        # meanwhile would stop the heartbeat until the session ends.
+        self._clock_watcher = threading.Thread(target=self._watch_clock, name="clock-watch", daemon=True)
         self._lock = RunnerLock(app.config["CLAUDEOPS_STATE_DIR"], app.config["SQLALCHEMY_DATABASE_URI"])
         self._lock_held = False
         self._lock_lost = False
@@ -118,6 +123,7 @@ class SessionScheduler:
                           next_run_time=utcnow(), misfire_grace_time=None, coalesce=True)
         self._ensure_armed()
         self._worker.start()
+        self._clock_watcher.start()
         log.info("scheduler started (interval %s)", f"{interval} s" if interval else "off: ad-hoc runs only")
 
     def next_scheduled_run(self):
@@ -244,6 +250,25 @@ class SessionScheduler:
                 self._publish(next_run=due)
             finally:
                 db.session.remove()
+
+    def _watch_clock(self) -> None:
+        watch = ClockWatch(self._clock_set_back)
+        while not self.shutdown_event.wait(CLOCK_LOOK_SECONDS):
+            watch.look()
+
+    def _clock_set_back(self, by: timedelta) -> None:
+        """Every job, and the times the schedule counts from, moved back as
+        far as the clock was: each runs as long from now as it was due to
+        before (``ClockWatch``)."""
+        log.warning("the clock was set back %s: the schedule, the heartbeat and pruning are moved back with it",
+                    timedelta(seconds=round(by.total_seconds())))
+        with self._schedule_lock:
+            self._last_fired, self._last_ended = (None if when is None else when - by
+                                                  for when in (self._last_fired, self._last_ended))
+            for job in self._aps.get_jobs():
+                if job.next_run_time is not None:
+                    job.modify(next_run_time=job.next_run_time - by)
+        self._aps.wakeup()
 
     def _heartbeat(self) -> None:
         """A database that takes no write now (locked past the busy timeout by
