@@ -224,6 +224,38 @@ def test_outcomes_flow_through_a_session(app, fake_cli, run_session_now, caplog)
     assert "from tool output" not in caplog.text and "from a tool" not in str(outcome_history(jellyfin.id))
 
 
+@pytest.mark.parametrize("blocks", ["one", "two"])
+def test_an_outcome_meets_the_memory_as_the_markers_before_it_in_the_stream_left_it(app, blocks):
+    """Markers are applied in the order they were written, whether one text
+    block holds them or two of one batch. Before, the outcome was scored as
+    its block was read and the memory marker at the batch's end: the failed
+    outcome took a memory at 0.35 below 0.3 first, and the reinforcement
+    written before it then found nothing to reinforce and made a duplicate."""
+    memory = add_memory("Takes 60s to start after restart", category="behavior", confidence=0.35)
+    run = new_run()
+    given(run, memory)
+    handler = stream_handler(run)
+    said = [f"[MEMORY:behavior:jellyfin] Takes 60s to start after restart\n"
+            f"Restarted it and waited. [OUTCOME:failed:m{memory.id}] still down after 60s",
+            "[MEMORY:timing:jellyfin] Jellyfin is slow on Sundays"]
+    if blocks == "one":
+        handler.handle_line(text_line("\n".join(said)))
+    else:
+        first, _, second = said[0].partition("Restarted")
+        for text in (first, "Restarted" + second, said[1]):
+            handler.handle_line(text_line(text))
+    handler.close()
+    db.session.expire_all()
+    assert [(m.observation, m.confidence, m.active) for m in all_memories()] == [
+        ("Takes 60s to start after restart", 0.25, False), ("Jellyfin is slow on Sundays", 0.7, True)]
+    assert [(action, before, after) for action, before, after, *_ in history(memory.id)] == [
+        ("reinforced", 0.35, 0.45), ("outcome", 0.45, 0.25), ("deactivated", 0.25, 0.25)]
+    assert activity(run.session_id, "marker") == [
+        ("memory:behavior:jellyfin reinforced", f"#{memory.id} (0.45) Takes 60s to start after restart"),
+        (f"memory:outcome:failed:m{memory.id}", f"#{memory.id} (0.45 → 0.25) still down after 60s"),
+        ("memory:timing:jellyfin created", f"#{memory.id + 1} (0.7) Jellyfin is slow on Sundays")]
+
+
 # --- what the operator sees --------------------------------------------------------
 
 def scored_memory():

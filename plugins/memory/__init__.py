@@ -21,7 +21,7 @@ from app.sessions.log_pruning import LOG_RETENTION, sessions_pruned
 from app.write_lock import lock_for_writing
 from plugins.memory import batch, feed, hookspecs, matcher, outcomes, review, settings, store
 from plugins.memory.context import build_memory_context
-from plugins.memory.markers import MARKER_TAGS, parse_memory_markers
+from plugins.memory.markers import MARKER_TAGS, OUTCOME_TAG, MemoryMarker, OutcomeMarker, parse_memory_markers
 from plugins.memory.models import APPROVED, Memory, MemoryInjection
 from plugins.memory.relevance import relevant_services
 from plugins.memory.settings import BUDGET_SETTING
@@ -54,24 +54,36 @@ def claudeops_marker_tags():
 
 @hookimpl
 def claudeops_markers(text, run):
-    scored = outcomes.record_markers(text, run)
+    """Queue the block's memory and outcome markers, in the text's order,
+    for ``claudeops_markers_flush``: an outcome must meet the memory as the
+    markers written before it left it (a reinforcement, say, of a memory the
+    outcome then scores), whichever text block of the batch they were in."""
     skipped = SkippedMarkers(log, run, "memory")
-    markers = parse_memory_markers(text, skipped, run.marker_tags)
-    if not markers:
-        return scored + skipped.records() or None
+    recorded, queued = [], []
     longest = settings.max_observation_chars()
-    recorded, kept = scored + skipped.records(), []
-    for marker in markers:
-        if len(marker.observation) > longest:
-            why = (f"observation of {len(marker.observation)} characters not stored: "
-                   f"{settings.MAX_OBSERVATION}={longest}")
-            warn_once(log, run.session_id, "observation too long", f"memory marker {_label(marker)}: {why}")
-            recorded.append(MarkerRecord("memory", f"{_label(marker)} not stored", why, stored=False))
-        else:
-            kept.append(marker)
-    if kept:   # recorded with the rest of the batch: claudeops_markers_flush
-        recorded.append(batch.QUEUE.add(run, kept))
+    for piece in _outcome_first_pieces(text):
+        queued += outcomes.parse(piece, run)   # one that cannot be read is its record, kept in its place
+        for marker in parse_memory_markers(piece, skipped, run.marker_tags):
+            if len(marker.observation) > longest:
+                why = (f"observation of {len(marker.observation)} characters not stored: "
+                       f"{settings.MAX_OBSERVATION}={longest}")
+                warn_once(log, run.session_id, "observation too long", f"memory marker {_label(marker)}: {why}")
+                recorded.append(MarkerRecord("memory", f"{_label(marker)} not stored", why, stored=False))
+            else:
+                queued.append(marker)
+    recorded = skipped.records() + recorded
+    if queued:
+        recorded.append(batch.QUEUE.add(run, queued))
     return recorded or None
+
+
+def _outcome_first_pieces(text: str) -> list[str]:
+    """``text`` cut before each outcome marker's tag: each piece after the
+    first begins with an outcome, and every marker of a piece comes after it.
+    (A marker's text ends at the next tag on its line, so no marker spans
+    two pieces.)"""
+    starts = [0] + [match.start() for match in OUTCOME_TAG.finditer(text)] if "[OUTCOME:" in text else [0]
+    return [text[start:end] for start, end in zip(starts, starts[1:] + [len(text)]) if start < end]
 
 
 @hookimpl
@@ -79,22 +91,41 @@ def claudeops_markers_flush(run):
     queued = batch.QUEUE.take(run)
     if not queued:
         return
-    outcomes = iter(batch.record_all([marker for markers, _ in queued for marker in markers], run))
-    for markers, pending in queued:
-        pending.fill(_records(markers, [next(outcomes) for _ in markers], run))
+    results = iter(_record_in_order([item for items, _ in queued for item in items], run))
+    for items, pending in queued:
+        pending.fill(_records(items, [next(results) for _ in items], run))
 
 
-def _records(markers: list, outcomes: list[store.Recorded], run) -> list[MarkerRecord]:
+def _record_in_order(items: list, run) -> list:
+    """What each queued marker did, in stream order: the memory markers
+    between two outcomes a run at a time (``batch.record_all``), each
+    outcome scored after them (its ``MarkerRecord``; one that could not be
+    read was queued as its record)."""
+    results, markers, settled = [], [], {}
+    for item in items:
+        if isinstance(item, MemoryMarker):
+            markers.append(item)
+            continue
+        results += batch.record_all(markers, run) if markers else []
+        markers = []
+        results.append(outcomes.score_marker(item, run, settled) if isinstance(item, OutcomeMarker) else item)
+    return results + (batch.record_all(markers, run) if markers else [])
+
+
+def _records(items: list, results: list, run) -> list[MarkerRecord]:
     """One text block's records, and its new memories told to the feed."""
     recorded, refused = [], 0
-    for marker, outcome in zip(markers, outcomes):
-        if outcome.memory is None:
+    for marker, result in zip(items, results):
+        if isinstance(result, MarkerRecord):   # an outcome's
+            recorded.append(result)
+            continue
+        if result.memory is None:
             refused += 1
             continue
-        feed.tell(outcome, run)
-        state = "" if outcome.memory.status == APPROVED else f", {outcome.memory.status}"
-        recorded.append(MarkerRecord("memory", f"{_label(marker)} {outcome.relation}",
-                                     f"#{outcome.memory.id} ({outcome.memory.confidence:g}{state}) {marker.observation}"))
+        feed.tell(result, run)
+        state = "" if result.memory.status == APPROVED else f", {result.memory.status}"
+        recorded.append(MarkerRecord("memory", f"{_label(marker)} {result.relation}",
+                                     f"#{result.memory.id} ({result.confidence:g}{state}) {marker.observation}"))
     if refused:
         limit = settings.max_new_per_session()
         why = f"{refused} new memory marker(s) not stored: the session reached {settings.MAX_PER_SESSION}={limit}"

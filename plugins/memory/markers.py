@@ -102,6 +102,7 @@ def _why_not_read(candidate: re.Match) -> tuple[str, str]:
 # The level in any case, as event levels are read ("Worked" is worked).
 # Leading zeros name the same memory (m012 is m12).
 OUTCOME_MARKER = re.compile(rf"\[OUTCOME:((?ai:{'|'.join(OUTCOME_LEVELS)})):[mM]?0*([0-9]{{1,10}})\]")
+OUTCOME_TAG = re.compile(re.escape("[OUTCOME:"))
 ANY_OUTCOME_MARKER = re.compile(r"\[OUTCOME:((?:(?!\[[A-Z]+:)[^\]\n])*)\]")
 
 

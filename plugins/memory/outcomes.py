@@ -30,7 +30,7 @@ from app.web.apiutil import MAX_ID
 from app.write_lock import lock_for_writing
 from plugins.memory import store
 from plugins.memory.context import memory_ref
-from plugins.memory.markers import MalformedOutcome, parse_outcome_markers
+from plugins.memory.markers import MalformedOutcome, OutcomeMarker, parse_outcome_markers
 from plugins.memory.models import OUTCOME_LEVELS, Memory, MemoryHistory, MemoryInjection, TrackRecord
 from plugins.memory.settings import outcome_delta
 
@@ -47,34 +47,34 @@ class OutcomeRefused(ValueError):
     """An outcome marker that changes nothing; the message says why."""
 
 
-def record_markers(text: str, run: RunInfo) -> list[MarkerRecord]:
-    """Score every outcome marker in one text block; the activity log's records."""
+def parse(text: str, run: RunInfo) -> list[OutcomeMarker | MarkerRecord]:
+    """The outcome markers of one text block, in order, to be scored
+    (``score_marker``); one that cannot be read is already its record, and
+    noted in the activity log."""
     if "[OUTCOME:" not in text:
         return []
-    recorded = []
-    settled_here: dict[int, str] = {}   # the block's scored and refused ids: a repeat reads nothing again
-    # Each one that cannot be read is noted in the activity log too (below).
     warn = session_warner(log, run.session_id, IN_ACTIVITY_LOG)
-    for marker in parse_outcome_markers(text, warn, run.marker_tags):
-        if isinstance(marker, MalformedOutcome):
-            recorded.append(MarkerRecord("memory", "outcome not stored", f"{marker.text}: {marker.why}",
-                                         stored=False))
-            continue
-        label = f"outcome:{marker.level}:{memory_ref(marker.memory_id)}"
-        try:
-            if marker.memory_id in settled_here:
-                raise OutcomeRefused(settled_here[marker.memory_id])
-            memory, before = record_outcome(marker.memory_id, marker.level, marker.note, run)
-        except OutcomeRefused as exc:
-            settled_here[marker.memory_id] = str(exc)
-            # Once per reason (the id included): an agent repeating a refused outcome is not news.
-            warn_once(log, run.session_id, f"outcome refused: {exc}", f"{label} not stored: {exc}")
-            recorded.append(MarkerRecord("memory", f"{label} not stored", str(exc), stored=False))
-            continue
-        settled_here[marker.memory_id] = f"this session already reported an outcome for {memory_ref(memory.id)}"
-        recorded.append(MarkerRecord("memory", label,
-                                     f"#{memory.id} ({before:g} → {memory.confidence:g}) {marker.note}".rstrip()))
-    return recorded
+    return [MarkerRecord("memory", "outcome not stored", f"{marker.text}: {marker.why}", stored=False)
+            if isinstance(marker, MalformedOutcome) else marker
+            for marker in parse_outcome_markers(text, warn, run.marker_tags)]
+
+
+def score_marker(marker: OutcomeMarker, run: RunInfo, settled: dict[int, str]) -> MarkerRecord:
+    """Score one outcome marker; its record for the activity log. ``settled``:
+    the ids scored or refused so far, and why a repeat is refused, kept by
+    the caller across the markers of a batch, so that a repeat reads nothing."""
+    label = f"outcome:{marker.level}:{memory_ref(marker.memory_id)}"
+    try:
+        if marker.memory_id in settled:
+            raise OutcomeRefused(settled[marker.memory_id])
+        memory, before = record_outcome(marker.memory_id, marker.level, marker.note, run)
+    except OutcomeRefused as exc:
+        settled[marker.memory_id] = str(exc)
+        # Once per reason (the id included): an agent repeating a refused outcome is not news.
+        warn_once(log, run.session_id, f"outcome refused: {exc}", f"{label} not stored: {exc}")
+        return MarkerRecord("memory", f"{label} not stored", str(exc), stored=False)
+    settled[marker.memory_id] = f"this session already reported an outcome for {memory_ref(memory.id)}"
+    return MarkerRecord("memory", label, f"#{memory.id} ({before:g} → {memory.confidence:g}) {marker.note}".rstrip())
 
 
 def record_outcome(memory_id: int, level: str, note: str, run: RunInfo) -> tuple[Memory, float]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache, partial
 from typing import Any, Callable, Iterable, Optional
@@ -85,6 +85,12 @@ class Recorded:
     target: Optional[Memory] = None   # the memory a contradiction was aimed at
     approved: bool = False            # the marker confirmed a proposed memory, which is now approved
     confirmation: int = 0             # then: the how-manyth proposal the session confirmed
+    # The memory's confidence as the marker left it: what the activity log
+    # says, though a later marker of the batch (an outcome) moves it again.
+    confidence: Optional[float] = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "confidence", None if self.memory is None else self.memory.confidence)
 
 
 def clamp(confidence: float) -> float:
