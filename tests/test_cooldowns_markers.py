@@ -103,6 +103,44 @@ def test_a_reported_restart_beyond_the_limit_is_counted_and_noticed(app, fake_cl
     assert (event.session_id, event.tier) == (session.id, 1)
 
 
+def test_a_failure_reported_for_a_restart_the_cooldown_denied_answers_the_denial_and_counts_nothing(
+        app, fake_cli, run_session_now):
+    """The agent says the refused restart did not happen: counting it would
+    make 3 of 2, move when the next one is allowed, and warn that a restart
+    was done beyond the limit some other way. A success reported after a
+    denial is still counted and warned of: it was done some other way."""
+    from app.sessions import control
+    from app.sessions.manager import run_session
+    from app.timeutil import utcnow
+    from datetime import timedelta
+    fake_cli(sl.steps(sl.init(), sl.text("[COOLDOWN:restart:pgx] failure — the restart was refused by the cooldown"),
+                      sl.text("[COOLDOWN:restart:web] success — restarted it through the API instead"),
+                      sl.result()))
+    queued = control.enqueue(tier=1)
+    for service in ("pgx", "web"):
+        for minutes in (30, 20):
+            store.record_attempt("restart", service, "pending", f"systemctl restart {service}", None, 1,
+                                 now=utcnow() - timedelta(minutes=minutes))
+        store.record_attempt("restart", service, "denied", f"systemctl restart {service}", queued.id, 1,
+                             message="at the limit (2 per 4h)")
+    db.session.commit()
+    before = store.usage("pgx", "restart")
+    session = run_session(control.claim(queued.id))
+    db.session.expire_all()
+    denied = db.session.scalars(select(CooldownAction).where(CooldownAction.outcome == "denied")
+                                .order_by(CooldownAction.service)).all()
+    assert [(row.service, row.message, row.reported_at is not None) for row in denied] == [
+        ("pgx", "at the limit (2 per 4h)", True), ("web", "at the limit (2 per 4h)", False)]
+    after = store.usage("pgx", "restart")
+    assert (after.used, after.next_free_at) == (before.used, before.next_free_at) == (2, before.next_free_at)
+    assert store.usage("web", "restart").used == 3
+    warnings = db.session.scalars(select(Event.service).where(Event.level == "warning")).all()
+    assert warnings == ["web"]
+    logged = db.session.scalars(select(SessionActivity.body).where(SessionActivity.session_id == session.id,
+                                                                   SessionActivity.kind == "marker")).all()
+    assert logged[0] == "the restart was refused by the cooldown (the restart the cooldown denied: not counted)"
+
+
 def test_a_marker_left_without_its_bracket_does_not_take_the_next_one_with_it():
     """Read up to the first "]", a marker the agent did not close would run
     into the next one and drop it, a restart that counts included."""

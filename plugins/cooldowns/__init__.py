@@ -27,6 +27,7 @@ from app.timeutil import utcnow
 from app.write_lock import lock_for_writing
 from plugins.cooldowns import limits, retention, store
 from plugins.cooldowns.markers import MARKER_TAGS, parse_cooldown_markers
+from plugins.cooldowns.models import DENIED
 from plugins.cooldowns.prompt import cooldown_prompt
 
 log = logging.getLogger(__name__)
@@ -80,13 +81,13 @@ def claudeops_markers_flush(run):
     # restart it lets run is either counted here or counts what is written here.
     lock_for_writing()
     now, current = utcnow(), limits.current_limits()
-    pending = store.pending_rows(run.session_id)
+    pending, denied = store.pending_rows(run.session_id), store.unreported_denials(run.session_id)
     counted = store.counted_times({(m.service, m.action) for markers, _ in queued for m in markers}, now, current)
     for markers, records in queued:
-        records.fill(_record(markers, run, now, current, pending, counted))
+        records.fill(_record(markers, run, now, current, pending, denied, counted))
 
 
-def _record(markers, run, now, current, pending, counted) -> list[MarkerRecord]:
+def _record(markers, run, now, current, pending, denied, counted) -> list[MarkerRecord]:
     """One text block's reports."""
     limit = limits.max_per_session()
     rows = store.session_rows(run.session_id)
@@ -94,12 +95,14 @@ def _record(markers, run, now, current, pending, counted) -> list[MarkerRecord]:
     for marker in markers:
         row, created = store.record_outcome(marker.action, marker.service, marker.outcome, marker.message,
                                             run.session_id, run.tier, now=now, may_create=rows < limit,
-                                            pending=pending)
+                                            pending=pending, denied=denied)
         if row is None:
             refused += 1
             continue
         rows += created
         summary = marker.message
+        if row.outcome == DENIED:
+            summary = f"{summary} (the {marker.action} the cooldown denied: not counted)".strip()
         if created:
             # A restart the hook did not see (an unrecognised command): count
             # it now, and tell the operator when it went past the limit.

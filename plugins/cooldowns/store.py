@@ -6,7 +6,8 @@ A row is written when the PreToolUse hook lets a recognised command run
 (``pending``: it counts from that moment, whether or not the agent reports
 it) or denies one (``denied``: shown, never counted). The agent's marker then
 sets the outcome of the latest pending row of its session, service and
-action, or adds a row of its own for a restart the hook did not see.
+action (a failure with none answers a denial of them instead), or adds a
+row of its own for a restart the hook did not see.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from sqlalchemy.orm import Session
 from app.extensions import db
 from app.timeutil import isoformat, utcnow
 from plugins.cooldowns.limits import ACTIONS, Limit, current_limits, format_window
-from plugins.cooldowns.models import COUNTED, DENIED, HOOK, MARKER, PENDING, CooldownAction
+from plugins.cooldowns.models import COUNTED, DENIED, FAILURE, HOOK, MARKER, PENDING, CooldownAction
 
 # How far back the status lists a service that has gone quiet.
 STATUS_DAYS = 7
@@ -72,6 +73,10 @@ _SESSION_ROWS = select(func.count()).select_from(CooldownAction).where(
 _SESSION_PENDING = select(CooldownAction).where(
     CooldownAction.session_id == bindparam("session_id"), CooldownAction.outcome == PENDING).order_by(
     CooldownAction.created_at.desc(), CooldownAction.id.desc())
+# A session's denials no report has answered yet, oldest first.
+_SESSION_UNREPORTED_DENIALS = select(CooldownAction).where(
+    CooldownAction.session_id == bindparam("session_id"), CooldownAction.outcome == DENIED,
+    CooldownAction.reported_at.is_(None)).order_by(CooldownAction.created_at, CooldownAction.id)
 
 Pair = tuple[str, str]   # service, action
 
@@ -154,16 +159,30 @@ def pending_rows(session_id: int) -> dict[Pair, list[CooldownAction]]:
     return found
 
 
+def unreported_denials(session_id: int) -> dict[Pair, list[CooldownAction]]:
+    """For ``record_outcome(denied=...)``: the session's denials no report has
+    answered, by service and action, oldest first."""
+    found: dict[Pair, list[CooldownAction]] = {}
+    for row in db.session.scalars(_SESSION_UNREPORTED_DENIALS, {"session_id": session_id}):
+        found.setdefault((row.service, row.action), []).append(row)
+    return found
+
+
 def record_outcome(action: str, service: str, outcome: str, message: str, session_id: Optional[int],
                    tier: Optional[int], now: Optional[datetime] = None, may_create: bool = True,
-                   pending: Optional[dict[Pair, list[CooldownAction]]] = None) -> tuple[Optional[CooldownAction], bool]:
+                   pending: Optional[dict[Pair, list[CooldownAction]]] = None,
+                   denied: Optional[dict[Pair, list[CooldownAction]]] = None,
+                   ) -> tuple[Optional[CooldownAction], bool]:
     """The agent's report. Completes the latest pending row of the same
-    session, service and action; else (a restart the hook did not see, or
-    one reported twice) adds a counted row, unless ``may_create`` is false
-    (the session reached its limit of records): then nothing is stored and
-    the row is None. Returns the row and whether it is new. ``pending``:
-    the session's pending rows (``pending_rows``), if already read; the row
-    completed is taken from it."""
+    session, service and action. Else a ``failure`` answers the session's
+    oldest unanswered denial of them, if ``denied`` (``unreported_denials``)
+    holds one: the refused restart did fail, and stays uncounted (it keeps
+    the reason it was denied; the report's time is set). Else (a restart the
+    hook did not see, or one reported twice) it adds a counted row, unless
+    ``may_create`` is false (the session reached its limit of records): then
+    nothing is stored and the row is None. Returns the row and whether it is
+    new. ``pending``: the session's pending rows (``pending_rows``), if
+    already read; the row completed is taken from it."""
     now = now or utcnow()
     if pending is None:
         row = db.session.scalar(_LATEST_PENDING[session_id is not None],
@@ -171,6 +190,11 @@ def record_outcome(action: str, service: str, outcome: str, message: str, sessio
     else:
         waiting = pending.get((service, action))
         row = waiting.pop(0) if waiting else None
+    refused = (denied or {}).get((service, action)) if row is None and outcome == FAILURE else None
+    if refused:
+        row = refused.pop(0)
+        row.reported_at = now
+        return row, False
     created = row is None
     if created and not may_create:
         return None, False
