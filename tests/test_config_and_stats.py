@@ -268,6 +268,26 @@ def test_a_page_loaded_before_a_change_elsewhere_does_not_undo_it(client):
     assert settings["CLAUDEOPS_INTERVAL"]["value"] == "1200" and settings["CLAUDEOPS_DRY_RUN"]["value"] == "true"
 
 
+def test_a_reset_on_a_page_loaded_before_a_change_elsewhere_does_not_undo_it_unseen(client):
+    """A reset replaces the value in force as a value typed does: one
+    changed elsewhere since the page was loaded is not reset until the
+    operator has seen the change."""
+    assert client.put("/api/v1/config", json={"CLAUDEOPS_MEMORY_BUDGET": 3000}).status_code == 200
+    stale = _FormFields(client.get("/config").get_data(as_text=True)).fields
+    assert client.put("/api/v1/config", json={"CLAUDEOPS_MEMORY_BUDGET": 5000}).status_code == 200
+    response = client.post("/config", data=dict(stale, reset="CLAUDEOPS_MEMORY_BUDGET"))
+    page = response.get_data(as_text=True)
+    assert response.status_code == 409 and "Nothing saved: 1 setting was changed elsewhere meanwhile." in page
+    assert ("<p class=\"field-error\" id=\"problem-CLAUDEOPS_MEMORY_BUDGET\">changed to &#39;5000&#39; elsewhere "
+            "since this page was loaded; reset it again to replace that with its default</p>") in page
+    assert config_of(client)["CLAUDEOPS_MEMORY_BUDGET"]["value"] == "5000"
+    again = _FormFields(page).fields
+    assert again["shown-as.CLAUDEOPS_MEMORY_BUDGET"] == "5000"
+    response = client.post("/config", data=dict(again, reset="CLAUDEOPS_MEMORY_BUDGET"), follow_redirects=True)
+    assert "Saved: CLAUDEOPS_MEMORY_BUDGET." in response.get_data(as_text=True)
+    assert config_of(client)["CLAUDEOPS_MEMORY_BUDGET"]["value"] == "2000"
+
+
 def test_stats(app, client, fake_cli, run_session_now):
     fake_cli(sl.steps(sl.init(), sl.text("[EVENT:critical:nas] disk\n[MEMORY:timing:nas] scrub takes 6h\n"
                                          "[ESCALATE] disk failing"), sl.result(cost=0.5)))

@@ -111,6 +111,11 @@ def update():
     since = {name: f"changed to {current[name]!r} elsewhere since this page was loaded; "
                    f"save again to replace that with what you typed"
              for name in values if current[name] != shown_as[name]}
+    # A reset replaces what is in force as surely as a value typed.
+    since.update({name: f"changed to {current[name]!r} elsewhere since this page was loaded; "
+                        f"reset it again to replace that with its default"
+                  for name in resets if name in current and request.form.get(SHOWN_AS + name, current[name])
+                  != current[name]})
     if since:
         db.session.rollback()   # nothing to write: the lock is not held while the page is drawn
         flash(f"Nothing saved: {_settings(len(since))} changed elsewhere meanwhile.", "error")
@@ -142,7 +147,8 @@ def _form_again(wanted: dict[str, str], edited: set[str], shown_as: dict[str, st
     (and compared, when saved again, with ``shown_as``), the others as they
     are in force now."""
     rows = [dict(row, value=wanted[row["name"]], shown_as=shown_as[row["name"]], problem=problems.get(row["name"]))
-            if row["runtime"] and row["name"] in edited else row for row in describe()]
+            if row["runtime"] and row["name"] in edited else dict(row, problem=problems.get(row["name"]))
+            for row in describe()]
     return _form(rows, status)
 
 
