@@ -290,6 +290,32 @@ def test_a_proposed_contradiction_edited_to_another_service_approved_takes_nothi
         f"was proposed; edited to another service or category, it no longer contradicts memory {old.id}")
 
 
+@pytest.mark.parametrize("edit", ["the older memory now says the same", "the older memory moved to another service",
+                                  "the proposal approved saying something else"])
+def test_a_proposed_contradiction_that_no_longer_holds_when_approved_takes_nothing(app, review_on, edit):
+    """Either memory may be edited between the proposal and its approval:
+    trust is taken for what the two say then, asked of the matcher again."""
+    old = add_memory("Must be started after WireGuard", category="dependency", service="caddy", confidence=0.8)
+    new = remember("[MEMORY:dependency:caddy] Can be started independently of WireGuard", new_run()).memory
+    assert new.contradicts_id == old.id
+    edits = {}
+    if edit == "the older memory now says the same":
+        store.update(old, observation="Can be started independently of WireGuard")
+    elif edit == "the older memory moved to another service":
+        store.update(old, service="nginx")
+    else:
+        edits = {"observation": "Caddy reloads its certificates every night"}
+    review.approve(new, **edits)
+    db.session.commit()
+    assert (new.status, new.contradicts_id) == ("approved", None)
+    assert old.confidence == 0.8 and [action for action, *_ in history(old.id)] == (
+        [] if edits else ["edited"])
+    detail = db.session.execute(text(f"SELECT detail FROM memory_history WHERE memory_id = {new.id} "
+                                     "AND action = 'approved'")).scalar()
+    assert detail == ("was proposed; no longer contradicts memory %d, %s" % (
+        old.id, "which is about another service or category now" if "service" in edit else "as the two read now"))
+
+
 def test_without_review_a_contradiction_takes_effect_at_once(app):
     old = add_memory("Must be started after WireGuard", category="dependency", service="caddy", confidence=0.4)
     new = remember("[MEMORY:dependency:caddy] Can be started independently of WireGuard", new_run()).memory

@@ -391,10 +391,29 @@ def mark_approved(memory: Memory, actor: str, *, run: Optional[RunInfo] = None, 
     was = memory.status
     memory.status = APPROVED
     _refresh(memory)
-    _history(memory, "approved", memory.confidence, run=run, actor=actor, detail=detail or f"was {was}")
     target = db.session.get(Memory, memory.contradicts_id) if memory.contradicts_id is not None else None
-    if target is not None and target.active and target.status != REJECTED:
+    gone = _contradiction_gone(memory, target) if target is not None else None
+    if gone:
+        memory.contradicts_id = None
+    _history(memory, "approved", memory.confidence, run=run, actor=actor,
+             detail="; ".join(filter(None, (detail or f"was {was}", gone))))
+    if target is not None and not gone and target.active and target.status != REJECTED:
         contradict(target, memory, run=run, actor=actor)
+
+
+def _contradiction_gone(memory: Memory, target: Memory) -> Optional[str]:
+    """Why ``memory`` no longer says the opposite of ``target``, which it did
+    when it was proposed; None if it still does. Either may have been edited
+    since (its text, its service or category; the proposal as it is
+    approved): trust is taken only for what holds now, asked of the matcher
+    again."""
+    if (memory.service, memory.category) != (target.service, target.category):
+        return f"no longer contradicts memory {target.id}, which is about another service or category now"
+    match = ask_matcher(memory.category, memory.service, memory.observation,
+                        [Candidate(target.id, target.observation)])
+    if match.relation != CONTRADICT:
+        return f"no longer contradicts memory {target.id}, as the two read now"
+    return None
 
 
 def mark_rejected(memory: Memory, detail: Optional[str]) -> None:
