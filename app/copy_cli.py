@@ -16,7 +16,7 @@ from app import create_app, state_dir
 from app.backup_cli import hold_off_the_scheduler, leave_to_the_owner_of_their_directory
 from app.config import ConfigError
 from app.database_copy import CopyError, copy_database, foreign_tables, tables_with_rows
-from app.database_url import absolute_sqlite_url, shown_url, sqlalchemy_url
+from app.database_url import absolute_sqlite_url, in_memory, shown_url, sqlalchemy_url
 from app.dbfaults import first_line
 from app.extensions import db
 from app.revisions import known_revision
@@ -50,7 +50,7 @@ def copy_to_command(target_url: str):
         target = make_url(absolute_sqlite_url(sqlalchemy_url(target_url, name="TARGET_URL")))
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
-    if target.get_backend_name() == "sqlite" and _in_memory(target):
+    if target.get_backend_name() == "sqlite" and in_memory(target):
         raise click.ClickException("TARGET_URL names a SQLite database in memory, gone when the command ends: "
                                    "name a file (sqlite:////path/to/new.db)")
     shown = shown_url(target)
@@ -150,15 +150,11 @@ def _check_schema_is_current(app: Flask) -> None:
             "upgrade heads` (`claudeops serve` does it when it starts), then copy")
 
 
-def _in_memory(url: URL) -> bool:
-    return not url.database or url.database == ":memory:" or url.query.get("mode") == "memory"
-
-
 def _made_private(url: URL) -> None:
     """A new SQLite file made the owner's alone before SQLite opens it,
     whatever the umask (a root shell's 022): it will hold every session,
     memory and dashboard login. SQLite gives its -wal and -shm the same mode."""
-    if url.get_backend_name() != "sqlite" or _in_memory(url):
+    if url.get_backend_name() != "sqlite" or in_memory(url):
         return
     try:
         os.close(os.open(Path(url.database).expanduser(), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
@@ -170,7 +166,7 @@ def _made_private(url: URL) -> None:
 
 def _files_of(url: URL) -> list[Path]:
     """The files of a SQLite database (none for a server's)."""
-    if url.get_backend_name() != "sqlite" or _in_memory(url):
+    if url.get_backend_name() != "sqlite" or in_memory(url):
         return []
     path = Path(url.database).expanduser()
     return [path, *(path.with_name(path.name + suffix) for suffix in ("-wal", "-shm"))]

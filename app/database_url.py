@@ -74,12 +74,33 @@ def _check_driver(url: URL, name: str) -> None:
 
 def absolute_sqlite_url(raw: str) -> str:
     """``sqlite:///claudeops.db`` names a file in the working directory: the
-    same file, for a process that works from elsewhere. Other URLs as given."""
+    same file, for a process that works from elsewhere. Other URLs as given
+    (a ``file:`` URI among them: ``?uri=true``)."""
     url = make_url(raw)
     database = url.database
-    if url.get_backend_name() != "sqlite" or not database or database == ":memory:" or Path(database).is_absolute():
+    if (url.get_backend_name() != "sqlite" or in_memory(url) or "uri" in url.query
+            or Path(database).is_absolute()):
         return raw
     return url.set(database=str(Path(database).resolve())).render_as_string(hide_password=False)
+
+
+def in_memory(url: URL) -> bool:
+    """A SQLite URL of a database in memory: each connection's own, gone when it closes."""
+    return not url.database or url.database == ":memory:" or url.query.get("mode") == "memory"
+
+
+def service_url(raw: str) -> str:
+    """``CLAUDEOPS_DATABASE_URL`` as every process of the service opens it:
+    a relative SQLite path made absolute from the working directory, so that
+    the dashboard's workers, the scheduler, the CLI and the hook (each with
+    a working directory, or an instance folder, of its own) open one file.
+    A database in memory is refused: each process would have its own."""
+    url = sqlalchemy_url(raw)
+    if make_url(url).get_backend_name() == "sqlite" and in_memory(make_url(url)):
+        raise ConfigError(f"CLAUDEOPS_DATABASE_URL={shown_url(make_url(url))}: names a SQLite database in memory, "
+                          f"which each of the service's processes would have on its own, empty, and lose as it "
+                          f"ends; name a file (sqlite:////path/to/claudeops.db)")
+    return absolute_sqlite_url(url)
 
 
 # Seconds a new connection may take. libpq itself waits for a server that

@@ -61,6 +61,31 @@ def test_sqlite_is_in_wal_mode_with_a_busy_timeout(app):
     assert app.config["SQLALCHEMY_DATABASE_URI"].endswith("/state/claudeops.db")
 
 
+def test_a_relative_sqlite_path_is_one_file_in_the_working_directory_for_every_process(tmp_path, monkeypatch,
+                                                                                      fake_cli):
+    """Flask-SQLAlchemy would take it from the checkout's instance folder,
+    while the dashboard's workers, copy-to and the runner lock took it from
+    the working directory: a session queued from the dashboard never ran.
+    The CLI's hook and MCP server, which work from CLAUDEOPS_WORKDIR, are
+    given the same file, and the same state directory."""
+    import json
+    from app.sessions import control
+    from app.sessions.manager import run_session
+    from tests import streamlines as sl
+    from tests.conftest import make_app
+    monkeypatch.chdir(tmp_path)
+    app = make_app(tmp_path, CLAUDEOPS_DATABASE_URL="sqlite:///relative.db", CLAUDEOPS_STATE_DIR="state")
+    assert app.config["SQLALCHEMY_DATABASE_URI"] == f"sqlite:///{tmp_path / 'relative.db'}"
+    assert "sessions" in sqlite3.connect(tmp_path / "relative.db").execute(
+        "SELECT group_concat(name) FROM sqlite_master").fetchone()[0]
+    argv_file = fake_cli(sl.steps(sl.init(), sl.result()))
+    with app.app_context():
+        assert run_session(control.claim(control.enqueue().id)).status == "completed"
+    env = json.loads(argv_file.read_text())["env"]
+    assert env["CLAUDEOPS_DATABASE_URL"] == f"sqlite:///{tmp_path / 'relative.db'}"
+    assert env["CLAUDEOPS_STATE_DIR"] == str(tmp_path / "state")
+
+
 def test_database_url_setting_wins(tmp_path):
     from tests.conftest import make_app
     (tmp_path / "elsewhere").mkdir()
@@ -248,6 +273,9 @@ def test_a_database_url_that_cannot_work_stops_the_start_without_showing_the_pas
     ("postgresql+nodriver://ops:hunter2@db.local/x", "SQLAlchemy knows no driver 'nodriver' for postgresql"),
     ("postgresql+pg8000://ops:hunter2@db.local/x", "needs the Python module pg8000, which is not installed"),
     ("sqlite+aiosqlite:////srv/ops.db", "aiosqlite is an asyncio driver, which Claude Ops cannot use"),
+    ("sqlite://", "=sqlite://: names a SQLite database in memory, which each of the service's processes would have"),
+    ("sqlite:///:memory:", "names a SQLite database in memory"),
+    ("sqlite:///file:ops?mode=memory&uri=true", "names a SQLite database in memory"),
 ])
 def test_a_database_the_service_cannot_use_is_refused_by_name(tmp_path, monkeypatch, url, message):
     from app import create_app

@@ -21,6 +21,7 @@ from sqlalchemy import inspect
 from sqlalchemy.exc import SQLAlchemyError
 
 from app import dbfaults, marker_queue
+from app.database_url import absolute_sqlite_url
 from app.executable import claudeops_command
 from app.extensions import db
 from app.mcp import ALLOW_RULE, session_mcp_config
@@ -91,8 +92,9 @@ def child_env(session: Session) -> dict[str, str]:
     env = {name: value for name, value in os.environ.items() if name not in secret_names}
     # So that the cooldown hook, which records commands, still redacts them.
     env[WITHHELD_ENV] = WithheldValues.describe([config.get(name) for name in secret_names] + [config["SECRET_KEY"]])
-    env["CLAUDEOPS_STATE_DIR"] = config["CLAUDEOPS_STATE_DIR"]
-    env["CLAUDEOPS_DATABASE_URL"] = config["CLAUDEOPS_DATABASE_URL"]
+    # Absolute: the CLI, and the hook and MCP server it starts, work from CLAUDEOPS_WORKDIR.
+    env["CLAUDEOPS_STATE_DIR"] = str(Path(config["CLAUDEOPS_STATE_DIR"]).resolve())
+    env["CLAUDEOPS_DATABASE_URL"] = absolute_sqlite_url(config["CLAUDEOPS_DATABASE_URL"])
     env["CLAUDEOPS_SESSION_ID"] = str(session.id)
     env["CLAUDEOPS_TIER"] = str(session.tier)
     # In print mode the CLI would otherwise send its first request before a
