@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
+import logging
 import os
 import signal
 import sys
@@ -350,6 +351,12 @@ def _guarded(callback):
                 f"refusing to serve behind a reverse proxy (CLAUDEOPS_TRUSTED_PROXIES={proxies}) with no "
                 "credential: anyone who reaches the proxy could run the agent. Set CLAUDEOPS_PASSWORD "
                 "(dashboard) or CLAUDEOPS_API_TOKEN (API) first")
+        if proxies and not is_loopback(host):
+            # Whoever reaches it around the proxy names any address in X-Forwarded-For: the login limit's too.
+            logging.getLogger("app.serve").warning(
+                "listening on %s behind a reverse proxy (CLAUDEOPS_TRUSTED_PROXIES=%s): a client that reaches "
+                "it directly, not through the proxy, is believed whatever address and scheme it claims, and "
+                "escapes the login limit; listen on 127.0.0.1 with the proxy on this machine", host, proxies)
         return callback(*args, host=host, **kwargs)
     return refusing_an_open_door
 

@@ -215,6 +215,24 @@ def test_serve_refuses_a_reverse_proxy_without_a_credential(tmp_path, monkeypatc
     assert not (tmp_path / "state").exists()
 
 
+def test_serve_warns_of_a_reverse_proxy_setting_on_an_address_reached_around_the_proxy(tmp_path, monkeypatch,
+                                                                                      caplog):
+    from app import serve as serve_module
+    from app.cli import main
+    monkeypatch.setenv("CLAUDEOPS_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("CLAUDEOPS_TRUSTED_PROXIES", "1")
+    monkeypatch.setenv("CLAUDEOPS_PASSWORD", "correct horse battery staple")
+    served = []
+    monkeypatch.setattr(serve_module, "serve", lambda app, host, port, workers: served.append(host) or 0)
+    for host, warned in (("127.0.0.1", False), ("0.0.0.0", True)):
+        caplog.clear()
+        result = CliRunner().invoke(main, ["serve", "--host", host, "--port", "18599"])
+        assert result.exit_code == 0, result.output
+        assert ("a client that reaches it directly, not through the proxy, is believed whatever address and scheme "
+                "it claims" in caplog.text) is warned
+    assert served == ["127.0.0.1", "0.0.0.0"]
+
+
 # ------------------------------------------------- closed mode: every door
 
 def _example_url(rule) -> str:
