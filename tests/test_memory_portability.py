@@ -463,6 +463,31 @@ def test_api_export_and_import(app, client, tmp_path):
             refused.get_json()["error"]
 
 
+def test_an_export_saved_with_a_byte_order_mark_imports_as_it_is(app, client, tmp_path):
+    """Notepad and PowerShell write UTF-8 with a BOM: the API, the page's
+    upload and the CLI read such a file as they read it without one."""
+    import io
+    seed()
+    exported = client.get("/api/v1/memories/export").get_data()
+    markdown = client.get("/api/v1/memories/export?format=markdown").get_data()
+    other = make_app(tmp_path / "other")
+    with other.app_context():
+        target = other.test_client()
+        response = target.post("/api/v1/memories/import", data=b"\xef\xbb\xbf" + exported,
+                               content_type="application/json")
+        assert response.status_code == 201 and response.get_json()["created"] == 6, response.get_json()
+        response = target.post("/api/v1/memories/import", data=b"\xef\xbb\xbf" + markdown,
+                               content_type="text/markdown")
+        assert response.status_code == 201 and response.get_json()["unchanged"] == 6, response.get_json()
+        for name, body in (("memories.json", exported), ("memories.md", markdown)):
+            page = target.post("/memories/import", data={"file": (io.BytesIO(b"\xef\xbb\xbf" + body), name)},
+                               content_type="multipart/form-data", follow_redirects=True).get_data(as_text=True)
+            assert f"Imported {name}: 0 created, 0 reinforced, 0 contradicted, 6 unchanged" in page
+        (tmp_path / "bom.md").write_bytes(b"\xef\xbb\xbf" + markdown)
+        result = other.test_cli_runner().invoke(args=["memories", "import", str(tmp_path / "bom.md")])
+        assert result.exit_code == 0 and "6 unchanged" in result.output, result.output
+
+
 # ------------------------------------------------------------------ the CLI
 
 def test_cli_export_and_import(app, tmp_path):

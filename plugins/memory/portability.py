@@ -214,6 +214,8 @@ class Entry:
 def parse(text: str, fmt: str = "auto", most: int = MAX_IMPORT) -> list[Entry]:
     """Entries of a JSON or Markdown export (``fmt`` "auto" looks at the
     text), at most ``most`` of them."""
+    # A byte-order mark, as Notepad and PowerShell write UTF-8, is no part of the text.
+    text = text.removeprefix("\ufeff")
     if fmt == "auto":
         fmt = "json" if _looks_like_json(text) else "markdown"
     if fmt == "json":
