@@ -325,6 +325,18 @@ def test_a_request_body_over_the_limit_is_413_and_nothing_is_done(client, caplog
     assert response.status_code == 400 and "the limit is 20000" in response.get_json()["error"]
 
 
+def test_a_body_over_the_limit_is_413_also_where_no_view_reads_it(client):
+    """A GET, a Stop, a DELETE: each said 200 or 404 before, for a body the
+    README says is refused, and a client could not tell it was not read."""
+    from app.web import MAX_REQUEST_BYTES
+    body = b" " * (MAX_REQUEST_BYTES + 1)
+    for method, path in (("get", "/api/v1/stats"), ("post", "/api/v1/sessions/99999/stop"),
+                         ("delete", "/api/v1/memories/99999"), ("get", "/events")):
+        response = getattr(client, method)(path, data=body, content_type="application/json")
+        assert response.status_code == 413, (method, path, response.status_code)
+    assert client.get("/api/v1/stats", data=b" " * 1000, content_type="application/json").status_code == 200
+
+
 def test_a_dashboard_upload_over_the_limit_is_413_on_a_page(client):
     from app.web import MAX_REQUEST_BYTES
     response = client.post("/memories/import", data={"file": (io.BytesIO(b"x" * (MAX_REQUEST_BYTES + 1)), "big.json")},

@@ -39,8 +39,14 @@ def register_body_checks(app: Flask, api_prefix: str) -> None:
     app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
 
     @app.before_request
-    def refuse_a_body_of_unknown_length_past_the_limit():
-        if request.content_length is not None or "Transfer-Encoding" not in request.headers:
+    def refuse_a_body_past_the_limit():
+        if request.content_length is not None:
+            # Also where no view reads it (a GET, a Stop): werkzeug refuses
+            # one only as it is read, and the answer would not say why.
+            if request.content_length > MAX_REQUEST_BYTES:
+                raise RequestEntityTooLarge()
+            return
+        if "Transfer-Encoding" not in request.headers:
             return
         request.get_data(cache=True)   # what views and form parsing then read
         if request.stream.is_exhausted:
