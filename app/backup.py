@@ -114,6 +114,9 @@ def restore(engine: Engine, source: Path, known: Callable[[str], bool]) -> Path:
     database = database_file(engine)
     if not source.is_file():
         raise BackupError(f"{source} is not a file")
+    if source.expanduser().resolve() in database_files(engine):
+        raise BackupError(f"{source} is the database itself (or a name SQLite uses beside it), not a backup of "
+                          "it: name the backup file to restore")
     checked, scratch = _opened_read_only(source, database.parent)
     try:
         revisions = _checked(checked, source)

@@ -363,7 +363,9 @@ def test_restore_refuses_what_it_cannot_use_and_changes_nothing(app, tmp_path):
     for source, message in ((not_a_database, "is not a Claude Ops database"),
                             (other, "is not a Claude Ops database: no such table: alembic_version"),
                             (newer, "was made by a newer Claude Ops or with a plugin not installed here "
-                                    "(schema revision 0099_from_the_future)")):
+                                    "(schema revision 0099_from_the_future)"),
+                            (database(app), "is the database itself (or a name SQLite uses beside it), not a "
+                                            "backup of it")):
         refused = invoke(app, "restore", source)
         assert refused.exit_code == 1 and message in refused.output, refused.output
     assert invoke(app, "restore", tmp_path / "missing.db").exit_code == 2   # click: no such file

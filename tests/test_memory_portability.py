@@ -500,6 +500,7 @@ def test_cli_export_and_import(app, tmp_path):
     finally:
         os.umask(previous)
     assert result.exit_code == 0, result.output
+    assert result.output == f"Exported 6 memories to {path} (json).\n"
     assert len(json.loads(path.read_text())["memories"]) == 6
     assert path.stat().st_mode & 0o777 == 0o600
     markdown = runner.invoke(main, ["memories", "export", "--format", "markdown"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from app.extensions import db
 from app.models import RUNNING, Session
@@ -228,6 +228,9 @@ def export(fmt, output, force):
         _fail(exc)
     except OSError as exc:   # told with the file's name, not as a traceback
         raise click.ClickException(f"cannot write {click.format_filename(output)}: {exc.strerror or exc}") from None
+    # As backup and import say what they did; in the transaction the export read.
+    count = db.session.scalar(select(func.count()).select_from(Memory))
+    click.echo(f"Exported {count} memor{'y' if count == 1 else 'ies'} to {click.format_filename(output)} ({fmt}).")
 
 
 # History rows go in one statement, some 40,000 a second (README,
