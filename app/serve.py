@@ -9,6 +9,7 @@ gunicorn.
 """
 from __future__ import annotations
 
+import errno
 import ipaddress
 import logging
 import os
@@ -16,6 +17,7 @@ import re
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -252,8 +254,10 @@ def serve(app: Flask, host: str, port: int, workers: int) -> int:
                  address(host, port), workers, os.getpid())
         scheduler.start()
     elif not stop.is_set():
-        log.error("gunicorn exited with status %s before it served %s (see above); no session was started",
-                  web.wait(), address(host, port))
+        taken = (": the address is in use (another Claude Ops, or another program, listens there): stop that, or "
+                 "choose another --port" if address_in_use(host, port) else " (see above)")
+        log.error("gunicorn exited with status %s before it served %s%s; no session was started",
+                  web.wait(), address(host, port), taken)
         exit_code = 1
     while exit_code == 0 and not stop.wait(1.0):
         if web.poll() is not None:
@@ -274,6 +278,25 @@ def serve(app: Flask, host: str, port: int, workers: int) -> int:
             web.kill()
             web.wait()
     return exit_code
+
+
+def address_in_use(host: str, port: int) -> bool:
+    """Whether something listens at ``host:port`` already (a bind there
+    fails with EADDRINUSE): why gunicorn, which says only that it retries,
+    could not serve it."""
+    try:
+        found = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError:
+        return False
+    for family, kind, protocol, _, where in found:
+        with socket.socket(family, kind, protocol) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)   # as gunicorn binds
+            try:
+                probe.bind(where)
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    return True
+    return False
 
 
 def _wait_until_bound(ready: int, stop: threading.Event) -> bool:

@@ -351,7 +351,8 @@ def test_a_port_already_taken_ends_the_start_before_any_session_runs(tmp_path, f
             svc.start(timeout=60)
         assert svc.process.wait(30) == 1
     log = svc.log()
-    assert "before it served 127.0.0.1:%d (see above); no session was started" % svc.port in log, log
+    assert ("before it served 127.0.0.1:%d: the address is in use (another Claude Ops, or another program, listens "
+            "there): stop that, or choose another --port; no session was started" % svc.port) in log, log
     assert "Connection in use" in log and "scheduler started" not in log
     assert not runs.exists()
     # With the port free, the same state directory serves, and the first scheduled session runs.
