@@ -572,7 +572,10 @@ def show_config():
         click.echo(f"# runtime settings unavailable: {_why_no_runtime_settings(exc)}", err=True)
         click.echo("# the values below are the environment's and the defaults", err=True)
         changed = {}
+    from app.serve import unknown_settings
     from app.web.config_page import shown   # as the Config page shows them: secrets masked, true/false
+    for message in unknown_settings(current_app):
+        click.echo(f"# {message}", err=True)
     for setting in current_app.extensions["claudeops.settings"]:
         value = current_app.config[setting.name]
         note = ""

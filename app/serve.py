@@ -9,6 +9,7 @@ gunicorn.
 """
 from __future__ import annotations
 
+import difflib
 import errno
 import ipaddress
 import logging
@@ -94,6 +95,36 @@ def warn_of_what_sessions_lack(app: Flask) -> None:
         if not path.is_file():
             log.warning("the tier %d prompt %s is not there: tier %d sessions fail until it is "
                         "(CLAUDEOPS_PROMPTS_DIR)", tier, path, tier)
+
+
+# Read by the service itself, not settings: what one process tells another
+# (the session's CLI, gunicorn's workers), bin/'s virtual environment, the tests.
+NOT_SETTINGS = ("CLAUDEOPS_READY_FD", "CLAUDEOPS_SERVE_PID", "CLAUDEOPS_SESSION_ID", "CLAUDEOPS_TIER",
+                "CLAUDEOPS_WITHHELD_SECRETS", "CLAUDEOPS_VENV")
+NOT_SETTINGS_PREFIX = "CLAUDEOPS_TEST_"
+
+
+def unknown_settings(app: Flask) -> list[str]:
+    """What to say of each CLAUDEOPS_* variable that is no setting of the
+    service or of an installed plugin: most likely one misspelt
+    (CLAUDEOPS_INTERVL=600), and the default would hold without a word.
+    (PUT /api/v1/config refuses such a name; the environment can only be
+    warned of.)"""
+    known = {setting.name for setting in app.extensions["claudeops.settings"]}
+    said = []
+    for name in sorted(os.environ):
+        if (not name.startswith("CLAUDEOPS_") or name in known or name in NOT_SETTINGS
+                or name.startswith(NOT_SETTINGS_PREFIX)):
+            continue
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
+        said.append(f"{name} is set, but it is no setting of Claude Ops or of an installed plugin"
+                    f"{f' (did you mean {close[0]}?)' if close else ''}: it is ignored")
+    return said
+
+
+def warn_of_unknown_settings(app: Flask) -> None:
+    for message in unknown_settings(app):
+        log.warning("%s", message)
 
 
 def say_what_the_config_page_holds_over(app: Flask) -> None:
@@ -234,6 +265,7 @@ def serve(app: Flask, host: str, port: int, workers: int) -> int:
     scheduler.hold_runner_lock()  # first: refuses to run beside another scheduler, or to migrate beside it
     apply_migrations(app)
     warn_of_what_sessions_lack(app)
+    warn_of_unknown_settings(app)
     say_what_the_config_page_holds_over(app)
     env = worker_environment(app)
     stop = threading.Event()
@@ -319,6 +351,7 @@ def run_scheduler(app: Flask) -> int:
     scheduler.hold_runner_lock()
     apply_migrations(app)
     warn_of_what_sessions_lack(app)
+    warn_of_unknown_settings(app)
     say_what_the_config_page_holds_over(app)
     stop = threading.Event()
     for sig in STOP_SIGNALS:

@@ -602,6 +602,21 @@ def test_config_never_prints_the_database_password(tmp_path):
     assert "hunter2" not in result.stdout
 
 
+def test_a_misspelt_setting_in_the_environment_is_warned_of_not_ignored_silently(tmp_path):
+    """The default would hold without a word. The service's own variables
+    between its processes, and the tests', are no settings and no warning."""
+    env = dict(claudeops_env(tmp_path), CLAUDEOPS_INTERVL="600", CLAUDEOPS_FROBNICATE="1", CLAUDEOPS_TIER="2",
+               CLAUDEOPS_TEST_ANYTHING="x")
+    result = subprocess.run([str(CLAUDEOPS), "config"], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    warned = [line for line in result.stderr.splitlines() if "no setting" in line]
+    assert warned == [
+        "# CLAUDEOPS_FROBNICATE is set, but it is no setting of Claude Ops or of an installed plugin: it is ignored",
+        "# CLAUDEOPS_INTERVL is set, but it is no setting of Claude Ops or of an installed plugin (did you mean "
+        "CLAUDEOPS_INTERVAL?): it is ignored"]
+    assert "CLAUDEOPS_INTERVAL=3600" in result.stdout.splitlines()
+
+
 NO_RUNTIME_SETTINGS = "# runtime settings unavailable: "
 VALUES_SHOWN = "# the values below are the environment's and the defaults\n"
 
