@@ -178,6 +178,22 @@ def test_a_decision_refused_as_made_elsewhere_meanwhile_takes_the_row_away_and_r
     row = client.post(f"/memories/{first.id}/approve", headers=headers, data={"view": "table"}).get_data(as_text=True)
     assert row.startswith(f'<tr id="memory-{first.id}" class="memory-row active"') and "review-proposed" not in row
     assert oob in row and f"Not approved: memory {first.id} is already approved" in row
+    # Rejected elsewhere: the inbox's Approve (or Edit & approve) does not overturn that unseen; the
+    # table's Approve, a decision made with the rejection in view, does.
+    rejected, = proposals("[MEMORY:behavior:redis] Evicts keys under memory pressure")
+    review.reject(rejected, "not ours")
+    db.session.commit()
+    for data in ({}, {"observation": "Evicts keys under pressure", "shown-as.observation": rejected.observation}):
+        refused = client.post(f"/memories/{rejected.id}/approve", headers=headers, data=data).get_data(as_text=True)
+        assert refused.startswith(oob) and (f"Not approved: memory {rejected.id} was rejected elsewhere since the "
+                                            "inbox showed it; Approve on its row in the table approves it all the "
+                                            "same") in refused
+    db.session.expire_all()
+    assert (rejected.status, rejected.observation) == ("rejected", "Evicts keys under memory pressure")
+    row = client.post(f"/memories/{rejected.id}/approve", headers=headers, data={"view": "table"})
+    assert row.status_code == 200 and "Not approved" not in row.get_data(as_text=True)
+    db.session.expire_all()
+    assert rejected.status == "approved"
     # A value the form cannot take is the operator's to correct: the row stays, and nothing refreshes.
     third, = proposals("[MEMORY:maintenance:postgres] Vacuum runs nightly")
     bad = client.post(f"/memories/{third.id}/approve", headers=headers, data={"confidence": "high"})

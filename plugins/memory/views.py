@@ -23,7 +23,7 @@ from app.web.ignored_args import ignore
 from app.web.paging import page_number
 from plugins.memory import queries, review, store
 from plugins.memory.context import format_confidence
-from plugins.memory.models import APPROVED, CATEGORIES, Memory, MemoryHistory, MemoryInjection
+from plugins.memory.models import APPROVED, CATEGORIES, REJECTED, Memory, MemoryHistory, MemoryInjection
 from plugins.memory.settings import max_observation_chars, review_on
 from plugins.memory.store import one_line
 
@@ -353,9 +353,13 @@ def approve(memory_id: int):
     memory = _get(memory_id, change=True)
     if request.form.get("view") == "table":
         return _decide(memory, "approved", review.approve)
+    if memory.status == REJECTED:
+        # The inbox shows proposals only: another operator (a tab, the API)
+        # rejected it since; approving it over that is a decision of its own.
+        return _decided_elsewhere(memory, f"Not approved: memory {memory.id} was rejected elsewhere since the inbox "
+                                          "showed it; Approve on its row in the table approves it all the same")
     edits, since = _edits(memory, review.EDIT_FIELDS)
-    # Approved meanwhile, it is for the inbox to leave (_decide), edits or not. (Rejected
-    # meanwhile, it may still be approved: its edits are checked as any others.)
+    # Approved meanwhile, it is for the inbox to leave (_decide), edits or not.
     if since and memory.status != APPROVED:
         return _edited_elsewhere("memory/_inbox_edit.html", memory, review.EDIT_FIELDS, edits, since,
                                  "Not approved", "Approve")
