@@ -316,6 +316,34 @@ def test_a_proposed_contradiction_that_no_longer_holds_when_approved_takes_nothi
         old.id, "which is about another service or category now" if "service" in edit else "as the two read now"))
 
 
+def test_a_sessions_proposed_contradictions_take_trust_once_however_many_are_approved(app, review_on):
+    """As without review: a session, with its escalation chain, takes trust
+    from a memory once, however many ways it says the opposite. Another
+    session's contradiction still takes its own."""
+    old = add_memory("Must be started after WireGuard and the database", category="dependency", service="caddy",
+                     confidence=0.9)
+    run = new_run()
+    first = remember("[MEMORY:dependency:caddy] Can be started independently of WireGuard", run).memory
+    second = remember("[MEMORY:dependency:caddy] Never waits for the database at startup", run).memory
+    assert (first.contradicts_id, second.contradicts_id) == (old.id, old.id)
+    review.approve(first)
+    review.approve(second)
+    db.session.commit()
+    assert old.confidence == 0.7 and [action for action, *_ in history(old.id)] == ["contradicted"]
+    detail = db.session.execute(text(f"SELECT detail FROM memory_history WHERE memory_id = {second.id} "
+                                     "AND action = 'approved'")).scalar()
+    assert detail == (f"was proposed; its session or escalation chain contradicted memory {old.id} already: no more "
+                      "trust is taken from it")
+    # Another session's proposal, as it would have linked it.
+    other = add_memory("Starts before WireGuard is up and the database is not needed", category="dependency",
+                       service="caddy", session_id=new_run().session_id)
+    other.status, other.contradicts_id = "proposed", old.id
+    db.session.commit()
+    review.approve(other)
+    db.session.commit()
+    assert old.confidence == 0.5
+
+
 def test_without_review_a_contradiction_takes_effect_at_once(app):
     old = add_memory("Must be started after WireGuard", category="dependency", service="caddy", confidence=0.4)
     new = remember("[MEMORY:dependency:caddy] Can be started independently of WireGuard", new_run()).memory

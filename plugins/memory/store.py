@@ -395,10 +395,32 @@ def mark_approved(memory: Memory, actor: str, *, run: Optional[RunInfo] = None, 
     gone = _contradiction_gone(memory, target) if target is not None else None
     if gone:
         memory.contradicts_id = None
+    takes = target is not None and not gone and target.active and target.status != REJECTED
+    taken = takes and _chain_took_trust(target, memory)
+    if taken:
+        gone = (f"its session or escalation chain contradicted memory {target.id} already: no more trust is taken "
+                "from it")
     _history(memory, "approved", memory.confidence, run=run, actor=actor,
              detail="; ".join(filter(None, (detail or f"was {was}", gone))))
-    if target is not None and not gone and target.active and target.status != REJECTED:
+    if takes and not taken:
         contradict(target, memory, run=run, actor=actor)
+
+
+def _chain_took_trust(target: Memory, memory: Memory) -> bool:
+    """Whether the session that proposed ``memory``, or another of its
+    escalation chain, took trust from ``target`` already: by a memory of
+    theirs approved before this one, or recorded without review. A chain
+    takes trust from a memory once, however many ways it says the opposite."""
+    if memory.session_id is None:
+        return False
+    by = db.session.execute(select(MemoryHistory.session_id, Memory.session_id)
+                            .outerjoin(Memory, Memory.id == MemoryHistory.related_memory_id)
+                            .where(MemoryHistory.memory_id == target.id, MemoryHistory.action == CONTRADICTED)).all()
+    sessions = {session for pair in by for session in pair if session is not None}
+    if not sessions:
+        return False
+    root = escalation_chain(memory.session_id)[-1]
+    return any(escalation_chain(session)[-1] == root for session in sessions)
 
 
 def _contradiction_gone(memory: Memory, target: Memory) -> Optional[str]:

@@ -8,9 +8,14 @@ from typing import Any, Optional
 
 
 class Meanwhile:
-    """``send()`` sends the request from a thread and waits up to a second
-    for it: done at once, unless this process holds the database, when it
-    waits for the commit. ``answer()`` is its response, once it has one."""
+    """``send()`` sends the request from a thread and waits up to
+    ``WAIT_SECONDS`` for it: done at once, unless this process holds the
+    database, when it waits for the commit. ``answer()`` is its response,
+    once it has one."""
+
+    # Long enough for a loaded machine to answer a request nothing holds
+    # back (a worker's first takes longest); a held one waits this long.
+    WAIT_SECONDS = 3.0
 
     def __init__(self, client, method: str, url: str, json: Optional[Any] = None):
         self.client, self.method, self.url, self.json = client, method, url, json
@@ -23,7 +28,7 @@ class Meanwhile:
         self.thread = threading.Thread(target=lambda: self.answers.append(
             getattr(self.client, self.method)(self.url, json=self.json)))
         self.thread.start()
-        self.thread.join(timeout=1)
+        self.thread.join(timeout=self.WAIT_SECONDS)
 
     def after(self, function):
         """``function``, sending the request once it has returned (the
