@@ -130,6 +130,31 @@ def test_a_block_repeating_one_memory_notes_three_repeats_and_counts_the_rest(ap
     assert [r.levelno for r in told] == [logging.INFO] + [logging.DEBUG] * 998
 
 
+def test_notices_another_process_writes_for_the_session_count_from_the_next_batch(tmp_path):
+    """The cooldown hook runs in the CLI's process and writes its denials'
+    notices there: they count against the session's events as the
+    session's own do, from the stream's next batch."""
+    from tests.conftest import make_app
+    from tests.memory_helpers import stream_handler, text_line
+    app = make_app(tmp_path)
+    hook = make_app(tmp_path)   # another process: its own connection and commits
+    with app.app_context():
+        change({"CLAUDEOPS_EVENTS_MAX_PER_SESSION": 10})
+        handler = stream_handler()
+        handler.handle_line(text_line("[EVENT:info:web] one"))
+        handler.commit()
+        with hook.app_context():
+            for n in range(3):
+                db.session.add(Event(session_id=handler.session_id, tier=1, level="warning", service="pgx",
+                                     message=f"Cooldown: a restart of pgx was denied ({n})"))
+            db.session.commit()
+        handler.handle_line(text_line("\n".join(f"[EVENT:info:web] more {n}" for n in range(15))))
+        handler.close()
+        messages = db.session.scalars(select(Event.message).where(Event.session_id == handler.session_id)
+                                      .order_by(Event.id)).all()
+        assert len(messages) == 10 and messages[-1] == "more 5"
+
+
 def test_an_event_limit_counts_per_session(app, fake_cli):
     change({"CLAUDEOPS_EVENTS_MAX_PER_SESSION": 1})
     first = run(fake_cli, "[EVENT:info:a] one\n[EVENT:info:a] two")

@@ -11,7 +11,7 @@ every other row of the batch.
 """
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 from sqlalchemy.orm import Session
 
 from app import staged_rows
@@ -33,10 +33,12 @@ def stage(rows: list[dict]) -> None:
 
 
 def session_count(session_id: int) -> int:
-    """Events the session has, stored or staged: read from the table once per
-    session, then counted as they are staged (the per-session limit is
-    checked for every marker, and a COUNT each time would cost as much as the
-    rows themselves)."""
+    """Events the session has, stored or staged: read from the table once a
+    transaction (a batch of the stream), then counted as they are staged
+    (the per-session limit is checked for every marker, and a COUNT each
+    time would cost as much as the rows themselves). Read again for the
+    next batch: the notices another process writes for the session (the
+    cooldown hook's denials) count too."""
     counts = db.session.info.setdefault(COUNTED, {})
     if session_id not in counts:
         staged = sum(1 for row in staged_rows.staged_for(_insert_events) if row["session_id"] == session_id)
@@ -48,3 +50,9 @@ def session_count(session_id: int) -> int:
 def write_staged(session: Session) -> None:
     """The staged rows, now (they are no longer staged)."""
     staged_rows.write(session)
+
+
+@event.listens_for(Session, "after_transaction_end")
+def _count_again_next_transaction(session: Session, transaction) -> None:
+    if transaction.parent is None and not transaction.nested:
+        session.info.pop(COUNTED, None)
