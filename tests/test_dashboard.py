@@ -231,6 +231,34 @@ def test_a_form_that_is_not_utf8_is_refused_as_such_and_nothing_is_stored(tmp_pa
     assert client.get("/memories", data=body, content_type="application/x-www-form-urlencoded").status_code == 200
 
 
+def test_a_multipart_form_field_that_is_not_utf8_is_refused_as_a_form_sent_plain_is(tmp_path):
+    """werkzeug decodes a multipart field with U+FFFD for each byte it
+    cannot read: the observation (or a Run now request) would be stored
+    changed, without a word. Its files are the views' to read."""
+    import io
+    from tests.memory_helpers import all_memories
+    app = make_app(tmp_path)
+    client = app.test_client()
+    response = client.post("/memories", content_type="multipart/form-data; boundary=B",
+                           input_stream=io.BytesIO(
+                               b"--B\r\nContent-Disposition: form-data; name=\"category\"\r\n\r\ntiming\r\n"
+                               b"--B\r\nContent-Disposition: form-data; name=\"observation\"\r\n\r\ncaf\xe9 late\r\n"
+                               b"--B--\r\n"))
+    assert response.status_code == 400
+    assert ("Nothing was changed: the form was not sent as UTF-8 text (the field &#39;observation&#39; is not). A "
+            "browser sends it so; a script must send each field of a multipart form as UTF-8.") in \
+        response.get_data(as_text=True)
+    sent = client.post("/memories", data={"category": "timing", "observation": "Café opens late"},
+                       content_type="multipart/form-data")
+    assert sent.status_code < 400
+    with app.app_context():
+        assert [m.observation for m in all_memories()] == ["Café opens late"]
+    # A file's bytes are not a field's: the import reads (and judges) them itself.
+    upload = client.post("/memories/import", data={"file": (io.BytesIO(b"- [timing] caf\xe9"), "old.md")},
+                         content_type="multipart/form-data", follow_redirects=True)
+    assert "Nothing imported: old.md is not UTF-8 text." in upload.get_data(as_text=True)
+
+
 def test_session_detail_escapes_everything_the_agent_wrote(client):
     session = add_session(response=SCRIPT, status_reason=SCRIPT, system_prompt=SCRIPT)
     for kind in ("text", "tool_use", "tool_result", "marker", "warning"):

@@ -20,14 +20,17 @@ from urllib.parse import parse_qsl
 
 from flask import Flask, request
 from werkzeug.exceptions import BadRequest, RequestEntityTooLarge
+from werkzeug.sansio.multipart import Data, Epilogue, Field, File, MultipartDecoder, NeedData
 
 # The largest request body taken: a memory import of the most the web takes
 # (1,000 memories, their history included) fits several times over. A larger
 # one is refused (413) before it is read, not parsed whole in a worker first.
 MAX_REQUEST_BYTES = 32 * 1024 * 1024
 FORM = "application/x-www-form-urlencoded"
+MULTIPART = "multipart/form-data"
 NOT_UTF8 = ("Nothing was changed: the form was not sent as UTF-8 text ({where}). A browser sends it so; "
-            "a script must encode the fields as UTF-8, percent-escaped.")
+            "a script must {how}.")
+PERCENT_ESCAPED = "encode the fields as UTF-8, percent-escaped"
 
 
 class FormNotUtf8(BadRequest):
@@ -65,15 +68,49 @@ def register_body_checks(app: Flask, api_prefix: str) -> None:
 
 def form_encoding_problem() -> Optional[str]:
     """What is wrong with the request's form's encoding, or None."""
+    if request.mimetype == MULTIPART:
+        return _multipart_encoding_problem()
     if request.mimetype != FORM:
         return None
     body = request.get_data(cache=True)   # what form parsing then reads
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return NOT_UTF8.format(where=f"byte {exc.start} of the body is not")
+        return NOT_UTF8.format(where=f"byte {exc.start} of the body is not", how=PERCENT_ESCAPED)
     try:
         parse_qsl(text, keep_blank_values=True, encoding="utf-8", errors="strict")
     except UnicodeDecodeError:
-        return NOT_UTF8.format(where="a percent-escaped field is not")
+        return NOT_UTF8.format(where="a percent-escaped field is not", how=PERCENT_ESCAPED)
+    return None
+
+
+def _multipart_encoding_problem() -> Optional[str]:
+    """A multipart form's fields (not its files) as UTF-8: werkzeug decodes
+    each one, and puts U+FFFD for what is not, without a word. Read from
+    the body as sent; one werkzeug cannot read is left to it to refuse."""
+    boundary = request.mimetype_params.get("boundary")
+    if not boundary:
+        return None
+    decoder = MultipartDecoder(boundary.encode("latin-1"))
+    decoder.receive_data(request.get_data(cache=True))   # what form parsing then reads
+    decoder.receive_data(None)
+    field, chunks = None, []
+    try:
+        event = decoder.next_event()
+        while not isinstance(event, (Epilogue, NeedData)):
+            if isinstance(event, Field):
+                field, chunks = event.name, []
+            elif isinstance(event, File):
+                field = None
+            elif isinstance(event, Data) and field is not None:
+                chunks.append(event.data)
+                if not event.more_data:
+                    try:
+                        b"".join(chunks).decode("utf-8")
+                    except UnicodeDecodeError:
+                        return NOT_UTF8.format(where=f"the field {field[:40]!r} is not",
+                                               how="send each field of a multipart form as UTF-8")
+            event = decoder.next_event()
+    except ValueError:
+        return None
     return None
