@@ -813,7 +813,17 @@ def test_a_proxy_that_hides_the_browsers_host_is_named_on_the_login_page(tmp_pat
     assert "(Referer https://ops.example.com/login, Host 127.0.0.1:8097)" in caplog.text
     assert "searched-words" not in caplog.text
     page = client.get("/login", headers=behind).get_data(as_text=True)
-    assert "this page was opened at ops.example.com, but the service sees itself as 127.0.0.1:8097" in page
+    assert ("this page was opened at https://ops.example.com, but the service sees itself as "
+            "https://127.0.0.1:8097") in page
+    # A proxy that says http where the browser used https: the scheme is what differs, and is named.
+    at_its_name = {"X-Forwarded-Proto": "https", "Host": "ops.example.com"}
+    its_token = re.search(r'name="csrf_token" value="([^"]+)"',
+                          client.get("/login", headers=at_its_name).get_data(as_text=True)).group(1)
+    client.post("/login", headers={**at_its_name, "Referer": "http://ops.example.com/login"},
+                data={"password": PASSWORD, "csrf_token": its_token})
+    page = client.get("/login", headers=at_its_name).get_data(as_text=True)
+    assert ("this page was opened at http://ops.example.com, but the service sees itself as "
+            "https://ops.example.com") in page
     passed = client.post("/login", headers={**behind, "X-Forwarded-Host": "ops.example.com",
                                             "Referer": "https://ops.example.com/login"},
                          data={"password": PASSWORD, "csrf_token": token})

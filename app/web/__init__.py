@@ -179,8 +179,10 @@ def _register_error_handlers(app: Flask) -> None:
         if "referrer" in (exc.description or ""):
             # Over TLS Flask-WTF wants the Referer on this host: a proxy that hides
             # the host the browser used fails every form, which is a setup to fix.
-            origin = urlsplit(request.referrer or "").netloc or "no address"
-            message = OTHER_ADDRESS.format(origin=origin, host=request.host)
+            # Scheme and host both: either may be what differs (a proxy that says http).
+            referrer = urlsplit(request.referrer or "")
+            origin = f"{referrer.scheme}://{referrer.netloc}" if referrer.netloc else "no address"
+            message = OTHER_ADDRESS.format(origin=origin, host=f"{request.scheme}://{request.host}")
             # The page's address without its query: a search's words stay out of the log.
             came_from = urlsplit(request.referrer or "")._replace(query="", fragment="").geturl() or "none"
             log.warning("refused %s %s: %s (Referer %s, Host %s)", request.method, request.path,
