@@ -69,6 +69,16 @@ def test_edit_moves_a_memory_to_another_service_and_category(app):
     assert result.exit_code == 2 and "'misc' is not one of" in result.output
 
 
+def test_a_category_or_status_is_taken_in_any_case_as_the_api_takes_it(app):
+    memory = add_memory("Restarts cleanly after an upgrade", service="postgres", category="behavior")
+    result = invoke(app, "list", "--category", "BEHAVIOR", "--status", "Active")
+    assert result.exit_code == 0 and "Restarts cleanly" in result.output, result.output
+    result = invoke(app, "edit", str(memory.id), "--category", "Timing")
+    assert result.exit_code == 0, result.output
+    db.session.expire_all()
+    assert all_memories()[0].category == "timing"
+
+
 def test_errors_are_clear(app):
     result = invoke(app, "add", "--category", "timing", "--service", "bad service", "x")
     assert result.exit_code == 1 and "service must be" in result.output

@@ -68,8 +68,8 @@ def memories():
 
 @memories.command("list")
 @click.option("--service", help='A service, or "general" for general memories.')
-@click.option("--category", type=click.Choice(CATEGORIES))
-@click.option("--status", type=click.Choice(queries.STATUSES),
+@click.option("--category", type=click.Choice(CATEGORIES, case_sensitive=False))
+@click.option("--status", type=click.Choice(queries.STATUSES, case_sensitive=False),
               help="active and inactive are among approved memories; proposed ones await review.")
 @click.option("-q", "--query", "q", help="Full-text search: words of the observation, service or category, best match first.")
 @click.option("--limit", default=100, show_default=True, type=click.IntRange(1, 10000))
@@ -87,7 +87,7 @@ def _echo(rows: list[Memory], total) -> None:
 
 
 @memories.command("add")
-@click.option("--category", required=True, type=click.Choice(CATEGORIES))
+@click.option("--category", required=True, type=click.Choice(CATEGORIES, case_sensitive=False))
 @click.option("--service", default=None, help="Leave out for a general memory.")
 @click.option("--confidence", default=0.7, show_default=True, type=float, help="Clamped to 0..1.")
 @click.argument("observation")
@@ -104,7 +104,7 @@ def add(category, service, confidence, observation):
 @memories.command("edit")
 @click.argument("memory_id", type=MEMORY_ID)
 @click.option("--observation", help="New text.")
-@click.option("--category", type=click.Choice(CATEGORIES), help="New category.")
+@click.option("--category", type=click.Choice(CATEGORIES, case_sensitive=False), help="New category.")
 @click.option("--service", help='New service ("general" for none).')
 @click.option("--confidence", type=float, help="Clamped to 0..1; at or above 0.3 reactivates, below deactivates.")
 @click.option("--pin/--unpin", default=None, help="A pinned memory never decays.")
@@ -167,7 +167,7 @@ def review_inbox(limit):
 @memories.command("approve")
 @click.argument("memory_id", type=MEMORY_ID)
 @click.option("--observation", help="New text, before approving.")
-@click.option("--category", type=click.Choice(CATEGORIES), help="New category, before approving.")
+@click.option("--category", type=click.Choice(CATEGORIES, case_sensitive=False), help="New category, before approving.")
 @click.option("--service", help='New service ("general" for none), before approving.')
 @click.option("--confidence", type=float, help="New confidence (clamped to 0..1), before approving.")
 def approve(memory_id, observation, category, service, confidence):
