@@ -101,11 +101,14 @@ def _knowing_its_revisions(command: click.Command) -> click.Command:
     return checked
 
 
-def _beside_no_scheduler(command: click.Command) -> click.Command:
+def _beside_no_scheduler(command: click.Command, makes_database: bool = False) -> click.Command:
     """For a command that changes the schema: refused while the service's
     scheduler runs on the database (its version would go on working on a
     schema it was not written for, its dashboard failing), which it holds
-    off meanwhile, as restore does."""
+    off meanwhile, as restore does. ``makes_database``: the command makes
+    a SQLite file that is not there yet (upgrade), under the state
+    directory's lock; another (downgrade, stamp) says it is missing, and
+    leaves no lock file behind."""
     callback = command.callback
 
     @functools.wraps(callback)
@@ -114,7 +117,7 @@ def _beside_no_scheduler(command: click.Command) -> click.Command:
         if kwargs.get("sql"):   # --sql writes the statements out and touches no database
             return callback(*args, **kwargs)
         app = click.get_current_context().ensure_object(ScriptInfo).load_app()
-        lock = _lock_a_scheduler_could_hold(app)
+        lock = _lock_a_scheduler_could_hold(app, makes_database)
         hold_off_the_scheduler(lock, "then run this command")
         try:
             return callback(*args, **kwargs)
@@ -196,7 +199,7 @@ class ClaudeOpsGroup(FlaskGroup):
                               "current": _knowing_its_revisions(db.commands["current"]),
                               "check": _knowing_its_revisions(db.commands["check"]),
                               "upgrade": _making_the_state(_beside_no_scheduler(
-                                  _knowing_its_revisions(db.commands["upgrade"]))),
+                                  _knowing_its_revisions(db.commands["upgrade"]), makes_database=True)),
                               "downgrade": _beside_no_scheduler(_knowing_its_revisions(db.commands["downgrade"])),
                               "stamp": _beside_no_scheduler(db.commands["stamp"])}
             self.add_command(group, "db")
@@ -214,17 +217,20 @@ SCHEMA_OF_ANY_VERSION = frozenset({"db", "serve", "scheduler", "run", "backup", 
                                    "mcp", "cooldowns check-tool"})
 
 
-def _lock_a_scheduler_could_hold(app):
+def _lock_a_scheduler_could_hold(app, makes_database: bool = False):
     """The runner lock where a scheduler could hold it: in a state directory
     and beside a SQLite file that are there (where they are not, none runs,
     and the command says what is missing itself), and PostgreSQL's own,
-    which needs no state directory on a host that only migrates."""
+    which needs no state directory on a host that only migrates. With no
+    SQLite file, and none to make, no scheduler can run on it: no lock."""
     from app.sessions.runner_lock import RunnerLock
     state = app.config["CLAUDEOPS_STATE_DIR"]
     url = make_url(app.config["SQLALCHEMY_DATABASE_URI"])
     if url.get_backend_name() == "sqlite" and not (url.database and Path(url.database).exists()):
         url = None
-    return RunnerLock(state if Path(state).is_dir() else None, url)
+        if not makes_database:
+            state = None
+    return RunnerLock(state if state is not None and Path(state).is_dir() else None, url)
 
 
 def _schema_checked(command: click.Command, path: str) -> click.Command:

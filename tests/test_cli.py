@@ -338,7 +338,7 @@ def sqlite_env(tmp_path: Path) -> dict:
 COMMANDS_ON_THE_STATE = (["memories", "list"], ["memories", "context"], ["memories", "export"],
                          ["memories", "add", "--category", "timing", "x"], ["cooldowns", "list"], ["prune"],
                          ["db", "current"], ["db", "check"], ["mcp", "--list"], ["db", "history"], ["config"],
-                         ["backup", "copy.db"])
+                         ["backup", "copy.db"], ["db", "downgrade", "base"], ["db", "stamp", "heads"])
 
 
 def test_a_command_on_a_state_directory_that_is_not_there_says_so_and_makes_nothing(tmp_path):
