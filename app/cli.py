@@ -409,10 +409,21 @@ def scheduler():
         raise click.ClickException(str(exc)) from None
 
 
+def _checked_prompt(prompt: str | None) -> str | None:
+    """The request as it is queued; one that cannot be is refused as the
+    options are read, before the state directory is made or anything started."""
+    from app.sessions.control import ControlError, checked_prompt
+    try:
+        return checked_prompt(prompt)
+    except ControlError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
 @main.command("run")
 @click.option("--tier", default=1, show_default=True, type=click.IntRange(1, 3),
               help=f"Tier to run: {', '.join(f'{n} {name}' for n, name in TIERS.items())}.")
-@click.option("--prompt", default=None, help="An ad-hoc request, added to the tier's instructions.")
+@click.option("--prompt", default=None, callback=lambda ctx, param, value: _checked_prompt(value),
+              help="An ad-hoc request, added to the tier's instructions.")
 @makes_state
 @with_appcontext
 def run_once(tier: int, prompt: str | None):
@@ -430,10 +441,6 @@ def run_once(tier: int, prompt: str | None):
     from app.serve import MigrationError, StateDirError, apply_migrations, check_writable_dirs
     from app.sessions import control, recovery
     from app.sessions.runner_lock import RunnerLock, RunnerLockError, SchedulerAlreadyRunning
-    try:
-        prompt = control.checked_prompt(prompt)
-    except control.ControlError as exc:   # said before anything is started
-        raise click.ClickException(str(exc)) from None
     app = current_app._get_current_object()
     lock = RunnerLock(app.config["CLAUDEOPS_STATE_DIR"], app.config["SQLALCHEMY_DATABASE_URI"])
     try:

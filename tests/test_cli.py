@@ -118,6 +118,7 @@ def test_run_refuses_a_prompt_it_cannot_queue_with_a_message(tmp_path, prompt, m
                             capture_output=True, timeout=60)
     assert result.returncode == 1 and b"Traceback" not in result.stderr
     assert result.stderr.startswith(message), result.stderr   # before the migrations' log: nothing was started
+    assert not (tmp_path / "state").exists()   # nor the state directory made
 
 
 def test_run_exits_one_with_the_reason_when_the_session_fails(tmp_path, fake_cli):
