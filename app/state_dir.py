@@ -74,6 +74,10 @@ def _make_dir(label: str, key: str, path: Path) -> None:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
     except FileExistsError:   # mkdir's word for a file where the directory should be
         raise CannotMake(f"the {label} {path} is not a directory (set {key})") from None
+    except NotADirectoryError:   # a file where one of its parents should be
+        in_the_way = next((parent for parent in path.parents if parent.is_file()), path.parent)
+        raise CannotMake(f"cannot make the {label} {path}: {in_the_way} is a file, not a directory "
+                         f"(set {key} to a path under a directory)") from None
     except OSError as exc:
         raise CannotMake(f"cannot make the {label} {path}: {exc.strerror or exc} (make its parent writable, "
                          f"or set {key})") from None

@@ -399,8 +399,8 @@ def test_a_state_directory_that_cannot_be_made_is_a_clear_error(tmp_path):
     for command in (["db", "upgrade", "heads"], ["run"], ["scheduler"], ["restore", str(tmp_path / "a-file")]):
         result = subprocess.run([str(CLAUDEOPS), *command], env=env, capture_output=True, text=True, timeout=60)
         assert result.returncode == 1, command
-        assert (f"Error: cannot make the state directory {state}: Not a directory (make its parent writable, or "
-                "set CLAUDEOPS_STATE_DIR)\n") == result.stderr, command
+        assert (f"Error: cannot make the state directory {state}: {tmp_path / 'a-file'} is a file, not a directory "
+                "(set CLAUDEOPS_STATE_DIR to a path under a directory)\n") == result.stderr, command
 
 
 def test_a_state_directory_that_is_a_file_is_named_so(tmp_path):
