@@ -25,6 +25,7 @@ with a message that says so.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shutil
@@ -117,6 +118,10 @@ def restore(engine: Engine, source: Path, known: Callable[[str], bool]) -> Path:
     if source.expanduser().resolve() in database_files(engine):
         raise BackupError(f"{source} is the database itself (or a name SQLite uses beside it), not a backup of "
                           "it: name the backup file to restore")
+    # The index SQLite makes beside a backup in WAL mode to read it, left
+    # where it found none: the backup's directory stays as it was.
+    index = Path(f"{source}-shm")
+    had_index = index.exists()
     checked, scratch = _opened_read_only(source, database.parent)
     try:
         revisions = _checked(checked, source)
@@ -140,6 +145,9 @@ def restore(engine: Engine, source: Path, known: Callable[[str], bool]) -> Path:
         checked.close()
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
+        if not had_index:
+            with contextlib.suppress(OSError):
+                index.unlink(missing_ok=True)
     kept_now = False
     try:
         if database.exists():

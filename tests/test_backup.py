@@ -459,6 +459,8 @@ def test_restore_takes_in_what_the_backups_wal_file_holds(app, tmp_path):
     assert restored.exit_code == 0, restored.output
     db.session.remove()
     assert db.session.scalar(select(func.count()).select_from(Event)) == 6
+    # The index SQLite made to read it is not left in the snapshot.
+    assert sorted(path.name for path in snapshot.iterdir()) == ["claudeops.db", "claudeops.db-wal"]
 
 
 @pytest.mark.parametrize("with_wal", [False, True], ids=["the database file alone", "with its -wal"])
