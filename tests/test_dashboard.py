@@ -253,6 +253,18 @@ def test_a_multipart_form_field_that_is_not_utf8_is_refused_as_a_form_sent_plain
     assert sent.status_code < 400
     with app.app_context():
         assert [m.observation for m in all_memories()] == ["Café opens late"]
+    # An upload's body (over 1 MiB) is not read twice: its fields are judged as werkzeug decoded them.
+    big = (b"--B\r\nContent-Disposition: form-data; name=\"observation\"\r\n\r\ncaf\xe9 late\r\n"
+           b"--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"x.md\"\r\n\r\n" + b"x" * 1_100_000
+           + b"\r\n--B--\r\n")
+    response = client.post("/memories/import", content_type="multipart/form-data; boundary=B",
+                           input_stream=io.BytesIO(big), headers={"Content-Length": str(len(big))})
+    assert response.status_code == 400 and "the field &#39;observation&#39; holds U+FFFD" in \
+        response.get_data(as_text=True)
+    # A boundary werkzeug reads from RFC 2231's form is no 500.
+    odd = client.post("/memories", content_type="multipart/form-data; boundary*=UTF-8''%E2%82%AC",
+                      input_stream=io.BytesIO(b"--\xe2\x82\xac\r\n\r\nx\r\n--\xe2\x82\xac--\r\n"))
+    assert odd.status_code < 500
     # A file's bytes are not a field's: the import reads (and judges) them itself.
     upload = client.post("/memories/import", data={"file": (io.BytesIO(b"- [timing] caf\xe9"), "old.md")},
                          content_type="multipart/form-data", follow_redirects=True)

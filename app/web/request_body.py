@@ -84,14 +84,31 @@ def form_encoding_problem() -> Optional[str]:
     return None
 
 
+# A multipart body up to this size (every form of text fields) is read here
+# to check its fields' bytes; a larger one is an upload, whose files werkzeug
+# spools to disk, and is not read into memory twice.
+MULTIPART_READ_BYTES = 1024 * 1024
+MULTIPART_HOW = "send each field of a multipart form as UTF-8"
+
+
 def _multipart_encoding_problem() -> Optional[str]:
     """A multipart form's fields (not its files) as UTF-8: werkzeug decodes
-    each one, and puts U+FFFD for what is not, without a word. Read from
-    the body as sent; one werkzeug cannot read is left to it to refuse."""
+    each one, and puts U+FFFD for what is not, without a word. A small body
+    is read as sent; one werkzeug cannot read is left to it to refuse. A
+    larger one (an upload) is judged by its fields as werkzeug decoded them:
+    one holding U+FFFD is refused, the mark of bytes that were not UTF-8."""
+    length = request.content_length
+    if length is None or length > MULTIPART_READ_BYTES:
+        marked = next((name for name, value in request.form.items(multi=True) if "\ufffd" in value), None)
+        return None if marked is None else NOT_UTF8.format(
+            where=f"the field {marked[:40]!r} holds U+FFFD, which stands for bytes that were not", how=MULTIPART_HOW)
     boundary = request.mimetype_params.get("boundary")
     if not boundary:
         return None
-    decoder = MultipartDecoder(boundary.encode("latin-1"))
+    try:
+        decoder = MultipartDecoder(boundary.encode("latin-1"))
+    except UnicodeError:   # a boundary werkzeug decoded from RFC 2231 (boundary*=UTF-8''…): not one it reads
+        return None
     decoder.receive_data(request.get_data(cache=True))   # what form parsing then reads
     decoder.receive_data(None)
     field, chunks = None, []
@@ -108,8 +125,7 @@ def _multipart_encoding_problem() -> Optional[str]:
                     try:
                         b"".join(chunks).decode("utf-8")
                     except UnicodeDecodeError:
-                        return NOT_UTF8.format(where=f"the field {field[:40]!r} is not",
-                                               how="send each field of a multipart form as UTF-8")
+                        return NOT_UTF8.format(where=f"the field {field[:40]!r} is not", how=MULTIPART_HOW)
             event = decoder.next_event()
     except ValueError:
         return None
