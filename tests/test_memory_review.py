@@ -344,6 +344,26 @@ def test_a_sessions_proposed_contradictions_take_trust_once_however_many_are_app
     assert old.confidence == 0.5
 
 
+def test_proposals_a_second_session_confirms_in_one_batch_take_trust_once_for_their_chain(app, review_on):
+    """The batch's history rows are written at its end: the first approval's
+    contradiction is seen by the second all the same."""
+    from plugins.memory.models import Memory
+    from tests.memory_helpers import stream_handler, text_line
+    old = add_memory("Must be started after WireGuard and the database", category="dependency", service="caddy",
+                     confidence=0.9)
+    run = new_run()
+    said = ["[MEMORY:dependency:caddy] Can be started independently of WireGuard",
+            "[MEMORY:dependency:caddy] Never waits for the database at startup"]
+    proposals = [remember(text, run).memory for text in said]
+    assert [p.contradicts_id for p in proposals] == [old.id, old.id]
+    handler = stream_handler()
+    handler.handle_line(text_line("\n".join(said)))
+    handler.close()
+    db.session.expire_all()
+    assert [db.session.get(Memory, p.id).status for p in proposals] == ["approved", "approved"]
+    assert db.session.get(Memory, old.id).confidence == 0.7
+
+
 def test_without_review_a_contradiction_takes_effect_at_once(app):
     old = add_memory("Must be started after WireGuard", category="dependency", service="caddy", confidence=0.4)
     new = remember("[MEMORY:dependency:caddy] Can be started independently of WireGuard", new_run()).memory

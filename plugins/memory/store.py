@@ -416,6 +416,11 @@ def _chain_took_trust(target: Memory, memory: Memory) -> bool:
     by = db.session.execute(select(MemoryHistory.session_id, Memory.session_id)
                             .outerjoin(Memory, Memory.id == MemoryHistory.related_memory_id)
                             .where(MemoryHistory.memory_id == target.id, MemoryHistory.action == CONTRADICTED)).all()
+    # And the rows a batch of markers has gathered, not written yet (plugins/memory/batch.py).
+    for row in db.session.info.get(HISTORY_ROWS, ()):
+        if row["memory_id"] == target.id and row["action"] == CONTRADICTED:
+            related = db.session.get(Memory, row["related_memory_id"]) if row["related_memory_id"] else None
+            by.append((row["session_id"], related.session_id if related is not None else None))
     sessions = {session for pair in by for session in pair if session is not None}
     if not sessions:
         return False
@@ -476,7 +481,7 @@ def update(memory: Memory, *, observation=None, confidence=None, active=None, pi
     values = cleaned({name: check for name, check in checks.items() if check[1] is not None})
     new_text, new_confidence = values.get("observation"), values.get("confidence")
     new_category = values.get("category", memory.category)
-    new_service = values.get("service", memory.service)   # None given: a general memory
+    new_service = values.get("service", memory.service)   # "" or "general" given: None, a general memory
     effective = new_confidence if new_confidence is not None else memory.confidence
     if active is True and effective < ACTIVE_THRESHOLD:
         raise MemoryInputError(f"an active memory needs confidence of at least {ACTIVE_THRESHOLD}; "
