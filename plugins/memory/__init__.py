@@ -100,16 +100,34 @@ def _record_in_order(items: list, run) -> list:
     """What each queued marker did, in stream order: the memory markers
     between two outcomes a run at a time (``batch.record_all``), each
     outcome scored after them (its ``MarkerRecord``; one that could not be
-    read was queued as its record)."""
-    results, markers, settled = [], [], {}
-    for item in items:
+    read was queued as its record). Only an outcome that may be scored (of
+    a memory the session was given, not yet scored or refused) ends a run:
+    one refused whatever the memories are is noted in its place, so that a
+    runaway agent's thousands of them do not cut the batch into as many."""
+    results: list = [None] * len(items)
+    waiting: list[int] = []   # the places of the memory markers of the run
+    settled: dict[int, str] = {}
+    given = None
+
+    def record_run() -> None:
+        for place, recorded in zip(waiting, batch.record_all([items[place] for place in waiting], run)):
+            results[place] = recorded
+        waiting.clear()
+
+    for place, item in enumerate(items):
         if isinstance(item, MemoryMarker):
-            markers.append(item)
+            waiting.append(place)
             continue
-        results += batch.record_all(markers, run) if markers else []
-        markers = []
-        results.append(outcomes.score_marker(item, run, settled) if isinstance(item, OutcomeMarker) else item)
-    return results + (batch.record_all(markers, run) if markers else [])
+        if isinstance(item, OutcomeMarker):
+            if given is None:
+                given = outcomes.given_ids(run.session_id)
+            if waiting and item.memory_id in given and item.memory_id not in settled:
+                record_run()
+            item = outcomes.score_marker(item, run, settled)
+        results[place] = item
+    if waiting:
+        record_run()
+    return results
 
 
 def _records(items: list, results: list, run) -> list[MarkerRecord]:

@@ -108,6 +108,11 @@ def record_outcome(memory_id: int, level: str, note: str, run: RunInfo) -> tuple
     return memory, before
 
 
+def given_ids(session_id: int) -> set[int]:
+    """The memories the session was given: the only ones it may score."""
+    return set(db.session.scalars(select(MemoryInjection.memory_id).where(MemoryInjection.session_id == session_id)))
+
+
 def _given(memory_id: int, session_id: int) -> bool:
     return db.session.scalar(select(MemoryInjection.id).where(
         MemoryInjection.session_id == session_id, MemoryInjection.memory_id == memory_id).limit(1)) is not None
