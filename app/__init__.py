@@ -13,7 +13,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from app import db_redaction, migration_log, redaction, state_dir
 from app.config import PROJECT_ROOT, SETTINGS, Setting, derive_paths, disabled_plugins, load_settings
-from app.database_url import engine_options, service_url
+from app.database_url import engine_options, left_in_the_instance_folder, service_url
 from app.extensions import csrf, db, dispose_at_exit, limiter, migrate
 from app.plugins import PluginError, call_at_startup, make_plugin_manager
 from app.revision_graph import check_revision_graph
@@ -52,6 +52,7 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
     # APScheduler tells of every run of the scheduler's heartbeat at INFO.
     logging.getLogger("apscheduler").setLevel(
         logging.NOTSET if app.config["CLAUDEOPS_LOG_LEVEL"] == "DEBUG" else logging.WARNING)
+    left_in_the_instance_folder(app.config["CLAUDEOPS_DATABASE_URL"], app.instance_path)
     app.config["SQLALCHEMY_DATABASE_URI"] = service_url(app.config["CLAUDEOPS_DATABASE_URL"])
     app.config["SQLALCHEMY_ENGINE_OPTIONS"] = {**engine_options(app.config["SQLALCHEMY_DATABASE_URI"]),
                                                **app.config.get("SQLALCHEMY_ENGINE_OPTIONS", {})}

@@ -226,7 +226,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("CLAUDEOPS_DATABASE_URL", "",
             "The database: a SQLite or PostgreSQL URL (see PostgreSQL in the README); empty means SQLite at "
             "`$CLAUDEOPS_STATE_DIR/claudeops.db`. A relative SQLite path (`sqlite:///ops.db`) is taken from the "
-            "working directory, for every process of the service; a database in memory is refused."),
+            "working directory, for every process of the service (a database an earlier version kept for it in the "
+            "checkout's `instance/` folder stops the start, naming both places); a database in memory is refused."),
     Setting("CLAUDEOPS_RESULTS_DIR", "",
             "Where each session's raw run log is written; empty means `$CLAUDEOPS_STATE_DIR/results`."),
     Setting("CLAUDEOPS_CLAUDE_BIN", "claude",

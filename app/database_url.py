@@ -89,6 +89,23 @@ def in_memory(url: URL) -> bool:
     return not url.database or url.database == ":memory:" or url.query.get("mode") == "memory"
 
 
+def left_in_the_instance_folder(raw: str, instance_path: str) -> None:
+    """Refuse a relative SQLite path whose database an earlier version kept
+    in the checkout's instance folder (Flask-SQLAlchemy's reading of it,
+    for some of the service's processes), where there is one: the service
+    would start on a new, empty file in the working directory instead."""
+    url = make_url(raw)
+    if url.get_backend_name() != "sqlite" or in_memory(url) or "uri" in url.query or Path(url.database).is_absolute():
+        return
+    earlier, now = Path(instance_path) / url.database, Path(url.database).resolve()
+    if earlier.is_file() and earlier.resolve() != now:
+        there = "; a database is there too: keep the one to go on with" if now.exists() else ""
+        raise ConfigError(f"CLAUDEOPS_DATABASE_URL={shown_url(url)} names {now}, taken from the working directory; "
+                          f"an earlier version kept that database in {earlier} for some of its processes{there}. "
+                          f"Move it to {now}, or name it by its absolute path (sqlite:///{earlier}), then start "
+                          "again")
+
+
 def service_url(raw: str) -> str:
     """``CLAUDEOPS_DATABASE_URL`` as every process of the service opens it:
     a relative SQLite path made absolute from the working directory, so that

@@ -86,6 +86,31 @@ def test_a_relative_sqlite_path_is_one_file_in_the_working_directory_for_every_p
     assert env["CLAUDEOPS_STATE_DIR"] == str(tmp_path / "state")
 
 
+def test_a_relative_sqlite_path_whose_database_an_earlier_version_kept_in_the_instance_folder_is_refused(
+        tmp_path, monkeypatch):
+    """Started on a new, empty file in the working directory, the service
+    would leave the operator's memories and sessions behind without a word."""
+    from app import create_app
+    from app.config import ConfigError
+    instance = tmp_path / "instance"
+    instance.mkdir()
+    (instance / "ops.db").write_bytes(b"SQLite format 3\x00")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    from flask import Flask
+    monkeypatch.setattr(Flask, "auto_find_instance_path", lambda self: str(instance))
+    config = {"CLAUDEOPS_STATE_DIR": str(tmp_path / "state"), "CLAUDEOPS_DATABASE_URL": "sqlite:///ops.db"}
+    with pytest.raises(ConfigError) as refused:
+        create_app(config)
+    assert str(refused.value) == (
+        f"CLAUDEOPS_DATABASE_URL=sqlite:///ops.db names {work / 'ops.db'}, taken from the working directory; an "
+        f"earlier version kept that database in {instance / 'ops.db'} for some of its processes. Move it to "
+        f"{work / 'ops.db'}, or name it by its absolute path (sqlite:///{instance / 'ops.db'}), then start again")
+    (instance / "ops.db").rename(work / "ops.db")
+    assert create_app(config).config["SQLALCHEMY_DATABASE_URI"] == f"sqlite:///{work / 'ops.db'}"
+
+
 def test_database_url_setting_wins(tmp_path):
     from tests.conftest import make_app
     (tmp_path / "elsewhere").mkdir()
