@@ -52,8 +52,8 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
     # APScheduler tells of every run of the scheduler's heartbeat at INFO.
     logging.getLogger("apscheduler").setLevel(
         logging.NOTSET if app.config["CLAUDEOPS_LOG_LEVEL"] == "DEBUG" else logging.WARNING)
-    left_in_the_instance_folder(app.config["CLAUDEOPS_DATABASE_URL"], app.instance_path)
     app.config["SQLALCHEMY_DATABASE_URI"] = service_url(app.config["CLAUDEOPS_DATABASE_URL"])
+    left_in_the_instance_folder(app.config["CLAUDEOPS_DATABASE_URL"], app.instance_path)
     app.config["SQLALCHEMY_ENGINE_OPTIONS"] = {**engine_options(app.config["SQLALCHEMY_DATABASE_URI"]),
                                                **app.config.get("SQLALCHEMY_ENGINE_OPTIONS", {})}
     # Flask's defaults hold SECRET_KEY=None; with none set, the state directory's.
