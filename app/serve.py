@@ -106,7 +106,7 @@ NOT_SETTINGS_PREFIX = "CLAUDEOPS_TEST_"
 
 def unknown_settings(app: Flask) -> list[str]:
     """What to say of each CLAUDEOPS_* variable that is no setting of the
-    service or of an installed plugin: most likely one misspelt
+    service or of a plugin it loaded: most likely one misspelt
     (CLAUDEOPS_INTERVL=600), and the default would hold without a word.
     (PUT /api/v1/config refuses such a name; the environment can only be
     warned of.)"""
@@ -117,7 +117,7 @@ def unknown_settings(app: Flask) -> list[str]:
                 or name.startswith(NOT_SETTINGS_PREFIX)):
             continue
         close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
-        said.append(f"{name} is set, but it is no setting of Claude Ops or of an installed plugin"
+        said.append(f"{name} is set, but it is no setting of Claude Ops or of a plugin it loaded"
                     f"{f' (did you mean {close[0]}?)' if close else ''}: it is ignored")
     return said
 

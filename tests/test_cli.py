@@ -612,8 +612,8 @@ def test_a_misspelt_setting_in_the_environment_is_warned_of_not_ignored_silently
     assert result.returncode == 0, result.stderr
     warned = [line for line in result.stderr.splitlines() if "no setting" in line]
     assert warned == [
-        "# CLAUDEOPS_FROBNICATE is set, but it is no setting of Claude Ops or of an installed plugin: it is ignored",
-        "# CLAUDEOPS_INTERVL is set, but it is no setting of Claude Ops or of an installed plugin (did you mean "
+        "# CLAUDEOPS_FROBNICATE is set, but it is no setting of Claude Ops or of a plugin it loaded: it is ignored",
+        "# CLAUDEOPS_INTERVL is set, but it is no setting of Claude Ops or of a plugin it loaded (did you mean "
         "CLAUDEOPS_INTERVAL?): it is ignored"]
     assert "CLAUDEOPS_INTERVAL=3600" in result.stdout.splitlines()
 

@@ -130,7 +130,8 @@ def test_a_failure_reported_for_a_restart_the_cooldown_denied_answers_the_denial
     denied = db.session.scalars(select(CooldownAction).where(CooldownAction.outcome == "denied")
                                 .order_by(CooldownAction.service)).all()
     assert [(row.service, row.message, row.reported_at is not None) for row in denied] == [
-        ("pgx", "at the limit (2 per 4h)", True), ("web", "at the limit (2 per 4h)", False)]
+        ("pgx", "at the limit (2 per 4h); the agent reported: the restart was refused by the cooldown", True),
+        ("web", "at the limit (2 per 4h)", False)]
     after = store.usage("pgx", "restart")
     assert (after.used, after.next_free_at) == (before.used, before.next_free_at) == (2, before.next_free_at)
     assert store.usage("web", "restart").used == 3

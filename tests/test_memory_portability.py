@@ -505,6 +505,8 @@ def test_cli_export_and_import(app, tmp_path):
     assert path.stat().st_mode & 0o777 == 0o600
     markdown = runner.invoke(main, ["memories", "export", "--format", "markdown"])
     assert markdown.exit_code == 0 and "## postgres" in markdown.output
+    written = runner.invoke(main, ["memories", "export", "--format", "markdown", "-o", str(tmp_path / "m.md")])
+    assert written.output == f"Exported 6 memories to {tmp_path / 'm.md'} (markdown).\n"
 
     db.session.execute(delete(Memory))
     db.session.commit()

@@ -177,7 +177,7 @@ def record_outcome(action: str, service: str, outcome: str, message: str, sessio
     session, service and action. Else a ``failure`` answers the session's
     oldest unanswered denial of them, if ``denied`` (``unreported_denials``)
     holds one: the refused restart did fail, and stays uncounted (it keeps
-    the reason it was denied; the report's time is set). Else (a restart the
+    the reason it was denied, the report added; the report's time is set). Else (a restart the
     hook did not see, or one reported twice) it adds a counted row, unless
     ``may_create`` is false (the session reached its limit of records): then
     nothing is stored and the row is None. Returns the row and whether it is
@@ -193,6 +193,9 @@ def record_outcome(action: str, service: str, outcome: str, message: str, sessio
     refused = (denied or {}).get((service, action)) if row is None and outcome == FAILURE else None
     if refused:
         row = refused.pop(0)
+        # Its reason kept, and the agent's own account beside it, for the operator to judge.
+        if message:
+            row.message = f"{row.message}; the agent reported: {message}" if row.message else message
         row.reported_at = now
         return row, False
     created = row is None

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from sqlalchemy import func, select
+import orjson
+from sqlalchemy import select
 
 from app.extensions import db
 from app.models import RUNNING, Session
@@ -228,8 +229,10 @@ def export(fmt, output, force):
         _fail(exc)
     except OSError as exc:   # told with the file's name, not as a traceback
         raise click.ClickException(f"cannot write {click.format_filename(output)}: {exc.strerror or exc}") from None
-    # As backup and import say what they did; in the transaction the export read.
-    count = db.session.scalar(select(func.count()).select_from(Memory))
+    # As backup and import say what they did: counted in what was written
+    # (a count read again could differ, on PostgreSQL, by a change meanwhile).
+    count = len(orjson.loads(text)["memories"]) if fmt == "json" else sum(
+        1 for line in text.splitlines() if line.startswith("- ["))   # one line a memory
     click.echo(f"Exported {count} memor{'y' if count == 1 else 'ies'} to {click.format_filename(output)} ({fmt}).")
 
 
