@@ -563,12 +563,12 @@ def mcp_server(list_tools: bool):
     """Serve the plugins' read-only tools (memory search, …) over MCP on
     stdin/stdout. Every session's CLI starts this itself (--mcp-config); run
     it by hand to use the tools from another MCP client."""
-    from app.mcp import build_server, describe
+    from app.mcp import build_server, describe, serve_stdio
     app = current_app._get_current_object()
     if list_tools:
         click.echo(describe(app))
         return
-    build_server(app).run("stdio")
+    serve_stdio(build_server(app))
 
 
 @main.command("config")

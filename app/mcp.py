@@ -11,7 +11,9 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import sqlite3
+import threading
 from typing import Optional
 
 from flask import Flask
@@ -96,13 +98,66 @@ def _in_app_context(app: Flask, function):
     return call
 
 
+# What stands for half of a surrogate pair in a request read over stdio
+# (``serve_stdio``): a noncharacter, which no text an agent means holds.
+LONE_SURROGATE = "\U0010fffe"
+
+
 def _not_text(arguments: dict) -> Optional[str]:
     """The first argument holding half of a surrogate pair, which JSON may
     carry (a lone "\\udcff" escape) but no database takes."""
     for name, value in arguments.items():
-        if any(isinstance(v, str) and not is_unicode(v) for v in (value if isinstance(value, list) else [value])):
+        if any(isinstance(v, str) and (not is_unicode(v) or LONE_SURROGATE in v)
+               for v in (value if isinstance(value, list) else [value])):
             return name
     return None
+
+
+def serve_stdio(server) -> None:
+    """``server`` on stdin and stdout. The SDK's reader refuses a request
+    that holds half of a surrogate pair before any tool sees it, and
+    answers nothing: the CLI's call would wait until it gave up. So each
+    line passes through here first, such halves marked (LONE_SURROGATE),
+    and the tool refuses the argument in words the agent can act on."""
+    read_end, write_end = os.pipe()
+    given = os.dup(0)
+    os.dup2(read_end, 0)
+    os.close(read_end)
+    threading.Thread(target=_mark_lone_surrogates, args=(given, write_end), name="mcp-stdin", daemon=True).start()
+    server.run("stdio")
+
+
+def _mark_lone_surrogates(source: int, target: int) -> None:
+    with os.fdopen(source, "rb") as lines, os.fdopen(target, "wb") as out:
+        for line in lines:
+            out.write(_marked(line))
+            out.flush()
+
+
+def _marked(line: bytes) -> bytes:
+    if b"\\u" not in line:
+        return line
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return line   # the SDK's to refuse
+    marked = _replace_lone_surrogates(message)
+    return line if marked is message else json.dumps(marked).encode() + b"\n"
+
+
+def _replace_lone_surrogates(value):
+    """``value`` with each string's halves of surrogate pairs replaced, or
+    ``value`` itself if it holds none."""
+    if isinstance(value, str):
+        return value if is_unicode(value) else "".join(
+            LONE_SURROGATE if "\ud800" <= char <= "\udfff" else char for char in value)
+    if isinstance(value, list):
+        items = [_replace_lone_surrogates(item) for item in value]
+        return value if all(a is b for a, b in zip(items, value)) else items
+    if isinstance(value, dict):
+        pairs = {_replace_lone_surrogates(k): _replace_lone_surrogates(v) for k, v in value.items()}
+        return value if all(k in value and pairs[k] is value[k] for k in pairs) else pairs
+    return value
 
 
 def build_server(app: Flask):

@@ -98,3 +98,9 @@ def is_unicode(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def without_lone_surrogates(text: str) -> str:
+    """``text`` with each half of a surrogate pair as U+FFFD (a proper pair
+    stays one character), as a database and a UTF-8 stream can take it."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")

@@ -303,6 +303,9 @@ def test_recognises(line, expected):
     # a value glued to its option, alone or at the end of a cluster
     ("script -q -c'systemctl restart nginx' /dev/null", [(R, "nginx")]),
     ("script -qc'docker restart jellyfin' /dev/null", [(R, "jellyfin")]),
+    # options after the file too, as GNU getopt reads them
+    ("script /dev/null -qc 'docker restart jellyfin'", [(R, "jellyfin")]),
+    ("script session.log --command 'systemctl restart nginx'", [(R, "nginx")]),
     # run0, systemd's sudo, runs its command as a transient service
     ("run0 systemctl restart nginx", [(R, "nginx")]),
     ("run0 --unit=fix -u root --setenv=LANG=C -- docker restart jellyfin", [(R, "jellyfin")]),
@@ -544,6 +547,15 @@ def test_prefixes_chains_and_wrappers(line, expected):
     ("bash -x <(curl -fsSL http://nas/restart.sh) && docker ps", [(R, None)]),
     ("bash < <(echo 'systemctl restart nginx')", [(R, None)]),
     ("bash <(kubectl completion bash)", []),
+    # bash's $'…' (its escapes read as bash reads them) and $"…" are quoting too
+    ("docker re$'start' jellyfin", [(R, "jellyfin")]),
+    ("$'systemctl' restart nginx", [(R, "nginx")]),
+    ("docker rest$''art jellyfin", [(R, "jellyfin")]),
+    ("systemctl re$'st\\x61rt' nginx", [(R, "nginx")]),
+    ("docker restart $'j\\145llyfin'", [(R, "jellyfin")]),
+    ("kubectl rollout re$'start' deploy/web", [(R, "web")]),
+    ("service nginx re$\"start\"", [(R, "nginx")]),
+    ("echo $'it\\'s restart time'; docker ps", []),
 ])
 def test_what_bash_would_run_however_it_is_written(line, expected):
     assert found(line) == expected
@@ -796,7 +808,6 @@ def test_a_command_of_many_words_is_read_in_one_pass():
     ("docker compose -p \"$PROJECT\" restart", "the compose project in an unknown directory"),
     ("D=docker; $D restart jellyfin", "a command named at run time"),
     ("\"$(which systemctl)\" restart nginx", "a command named at run time"),
-    ("$'systemctl' restart nginx", "a command named at run time"),
     ("docker rest${x}art jellyfin", "a command whose words are spelt at run time"),
     ("systemctl re$(true)start nginx", "a command whose words are spelt at run time"),
     ("qm reboot $VMID", "$VMID"),

@@ -98,6 +98,17 @@ def test_below_the_limit_the_call_is_allowed_silently_and_recorded(state):
                                 "sudo docker restart jellyfin && docker logs --tail 5 jellyfin", state.session_id, 2)]
 
 
+def test_half_a_surrogate_pair_in_a_command_is_recorded_as_u_fffd_not_a_failed_check(state):
+    """JSON may carry one ("\\ud800"): the restart below the limit is let
+    run and recorded, not denied as a check that failed."""
+    sent = pre_tool_use("docker restart jellyfin # \ud800")
+    assert "\\ud800" in sent
+    result = state(sent)
+    assert (result.returncode, result.stdout) == (0, ""), result.stdout
+    assert rows(state.app) == [("jellyfin", "restart", "pending", "docker restart jellyfin # \ufffd",
+                                state.session_id, 2)]
+
+
 def test_at_the_limit_the_call_is_denied_with_the_reason_and_the_attempt_kept(state):
     seed(state.app, "jellyfin", 2)
     result = state(pre_tool_use("docker restart jellyfin"))

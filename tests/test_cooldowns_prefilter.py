@@ -30,6 +30,9 @@ def test_every_program_the_recogniser_knows_passes_the_prefilter():
     "bash -c 'oc rollout restart deployment/web'", "x=$(oc rollout restart deployment/web)", "true&&oc rollout undo",
     "qm reboot 100", "/usr/sbin/qm start 100", "ssh pve 'q\\m reset 100'", "pct reboot 101", "virsh start db",
     "lxc restart web", "incus start web", "multipass restart", "vagrant reload web",
+    # a redirection glued to the name; bash's $'…', whose escapes may spell any name
+    "oc</dev/null rollout restart deployment/web", "oc>&2 rollout restart dc/web", "qm>/dev/null reboot 101",
+    "qm<&- reboot 101", "dock$''er restart web", "$'\\x64ocker' restart web",
 ])
 def test_possible_restarts_go_to_the_full_check(command):
     assert may_restart(call(command))
@@ -106,7 +109,10 @@ def test_a_full_check_that_fails_denies_a_restart_and_lets_anything_else_be(tmp_
     assert "Traceback: broken" in denied.stderr and "check-tool failed" in denied.stderr
     let_be = run("docker ps")
     assert (let_be.returncode, let_be.stdout) == (0, "")
-    for guest_restart in ("qm reboot 101", "virsh reset web", "vagrant reload web"):
+    for guest_restart in ("qm reboot 101", "virsh reset web", "vagrant reload web",
+                          # every word of a restart, those of systemctl's rarer actions too
+                          "C='systemctl enable --now nginx'; eval \"$C\"",
+                          "python3 -c 'import os; os.system(\"systemctl condreload nginx\")'"):
         assert json.loads(run(guest_restart).stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
     assert run("qm status 101").stdout == ""
     missing = subprocess.run([sys.executable, "-S", str(PREFILTER), str(tmp_path / "no-such-check")],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import threading
 import sys
 from pathlib import Path
 
@@ -218,6 +219,46 @@ def test_claudeops_mcp_over_stdio(app, memories, tmp_path):
     assert tools["get_memories"].annotations.read_only_hint is True
     assert "Vacuum runs Sundays at 03:00" in result.content[0].text and not result.is_error
     assert bad.is_error  # a wrong argument is the tool's error, not the server's end
+
+
+def test_a_lone_surrogate_sent_over_stdio_is_answered_not_left_waiting(app, memories):
+    """The SDK's reader refuses such a request before any tool sees it, and
+    answers nothing: the CLI's call would hang until it gave up. It is
+    answered as the tool's error, naming the argument."""
+    env = {"PATH": os.environ["PATH"], "CLAUDEOPS_STATE_DIR": app.config["CLAUDEOPS_STATE_DIR"],
+           "CLAUDEOPS_DATABASE_URL": app.config["CLAUDEOPS_DATABASE_URL"]}
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "search_memories", "arguments": {"query": "nfs \ud800"}}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+         "params": {"name": "search_memories", "arguments": {"query": "vacuum"}}}]
+    sent = "".join(json.dumps(request) + "\n" for request in requests)   # json.dumps writes "\ud800" as it is
+    assert "\\ud800" in sent
+    server = subprocess.Popen([str(CLAUDEOPS), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, env=env, text=True)
+    watchdog = threading.Timer(30, server.kill)   # a request left unanswered ends the wait, and the test
+    watchdog.start()
+    try:
+        server.stdin.write(sent)
+        server.stdin.flush()
+        answers = {}
+        while not {2, 3} <= set(answers):   # stdin is kept open: at its end the server would stop
+            line = server.stdout.readline()
+            assert line, "the server ended without answering"
+            answer = json.loads(line)
+            answers[answer.get("id")] = answer
+    finally:
+        watchdog.cancel()
+        server.stdin.close()
+        server.wait(30)
+    refused = answers[2]["result"]
+    assert refused["isError"] is True
+    assert refused["content"][0]["text"] == ("Error executing tool search_memories: query must be text: it holds "
+                                             "half of a surrogate pair")
+    assert "Vacuum" in answers[3]["result"]["content"][0]["text"]   # the next call is served as ever
 
 
 # --------------------------------------------------------- every session

@@ -17,6 +17,8 @@ from typing import Any, Optional, Union
 
 import orjson
 
+from app.portable_text import without_lone_surrogates
+
 
 class StreamError(ValueError):
     """A line that is not a stream-json object."""
@@ -140,8 +142,7 @@ def _loads(line: Union[bytes, str]) -> Any:
 
 def _replace_lone_surrogates(value: Any) -> Any:
     if isinstance(value, str):
-        # Through UTF-16: a proper pair stays one character, a lone half becomes U+FFFD.
-        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+        return without_lone_surrogates(value)
     if isinstance(value, list):
         return [_replace_lone_surrogates(item) for item in value]
     if isinstance(value, dict):

@@ -24,8 +24,8 @@ from plugins.cooldowns.shell import (FROM_OTHER_LANGUAGE, FROM_RUN_TIME_LINE, FR
 SERVICE_NAME = re.compile(r"[a-z0-9][a-z0-9_.@-]{0,99}")
 # Words of a command that may restart or redeploy something: where the text
 # cannot say what a command is, these make it one to refuse, not to let pass.
-SUSPECT = re.compile(r"restart|\bstart\b|\bup\b|force-reload|upgrade|install|rollback|rollout|ansible-playbook"
-                     r"|reboot|\breset\b|\breload\b")
+SUSPECT = re.compile(r"restart|\bstart\b|\bup\b|force-reload|condreload|--now\b|upgrade|install|rollback|rollout"
+                     r"|ansible-playbook|reboot|\breset\b|\breload\b")
 
 
 @dataclass(frozen=True)

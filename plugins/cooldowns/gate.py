@@ -36,6 +36,7 @@ from sqlalchemy import text
 from app.extensions import SQLITE_BUSY_TIMEOUT_MS, db
 from app.models import Session
 from app.plugins import call_each
+from app.portable_text import without_lone_surrogates
 from app.redaction import head_redacted, redactor
 from app.sessions.run_info import run_info
 from app.timeutil import utcnow
@@ -134,7 +135,10 @@ def bash_command(raw: str) -> tuple[Optional[str], Optional[str]]:
     tool_input = payload.get("tool_input")
     command = tool_input.get("command") if isinstance(tool_input, dict) else None
     cwd = payload.get("cwd")
-    return (command if isinstance(command, str) else None), (cwd if isinstance(cwd, str) else None)
+    # Half of a surrogate pair (JSON may carry one) as U+FFFD: bash is given
+    # bytes, and a record of the command must be storable.
+    return (without_lone_surrogates(command) if isinstance(command, str) else None), (
+        cwd if isinstance(cwd, str) else None)
 
 
 def check(raw: str, caller: Caller, now: Optional[datetime] = None) -> Optional[str]:

@@ -27,8 +27,8 @@ PROGRAMS = ("docker", "podman", "nerdctl", "systemctl", "service", "invoke-rc.d"
 # The words of a restart (plugins.cooldowns.commands.SUSPECT, kept in step by
 # tests/test_cooldowns_prefilter.py): a call holding one is denied when the
 # full check cannot answer.
-SUSPECT = re.compile(r"restart|\bstart\b|\bup\b|force-reload|upgrade|install|rollback|rollout|ansible-playbook"
-                     r"|reboot|\breset\b|\breload\b")
+SUSPECT = re.compile(r"restart|\bstart\b|\bup\b|force-reload|condreload|--now\b|upgrade|install|rollback|rollout"
+                     r"|ansible-playbook|reboot|\breset\b|\breload\b")
 # What the agent is told with a denial (plugins.cooldowns.gate.ADVICE, likewise).
 ADVICE = ("Do not try another way to do it. Report what you found with an [EVENT:…] marker instead, "
           "so that the operator can decide.")
@@ -38,7 +38,7 @@ FULL_CHECK_SECONDS = 27
 # Names too short to look for inside other words (oc is in docker, /proc, …;
 # qm in a checksum): only where a command word can be, after a space, an
 # operator or a path's /, and before a space or an operator.
-WORD_PROGRAMS = re.compile(r"(?<![^\s;&|()`/])(?:oc|qm)(?![^\s;&|()`])")
+WORD_PROGRAMS = re.compile(r"(?<![^\s;&|()`/<>])(?:oc|qm)(?![^\s;&|()`<>])")
 
 
 def may_restart(raw: bytes) -> bool:
@@ -53,6 +53,8 @@ def may_restart(raw: bytes) -> bool:
 
 
 def names_a_program(command: str) -> bool:
+    if "$'" in command:
+        return True   # bash's $'…' may spell any word with escapes (d\x6fcker): the full check reads them
     # What bash joins (a backslash-newline) and what quoting hides, taken out.
     plain = command.lower().replace("\\\n", "").replace("\\", "").replace('"', "").replace("'", "")
     return any(program in plain for program in PROGRAMS) or WORD_PROGRAMS.search(plain) is not None

@@ -296,6 +296,16 @@ def _as_bash_reads(line: str) -> str:
             end = line.find("\n", i)
             i = len(line) if end < 0 else end
             continue
+        if quote is None and char == "$" and line[i + 1:i + 2] in ("'", '"'):
+            if line[i + 1] == '"':   # $"…": a string for translation, read as "…"
+                i += 1
+                continue
+            end = _ansi_c_end(line, i + 2)
+            if end is not None:   # $'…': the string bash makes of it, single-quoted
+                text = _ansi_c(line[i + 2:end]).translate(HIDDEN)
+                out.append("'" + text.replace("'", "'\\''") + "'")
+                i = end + 1
+                continue
         if char == "\\" and quote != "'":
             if line[i + 1:i + 2] != "\n":
                 out.append(line[i:i + 2].translate(HIDDEN))   # an escaped space ends no word: "foo\ #" holds no comment
@@ -330,6 +340,44 @@ def _as_bash_reads(line: str) -> str:
         if ends_substitution and i < len(line) and line[i] not in " \t\r\n" + OPERATOR_CHARS:
             out.append(GLUED)   # what follows is the same word: `-f $(pwd)/compose.yml`
     return "".join(out)
+
+
+def _ansi_c_end(line: str, start: int) -> Optional[int]:
+    """Where the ``$'…'`` whose text begins at ``start`` ends (its closing
+    quote: an escaped one, ``\\'``, is text), or None if it does not."""
+    i = start
+    while i < len(line):
+        if line[i] == "\\":
+            i += 2
+        elif line[i] == "'":
+            return i
+        else:
+            i += 1
+    return None
+
+
+# Bash's escapes within $'…' (bash(1), QUOTING).
+_ANSI_C_ESCAPE = re.compile(r"\\(?:([abeEfnrtv\\'\"?])|([0-7]{1,3})|x([0-9a-fA-F]{1,2})|u([0-9a-fA-F]{1,4})"
+                            r"|U([0-9a-fA-F]{1,8})|c(.)|(.))", re.DOTALL)
+_ANSI_C_LETTERS = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t",
+                   "v": "\v"}
+
+
+def _ansi_c(text: str) -> str:
+    """The text of ``$'text'``, as bash makes it: ``re$'st\\x61rt'`` is restart."""
+    def one(match: re.Match) -> str:
+        letter, octal, hex_, short, long_, control, other = match.groups()
+        if letter is not None:
+            return _ANSI_C_LETTERS.get(letter, letter)
+        if octal is not None:
+            return chr(int(octal, 8) & 0xFF)
+        number = hex_ or short or long_
+        if number is not None:
+            return chr(min(int(number, 16), 0x10FFFF))
+        if control is not None:
+            return chr(ord(control) & 0x1F)
+        return "\\" + other   # not an escape: kept as it is
+    return _ANSI_C_ESCAPE.sub(one, text)
 
 
 def split_commands(line: str) -> list[list[str]]:
@@ -654,9 +702,9 @@ def _unwrap_after(words: list[str], prefixed: _Prefixed) -> SimpleCommand | Wrap
                                 SU_OPTIONS_WITH_VALUE).value("-c", "--command", "--session-command")
             return _wrapped(script, False) if script is not None else None
         elif name == "script":
-            options, _ = read_options(words[1:], SCRIPT_OPTIONS_WITH_VALUE)
-            line = next((value for option, value in options
-                         if option == "--command" or _flags(option, SCRIPT_OPTIONS_WITH_VALUE).endswith("c")), None)
+            # Options anywhere (GNU getopt): `script /dev/null -qc LINE` runs LINE too.
+            line = parse_args([word for word in words[1:] if word != "--"],
+                              SCRIPT_OPTIONS_WITH_VALUE).value("-c", "--command")
             return _wrapped(line, True) if line is not None else None
         elif name == "xargs":
             words = _after_options(words[1:], XARGS_OPTIONS_WITH_VALUE)
