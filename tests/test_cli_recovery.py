@@ -112,6 +112,34 @@ def test_the_next_run_marks_the_session_a_killed_run_left_running_interrupted(tm
     assert stored_sessions(tmp_path) == [(1, "cli", "interrupted"), (2, "cli", "completed")]
 
 
+def test_a_stop_of_the_session_a_killed_run_left_running_is_refused_and_its_page_says_why(tmp_path, fake_cli):
+    """Nothing would ever act on it: the Stop would be taken (202) and the
+    session stay running, with Stop offered, until the next start. Whether
+    the run has ended is told by whether any process holds the runner lock,
+    which is not taken to tell it."""
+    started = fake_cli(sl.steps(sl.init(), sl.text("working")) + [{"sleep": 60}])
+    killed = subprocess.Popen([str(CLAUDEOPS), "run"], env=claudeops_env(tmp_path), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    wait_for(lambda: started.exists() or killed.poll() is not None, timeout=60, what="the CLI started")
+    dashboard = make_app(tmp_path, upgrade=False)
+    client = dashboard.test_client()
+    with dashboard.app_context():
+        assert control.runner_ended(db.session.get(Session, 1)) is None   # alive
+        killed.kill()
+        killed.wait(10)
+        wait_for(lambda: control.runner_ended(db.session.get(Session, 1, populate_existing=True)), timeout=15,
+                 what="the run known to have ended")
+        refused = client.post("/api/v1/sessions/1/stop")
+        assert refused.status_code == 409
+        assert refused.get_json()["error"] == (
+            "session 1 is no longer running: the `claudeops run` that ran it has ended (its process is gone, and its "
+            "CLI with it); it is marked interrupted when the service starts again")
+        page = client.get("/sessions/1").get_data(as_text=True)
+        assert "that ran this\n      session has ended without saying so (killed, or it crashed)" in page
+        assert "the scheduler has ended" not in page
+        assert db.session.get(Session, 1, populate_existing=True).stop_requested is False
+
+
 def test_a_scheduler_cannot_take_the_escalation_of_a_run_still_alive(tmp_path, fake_cli):
     held = start_run_held_between_sessions(tmp_path, fake_cli)
     try:

@@ -700,12 +700,22 @@ def test_a_scheduler_killed_on_this_host_is_seen_ended_at_once_not_a_minute_late
     assert "the session is marked interrupted when a scheduler\n      starts again" in page
     # Run now says that nothing will run the session it queues.
     assert "queued, but no scheduler is running" in run_now_message(client)
-    # A stop would wait for a poll that never comes; one of a `claudeops run` chain is that process's.
+    # A stop would wait for a poll that never comes.
     stop = client.post(f"/api/v1/sessions/{running.id}/stop")
     assert stop.status_code == 409 and "the scheduler that ran it has ended" in stop.get_json()["error"]
     assert "marked interrupted when the service starts again" in stop.get_json()["error"]
+    # One of a `claudeops run` chain is that process's, alive while it holds the runner lock.
     foreground = add_session(status="running", started_at=utcnow(), trigger="cli")
-    assert client.post(f"/api/v1/sessions/{foreground.id}/stop").status_code == 202
+    stop = client.post(f"/api/v1/sessions/{foreground.id}/stop")
+    assert stop.status_code == 409 and "the `claudeops run` that ran it has ended" in stop.get_json()["error"]
+    from app.sessions.runner_lock import RunnerLock
+    lock = RunnerLock(client.application.config["CLAUDEOPS_STATE_DIR"],
+                      client.application.config["SQLALCHEMY_DATABASE_URI"])
+    lock.acquire()
+    try:
+        assert client.post(f"/api/v1/sessions/{foreground.id}/stop").status_code == 202
+    finally:
+        lock.release()
 
 
 def test_a_filter_for_a_service_with_no_rows_stays_selected_for_the_polls(client):

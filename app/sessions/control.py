@@ -11,6 +11,7 @@ import re
 from datetime import datetime, timedelta
 from typing import Optional
 
+from flask import current_app
 from sqlalchemy import and_, case, func, or_, select, update
 
 from app import process_identity
@@ -192,8 +193,9 @@ def request_stop(session_id: int) -> Session:
         raise ControlError(f"session {session_id} not found", 404)
     if session.status in FINISHED_STATUSES:
         raise ControlError(f"session {session_id} has already ended ({session.status})", 409)
-    if session.status == RUNNING and _runner_ended(session):
-        raise ControlError(f"session {session_id} is no longer running: the scheduler that ran it has ended (its "
+    ended = runner_ended(session) if session.status == RUNNING else None
+    if ended:
+        raise ControlError(f"session {session_id} is no longer running: {ended} that ran it has ended (its "
                            "process is gone, and its CLI with it); it is marked interrupted when the service "
                            "starts again", 409)
     changed = stop_queued(session_id, "stopped by the operator before it started")
@@ -207,13 +209,20 @@ def request_stop(session_id: int) -> Session:
     return session
 
 
-def _runner_ended(session: Session) -> bool:
-    """Whether the process running ``session`` is known to have ended: the
-    scheduler, for every chain but one a `claudeops run` began (which runs
-    it itself, and publishes no heartbeat). A stop asked of it would wait in
+def runner_ended(session: Session) -> Optional[str]:
+    """Which process, known to have ended, was running ``session`` (it ran
+    it and is gone): the scheduler, for every chain but one a `claudeops
+    run` began, which runs it itself and publishes no heartbeat, and is
+    known to have ended when no process holds the runner lock. None while
+    it runs, or where that cannot be told. A stop asked of it would wait in
     the database for a poll that never comes."""
     from app.sessions.escalation import root   # escalation uses this module
-    return root(session).trigger != CLI_TRIGGER and scheduler_ended(db.session.get(SchedulerState, 1))
+    from app.sessions.runner_lock import held
+    if root(session).trigger != CLI_TRIGGER:
+        return "the scheduler" if scheduler_ended(db.session.get(SchedulerState, 1)) else None
+    config = current_app.config
+    return "the `claudeops run`" if held(config["CLAUDEOPS_STATE_DIR"], config["SQLALCHEMY_DATABASE_URI"]) is False \
+        else None
 
 
 def stop_queued(session_id: int, reason: str) -> bool:

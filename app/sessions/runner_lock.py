@@ -117,6 +117,48 @@ class RunnerLock:
             self._files.pop().close()
 
 
+def held(state_dir: Optional[str], database_url: str | URL) -> Optional[bool]:
+    """Whether some process holds the runner lock of ``state_dir`` and the
+    database, told without taking it (a scheduler starting that moment
+    would be refused): PostgreSQL's from ``pg_locks``, the files' from the
+    kernel's list of locks (/proc/locks); None where it cannot be told."""
+    url = make_url(database_url)
+    if url.get_backend_name() == "postgresql":
+        from app.extensions import db
+        return bool(db.session.scalar(text(
+            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted "
+            "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+            "AND classid = :high AND objid = :low AND objsubid = 1)"),
+            {"high": ADVISORY_LOCK_KEY >> 32, "low": ADVISORY_LOCK_KEY & 0xFFFFFFFF}))
+    files = list(RunnerLock(state_dir, url).files)
+    try:
+        locked = _flock_held_files()
+    except OSError:
+        return None
+    for path in files:
+        try:
+            status = path.stat()
+        except FileNotFoundError:
+            continue
+        if (os.major(status.st_dev), os.minor(status.st_dev), status.st_ino) in locked:
+            return True
+    return False
+
+
+def _flock_held_files() -> set[tuple[int, int, int]]:
+    """The files some process holds a flock on: (major, minor, inode)."""
+    found = set()
+    with open("/proc/locks") as locks:
+        for line in locks:
+            fields = line.split()
+            if len(fields) < 6 or fields[1] != "FLOCK":   # "->" marks one waiting for a lock
+                continue
+            device, _, inode = fields[5].rpartition(":")
+            major, _, minor = device.partition(":")
+            found.add((int(major, 16), int(minor, 16), int(inode)))
+    return found
+
+
 def _sqlite_file(url: Optional[URL]) -> Optional[Path]:
     """The file of a SQLite database (None for another backend or one in memory)."""
     if url is None or url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):

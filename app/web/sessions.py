@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 
 from app.config import TIERS
 from app.extensions import db
-from app.models import RUNNING, SchedulerState, Session, SessionActivity
+from app.models import CLI_TRIGGER, RUNNING, SchedulerState, Session, SessionActivity
 from app.sessions import control, escalation
 from app.sessions.results_dir import held_elsewhere
 from app.timeutil import utcnow
@@ -97,8 +97,11 @@ def _scheduler_gone(session: Session) -> dict:
     stopped has not beaten (it cannot record the session's end: a full disk,
     say), and whether its process is known to have ended (killed)."""
     state = db.session.get(SchedulerState, 1) if session.status == RUNNING else None
-    return {"scheduler_silent_since": control.scheduler_silent_since(state),
-            "scheduler_ended": control.scheduler_ended(state)}
+    # A `claudeops run`'s chain: the scheduler's state says nothing of it.
+    cli_run = session.status == RUNNING and escalation.root(session).trigger == CLI_TRIGGER
+    return {"scheduler_silent_since": None if cli_run else control.scheduler_silent_since(state),
+            "scheduler_ended": not cli_run and control.scheduler_ended(state),
+            "cli_run_ended": cli_run and control.runner_ended(session) is not None}
 
 
 def _following(session: Session, members: list[Session]) -> bool:
