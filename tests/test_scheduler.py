@@ -147,6 +147,23 @@ def test_a_clock_set_back_while_the_scheduler_runs_moves_every_job_back_with_it(
     assert abs((retention - later).total_seconds() - 3000) < 2
 
 
+def test_the_next_scheduled_session_is_queued_on_time_while_other_sessions_keep_the_queue_busy(
+        app, fake_cli, scheduler):
+    """Armed after every session the worker runs, not only once the queue is
+    empty: the schedule does not slip behind Run now and API sessions."""
+    fake_cli(session_script(1.5))
+    scheduler(interval=2)
+    wait_for(lambda: [s for s in all_sessions() if s.status == "running"], timeout=15)
+    for _ in range(3):
+        control.enqueue(tier=1, trigger="api")
+    wait_for(lambda: len([s for s in all_sessions() if s.trigger == "schedule"]) >= 2, timeout=30)
+    first, second = [s for s in all_sessions() if s.trigger == "schedule"][:2]
+    api_ended = [s.ended_at for s in all_sessions() if s.trigger == "api" and s.ended_at]
+    waited = (second.created_at - first.ended_at).total_seconds()
+    assert 1.5 <= waited < 3.5, f"queued {waited:.1f} s after the last scheduled session ended; the interval is 2 s"
+    assert len(api_ended) < 3   # before the other sessions were all done
+
+
 def test_a_run_longer_than_the_interval_does_not_pile_up(app, fake_cli, scheduler):
     fake_cli(session_script(3))
     scheduler(interval=1)

@@ -229,6 +229,7 @@ class SessionScheduler:
                 if not interval:
                     if job:
                         job.remove()
+                        self._publish(next_run=None)   # the dashboard shows no next run at once
                     self._armed_interval = None
                     self._fire_pending = False
                     return
@@ -320,8 +321,9 @@ class SessionScheduler:
             try:
                 self._record_unfinished()
                 ran = self._run_next()
-                if not ran:
-                    self._ensure_armed()
+                # After a session too: the next scheduled one is due an interval after the
+                # last one ended, however many other sessions are queued behind it.
+                self._ensure_armed()
             except Exception as exc:
                 # The worker must outlive a database that refuses it for a while.
                 self._failed(exc)
