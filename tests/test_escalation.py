@@ -132,6 +132,53 @@ def test_dry_run_suppresses_escalation_and_says_so(app, fake_cli, run_session_no
                                                         "not escalated: dry run (CLAUDEOPS_DRY_RUN) is on")]
 
 
+@pytest.mark.parametrize("at_start, at_end, badges", [
+    ({"CLAUDEOPS_MAX_TIER": 1}, {"CLAUDEOPS_MAX_TIER": 3}, [
+        ("warning", "escalation:refused", "postgres is down and I cannot tell why; not escalated: CLAUDEOPS_MAX_TIER "
+                                          "is 1"),
+        ("marker", "escalation:to tier 2", "postgres is down and I cannot tell why; queued as session #2: the "
+                                           "settings as the session ended allowed it")]),
+    ({}, {"CLAUDEOPS_DRY_RUN": True}, [
+        ("marker", "escalation:to tier 2", "postgres is down and I cannot tell why"),
+        ("warning", "escalation:refused", "postgres is down and I cannot tell why; not escalated: dry run "
+                                          "(CLAUDEOPS_DRY_RUN) is on (so it was decided as the session ended)")]),
+])
+def test_a_badge_the_decision_at_the_end_overrules_is_followed_by_the_decision(tmp_path, fake_cli, at_start, at_end,
+                                                                               badges):
+    """The badge is a forecast from the settings as the marker was read; the
+    maximum tier or dry run may change before the session ends, which
+    decides. The activity log must not keep saying the opposite."""
+    from app.hookspecs import hookimpl
+    from tests.conftest import make_app
+
+    class OperatorMeanwhile:
+        @hookimpl
+        def claudeops_session_finished(self, run, result):
+            change(at_end)
+
+    app = make_app(tmp_path, plugins=[OperatorMeanwhile()])
+    fake_cli(escalating_script())
+    with app.app_context():
+        if at_start:
+            change(at_start)
+        session = run_session(control.claim(control.enqueue(tier=1).id))
+        db.session.expire_all()
+        logged = [(a.kind, a.title, a.body) for a in db.session.get(Session, session.id).activity
+                  if a.title and a.title.startswith("escalation")]
+        assert logged == badges
+        assert len(sessions()) == (2 if "MAX_TIER" in str(at_end) else 1)
+
+
+def test_an_escalate_marker_without_a_reason_is_said_not_to_escalate(app, fake_cli, run_session_now):
+    fake_cli(sl.steps(sl.init(), sl.text("The database is corrupt.\n[ESCALATE]\nIt needs a restore."),
+                      sl.result("done")))
+    session = run_session_now(tier=1)
+    assert [(a.kind, a.title, a.body) for a in session.activity if a.title and a.title.startswith("escalation")] == [
+        ("warning", "escalation:not read", "[ESCALATE] with no reason after it on its line: not escalated (the "
+                                           "reason goes on the marker's own line)")]
+    assert len(sessions()) == 1
+
+
 def test_a_failed_session_is_not_escalated(app, fake_cli, run_session_now):
     fake_cli(sl.steps(sl.init(), sl.text("[ESCALATE] help")) + [{"exit": 1}])
     session = run_session_now()

@@ -16,17 +16,18 @@ import logging
 import threading
 from typing import Optional
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
 
 from app import dbfaults
 from app.config import TIERS
 from app.extensions import db
-from app.models import COMPLETED, QUEUED, Session
+from app.models import COMPLETED, QUEUED, Session, SessionActivity
 from app.plugin_types import RunInfo, SessionResult
 from app.plugins import call_each, call_first
 from app.redaction import redactor
 from app.runtime import setting
 from app.sessions import control
+from app.timeutil import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -51,17 +52,44 @@ def consider(session: Session, run: RunInfo, result: SessionResult,
     reason = redactor().redact(" ".join(reason.split()))[:MAX_REASON_CHARS]
     next_tier = session.tier + 1
     refusal = _refusal(session, result, next_tier)
+    badge = _badge(session.id)
     if refusal:
+        if badge is not None and badge != REFUSED_BADGE:
+            _correct(session.id, "warning", REFUSED_BADGE, f"{reason}; {refusal[1]} (so it was decided as the "
+                                                           "session ended)")
         asked = f"to tier {next_tier}" if next_tier in TIERS else f"past tier {session.tier}"
         notice("warning" if refusal[0] else "info", f"Session #{session.id} asked to escalate {asked} "
                f"({reason}); {refusal[1]}", run, shutdown)
         return None
     child = control.enqueue(tier=next_tier, prompt=session.prompt, trigger="escalation",
                             parent_id=session.id, escalation_reason=reason)
+    if badge == REFUSED_BADGE:
+        _correct(session.id, "marker", f"escalation:to tier {next_tier}",
+                 f"{reason}; queued as session #{child.id}: the settings as the session ended allowed it")
     log.info("session %s escalated to tier %s as session %s: %s", session.id, next_tier, child.id, reason)
     notice("warning", f"Session #{session.id} escalated to tier {next_tier} ({TIERS[next_tier]}) as "
            f"session #{child.id}: {reason}", run, shutdown)
     return child
+
+
+# The activity log's badge of a refused [ESCALATE] (plugins/escalation).
+REFUSED_BADGE = "escalation:refused"
+
+
+def _badge(session_id: int) -> Optional[str]:
+    """What the activity log said of the session's first [ESCALATE] as the
+    agent wrote it, or None: a forecast from the settings then, which the
+    decision at the session's end may not bear out (the maximum tier or dry
+    run changed meanwhile, the session failed)."""
+    return db.session.scalar(select(SessionActivity.title).where(
+        SessionActivity.session_id == session_id,
+        or_(SessionActivity.title == REFUSED_BADGE, SessionActivity.title.like("escalation:to tier %")))
+        .order_by(SessionActivity.id).limit(1))
+
+
+def _correct(session_id: int, kind: str, title: str, body: str) -> None:
+    """The decision, in the activity log below the badge it overrules."""
+    db.session.add(SessionActivity(session_id=session_id, kind=kind, title=title, body=body, created_at=utcnow()))
 
 
 def _refusal(session: Session, result: SessionResult, next_tier: int) -> Optional[tuple[bool, str]]:

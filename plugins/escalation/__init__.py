@@ -47,7 +47,10 @@ def claudeops_markers(text, run):
     recorded = []
     for match in ESCALATE_MARKER.finditer(text):
         reason = marker_text(text, match.end(), run.marker_tags).strip()[:MAX_REASON_CHARS]
-        if not reason:
+        if not reason:   # said where the agent wrote it, rather than dropped without a word
+            recorded.append(MarkerRecord("escalation", "not read", "[ESCALATE] with no reason after it on its "
+                                         "line: not escalated (the reason goes on the marker's own line)",
+                                         stored=False))
             continue
         _requests().setdefault(run.session_id, reason)   # the first request states the case
         # Still asked for, so that the host records its refusal as an event;
