@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from app import redaction
 from app.extensions import db
-from app.models import SessionActivity
+from app.models import Session, SessionActivity
 from app.sessions.activity import PREVIEW_CHARS
 from plugins.events.models import Event
 from tests import streamlines as sl
@@ -249,6 +249,33 @@ def test_stop_request_ends_the_session_and_its_group(app, fake_cli, orphan_pid_f
     assert time.monotonic() - started < 10
     assert session.response == "working"
     assert process_gone(int(orphan_pid_file.read_text())), "the CLI's child outlived the stop"
+
+
+def test_a_stop_after_the_cli_finished_keeps_the_status_its_end_gives_it(app, fake_cli, orphan_pid_file):
+    """Its leftover child holds stdout open a moment longer: a Stop then
+    ends the child, and the session is completed, not stopped (nor
+    escalated, the operator having asked to stop it)."""
+    from app.sessions import control
+    from app.sessions.manager import run_session
+    fake_cli(sl.steps(sl.init(), sl.text("[ESCALATE] the disk is failing"), sl.result("done")) + [{"orphan": 60}])
+    session = control.claim(control.enqueue().id)
+    session_id = session.id
+
+    def stop_once_the_cli_exited():
+        with app.app_context():
+            deadline = time.monotonic() + 15
+            while not orphan_pid_file.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.3)   # the CLI exits right after starting its child
+            control.request_stop(session_id)
+            db.session.remove()
+    stopper = threading.Thread(target=stop_once_the_cli_exited)
+    stopper.start()
+    session = run_session(session)
+    stopper.join()
+    assert (session.status, session.status_reason) == ("completed", None)
+    assert process_gone(int(orphan_pid_file.read_text())), "the CLI's child outlived the stop"
+    assert [s.id for s in db.session.scalars(select(Session))] == [session_id]   # not escalated
 
 
 def test_a_secret_where_a_skipped_lines_preview_is_cut_is_redacted_whole(app, monkeypatch):

@@ -250,7 +250,11 @@ def _pump(proc, command, splitter, run_log, should_stop, outcome) -> None:
                 continue
             reason = should_stop()
             if reason:
-                outcome.ended_by = reason
+                # A CLI that has exited (a leftover child holding its stdout) finished
+                # before the stop: it keeps the status its own end gives it. What it
+                # wrote before exiting is read: this comes only once nothing is left.
+                if exited_at is None and proc.poll() is None:
+                    outcome.ended_by = reason
                 return
             now = time.monotonic()
             if now >= deadline:
