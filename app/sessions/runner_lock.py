@@ -137,25 +137,26 @@ def held(state_dir: Optional[str], database_url: str | URL) -> Optional[bool]:
         return None
     for path in files:
         try:
-            status = path.stat()
+            if path.stat().st_ino in locked:
+                return True
         except FileNotFoundError:
             continue
-        if (os.major(status.st_dev), os.minor(status.st_dev), status.st_ino) in locked:
-            return True
     return False
 
 
-def _flock_held_files() -> set[tuple[int, int, int]]:
-    """The files some process holds a flock on: (major, minor, inode)."""
+def _flock_held_files() -> set[int]:
+    """The inodes of the files some process holds a flock on. By inode
+    alone: the device the kernel lists is the file system's, which on
+    btrfs subvolumes and some overlays is not the one stat gives. (Another
+    file system's file of the same inode would be taken for held, which
+    errs on the side of a Stop taken as before.)"""
     found = set()
     with open("/proc/locks") as locks:
         for line in locks:
             fields = line.split()
             if len(fields) < 6 or fields[1] != "FLOCK":   # "->" marks one waiting for a lock
                 continue
-            device, _, inode = fields[5].rpartition(":")
-            major, _, minor = device.partition(":")
-            found.add((int(major, 16), int(minor, 16), int(inode)))
+            found.add(int(fields[5].rpartition(":")[2]))
     return found
 
 
