@@ -287,7 +287,7 @@ def test_a_proposed_contradiction_edited_to_another_service_approved_takes_nothi
     assert old.confidence == 0.8 and history(old.id) == []
     assert db.session.execute(text(f"SELECT detail FROM memory_history WHERE memory_id = {new.id} "
                                    "AND action = 'approved'")).scalar() == (
-        f"was proposed; edited to another service or category, it no longer contradicts memory {old.id}")
+        f"was proposed; no longer contradicts memory {old.id}, which is about another service or category now")
 
 
 @pytest.mark.parametrize("edit", ["the older memory now says the same", "the older memory moved to another service",

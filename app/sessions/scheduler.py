@@ -255,7 +255,10 @@ class SessionScheduler:
     def _watch_clock(self) -> None:
         watch = ClockWatch(self._clock_set_back)
         while not self.shutdown_event.wait(CLOCK_LOOK_SECONDS):
-            watch.look()
+            try:
+                watch.look()
+            except Exception:   # the thread must outlive a failure, or no later setting back is seen
+                log.exception("moving the schedule with the clock failed; the clock is looked at again in a second")
 
     def _clock_set_back(self, by: timedelta) -> None:
         """Every job, and the times the schedule counts from, moved back as

@@ -53,16 +53,10 @@ def approve(memory: Memory, *, observation=None, category=None, service=None, co
     store.cleaned({name: edit for name, edit in edits.items() if edit[1] is not None})
     if memory.status == APPROVED:
         raise ReviewStateError(f"memory {memory.id} is already approved")
-    subject = (memory.service, memory.category)
     store.update(memory, observation=observation, category=category, service=service, confidence=confidence)
-    detail = None
-    if memory.contradicts_id is not None and (memory.service, memory.category) != subject:
-        # Edited to be about another service or category: it no longer
-        # says the opposite of that memory, which must keep its trust.
-        detail = (f"was {memory.status}; edited to another service or category, it no longer contradicts "
-                  f"memory {memory.contradicts_id}")
-        memory.contradicts_id = None
-    store.mark_approved(memory, store.OPERATOR, detail=detail)
+    # A contradiction these edits undo (another service or category, other
+    # words) takes no trust: mark_approved asks again of the two as they read.
+    store.mark_approved(memory, store.OPERATOR)
     return memory
 
 

@@ -397,11 +397,10 @@ def mark_approved(memory: Memory, actor: str, *, run: Optional[RunInfo] = None, 
         memory.contradicts_id = None
     takes = target is not None and not gone and target.active and target.status != REJECTED
     taken = takes and _chain_took_trust(target, memory)
-    if taken:
-        gone = (f"its session or escalation chain contradicted memory {target.id} already: no more trust is taken "
-                "from it")
+    no_trust = gone or (f"its session or escalation chain contradicted memory {target.id} already: no more trust "
+                        "is taken from it" if taken else None)
     _history(memory, "approved", memory.confidence, run=run, actor=actor,
-             detail="; ".join(filter(None, (detail or f"was {was}", gone))))
+             detail="; ".join(filter(None, (detail or f"was {was}", no_trust))))
     if takes and not taken:
         contradict(target, memory, run=run, actor=actor)
 
