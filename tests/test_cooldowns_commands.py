@@ -79,6 +79,14 @@ def found(line: str, cwd: str | None = "/home/ops") -> list[tuple[str, str | Non
     ("systemctl enable nginx", []),
     ("/etc/init.d/nginx restart", [(R, "nginx")]),
     ("sudo /etc/init.d/nginx status", []),
+    ("/etc/rc.d/init.d/sshd restart", [(R, "sshd")]),
+    ("cd /etc/init.d && ./nginx restart", [(R, "nginx")]),
+    ("cd /etc/init.d; sudo ./nginx force-reload", [(R, "nginx")]),
+    ("cd /etc && init.d/nginx restart", [(R, "nginx")]),
+    ("init.d/nginx restart", [(R, "nginx")]),
+    ("cd /etc/rc2.d && ../init.d/nginx restart", [(R, "nginx")]),
+    ("cd /etc/init.d && nginx restart", []),          # a bare name comes from PATH, not the directory
+    ("cd /opt/app && ./nginx restart", []),
     ("invoke-rc.d nginx restart", [(R, "nginx")]),
     ("supervisorctl restart worker", [(R, "worker")]),
     ("supervisorctl status worker", []),
@@ -838,6 +846,12 @@ def test_targets_that_cannot_be_read_are_recognised_without_a_service(line, targ
 def test_compose_without_a_directory_names_no_service():
     (item,) = recognise("ssh nas docker compose restart", "/home/ops")
     assert item.service is None and "unknown directory" in item.target
+
+
+def test_an_init_script_is_found_by_its_path_from_where_the_session_works():
+    assert found("./nginx restart", "/etc/init.d") == [(R, "nginx")]
+    assert found("./nginx restart", "/opt/app") == []
+    assert found("./nginx restart", None) == []   # where it runs is unknown: not an init script as far as it says
 
 
 def test_recognised_item_keeps_the_simple_command():

@@ -51,6 +51,14 @@ def test_oc_and_qm_are_looked_for_only_as_words_of_their_own(command):
     assert WORD_PROGRAMS.search(command) is None
 
 
+def test_a_script_run_by_its_path_where_init_scripts_are_goes_to_the_full_check():
+    from_init_d = json.loads(call("./nginx restart")) | {"cwd": "/etc/init.d"}
+    assert may_restart(json.dumps(from_init_d))
+    assert recognise("./nginx restart", from_init_d["cwd"])
+    assert not may_restart(json.dumps(json.loads(call("./nginx restart")) | {"cwd": "/opt/app"}))
+    assert not may_restart(json.dumps(json.loads(call("ls -la")) | {"cwd": "/etc/init.d"}))
+
+
 @pytest.mark.parametrize("raw", ["not json", "{}", json.dumps({"tool_input": {"command": 5}})])
 def test_unexpected_input_goes_to_the_full_check(raw):
     assert may_restart(raw)

@@ -285,7 +285,15 @@ def _systemctl(command: SimpleCommand, words: list[str], state: _Line) -> list[R
 
 
 def _is_init_script(command: SimpleCommand) -> bool:
-    return posixpath.dirname(command.words[0]).rstrip("/").endswith("/init.d")
+    """A script run by its path from a directory named init.d:
+    ``/etc/init.d/nginx``, ``init.d/nginx`` from /etc, and ``./nginx`` after
+    ``cd /etc/init.d`` (or in a session that works there)."""
+    path = command.words[0]
+    if "/" not in path:
+        return False   # a bare name is looked up in PATH, never in the working directory
+    if not path.startswith("/") and command.cwd:
+        path = posixpath.join(command.cwd, path)
+    return posixpath.basename(posixpath.dirname(posixpath.normpath(path))) == "init.d"
 
 
 def _init_script(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:

@@ -49,6 +49,9 @@ def may_restart(raw: bytes) -> bool:
         return True   # not what we expect: let the full check decide
     if not isinstance(command, str):
         return True
+    cwd = call.get("cwd")
+    if isinstance(cwd, str) and "init.d" in cwd and "/" in command:
+        return True   # `./nginx restart` where the session works is an init script
     return names_a_program(command)
 
 
