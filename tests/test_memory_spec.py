@@ -288,7 +288,20 @@ def test_budget_is_configurable(tmp_path, monkeypatch):
             add_memory(f"Memory {i:02d} " + "x" * 360, service="svc", confidence=0.5)
         from plugins.memory import claudeops_prompt_context
         section = claudeops_prompt_context(new_run())
-        assert 2000 < len(section.text) / 4 <= 4000
+        used = -(-len(section.text) // 4)
+        assert 4000 - 100 < used <= 4000   # used up, as far as ~100-token lines can fill it
+        assert section.text.startswith(f"## Operational Memory ({section.text.count('- [')} of 50 memories, "
+                                       f"~{used:,} tokens)")
+
+
+def test_room_long_memories_leave_goes_to_shorter_less_trusted_ones(app):
+    for i in range(230):   # ~2,050 characters each: three fit in 2,000 tokens, a fourth would not
+        add_memory(f"Long {i:03d} " + "y" * 2000, service="svc", confidence=0.9)
+    short = add_memory("Short and useful", service="svc", confidence=0.5)
+    context = build_memory_context(2000)
+    assert [m.id for m in context.included][-1] == short.id
+    assert len(context.included) == 4 and context.tokens <= 2000
+    assert "Short and useful" in context.text and context.text.startswith("## Operational Memory (4 of 231 memories")
 
 
 def test_all_memories_fit_within_budget(app):

@@ -22,7 +22,10 @@ character (CJK, say) would otherwise make every session fail to start.
 
 Packing reads memories in order, in SQL, and stops after as many as the
 budget could ever hold (every one the shortest line there can be), and the
-first pass reads only the relevant services' memories; eligible memories are
+first pass reads only the relevant services' memories. When long memories
+left room that the next one read would not fill, the ``TAIL_WINDOW``
+memories after them are searched, in SQL, for ones short enough to fill it.
+Eligible memories are
 counted up to ``app.listing.COUNT_CAP`` (beyond it the header says "more
 than"): the cost of a session's context does not grow with the table.
 """
@@ -35,7 +38,8 @@ from decimal import ROUND_FLOOR, Decimal
 from types import SimpleNamespace
 from typing import Iterable, Mapping, Optional
 
-from sqlalchemy import select
+from sqlalchemy import func, select
+from sqlalchemy.orm import aliased
 
 from app.extensions import db
 from app.listing import Total, count_up_to
@@ -104,6 +108,9 @@ def header(included: int, eligible: Total, token_count: int) -> str:
 SHORTEST_LINE = len(memory_line(SimpleNamespace(id=1, category=min(CATEGORIES, key=len), observation="x",
                                                 confidence=ACTIVE_THRESHOLD))) + 1
 FETCH_ROWS = 64
+# How far past the memories the budget could hold at most the shorter ones
+# that would fill what long ones left are looked for.
+TAIL_WINDOW = 1_000
 # settings.MAX_BUDGET's tokens as ASCII characters: the rest of the 128 KiB
 # system prompt (every other plugin's section) keeps about 32 KiB.
 MOST_BYTES = 96_000
@@ -118,6 +125,10 @@ def eligible_count() -> Total:
     return count_up_to(select(Memory).where(*_eligible()))
 
 
+def _most_trusted_order(memory=Memory):
+    return memory.confidence.desc(), memory.updated_at.desc(), memory.id
+
+
 def most_trusted_first(limit: int, services: Optional[list[str]] = None):
     """Eligible memories (of ``services`` only, if given), most confident
     first (then the most recently confirmed), fetched a few at a time: stop
@@ -126,8 +137,19 @@ def most_trusted_first(limit: int, services: Optional[list[str]] = None):
     if services:
         query = query.where(Memory.service.in_(services))
     return db.session.scalars(
-        query.order_by(Memory.confidence.desc(), Memory.updated_at.desc(), Memory.id).limit(limit)
-        .execution_options(yield_per=FETCH_ROWS))
+        query.order_by(*_most_trusted_order()).limit(limit).execution_options(yield_per=FETCH_ROWS))
+
+
+def short_enough_after(skip: int, room_chars: int):
+    """Of the ``TAIL_WINDOW`` eligible memories after the ``skip`` most
+    trusted, those whose line could fit in ``room_chars``, most trusted
+    first: what is left of a budget that long memories did not fill goes to
+    shorter, less trusted ones, within a window that keeps the read bounded."""
+    window = aliased(Memory, select(Memory).where(*_eligible()).order_by(*_most_trusted_order())
+                     .offset(skip).limit(TAIL_WINDOW).subquery())
+    longest = room_chars - SHORTEST_LINE + 1   # the observation of the shortest line there can be is 1 character
+    return db.session.scalars(select(window).where(func.length(window.observation) <= longest)
+                              .order_by(*_most_trusted_order(window)).limit(room_chars // SHORTEST_LINE))
 
 
 class _Packer:
@@ -141,12 +163,19 @@ class _Packer:
         self.seen: set[int] = set()
         self.reasons: dict[int, str] = {}
 
-    def pack(self, memories: Iterable[Memory], reasons: Optional[Mapping[str, str]] = None) -> None:
+    @property
+    def room(self) -> int:
+        return self.budget_chars - self.used
+
+    def pack(self, memories: Iterable[Memory], reasons: Optional[Mapping[str, str]] = None) -> int:
+        """Packs what fits of ``memories``; gives how many it read."""
+        read = 0
         for memory in memories:
+            read += 1
             if memory.id in self.seen:
                 continue   # read in the first pass already
             self.seen.add(memory.id)
-            if self.budget_chars - self.used < SHORTEST_LINE:
+            if self.room < SHORTEST_LINE:
                 break   # not even the shortest memory would fit
             group = memory.service or GENERAL
             line = memory_line(memory)
@@ -162,6 +191,7 @@ class _Packer:
             self.groups.setdefault(group, []).append(memory)
             if reasons:
                 self.reasons[memory.id] = reasons[memory.service]
+        return read
 
 
 def build_memory_context(budget_tokens: int, relevant: Optional[Mapping[str, str]] = None) -> MemoryContext:
@@ -175,8 +205,11 @@ def build_memory_context(budget_tokens: int, relevant: Optional[Mapping[str, str
         with most_trusted_first(most, list(relevant)) as memories:
             packer.pack(memories, relevant)
     # The first pass's memories come round again here, and are passed over.
-    with most_trusted_first(most + len(packer.seen)) as memories:
-        packer.pack(memories)
+    limit = most + len(packer.seen)
+    with most_trusted_first(limit) as memories:
+        read = packer.pack(memories)
+    if read == limit and packer.room >= SHORTEST_LINE:   # more to read, and room that long ones left
+        packer.pack(short_enough_after(read, packer.room).all())
     groups = packer.groups
     if not groups:
         return MemoryContext("", [], eligible.count, 0, [], eligible.exact)
