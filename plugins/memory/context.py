@@ -25,9 +25,9 @@ budget could ever hold (every one the shortest line there can be), and the
 first pass reads only the relevant services' memories. When long memories
 left room that the next one read would not fill, the ``TAIL_WINDOW``
 memories after them are searched, in SQL, for ones short enough to fill it.
-Eligible memories are
-counted up to ``app.listing.COUNT_CAP`` (beyond it the header says "more
-than"): the cost of a session's context does not grow with the table.
+Eligible memories are counted up to ``app.listing.COUNT_CAP`` (beyond it the
+header says "more than"): the cost of a session's context does not grow with
+the table.
 """
 from __future__ import annotations
 
