@@ -9,7 +9,9 @@ one: every candidate is of that service, so sharing it says nothing, and
 postgres" for the same fact, and the second fact would be lost. On the same topic, they
 contradict when their polarity differs: one is negated and the other is not
 ("does not clear", "no longer", "never", "unreachable" against "reachable"),
-or they state different quantities ("within 1s" against "over 30s").
+or they state different quantities ("within 1s" against "over 30s"), or
+they take different sides of an opposition both speak of ("after WireGuard"
+against "before WireGuard", "every Monday" against "every Friday").
 Otherwise the new one reinforces the old.
 """
 from __future__ import annotations
@@ -54,6 +56,17 @@ SYNONYMS = {
     "cron": "cron", "container": "container",
 }
 
+# Words of which an observation takes a side: two on the same topic that
+# speak of one of these and share no side of it disagree. Read from the
+# words as written (before/after are stopwords of the topic; "mondays" is
+# "monday").
+OPPOSITIONS = {
+    **{word: ("order", word) for word in ("before", "after")},
+    **{day: ("weekday", day) for day in ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")},
+    **{word: ("switch", "on") for word in ("enable", "enables", "enabled")},
+    **{word: ("switch", "off") for word in ("disable", "disables", "disabled")},
+}
+
 UNIT_SECONDS = {"ms": 0.001, "second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 604800}
 NUMBER_WITH_UNIT = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|sec|secs|min|mins|h|hr|hrs)?$")
 WORD = re.compile(r"n't|[a-z0-9_.:]+")
@@ -76,6 +89,7 @@ class Features:
     words: frozenset
     negated: bool
     quantities: frozenset            # numbers stated positively, in base units
+    sides: frozenset = frozenset()   # (opposition, side) pairs, from OPPOSITIONS
 
 
 def match(observation: str, candidates: Sequence[Candidate], service: Optional[str] = None) -> Match:
@@ -131,7 +145,17 @@ def service_words(service: Optional[str]) -> frozenset:
 def contradicts(a: Features, b: Features) -> bool:
     if a.negated != b.negated:
         return True
-    return bool(a.quantities and b.quantities and not (a.quantities & b.quantities))
+    if a.quantities and b.quantities and not (a.quantities & b.quantities):
+        return True
+    return any(not (_sides_of(a, opposition) & _sides_of(b, opposition))
+               for opposition in _sides_of(a) & _sides_of(b))
+
+
+def _sides_of(features: Features, opposition: Optional[str] = None) -> set:
+    """The oppositions ``features`` speaks of, or the sides it takes of one."""
+    if opposition is None:
+        return {name for name, _side in features.sides}
+    return {side for name, side in features.sides if name == opposition}
 
 
 # The same stored observations are compared again with every new one: room
@@ -148,6 +172,7 @@ def features(text: str) -> Features:
     quantities: set[float] = set()
     negations = 0
     negated_until = -1
+    sides = {OPPOSITIONS[side] for side in map(_singular_day, tokens) if side in OPPOSITIONS}
     for index, token in enumerate(tokens):
         if token in NEGATIONS or token == "n't" or token.endswith("n't"):
             negations += 1
@@ -168,13 +193,17 @@ def features(text: str) -> Features:
             words.discard(word)
             words.add(_normalise(word[2:]))
             negations += 1
-    return Features(frozenset(words), negations % 2 == 1, frozenset(quantities))
+    return Features(frozenset(words), negations % 2 == 1, frozenset(quantities), frozenset(sides))
 
 
 def _tokens(text: str) -> list[str]:
     text = text.lower().replace("no longer", "no").replace("--", " ")
     text = re.sub(r"(\w)n't\b", r"\1 n't", text)
     return [t.strip(".:") for t in WORD.findall(text) if t.strip(".:")]
+
+
+def _singular_day(token: str) -> str:
+    return token[:-1] if token.endswith("days") else token
 
 
 def _quantity(token: str, following: Optional[str]) -> Optional[float]:
