@@ -18,6 +18,9 @@ from app.extensions import db
 WARNED = "claudeops.session_warnings"
 # Sessions remembered: one runs at a time, so a few are plenty.
 REMEMBERED_SESSIONS = 64
+# Kinds warned of per session: a kind may name what the agent wrote (an
+# invalid category), and an agent may write any number of them.
+MOST_KINDS = 50
 
 
 IN_ACTIVITY_LOG = "further ones in this session are noted in its activity log only"
@@ -34,10 +37,14 @@ def warn_once(log: logging.Logger, session_id: int, kind: str, message: str, lat
     warned.move_to_end(session_id)
     while len(warned) > REMEMBERED_SESSIONS:
         warned.popitem(last=False)
-    if kind in kinds:
+    if kind in kinds or len(kinds) > MOST_KINDS:
         log.debug("session %s: %s", session_id, message)
         return
     kinds.add(kind)
+    if len(kinds) > MOST_KINDS:
+        log.log(level, "session %s: %s (%s; so are the warnings of any other kind, %d kinds having been logged)",
+                session_id, message, later, MOST_KINDS)
+        return
     log.log(level, "session %s: %s (%s)", session_id, message, later)
 
 

@@ -97,6 +97,17 @@ def test_malformed_markers_are_warned_of_once_a_session_and_kind(app, fake_cli, 
     assert [len(warnings(session)) for session in sessions] == [3 * 100, 3 * 100]
 
 
+def test_each_invalid_category_is_warned_of_once_and_a_flood_of_them_stops_at_a_bound(app, fake_cli, caplog):
+    from app.session_warnings import MOST_KINDS
+    caplog.set_level(logging.DEBUG)
+    (session,) = [run(fake_cli, *[f"[MEMORY:kind{n}:web] note" for n in range(3 * MOST_KINDS)])]
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "ignoring" in r.getMessage()]
+    assert len(warned) == MOST_KINDS + 1
+    assert [f"'kind{n}'" in m for n, m in enumerate(warned)] == [True] * (MOST_KINDS + 1)
+    assert warned[-1].endswith(f"so are the warnings of any other kind, {MOST_KINDS} kinds having been logged)")
+    assert len(warnings(session)) == 3 * MOST_KINDS   # each still noted in the activity log
+
+
 def test_a_block_of_many_refused_markers_notes_the_first_ten_of_each_plugin_and_counts_the_rest(app, fake_cli):
     """One row of the activity log for each refused marker would let a
     runaway agent store many times the text it writes."""
@@ -286,6 +297,6 @@ def test_a_marker_that_cannot_be_read_is_noted_where_the_agent_wrote_it(app, fak
     assert "unknown action 'reboot'" in noted[2][1]
     # Still in stream order among what was stored.
     assert markers(session) == ["memory:timing:x created", "event:info:web"]
-    # The service log: the first of each kind as a warning, the rest at debug level.
+    # The service log: the first of each kind as a warning (each invalid category its own), the rest at debug level.
     categories = [r.levelno for r in caplog.records if "invalid category" in r.getMessage()]
-    assert categories == [logging.WARNING, logging.DEBUG]
+    assert categories == [logging.WARNING, logging.WARNING]

@@ -82,8 +82,8 @@ def _why_not_read(candidate: re.Match) -> tuple[str, str]:
         return ("memory marker category",
                 f"ignoring memory marker with category {category[:40]!r}: write it in lower case, "
                 f"{category.lower()!r}")
-    if category not in CATEGORIES:
-        return ("memory marker category",
+    if category not in CATEGORIES:   # each category written logged once a session, as the spec wants each logged
+        return (f"memory marker category {category[:40]!r}",
                 f"ignoring memory marker with invalid category {category[:40]!r} (valid: {', '.join(CATEGORIES)})")
     if not service:
         return ("malformed memory marker",
