@@ -56,6 +56,7 @@ def make_plugin_manager(extra_plugins: Iterable[Any] = (), load_entry_points: bo
     if load_entry_points:
         installed = installed_plugin_names()
         _say_what_is_disabled(disabled, installed)
+        _refuse_shared_names(disabled)
         for name in installed:
             if name not in disabled:
                 _load_entry_point(pm, name)
@@ -122,6 +123,25 @@ def installed_plugin_names() -> list[str]:
     """The entry points' names of the installed plugins, in the order
     Python lists their distributions."""
     return list(dict.fromkeys(ep.name for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)))
+
+
+def _refuse_shared_names(disabled: frozenset[str]) -> None:
+    """One plugin name declared by two installed packages (or a built-in
+    plugin's) stops the start: pluggy would load the first it met and skip
+    the other without a word, which one depending on the order of the
+    installation's directories."""
+    modules: dict[str, dict[str, str]] = {}
+    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        distribution = entry_point.dist.name if entry_point.dist else "a package of unknown name"
+        modules.setdefault(entry_point.name, {}).setdefault(entry_point.value, distribution)
+    for name, declared in modules.items():
+        if name in HOST_PLUGINS + BUILTIN_PLUGINS:
+            raise PluginError(f"plugin {name}: the package {', '.join(declared.values())} declares an entry point "
+                              "named as a built-in plugin, which would never be loaded; rename it")
+        if len(declared) > 1 and name not in disabled:
+            raise PluginError(f"plugin {name} is declared by more than one installed package: "
+                              + "; ".join(f"{dist} ({module})" for module, dist in declared.items())
+                              + ". Only one could be loaded: uninstall one of them, or rename its entry point")
 
 
 def _say_what_is_disabled(disabled: frozenset[str], installed: list[str]) -> None:

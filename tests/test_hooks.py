@@ -100,15 +100,43 @@ def test_entry_point_plugins_are_loaded(monkeypatch, tmp_path):
         "@hookimpl\n"
         "def claudeops_overview_cards():\n"
         "    return [OverviewCard('From an entry point', '42')]\n")
-    dist_info = tmp_path / "claudeops_test_ep-0.1.dist-info"
-    dist_info.mkdir()
-    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: claudeops-test-ep\nVersion: 0.1\n")
-    (dist_info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\ntest-ep = claudeops_test_ep_plugin\n")
+    _installed(tmp_path, "claudeops-test-ep", "test-ep = claudeops_test_ep_plugin")
     monkeypatch.syspath_prepend(str(tmp_path))
     pm = make_plugin_manager()
     assert pm.get_plugin("test-ep").__name__ == "claudeops_test_ep_plugin"
     app = make_app(tmp_path)
     assert "From an entry point" in app.test_client().get("/").get_data(as_text=True)
+
+
+def _installed(site, distribution: str, entry_points: str) -> None:
+    dist_info = site / f"{distribution.replace('-', '_')}-0.1.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution}\nVersion: 0.1\n")
+    (dist_info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\n{entry_points}\n")
+
+
+def test_a_plugin_name_two_packages_declare_stops_the_start_naming_both(monkeypatch, tmp_path):
+    for distribution, module in (("claudeops-ticket", "claudeops_ticket"), ("claudeops-tickets", "tickets_plugin")):
+        (tmp_path / f"{module}.py").write_text("")
+        _installed(tmp_path, distribution, f"ticket = {module}")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(PluginError) as raised:
+        make_plugin_manager()
+    assert str(raised.value) == (
+        "plugin ticket is declared by more than one installed package: claudeops-ticket (claudeops_ticket); "
+        "claudeops-tickets (tickets_plugin). Only one could be loaded: uninstall one of them, or rename its "
+        "entry point")
+    # Disabled, neither is loaded, and nothing is left to chance.
+    assert not make_plugin_manager(disabled=frozenset({"ticket"})).has_plugin("ticket")
+
+
+def test_an_entry_point_named_as_a_built_in_plugin_stops_the_start(monkeypatch, tmp_path):
+    (tmp_path / "shadow.py").write_text("")
+    _installed(tmp_path, "claudeops-shadow", "plugins.events = shadow")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(PluginError, match=r"^plugin plugins.events: the package claudeops-shadow declares an entry "
+                                          r"point named as a built-in plugin"):
+        make_plugin_manager()
 
 
 # --- claudeops_markers ------------------------------------------------------
