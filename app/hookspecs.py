@@ -182,7 +182,8 @@ def claudeops_api_blueprints():
     Called once, when the application is created.
 
     :returns: a list of Flask blueprints; the host mounts each under
-        ``/api/v1``, exempts it from CSRF (API clients send JSON, not forms)
+        ``/api/v1`` (and a blueprint's own ``url_prefix`` under that),
+        exempts it from CSRF (API clients send JSON, not forms)
         and renders its errors as JSON ``{"error": "..."}``.
 
     All implementations are called (results collected). One that raises

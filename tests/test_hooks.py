@@ -599,6 +599,23 @@ def test_hook_claudeops_api_blueprints_mounts_under_api_v1_with_json_errors(tmp_
     assert "error" in client.get("/api/v1/widgets").get_json()
 
 
+@pytest.mark.parametrize("prefix", ["/gadgets", "gadgets/", "/gadgets/"])
+def test_an_api_blueprints_own_url_prefix_is_kept_under_api_v1(tmp_path, prefix):
+    bp = Blueprint("gadgets_api", __name__, url_prefix=prefix)
+    bp.add_url_rule("/", "gadgets", lambda: {"gadgets": []})
+    bp.add_url_rule("/count", "count", lambda: {"count": 0})
+
+    class Api:
+        @hookimpl
+        def claudeops_api_blueprints(self):
+            return [bp]
+
+    app = make_app(tmp_path, plugins=[Api()])
+    assert sorted(r.rule for r in app.url_map.iter_rules() if r.endpoint.startswith("gadgets_api.")) == [
+        "/api/v1/gadgets/", "/api/v1/gadgets/count"]
+    assert app.test_client().get("/api/v1/gadgets/count").get_json() == {"count": 0}
+
+
 # --- claudeops_openapi_paths -------------------------------------------------
 
 def test_hook_claudeops_openapi_paths_documents_a_plugins_endpoints(tmp_path, caplog):

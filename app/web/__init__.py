@@ -55,7 +55,7 @@ def register_web(app: Flask, pm: pluggy.PluginManager) -> None:
 
     for blueprint in (api, openapi_api, *(blueprint for _, blueprint in api_blueprints)):
         csrf.exempt(blueprint)
-        app.register_blueprint(blueprint, url_prefix=API_PREFIX)
+        app.register_blueprint(blueprint, url_prefix=_under_the_api(blueprint))
     _refuse_dead_links(app, pages)
     _refuse_shadowed_routes(app, _page_blueprints(pages) + api_blueprints)
 
@@ -89,6 +89,14 @@ def _page_blueprints(pages: list[tuple[str, DashboardPage]]) -> list[tuple[str, 
         if page.blueprint is not None:
             seen.setdefault(id(page.blueprint), (plugin, page.blueprint))
     return list(seen.values())
+
+
+def _under_the_api(blueprint: Blueprint) -> str:
+    """Where a blueprint of the API is mounted: ``/api/v1``, and under it
+    the blueprint's own ``url_prefix`` (``/widgets``), which Flask's option
+    would otherwise replace."""
+    own = (blueprint.url_prefix or "").strip("/")
+    return f"{API_PREFIX}/{own}" if own else API_PREFIX
 
 
 def _refuse_taken_blueprint_names(app: Flask, host_blueprints: list[Blueprint],
