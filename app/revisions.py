@@ -56,7 +56,9 @@ def refused_revisions(app: Flask, unknown: list[str]) -> list[str]:
     are that plugin's branch, set aside with it (logged), and there is
     nothing to migrate. Alembic cannot run any revision while the database
     names one it cannot locate, so with revisions to run they are refused."""
-    disabled = app.config.get("CLAUDEOPS_DISABLE_PLUGINS")
+    from app.plugins import installed_plugin_names
+    # Only an installed plugin can be left out: a name that is none (a typo) sets nothing aside.
+    disabled = set(app.config.get("CLAUDEOPS_DISABLE_PLUGINS") or ()) & set(installed_plugin_names())
     if not unknown or not disabled:
         return unknown
     with db.engine.connect() as connection:

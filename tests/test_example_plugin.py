@@ -211,6 +211,12 @@ def test_disabled_its_tables_stay_and_the_service_starts_while_nothing_else_need
     assert (f"schema revision(s) {BRANCH_HEAD}, which this installation does not know, taken to be those of the "
             f"plugin(s) CLAUDEOPS_DISABLE_PLUGINS leaves out ({PLUGIN_NAME})") in caplog.text
     assert dashboard_refusal(without) is None
+    # A name that is no installed plugin (a typo) sets nothing aside: the revision stays unknown.
+    mistyped = make_app(tmp_path, upgrade=False, CLAUDEOPS_LOAD_ENTRY_POINTS=False, CLAUDEOPS_DISABLE_PLUGINS="typo")
+    with pytest.raises(MigrationError, match=re.escape(f"is at schema revision {BRANCH_HEAD}, which this "
+                                                       "installation does not know")):
+        apply_migrations(mistyped)
+    assert "not know" in dashboard_refusal(mistyped)
     cli = subprocess.run([str(CLAUDEOPS), "memories", "list"], capture_output=True,
                          text=True, timeout=120, env={**os.environ, **database_env(tmp_path / "state"),
                                                       "CLAUDEOPS_STATE_DIR": str(tmp_path / "state"),
