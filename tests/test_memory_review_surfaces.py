@@ -139,6 +139,8 @@ def test_a_confidence_beyond_0_to_1_approved_from_the_inbox_is_clamped_and_said_
     assert '<div id="memory-errors" hx-swap-oob="innerHTML">' in said
     assert (f"Approved memory #{proposal.id} at confidence 1.0 (5 was asked: a confidence is kept from 0 to 1)."
             in said)
+    # Not memory-reviewed, which clears the error area after the swap: it would clear what is said here.
+    assert approved.headers["HX-Trigger-After-Swap"] == "memories-changed"
     db.session.expire_all()
     assert (proposal.status, proposal.confidence) == ("approved", 1.0)
 

@@ -410,7 +410,9 @@ def _reviewed(memory: Memory, said: str = ""):
     the inbox's refresh back)."""
     body = _row(memory) if request.form.get("view") == "table" else ""
     response = make_response(body + (render_template("memory/_said_oob.html", message=said) if said else ""))
-    response.headers["HX-Trigger-After-Swap"] = "memories-changed, memory-reviewed"
+    # memory-reviewed clears the error area of what an earlier attempt said;
+    # what this one says has just replaced it, and would be cleared with it.
+    response.headers["HX-Trigger-After-Swap"] = "memories-changed" if said else "memories-changed, memory-reviewed"
     return response
 
 
