@@ -288,6 +288,25 @@ def test_a_reset_on_a_page_loaded_before_a_change_elsewhere_does_not_undo_it_uns
     assert config_of(client)["CLAUDEOPS_MEMORY_BUDGET"]["value"] == "2000"
 
 
+def test_a_reset_of_a_setting_reset_already_is_no_conflict(client):
+    """Two tabs reset one setting, or one form is sent twice: the second
+    finds the default in force, which is what it asked for."""
+    assert client.put("/api/v1/config", json={"CLAUDEOPS_MEMORY_BUDGET": 3000, "CLAUDEOPS_INTERVAL": 900}
+                      ).status_code == 200
+    form = dict(_FormFields(client.get("/config").get_data(as_text=True)).fields, reset="CLAUDEOPS_MEMORY_BUDGET")
+    first = client.post("/config", data=form, follow_redirects=True)
+    assert "Saved: CLAUDEOPS_MEMORY_BUDGET." in first.get_data(as_text=True)
+    second = client.post("/config", data=form, follow_redirects=True)
+    assert second.status_code == 200 and "Nothing changed." in second.get_data(as_text=True)
+    # With a field edited beside it, that is saved.
+    third = client.post("/config", data=dict(form, CLAUDEOPS_INTERVAL="1200"), follow_redirects=True)
+    assert "Saved: CLAUDEOPS_INTERVAL." in third.get_data(as_text=True)
+    settings = config_of(client)
+    assert (settings["CLAUDEOPS_MEMORY_BUDGET"]["value"], settings["CLAUDEOPS_MEMORY_BUDGET"]["source"]) == (
+        "2000", "default")
+    assert settings["CLAUDEOPS_INTERVAL"]["value"] == "1200"
+
+
 def test_stats(app, client, fake_cli, run_session_now):
     fake_cli(sl.steps(sl.init(), sl.text("[EVENT:critical:nas] disk\n[MEMORY:timing:nas] scrub takes 6h\n"
                                          "[ESCALATE] disk failing"), sl.result(cost=0.5)))

@@ -105,8 +105,12 @@ def update():
     wanted = {name: request.form[name].strip() for name in current if name in request.form}
     # A form without the hidden fields (a script's POST) is compared with what is in force.
     shown_as = {name: request.form.get(SHOWN_AS + name, current[name]) for name in wanted}
-    resets = request.form.getlist("reset")
-    edited = {name for name, value in wanted.items() if value != shown_as[name] and name not in resets}
+    asked_to_reset = request.form.getlist("reset")
+    edited = {name for name, value in wanted.items() if value != shown_as[name] and name not in asked_to_reset}
+    # A setting with no change stored is reset already (another tab did it, or
+    # this form was sent twice): what the operator asked for is in force.
+    stored = overrides()
+    resets = [name for name in asked_to_reset if name in stored]
     values = {name: wanted[name] for name in edited if wanted[name] != current[name]}
     since = {name: f"changed to {current[name]!r} elsewhere since this page was loaded; "
                    f"save again to replace that with what you typed"
