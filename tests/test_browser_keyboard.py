@@ -363,6 +363,23 @@ def test_events_pager_and_filter_by_keyboard(page, service):
 
 # ---------------------------------------------------------------- sessions
 
+def test_a_refused_run_now_says_why_below_the_request_which_takes_the_focus(page, service, guard):
+    page.goto("/sessions")
+    page.fill("form.run-now textarea[name=prompt]", "x" * 20_001)
+    page.focus("form.run-now button[type=submit]")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r"/sessions/run$"))
+    problem = page.locator("#run-now-problem")
+    expect(problem).to_have_text("Not queued: prompt is 20001 characters; the limit is 20000")
+    expect(page.locator("form.run-now textarea[name=prompt]")).to_be_focused()
+    expect(page.locator("form.run-now textarea[name=prompt]")).to_have_attribute("aria-describedby", "run-now-problem")
+    expect(page.locator("main [data-flash]")).to_have_count(0)
+    # The 400 is the point of this test, not a problem of the page.
+    assert guard.http_errors == [f"400 POST {service.base_url}/sessions/run"]
+    guard.http_errors.clear()
+    guard.console_errors.clear()
+
+
 def test_run_now_and_stop_by_keyboard(page, service, guard):
     stop_all(service)
     write_script(service.script_path, sl.steps(sl.init(), sl.text("Looking at the disks.")) + [{"sleep": 30}])

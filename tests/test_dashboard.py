@@ -488,6 +488,14 @@ def test_run_now_rejects_a_bad_tier_with_a_message(client):
     html = client.post("/sessions/run", data={"tier": "3", "prompt": long_request}).get_data(as_text=True)
     assert "the limit is 20000" in html and f">\n{long_request}</textarea>" in html
     assert '<option value="3" selected>' in html
+    # Said below the form, the field it is about marked so (a screen reader reads it with the field).
+    assert ('<p class="field-error" id="run-now-problem" role="alert">Not queued: prompt is 20001 characters; the '
+            'limit is 20000</p>') in html
+    assert re.search(r'<textarea name="prompt"[^>]* aria-invalid="true" aria-describedby="run-now-problem">', html)
+    assert 'class="flash' not in html   # said once, where it applies
+    html = client.post("/sessions/run", data={"tier": "9"}).get_data(as_text=True)
+    assert '<select name="tier" aria-invalid="true" aria-describedby="run-now-problem">' in html
+    assert re.search(r'<textarea name="prompt"[^>]*aria-invalid', html) is None
     assert db.session.scalar(select(Session)) is None
 
 

@@ -129,7 +129,8 @@ def run_now():
         return _run_now_refused(f"Not queued: this form queued session #{exc.session_id} already, with another "
                                 "tier or request. To queue another, send the form shown here.")
     except control.ControlError as exc:
-        return _run_now_refused(f"Not queued: {exc}")
+        field = next((name for name in ("tier", "prompt") if str(exc).startswith(name)), None)
+        return _run_now_refused(f"Not queued: {exc}", field)
     if new:
         flash(_queued_message(session), "info")
     else:
@@ -138,10 +139,14 @@ def run_now():
     return redirect(url_for("sessions.detail", session_id=session.id))
 
 
-def _run_now_refused(message: str):
-    """The list again, not a redirect to it: the form keeps the request typed."""
-    flash(message, "error")
-    response = _list_page(draft={"tier": request.form.get("tier", ""), "prompt": request.form.get("prompt", "")})
+def _run_now_refused(message: str, field: Optional[str] = None):
+    """The list again, not a redirect to it: the form keeps the request
+    typed. ``message`` goes below the field it is about (tier, prompt), which
+    is marked so and takes the focus; one about the whole form, at the top."""
+    if field is None:
+        flash(message, "error")
+    response = _list_page(draft={"tier": request.form.get("tier", ""), "prompt": request.form.get("prompt", ""),
+                                 "problem": message if field else None, "field": field})
     response.status_code = 400
     return response
 
