@@ -124,7 +124,7 @@ def restore(engine: Engine, source: Path, known: Callable[[str], bool]) -> Path:
     had_index = index.exists()
     checked, scratch = _opened_read_only(source, database.parent)
     try:
-        revisions = _checked(checked, source)
+        revisions = _checked(checked, source, thorough=True)
         unknown = [revision for revision in revisions if not known(revision)]
         if unknown:
             raise BackupError(f"{source} was made by a newer Claude Ops or with a plugin not installed here "
@@ -272,16 +272,21 @@ def _new_file(target: Path) -> Path:
     return target
 
 
-def _checked(connection: sqlite3.Connection, path: Path) -> tuple[str, ...]:
+def _checked(connection: sqlite3.Connection, path: Path, thorough: bool = False) -> tuple[str, ...]:
     """The copy's schema revisions, once SQLite finds the file sound and it
-    is a Claude Ops database; ``BackupError`` otherwise."""
+    is a Claude Ops database; ``BackupError`` otherwise. ``thorough``: every
+    index is read against its table too (``integrity_check``), as before a
+    restore, with the service stopped: ``quick_check`` passes a file whose
+    bytes were damaged in a row an index also holds, and the pages would
+    count rows the listings do not show."""
+    check = "integrity_check(1)" if thorough else "quick_check"
     try:
-        verdict = connection.execute("PRAGMA quick_check").fetchone()[0]
+        verdict = connection.execute(f"PRAGMA {check}").fetchone()[0]
         revisions = tuple(sorted(row[0] for row in connection.execute("SELECT version_num FROM alembic_version")))
     except sqlite3.DatabaseError as exc:
         raise BackupError(f"{path} is not a Claude Ops database: {exc}") from None
     if verdict != "ok":
-        raise BackupError(f"{path} is damaged (SQLite's quick_check: {verdict})")
+        raise BackupError(f"{path} is damaged (SQLite's {check.split('(')[0]}: {verdict})")
     if not revisions:
         raise BackupError(f"{path} is not a Claude Ops database: it records no schema revision")
     return revisions

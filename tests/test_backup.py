@@ -359,11 +359,24 @@ def test_restore_refuses_what_it_cannot_use_and_changes_nothing(app, tmp_path):
     with sqlite3.connect(other) as unrelated:
         unrelated.execute("CREATE TABLE t (x)")
     unrelated.close()
+    # An index whose entries no longer match its table's rows: SQLite's quick_check finds nothing wrong.
+    damaged = tmp_path / "damaged.db"
+    assert invoke(app, "backup", damaged).exit_code == 0
+    with sqlite3.connect(damaged) as broken:
+        broken.execute("PRAGMA writable_schema=ON")
+        broken.execute("UPDATE sqlite_master SET sql = 'CREATE INDEX ix_events_service_id ON events (message, id)' "
+                       "WHERE name = 'ix_events_service_id'")
+    broken.close()
+    with sqlite3.connect(damaged) as broken:
+        assert broken.execute("PRAGMA quick_check").fetchone() == ("ok",)
+    broken.close()
 
     for source, message in ((not_a_database, "is not a Claude Ops database"),
                             (other, "is not a Claude Ops database: no such table: alembic_version"),
                             (newer, "was made by a newer Claude Ops or with a plugin not installed here "
                                     "(schema revision 0099_from_the_future)"),
+                            (damaged, "is damaged (SQLite's integrity_check: row 1 missing from index "
+                                      "ix_events_service_id)"),
                             (database(app), "is the database itself (or a name SQLite uses beside it), not a "
                                             "backup of it")):
         refused = invoke(app, "restore", source)
