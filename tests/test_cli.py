@@ -595,6 +595,19 @@ def test_a_database_in_a_directory_that_is_not_there_is_a_clear_error(tmp_path):
         assert "Traceback" not in result.stderr
 
 
+def test_a_lock_file_that_cannot_be_written_is_a_clear_error(tmp_path):
+    """A full disk (here /dev/full, where every write fails so) stops the
+    start naming the file and why, not with a traceback."""
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "scheduler.lock").symlink_to("/dev/full")
+    result = subprocess.run([str(CLAUDEOPS), "run"], env=claudeops_env(tmp_path), capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 1
+    assert f"cannot write the scheduler's lock file {state / 'scheduler.lock'}: " in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_config_never_prints_the_database_password(tmp_path):
     env = dict(claudeops_env(tmp_path), CLAUDEOPS_DATABASE_URL="postgresql+psycopg://ops:hunter2@db.local/claudeops")
     result = subprocess.run([str(CLAUDEOPS), "config"], env=env, capture_output=True, text=True, timeout=60)

@@ -4,6 +4,7 @@ deleted by their plugins, a batch at a time; memories are never touched."""
 from __future__ import annotations
 
 import logging
+import shutil
 import threading
 from datetime import timedelta
 from pathlib import Path
@@ -268,6 +269,16 @@ def test_a_link_outside_the_results_dir_to_a_file_inside_is_never_deleted(app, f
     db.session.commit()
     retention.prune()
     assert link.is_symlink() and inside.exists()
+
+
+def test_a_results_directory_removed_while_the_service_runs_is_made_again_with_an_id(app, tmp_path):
+    results_dir = tmp_path / "gone" / "results"
+    assert results_dir_id(results_dir) == (results_dir / ID_FILE).read_text()
+    assert results_dir.stat().st_mode & 0o777 == 0o700
+    first = existing_id(results_dir)
+    shutil.rmtree(tmp_path / "gone")
+    again = results_dir_id(results_dir)
+    assert again is not None and again != first and again == existing_id(results_dir)
 
 
 def test_a_host_without_a_sessions_run_logs_leaves_it_whole_to_the_host_that_has_them(

@@ -25,8 +25,11 @@ ID_FILE = ".claudeops-results-id"
 
 def results_dir_id(results_dir: Path) -> Optional[str]:
     """The directory's id, made now if it has none; None if it cannot be
-    written (the session's run log cannot be either, and says so)."""
+    written (the session's run log cannot be either, and says so). The
+    directory is made first: removed while the service runs, it is made
+    again for the run log, which would otherwise be a run log of no id."""
     try:
+        results_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         return created_once(results_dir / ID_FILE, lambda: uuid.uuid4().hex)
     except OSError as exc:
         log.warning("cannot record the id of the results directory %s (%s)", results_dir, exc.strerror or exc)

@@ -107,9 +107,13 @@ class RunnerLock:
             raise SchedulerAlreadyRunning(
                 f"another Claude Ops process (pid {holder}) is running sessions on {covered}; "
                 "stop it first") from None
-        handle.truncate(0)
-        handle.write(str(os.getpid()))
-        handle.flush()
+        try:
+            handle.truncate(0)
+            handle.write(str(os.getpid()))
+            handle.flush()
+        except OSError as exc:   # the disk is full: the lock is held, but says nothing of who holds it
+            handle.close()
+            raise RunnerLockError(f"cannot write the scheduler's lock file {path}: {exc.strerror or exc}") from None
         self._files.append(handle)
 
     def _release_files(self) -> None:
