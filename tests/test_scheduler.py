@@ -359,6 +359,34 @@ def test_a_session_whose_run_raised_is_recorded_failed_with_its_reason_redacted(
     assert "s3cr3t-pw" not in caplog.text and f"session {session_id} recorded as failed" in caplog.text
 
 
+def test_a_session_whose_end_could_not_be_recorded_keeps_the_reason_it_ended_with(app, fake_cli, monkeypatch):
+    """The database refuses the session's end (its disk full, freed later):
+    the scheduler records it failed with the reason it ended with, not only
+    with why that could not be recorded."""
+    from app import dbfaults
+    from app.sessions import manager
+    fake_cli(sl.steps(sl.init(), sl.text("Looking.")))   # no result line
+    really_waiting_out = dbfaults.waiting_out
+    disk_full = OperationalError("UPDATE sessions", {}, sqlite3.OperationalError("database or disk is full"))
+
+    def full_at_the_end(work, what, shutdown=None):
+        if what.endswith("recording its end"):
+            raise disk_full
+        return really_waiting_out(work, what, shutdown)
+    monkeypatch.setattr(manager.dbfaults, "waiting_out", full_at_the_end)
+    session_id = control.enqueue().id
+    instance = SessionScheduler(app)
+    with pytest.raises(OperationalError):
+        instance._run_next()
+    instance._record_unfinished()
+    session = db.session.get(Session, session_id)
+    db.session.refresh(session)
+    assert session.status == "failed"
+    assert session.status_reason.startswith("the Claude CLI ended without a result line")
+    assert session.status_reason.endswith(f"(its end could not be recorded then: {dbfaults.describe(disk_full)})")
+    assert "disk" in dbfaults.describe(disk_full)
+
+
 @sqlite_only("a database file named outside the state directory")
 def test_two_state_directories_sharing_one_sqlite_file_run_sessions_in_one_process_only(tmp_path):
     from app.sessions.runner_lock import RunnerLock, SchedulerAlreadyRunning

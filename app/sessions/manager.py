@@ -178,6 +178,7 @@ def _run_session(session: Session, session_id: int, shutdown: Optional[threading
                          max_line_bytes=config["CLAUDEOPS_MAX_LINE_BYTES"], redactor=redactor(),
                          owner=owner_of(db.engine.url))
     handler = StreamHandler(session, run, shutdown, marker_tags)
+    outcome: Optional[ProcessOutcome] = None
     try:
         outcome = run_process(command, handler.handle_line,
                               _committing(handler, _stop_poller(session.id, shutdown)), handler.handle_oversized)
@@ -188,8 +189,9 @@ def _run_session(session: Session, session_id: int, shutdown: Optional[threading
         # The runner has ended the CLI's group; what was committed stays, and
         # the run log holds every byte the CLI wrote up to here.
         session = _after_refused_write(session)
-        reason = (f"the session was ended because the database refused a write: {dbfaults.describe(exc)}; "
-                  f"the run log keeps the CLI's output")
+        log_kept = ("the run log keeps the CLI's output" if outcome is None or outcome.log_error is None
+                    else f"its run log could not be written either: {outcome.log_error}")
+        reason = f"the session was ended because the database refused a write: {dbfaults.describe(exc)}; {log_kept}"
         # Its id as kept: reading session.id after the rollback asks the database again.
         log.error("session %s: %s", handler.session_id, reason)
         return _finish(session, run, FAILED, reason, shutdown, handler)
@@ -335,7 +337,12 @@ def _finish(session: Session, run: RunInfo, status: str, reason: Optional[str],
             setattr(session, name, value)
         db.session.commit()
 
-    dbfaults.waiting_out(record_end, f"session {run.session_id}: recording its end", shutdown)
+    try:
+        dbfaults.waiting_out(record_end, f"session {run.session_id}: recording its end", shutdown)
+    except Exception as exc:
+        # What it ended with, for the scheduler to record once the database takes it.
+        exc.claudeops_session_end = (status, reason)
+        raise
     # A session that failed or timed out is what an operator watching at WARNING wants to see.
     log.log(logging.WARNING if status in (FAILED, TIMED_OUT) else logging.INFO,
             "session %s %s%s", run.session_id, status, f": {reason}" if reason else "")

@@ -356,8 +356,7 @@ class SessionScheduler:
                 except Exception as exc:
                     # Written by a plain UPDATE, which no flush redacts, and
                     # a driver's message may quote a connection string.
-                    self._unfinished[session_id] = (redaction.redactor().redact(
-                        f"the session could not be finished: {dbfaults.describe(exc)}"), utcnow())
+                    self._unfinished[session_id] = (redaction.redactor().redact(_unfinished_reason(exc)), utcnow())
                     raise
                 if trigger == SCHEDULE_TRIGGER:
                     self._last_ended = utcnow()
@@ -411,6 +410,16 @@ class WorkerFailures:
     since: float
     logged_at: float
     count: int = 1
+
+
+def _unfinished_reason(exc: Exception) -> str:
+    """Why a session whose run raised is recorded failed: the end it meant
+    to record, if it came that far, and why that could not be recorded."""
+    end = getattr(exc, "claudeops_session_end", None)
+    if end is None:
+        return f"the session could not be finished: {dbfaults.describe(exc)}"
+    status, meant = end
+    return f"{meant or f'it ended {status}'} (its end could not be recorded then: {dbfaults.describe(exc)})"
 
 
 def _storage_fault_or_raise(exc: OperationalError) -> str:
