@@ -62,6 +62,19 @@ def positive_int(raw: str) -> int:
     return value
 
 
+# The shortest longest line: the CLI's own lines (its init line lists every
+# tool and MCP server) run to several KiB, and a limit below them would skip
+# every line, the result line too.
+LEAST_MAX_LINE_BYTES = 64 * 1024
+
+
+def _max_line_bytes(raw: str) -> int:
+    value = _int(raw)
+    if not LEAST_MAX_LINE_BYTES <= value <= MAX_POSITIVE_INT:
+        raise ValueError(f"must be from {LEAST_MAX_LINE_BYTES} (64 KiB) to {MAX_POSITIVE_INT}")
+    return value
+
+
 # The schema (for the settings API's OpenAPI document) of what positive_int takes.
 POSITIVE_INT_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_POSITIVE_INT}
 
@@ -269,8 +282,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("CLAUDEOPS_TIER3_DISALLOWED_TOOLS", "",
             "Comma-separated `--disallowedTools` for tier 3.", _tool_list),
     Setting("CLAUDEOPS_MAX_LINE_BYTES", str(8 * 1024 * 1024),
-            "Longest stream-json line parsed; a longer one is kept in the run log, logged and skipped.",
-            positive_int),
+            "Longest stream-json line parsed (at least 65536); a longer one is kept in the run log, logged and "
+            "skipped.", _max_line_bytes),
     Setting("CLAUDEOPS_LOG_RETENTION_DAYS", "90",
             "Days a finished session keeps its activity log, run log files, system prompt and the record of "
             "which memories it was given; older ones are removed daily (the session itself, its cost and "

@@ -74,6 +74,10 @@ def test_invalid_setting_names_the_variable():
     for hours in ("9000", "0", "99999999999999999999"):   # the bound said is the setting's own
         with pytest.raises(ConfigError, match=f"CLAUDEOPS_LOGIN_HOURS='{hours}': must be from 1 to 8784 "):
             load_settings(environ={"CLAUDEOPS_LOGIN_HOURS": hours})
+    # Below the CLI's own lines, every line would be skipped, its result line too.
+    with pytest.raises(ConfigError, match="CLAUDEOPS_MAX_LINE_BYTES='10': must be from 65536 \\(64 KiB\\) to "):
+        load_settings(environ={"CLAUDEOPS_MAX_LINE_BYTES": "10"})
+    assert load_settings(environ={"CLAUDEOPS_MAX_LINE_BYTES": "65536"})["CLAUDEOPS_MAX_LINE_BYTES"] == 65536
     with pytest.raises(ConfigError, match="CLAUDEOPS_LOG_LEVEL='verbose': must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL"):
         load_settings(environ={"CLAUDEOPS_LOG_LEVEL": "verbose"})
     assert load_settings(environ={"CLAUDEOPS_LOG_LEVEL": " debug "})["CLAUDEOPS_LOG_LEVEL"] == "DEBUG"

@@ -179,6 +179,14 @@ def test_a_tool_input_nested_too_deeply_to_show_is_noted_and_the_session_goes_on
     assert body == "(nested too deeply to show here; the run log has it)"
 
 
+def test_a_result_line_over_the_limit_is_said_to_be_skipped_in_the_failure(app, fake_cli, run_session_now):
+    fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:a] before")) + [{"big_line": 9 * 1024 * 1024}])
+    session = run_session_now()
+    assert session.status == "failed"
+    assert session.status_reason == ("the Claude CLI ended without a result line it read (1 line(s) over "
+                                     "CLAUDEOPS_MAX_LINE_BYTES were skipped)")
+
+
 def test_fifty_megabyte_line_is_skipped_kept_in_the_run_log_and_never_held_whole(app, fake_cli, run_session_now,
                                                                                  caplog):
     size = 50 * 1024 * 1024

@@ -273,7 +273,9 @@ def decide_status(outcome: ProcessOutcome, handler: StreamHandler, claude_bin: s
                else f"exited with status {outcome.exit_code}")
         return FAILED, _with_stderr(f"the Claude CLI {how}", outcome.stderr_tail)
     if result is None:
-        return FAILED, _with_stderr("the Claude CLI ended without a result line", outcome.stderr_tail)
+        skipped = (f" it read ({outcome.oversized_lines} line(s) over CLAUDEOPS_MAX_LINE_BYTES were skipped)"
+                   if outcome.oversized_lines else "")
+        return FAILED, _with_stderr(f"the Claude CLI ended without a result line{skipped}", outcome.stderr_tail)
     return COMPLETED, None
 
 
