@@ -11,6 +11,7 @@ than rejected, because newer CLIs add them freely.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
@@ -226,9 +227,9 @@ def _parse_result(obj: dict) -> list[Item]:
     return [Result(
         is_error=bool(obj.get("is_error")),
         result=_str(obj.get("result")),
-        cost_usd=_number(obj.get("total_cost_usd"), float),
-        num_turns=_number(obj.get("num_turns"), int),
-        duration_ms=_number(obj.get("duration_ms"), int),
+        cost_usd=_number(obj.get("total_cost_usd"), float, least=0),
+        num_turns=_number(obj.get("num_turns"), int, least=0),
+        duration_ms=_number(obj.get("duration_ms"), int, least=0),
         cli_session_id=_str(obj.get("session_id")),
         api_error_status=_number(obj.get("api_error_status"), int),
         permission_denials=denials if isinstance(denials, list) else [],
@@ -269,7 +270,11 @@ def _str(value: Any) -> Optional[str]:
 MAX_INTEGER = 2**31 - 1
 
 
-def _number(value: Any, kind: type) -> Any:
+def _number(value: Any, kind: type, least: Optional[float] = None) -> Any:
+    """``value`` as ``kind`` if it is a finite JSON number that fits the
+    column (and is at least ``least``), else None: what it stands for is
+    unknown, not what a broken line says (a negative cost, a turn count of
+    -5, a duration of 1e400)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     try:
@@ -277,6 +282,8 @@ def _number(value: Any, kind: type) -> Any:
     except (OverflowError, ValueError):
         return None
     if kind is int and not -MAX_INTEGER - 1 <= number <= MAX_INTEGER:
+        return None
+    if not math.isfinite(number) or (least is not None and number < least):
         return None
     return number
 
