@@ -207,6 +207,36 @@ def test_a_session_left_running_by_a_crash_is_marked_interrupted(app, fake_cli, 
     assert reloaded.ended_at is not None
 
 
+def test_a_session_left_running_ends_when_it_was_last_seen_not_at_the_restart(app):
+    from app.models import SessionActivity
+    now = utcnow()
+    started = now - timedelta(hours=8)
+    quiet, busy, never = (Session(tier=1, trigger="schedule", status="running", created_at=started,
+                                  started_at=started) for _ in range(3))
+    db.session.add_all([quiet, busy, never])
+    db.session.flush()
+    db.session.add(SessionActivity(session_id=busy.id, kind="text", title="t", body="b",
+                                   created_at=now - timedelta(hours=7)))
+    db.session.add(SessionActivity(session_id=quiet.id, kind="text", title="t", body="b",
+                                   created_at=now - timedelta(hours=7, minutes=50)))
+    # The dead scheduler's last beat: after the quiet session's last activity, before the busy one's.
+    db.session.merge(SchedulerState(id=1, heartbeat_at=now - timedelta(hours=7, minutes=30)))
+    db.session.commit()
+    ids = quiet.id, busy.id, never.id
+    assert control.mark_interrupted() == 3
+    ended = {s.id: s.ended_at.replace(tzinfo=now.tzinfo) for s in all_sessions()}
+    assert ended[ids[0]] == now - timedelta(hours=7, minutes=30)   # the heartbeat, later than its activity
+    assert ended[ids[1]] == now - timedelta(hours=7)               # its activity, later than the heartbeat
+    assert ended[ids[2]] == now - timedelta(hours=7, minutes=30)
+    # A heartbeat from before a session started is not its runner's: it ends as it was last seen.
+    late = Session(tier=1, trigger="cli", status="running", created_at=now, started_at=now - timedelta(minutes=5))
+    db.session.add(late)
+    db.session.commit()
+    control.mark_interrupted()
+    db.session.refresh(late)
+    assert late.status == "interrupted" and late.ended_at.replace(tzinfo=now.tzinfo) == now - timedelta(minutes=5)
+
+
 def test_what_a_killed_claudeops_run_queued_ends_unrun_and_the_rest_runs(app, fake_cli, scheduler):
     """A `claudeops run` runs its own chain: what it queued for itself waits
     for nobody once it is gone. The rest of the queue is the scheduler's."""

@@ -18,7 +18,7 @@ from app import process_identity
 from app.config import TIERS
 from app.extensions import db
 from app.models import (CLI_TRIGGER, FAILED, FINISHED_STATUSES, INTERRUPTED, QUEUED, RUNNING, STOPPED, TRIGGERS,
-                        SchedulerState, Session)
+                        SchedulerState, Session, SessionActivity)
 from app.portable_text import is_unicode
 from app.redaction import redactor
 from app.timeutil import utcnow
@@ -246,11 +246,25 @@ def stop_requested(session_id: int) -> bool:
 
 
 def mark_interrupted() -> int:
-    """Sessions left ``running`` by a crash can never finish: say so."""
-    count = db.session.execute(
-        update(Session).where(Session.status == RUNNING)
-        .values(status=INTERRUPTED, ended_at=utcnow(),
-                status_reason="the service stopped while this session was running")).rowcount
+    """Sessions left ``running`` by a crash can never finish: say so. Each
+    ends when it was last seen alive, not at the restart, however long after
+    that came (its duration would count the downtime): at its last activity,
+    or the last heartbeat of the scheduler that ran it, whichever is later.
+    Called before this process beats (recovery.py): a heartbeat since the
+    session started is the dead runner's, as no other runs beside it."""
+    now = utcnow()
+    heartbeat = db.session.scalar(select(SchedulerState.heartbeat_at).where(SchedulerState.id == 1))
+    count = 0
+    for session_id, started_at in db.session.execute(
+            select(Session.id, Session.started_at).where(Session.status == RUNNING)).all():
+        last_activity = db.session.scalar(select(SessionActivity.created_at).where(
+            SessionActivity.session_id == session_id).order_by(SessionActivity.id.desc()).limit(1))
+        seen = [when for when in (started_at, last_activity, heartbeat)
+                if when is not None and (started_at is None or when >= started_at)]
+        count += db.session.execute(
+            update(Session).where(Session.id == session_id, Session.status == RUNNING)
+            .values(status=INTERRUPTED, ended_at=min(max(seen, default=now), now),
+                    status_reason="the service stopped while this session was running")).rowcount
     db.session.commit()
     return count
 
