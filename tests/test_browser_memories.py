@@ -538,6 +538,48 @@ def test_adding_a_memory_keeps_an_edit_in_progress(page, service):
     expect(textarea).to_have_value(f"Swap grows after kernel upgrades {tok}", timeout=1_000)
 
 
+def test_a_filter_or_a_page_asked_for_while_an_edit_is_open_is_refused_and_said(page, service):
+    """Swapped in, it would destroy the edit; dropped when it lands (as a
+    poll is), the filter showed a value the table did not, the address
+    stayed, and a poll after the edit applied it unannounced. It is refused
+    at once, said, and the filter is put back to what the table shows."""
+    tok = token()
+    import_a_page_and_one(service, tok)
+    other = api_create(service, f"Another service {tok}", service=f"web-{tok}", category="behavior")
+    page.goto(f"/memories?q={tok}")
+    expect(page.locator(ROWS)).to_have_count(100)
+    table_requests = []   # but the table's own polls
+    page.on("request", lambda r: table_requests.append(r.url) if re.search(r"/memories\?", r.url)
+            and r.headers.get("hx-trigger") != "memory-table" else None)
+    first = page.locator(ROWS).first
+    first.get_by_role("button", name="Edit").click()
+    textarea = page.locator("#memory-table tr.editing textarea[name=observation]")
+    textarea.fill(f"Kept while filtering {tok}")
+    filters = page.locator("#memory-filters")
+    errors = page.locator("#memory-errors .flash-error")
+
+    filters.locator("select[name=category]").select_option("behavior")
+    expect(errors).to_have_text("Save or cancel the open edit before filtering.")
+    expect(filters.locator("select[name=category]")).to_have_value("")   # as the table shows
+    page.locator("#memory-q").fill(f"{tok} zzz")   # typed: refused as it would be sent
+    expect(page.locator("#memory-q")).to_have_value(tok, timeout=2_000)
+    page.get_by_role("button", name="older →").click()
+    expect(errors).to_have_text("Save or cancel the open edit before turning the page.")
+    wait_ms(page, 500)
+    assert table_requests == [], table_requests
+    expect(page).to_have_url(re.compile(rf"/memories\?q={tok}$"))
+    expect(textarea).to_have_value(f"Kept while filtering {tok}")
+    expect(page.locator(ROWS)).to_have_count(100)
+
+    # Done with the edit, the same filter is applied, and the address follows.
+    page.locator("#memory-table tr.editing").get_by_role("button", name="Cancel").click()
+    expect(page.locator("#memory-table tr.editing")).to_have_count(0)
+    filters.locator("select[name=category]").select_option("behavior")
+    wait_for_rows(page, {other["observation"]})
+    expect(page).to_have_url(re.compile(r"category=behavior"))
+    expect(errors).to_have_count(0)
+
+
 def test_enter_in_the_text_box_filters_without_reloading(page, service):
     tok = token()
     api_create(service, f"needle {tok}", service=f"svc-{tok}")

@@ -81,6 +81,48 @@ document.addEventListener("htmx:beforeSwap", function (evt) {
   if (busy || (config.elt === target && actionOnItsWay(target))) {
     evt.detail.shouldSwap = false;
   }
+  // A filter or page asked for before the edit was opened: said, as below.
+  if (busy && askedOfTable(config.elt, target)) refuseOverEdit(config.elt, target);
+});
+
+// A filter or another page of the table that the operator asks for (the
+// filter form, a pager button) while an edit is open is refused at once, and
+// said to be. Swapped in, it would take the edit away with the old table;
+// dropped when it lands (as a poll is), it left the filter showing a value the
+// table did not, the address unchanged, and a poll after the edit applying it
+// without a word. The filter is put back to what the table shows.
+function askedOfTable(control, block) {
+  return !!control && !!block && block.id === "memory-table" && control !== block;
+}
+
+function refuseOverEdit(control, block) {
+  var what = control.id === "memory-filters" ? "filtering" : "turning the page";
+  var said = showMemoryError("Save or cancel the open edit before " + what + ".");
+  if (said) said.setAttribute("data-refused-over-edit", "");
+  putFiltersBack(block);
+}
+
+// The table carries the filters it was drawn with (_table.html, data-filters).
+function putFiltersBack(block) {
+  var form = document.getElementById("memory-filters");
+  var shown = JSON.parse(block.getAttribute("data-filters") || "{}");
+  if (!form) return;
+  Array.prototype.forEach.call(form.elements, function (field) {
+    if (field.name && Object.prototype.hasOwnProperty.call(shown, field.name)) field.value = shown[field.name];
+  });
+}
+
+// Refused before it is sent; once one is sent, a refusal said for an earlier one is out of date.
+document.addEventListener("htmx:beforeRequest", function (evt) {
+  var block = evt.detail.target;
+  if (!askedOfTable(evt.detail.elt, block)) return;
+  if (unsavedWork(block)) {
+    evt.preventDefault();
+    refuseOverEdit(evt.detail.elt, block);
+    return;
+  }
+  var refusal = document.querySelector("#memory-errors [data-refused-over-edit]");
+  if (refusal) refusal.remove();
 });
 
 // A memory was approved, rejected, saved, pinned or deleted: an error shown
@@ -96,12 +138,13 @@ document.addEventListener("memory-saved", clearMemoryErrors);
 // the top of the window: style.css).
 function showMemoryError(text) {
   var errors = document.getElementById("memory-errors");
-  if (!errors) return;
+  if (!errors) return null;
   errors.innerHTML = "";
   var message = document.createElement("p");
   message.className = "flash flash-error";
   message.textContent = text;
   errors.appendChild(message);
+  return message;
 }
 
 function onMemoriesPage() {
