@@ -19,8 +19,8 @@ import pytest
 from playwright.sync_api import expect
 
 from tests import streamlines as sl
-from tests.support.browser import (UNFINISHED, api_memory, delete_all_memories, stop_all, token, wait_for,
-                                   write_script)
+from tests.support.browser import (UNFINISHED, PageGuard, api_memory, delete_all_memories, guarded_page, stop_all,
+                                   token, wait_for, write_script)
 from tests.support.service import Service
 
 pytestmark = pytest.mark.browser
@@ -1018,6 +1018,24 @@ def test_history_page_lists_what_happened(page, service):
     page.get_by_role("link", name="← all memories").click()
     expect(page).to_have_url(re.compile(r"/memories$"))
     expect(row(page, memory["id"])).to_be_visible()
+
+
+@pytest.mark.parametrize("width", [375, 1280])
+def test_a_long_unbroken_old_observation_wraps_in_the_history(browser, service, width):
+    """An observation of one 2,000-character word, edited: its history's
+    Detail (old → new) breaks it in the cell, not widening the page 20,000 px."""
+    tok = token()
+    memory = api_create(service, "B" * 2000, service=f"svc-{tok}")
+    status, body = service.request("PUT", f"/api/v1/memories/{memory['id']}", {"observation": f"Short now {tok}"})
+    assert status == 200, body
+    with guarded_page(browser, service.base_url, PageGuard(), width=width) as page:
+        page.goto(f"/memories/{memory['id']}")
+        detail = page.locator("#memory-history tbody tr").nth(1).locator("td").nth(4)
+        expect(detail).to_have_text(f"{'B' * 2000} → Short now {tok}")
+        widths = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        assert widths[0] <= widths[1], widths
+        # On a phone the table scrolls by itself: the cell is no wider than the window either.
+        assert detail.bounding_box()["width"] <= width, detail.bounding_box()
 
 
 def expected_404s_only(guard) -> None:
