@@ -258,6 +258,29 @@ def test_inline_edit_moves_a_memory_to_another_service_and_category(page, servic
     assert_not_reloaded(page, loaded)
 
 
+@pytest.mark.parametrize("width", [1024, 1280])
+def test_an_open_edit_fits_the_window(browser, service, width):
+    """The edit row's fields take their column's width: the service field at
+    its own width made the page 1,316 px wide in a 1280 px window."""
+    tok = token()
+    memory = api_create(service, f"Restart takes 30s {tok}", service=f"svc-{tok}")
+    # A proposal's row has the most actions (Approve and Reject too), the widest column.
+    status, body = service.request("POST", "/api/v1/memories/import", {
+        "format": "claudeops-memories", "version": 1, "memories": [
+            {"service": "web", "category": "maintenance", "observation": f"Proposed {tok}", "status": "proposed"}]})
+    assert status == 201, body
+    with guarded_page(browser, service.base_url, PageGuard(), width=width) as page:
+        page.goto("/memories")
+        row(page, memory["id"]).get_by_role("button", name="Edit").click()
+        editing = page.locator("#memory-table tr.editing")
+        expect(editing.locator("textarea[name=observation]")).to_be_visible()
+        widths = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        assert widths[0] <= widths[1], widths
+        for control in editing.locator("input[name=service], select, textarea, button").all():
+            box = control.bounding_box()
+            assert box["x"] >= 0 and box["x"] + box["width"] <= widths[1], (control.evaluate("e => e.outerHTML"), box)
+
+
 def test_two_tabs_editing_one_memory_the_second_save_is_refused_until_saved_again(page, service):
     """Tab A and tab B edit the same memory; A saves first. B's save is not
     saved over A's unseen: B is told what A saved and keeps what it typed,
