@@ -573,6 +573,28 @@ def test_cooldowns_filter_replaces_the_polled_block_and_its_polls_keep_the_filte
     assert_not_reloaded(page, loaded)
 
 
+@pytest.mark.parametrize("width", [PHONE, 1024, 1280])
+def test_cooldown_messages_keep_room_for_their_words(browser, service, width):
+    """Beside the Command column (40% of the table) a message was squeezed
+    to some 70 px, a few letters to a line. It keeps room for its words at
+    any width, without widening the page: on a phone the table scrolls."""
+    tok = token()
+    lines = "\n".join((f"[COOLDOWN:restart:cd-m-{tok}] failure — {tok} db would not come up",
+                       f"[COOLDOWN:restart:cd-m-{tok}] failure — {tok} " + "D" * 300))
+    wait_status(service, trigger(service, sl.steps(sl.init(), sl.text(lines), sl.result("done"))), "completed")
+    with guarded_page(browser, service.base_url, PageGuard(), width=width) as page:
+        page.goto(f"/cooldowns?service=cd-m-{tok}")
+        messages = page.locator("#cooldown-actions td.message")
+        expect(messages).to_have_count(2)
+        widths = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        assert widths[0] <= widths[1], widths
+        for message in messages.all():
+            assert message.bounding_box()["width"] >= 220, (message.text_content()[:40], message.bounding_box())
+        if width > PHONE:   # not at the command's cost: it keeps a tenth of the table
+            command = page.locator("#cooldown-actions td.clip").first.bounding_box()
+            assert command["width"] >= 80, command
+
+
 def test_config_page_fits_the_window_with_every_meaning_in_view(page):
     """The longest values (the redaction patterns, a list without spaces)
     wrap in their cells instead of pushing the Meaning column off the page."""
