@@ -257,14 +257,15 @@ def test_the_review_inbox_by_keyboard(page, service):
     page.keyboard.press("Tab")
     focus_on(page, f"#proposed-{second} button.edit-approve")
     page.keyboard.press("Enter")
-    focus_on(page, f"#proposed-{second}.editing input[name=service]")
+    # As the table's Edit: on the observation, the caret at the end of its text.
+    focus_on(page, f"#proposed-{second}.editing textarea[name=observation]")
+    assert page.evaluate("(e => [e.selectionStart, e.selectionEnd, e.value.length])(document.activeElement)") == \
+        [len(f"Proposal B {tok}")] * 3
     page.keyboard.press("Escape")
     focus_on(page, f"#proposed-{second}:not(.editing) button.edit-approve")
 
     page.keyboard.press("Enter")
-    focus_on(page, f"#proposed-{second}.editing input[name=service]")
-    tab_to(page, f"#proposed-{second} textarea[name=observation]")
-    page.keyboard.press("End")
+    focus_on(page, f"#proposed-{second}.editing textarea[name=observation]")
     page.keyboard.type(" (edited)")
     tab_to(page, f"#proposed-{second} button.save")
     page.keyboard.press("Enter")

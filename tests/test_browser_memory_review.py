@@ -124,6 +124,24 @@ def test_the_agents_proposals_are_approved_edited_and_rejected_in_the_inbox(page
     expect(page.locator("main")).to_contain_text("awaiting review")
 
 
+def test_the_inbox_edit_takes_a_service_as_the_tables_edit_does(page, service):
+    """The same rule, said the same way: letters, digits, _ and - (empty: general)."""
+    tok = uuid.uuid4().hex[:6]
+    import_proposal(service, f"Answers 302 when healthy {tok}")
+    page.goto("/memories")
+    inbox_row(page, "Answers 302").get_by_role("button", name="Edit & approve").click()
+    page.locator("#memory-table tr.memory-row", has_text=tok).get_by_role("button", name="Edit").click()
+    inbox_field = page.locator("#memory-inbox tr.editing input[name=service]")
+    table_field = page.locator("#memory-table tr.editing input[name=service]")
+    expect(table_field).to_have_attribute("pattern", re.compile(".+"))
+    for name in ("pattern", "title", "maxlength", "placeholder"):
+        expect(inbox_field).to_have_attribute(name, table_field.get_attribute(name))
+    inbox_field.fill("web server")
+    assert inbox_field.evaluate("field => field.validity.patternMismatch")
+    inbox_field.fill("web_server-2")
+    assert inbox_field.evaluate("field => field.validity.valid")
+
+
 def test_polls_keep_an_edit_and_a_typed_reason(page, service):
     tok = uuid.uuid4().hex[:6]
     import_proposal(service, f"Answers 302 when healthy {tok}")
