@@ -595,6 +595,28 @@ def test_cooldown_messages_keep_room_for_their_words(browser, service, width):
             assert command["width"] >= 80, command
 
 
+@pytest.mark.parametrize("path, choice, block", [
+    ("/events?level=warn1ng", ("#event-filters select[name=level]", "warning"), "#event-rows"),
+    ("/memories?status=activ", ("#memory-filters select[name=status]", "active"), "#memory-table"),
+    ("/cooldowns?outcome=sucess", ("#cooldown-filters select[name=outcome]", "success"), "#cooldown-state"),
+])
+def test_a_notice_of_an_ignored_filter_goes_once_another_filter_is_shown(page, path, choice, block):
+    """"Ignored the level 'warn1ng'…" says what the page shows of its
+    address; once a filter or a page is chosen, it no longer does. Its
+    polls keep it: they show the same address."""
+    page.goto(path)
+    notice = page.locator("main [data-ignored]")
+    expect(notice).to_have_count(1)
+    with page.expect_response(lambda r: r.request.headers.get("hx-trigger") == block[1:], timeout=7_000):
+        pass   # a poll of the block
+    page.wait_for_timeout(300)
+    expect(notice).to_have_count(1)
+    select, value = choice
+    page.select_option(select, value)
+    expect(page).to_have_url(re.compile(rf"={value}(&|$)"))
+    expect(notice).to_have_count(0)
+
+
 def test_config_page_fits_the_window_with_every_meaning_in_view(page):
     """The longest values (the redaction patterns, a list without spaces)
     wrap in their cells instead of pushing the Meaning column off the page."""

@@ -30,6 +30,11 @@
 // rows) is read out by the layout's live region when the swap answers the
 // operator (a filter, a pager link, a refresh after a change), never a poll:
 // a live region swapped in with its block is not reliably announced.
+//
+// Notices of the old address. What the page left out of its address (a level
+// misspelt in a link: layout.html's data-ignored notices) is said until the
+// operator chooses a filter or a page: the page then shows the address that
+// swap pushed, and the notice no longer describes it. A poll pushes none.
 
 var FOCUSABLE = "a[href], button:not([disabled]), input:not([type=hidden]):not([disabled]), " +
   "select:not([disabled]), textarea:not([disabled]), summary, [tabindex]:not([tabindex='-1'])";
@@ -279,6 +284,10 @@ document.addEventListener("htmx:afterSwap", function (evt) {
   // Emptied first: the same words again (a refresh that changed no count) are still read.
   region.textContent = "";
   setTimeout(function () { region.textContent = said.textContent.trim(); }, 50);
+});
+
+document.addEventListener("htmx:pushedIntoHistory", function () {
+  document.querySelectorAll("main [data-ignored]").forEach(function (notice) { notice.remove(); });
 });
 
 // A page loaded after a form was sent (Run now, Stop, Save changes, Import)
