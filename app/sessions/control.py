@@ -32,11 +32,13 @@ SCHEDULER_STALE = timedelta(seconds=60)
 
 
 class ControlError(Exception):
-    """A request the current state does not allow; ``status`` is the HTTP code."""
+    """A request the current state does not allow; ``status`` is the HTTP
+    code, ``field`` the request's field it is about, if one is."""
 
-    def __init__(self, message: str, status: int = 400):
+    def __init__(self, message: str, status: int = 400, field: Optional[str] = None):
         super().__init__(message)
         self.status = status
+        self.field = field
 
 
 class KeyUsedBefore(ControlError):
@@ -51,7 +53,7 @@ def enqueue(tier: int = 1, prompt: str | None = None, trigger: str = "api", pare
             escalation_reason: str | None = None, request_key: str | None = None) -> Session:
     if tier not in TIERS:
         numbers = [str(number) for number in sorted(TIERS)]
-        raise ControlError(f"tier must be {', '.join(numbers[:-1])} or {numbers[-1]}, not {tier!r}")
+        raise ControlError(f"tier must be {', '.join(numbers[:-1])} or {numbers[-1]}, not {tier!r}", field="tier")
     if trigger not in TRIGGERS:
         raise ControlError(f"unknown trigger {trigger!r}")
     session = Session(tier=tier, prompt=checked_prompt(prompt), trigger=trigger, status=QUEUED, created_at=utcnow(),
@@ -114,12 +116,13 @@ def checked_prompt(prompt: str | None) -> str | None:
     if prompt is None:
         return None
     if "\x00" in prompt:   # a process argument cannot hold one
-        raise ControlError("prompt must not contain NUL characters")
+        raise ControlError("prompt must not contain NUL characters", field="prompt")
     if not is_unicode(prompt):   # the database would refuse it
-        raise ControlError("prompt must be text: it holds bytes that are not UTF-8, or half of a surrogate pair")
+        raise ControlError("prompt must be text: it holds bytes that are not UTF-8, or half of a surrogate pair",
+                           field="prompt")
     prompt = prompt.strip() or None
     if prompt and len(prompt) > MAX_PROMPT_CHARS:
-        raise ControlError(f"prompt is {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}")
+        raise ControlError(f"prompt is {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}", field="prompt")
     return prompt
 
 

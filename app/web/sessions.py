@@ -129,8 +129,7 @@ def run_now():
         return _run_now_refused(f"Not queued: this form queued session #{exc.session_id} already, with another "
                                 "tier or request. To queue another, send the form shown here.")
     except control.ControlError as exc:
-        field = next((name for name in ("tier", "prompt") if str(exc).startswith(name)), None)
-        return _run_now_refused(f"Not queued: {exc}", field)
+        return _run_now_refused(f"Not queued: {exc}", exc.field)
     if new:
         flash(_queued_message(session), "info")
     else:
