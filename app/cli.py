@@ -26,7 +26,8 @@ from app.database_url import shown_url
 from app.extensions import db
 from app.plugins import PluginError, how_to_start_without
 from app.portable_text import is_unicode
-from app.revisions import newer_schema, refused_revisions, schema_no_revision_creates, unknown_revisions
+from app.revisions import (disabled_installed, newer_schema, refused_revisions, schema_no_revision_creates,
+                           unknown_revisions)
 
 
 class StartupError(NoAppException):
@@ -94,7 +95,7 @@ def _knowing_its_revisions(command: click.Command) -> click.Command:
                     unknown = []
                 if unknown:
                     raise click.ClickException(newer_schema(shown_url(db.engine.url), unknown,
-                                                            app.config["CLAUDEOPS_DISABLE_PLUGINS"]))
+                                                            disabled_installed(app)))
         return callback(*args, **kwargs)
     checked = copy.copy(command)
     checked.callback = knowing
@@ -255,7 +256,7 @@ def _schema_checked(command: click.Command, path: str) -> click.Command:
             unknown = unknown_revisions(app)
             if refused_revisions(app, unknown):
                 raise click.ClickException(newer_schema(shown_url(db.engine.url), unknown,
-                                                        app.config["CLAUDEOPS_DISABLE_PLUGINS"]))
+                                                        disabled_installed(app)))
         return command.invoke(ctx)
     checked.invoke = invoke
     return checked

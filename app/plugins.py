@@ -130,17 +130,18 @@ def _refuse_shared_names(disabled: frozenset[str]) -> None:
     plugin's) stops the start: pluggy would load the first it met and skip
     the other without a word, which one depending on the order of the
     installation's directories."""
-    modules: dict[str, dict[str, str]] = {}
+    # Name → distribution → module: one package found twice (on two paths) is one.
+    declared_by: dict[str, dict[str, str]] = {}
     for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         distribution = entry_point.dist.name if entry_point.dist else "a package of unknown name"
-        modules.setdefault(entry_point.name, {}).setdefault(entry_point.value, distribution)
-    for name, declared in modules.items():
+        declared_by.setdefault(entry_point.name, {}).setdefault(distribution, entry_point.value)
+    for name, declared in declared_by.items():
         if name in HOST_PLUGINS + BUILTIN_PLUGINS:
-            raise PluginError(f"plugin {name}: the package {', '.join(declared.values())} declares an entry point "
+            raise PluginError(f"plugin {name}: the package {', '.join(declared)} declares an entry point "
                               "named as a built-in plugin, which would never be loaded; rename it")
         if len(declared) > 1 and name not in disabled:
             raise PluginError(f"plugin {name} is declared by more than one installed package: "
-                              + "; ".join(f"{dist} ({module})" for module, dist in declared.items())
+                              + "; ".join(f"{dist} ({module})" for dist, module in sorted(declared.items()))
                               + ". Only one could be loaded: uninstall one of them, or rename its entry point")
 
 

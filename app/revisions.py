@@ -47,6 +47,14 @@ def newer_schema(shown_url: str, unknown: list[str], disabled: frozenset[str] = 
                   "<branch>@base` (with the service stopped) before removing it")
 
 
+def disabled_installed(app: Flask) -> frozenset[str]:
+    """The installed plugins CLAUDEOPS_DISABLE_PLUGINS leaves out: only an
+    installed plugin can be, and a name that is none (a typo) sets nothing
+    aside, nor is it named as a plugin left out."""
+    from app.plugins import installed_plugin_names
+    return frozenset(app.config.get("CLAUDEOPS_DISABLE_PLUGINS") or ()) & frozenset(installed_plugin_names())
+
+
 def refused_revisions(app: Flask, unknown: list[str]) -> list[str]:
     """Of the revisions the database is at that this installation lacks
     (``unknown``, from ``unknown_revisions``), those that keep it from using
@@ -56,9 +64,7 @@ def refused_revisions(app: Flask, unknown: list[str]) -> list[str]:
     are that plugin's branch, set aside with it (logged), and there is
     nothing to migrate. Alembic cannot run any revision while the database
     names one it cannot locate, so with revisions to run they are refused."""
-    from app.plugins import installed_plugin_names
-    # Only an installed plugin can be left out: a name that is none (a typo) sets nothing aside.
-    disabled = set(app.config.get("CLAUDEOPS_DISABLE_PLUGINS") or ()) & set(installed_plugin_names())
+    disabled = disabled_installed(app)
     if not unknown or not disabled:
         return unknown
     with db.engine.connect() as connection:
@@ -96,7 +102,7 @@ def dashboard_refusal(app: Flask) -> str | None:
         try:
             unknown = unknown_revisions(app)
             if refused_revisions(app, unknown):
-                return newer_schema(url, unknown, app.config.get("CLAUDEOPS_DISABLE_PLUGINS") or frozenset())
+                return newer_schema(url, unknown, disabled_installed(app))
             with db.engine.connect() as connection:
                 current = set(MigrationContext.configure(connection).get_current_heads()) - set(unknown)
         except OperationalError:

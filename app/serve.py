@@ -34,7 +34,8 @@ from app import dbfaults, runtime
 from app.config import PROJECT_ROOT
 from app.database_url import absolute_sqlite_url, shown_url
 from app.extensions import db
-from app.revisions import newer_schema, refused_revisions, schema_no_revision_creates, unknown_revisions
+from app.revisions import (disabled_installed, newer_schema, refused_revisions, schema_no_revision_creates,
+                           unknown_revisions)
 from app.sessions.prompts import TIER_PROMPT_FILES
 from app.sessions.scheduler import SessionScheduler
 
@@ -161,7 +162,7 @@ def _upgrade_to_every_head(app: Flask) -> None:
         unknown = unknown_revisions(app)
         if refused_revisions(app, unknown):
             raise MigrationError(newer_schema(shown_url(db.engine.url), unknown,
-                                              app.config["CLAUDEOPS_DISABLE_PLUGINS"]))
+                                              disabled_installed(app)))
         if not unknown:   # else a disabled plugin's, with nothing else to run (refused_revisions)
             flask_migrate.upgrade(revision="heads")
     except OperationalError as exc:   # a database server that is down, or refuses us

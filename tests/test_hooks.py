@@ -128,6 +128,11 @@ def test_a_plugin_name_two_packages_declare_stops_the_start_naming_both(monkeypa
         "entry point")
     # Disabled, neither is loaded, and nothing is left to chance.
     assert not make_plugin_manager(disabled=frozenset({"ticket"})).has_plugin("ticket")
+    # Two packages of one module (a fork, say) are two declarations too.
+    _installed(tmp_path, "claudeops-ticket-ng", "ticket = claudeops_ticket")
+    with pytest.raises(PluginError, match=r"claudeops-ticket \(claudeops_ticket\); claudeops-ticket-ng "
+                                          r"\(claudeops_ticket\); claudeops-tickets \(tickets_plugin\)"):
+        make_plugin_manager()
 
 
 def test_an_entry_point_named_as_a_built_in_plugin_stops_the_start(monkeypatch, tmp_path):
