@@ -608,6 +608,35 @@ def test_a_lock_file_that_cannot_be_written_is_a_clear_error(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+def test_a_lock_file_whose_flush_fails_is_a_clear_error_however_its_close_goes(tmp_path, monkeypatch):
+    """On a full disk the truncation goes through and the write is only
+    buffered: the flush fails, and the close, flushing again, fails too."""
+    import errno
+    import io
+
+    from app.sessions import runner_lock
+
+    class FullDisk(io.StringIO):
+        def flush(self):
+            if self.getvalue():
+                raise OSError(errno.ENOSPC, "No space left on device")
+
+        def fileno(self):
+            return real.fileno()
+
+        def close(self):   # as a file's: what is buffered is written first
+            try:
+                self.flush()
+            finally:
+                super().close()
+
+    real = open(tmp_path / "scheduler.lock", "a+")
+    monkeypatch.setattr(runner_lock, "open", lambda path, mode: FullDisk(), raising=False)
+    with pytest.raises(runner_lock.RunnerLockError, match="cannot write the scheduler's lock file .*: No space left"):
+        runner_lock.RunnerLock(str(tmp_path)).acquire()
+    real.close()
+
+
 def test_config_never_prints_the_database_password(tmp_path):
     env = dict(claudeops_env(tmp_path), CLAUDEOPS_DATABASE_URL="postgresql+psycopg://ops:hunter2@db.local/claudeops")
     result = subprocess.run([str(CLAUDEOPS), "config"], env=env, capture_output=True, text=True, timeout=60)

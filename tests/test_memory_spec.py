@@ -340,6 +340,11 @@ def test_room_long_memories_leave_goes_to_shorter_less_trusted_ones(app):
     assert [m.id for m in context.included][-1] == short.id
     assert len(context.included) == 4 and context.tokens <= 2000
     assert "Short and useful" in context.text and context.text.startswith("## Operational Memory (4 of 231 memories")
+    # Many that fit the room as it was, but not once the first of them is packed, do not keep the short one out.
+    for i in range(60):
+        add_memory(f"Medium {i:02d} " + "z" * 1000, service="svc", confidence=0.8)
+    context = build_memory_context(2000)
+    assert [m.observation[:4] for m in context.included] == ["Long"] * 3 + ["Medi", "Shor"]
 
 
 def test_all_memories_fit_within_budget(app):

@@ -23,6 +23,7 @@ import logging
 import os
 import socket
 import threading
+from contextlib import suppress
 from pathlib import Path
 from typing import Optional
 
@@ -112,7 +113,8 @@ class RunnerLock:
             handle.write(str(os.getpid()))
             handle.flush()
         except OSError as exc:   # the disk is full: the lock is held, but says nothing of who holds it
-            handle.close()
+            with suppress(OSError):   # closing flushes what is buffered again, and fails as the flush did
+                handle.close()
             raise RunnerLockError(f"cannot write the scheduler's lock file {path}: {exc.strerror or exc}") from None
         self._files.append(handle)
 

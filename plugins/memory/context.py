@@ -148,8 +148,9 @@ def short_enough_after(skip: int, room_chars: int):
     window = aliased(Memory, select(Memory).where(*_eligible()).order_by(*_most_trusted_order())
                      .offset(skip).limit(TAIL_WINDOW).subquery())
     longest = room_chars - SHORTEST_LINE + 1   # the observation of the shortest line there can be is 1 character
+    # No LIMIT but the window's: one that fits the room now may not once another is packed, and is passed over.
     return db.session.scalars(select(window).where(func.length(window.observation) <= longest)
-                              .order_by(*_most_trusted_order(window)).limit(room_chars // SHORTEST_LINE))
+                              .order_by(*_most_trusted_order(window)).execution_options(yield_per=FETCH_ROWS))
 
 
 class _Packer:
@@ -209,7 +210,8 @@ def build_memory_context(budget_tokens: int, relevant: Optional[Mapping[str, str
     with most_trusted_first(limit) as memories:
         read = packer.pack(memories)
     if read == limit and packer.room >= SHORTEST_LINE:   # more to read, and room that long ones left
-        packer.pack(short_enough_after(read, packer.room).all())
+        with short_enough_after(read, packer.room) as memories:
+            packer.pack(memories)
     groups = packer.groups
     if not groups:
         return MemoryContext("", [], eligible.count, 0, [], eligible.exact)
