@@ -59,12 +59,15 @@ SYNONYMS = {
 # Words of which an observation takes a side: two on the same topic that
 # speak of one of these and share no side of it disagree. Read from the
 # words as written (before/after are stopwords of the topic; "mondays" is
-# "monday").
+# "monday"). An order is of what follows it: "after WireGuard" and "before
+# WireGuard" disagree, "postgres before jellyfin" and "jellyfin after
+# postgres" say one thing.
+ORDER = "order"
 OPPOSITIONS = {
-    **{word: ("order", word) for word in ("before", "after")},
+    **{word: (ORDER, word) for word in ("before", "after")},
     **{day: ("weekday", day) for day in ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")},
-    **{word: ("switch", "on") for word in ("enable", "enables", "enabled")},
-    **{word: ("switch", "off") for word in ("disable", "disables", "disabled")},
+    **{word: ("switch", "on") for word in ("enable", "enables", "enabled", "enabling")},
+    **{word: ("switch", "off") for word in ("disable", "disables", "disabled", "disabling")},
 }
 
 UNIT_SECONDS = {"ms": 0.001, "second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 604800}
@@ -172,7 +175,7 @@ def features(text: str) -> Features:
     quantities: set[float] = set()
     negations = 0
     negated_until = -1
-    sides = {OPPOSITIONS[side] for side in map(_singular_day, tokens) if side in OPPOSITIONS}
+    sides = _sides(tokens)
     for index, token in enumerate(tokens):
         if token in NEGATIONS or token == "n't" or token.endswith("n't"):
             negations += 1
@@ -202,8 +205,21 @@ def _tokens(text: str) -> list[str]:
     return [t.strip(".:") for t in WORD.findall(text) if t.strip(".:")]
 
 
-def _singular_day(token: str) -> str:
-    return token[:-1] if token.endswith("days") else token
+def _sides(tokens: list[str]) -> set[tuple[str, str]]:
+    """The (opposition, side) pairs of OPPOSITIONS the tokens take."""
+    sides = set()
+    for index, token in enumerate(tokens):
+        opposition = OPPOSITIONS.get(token[:-1] if token.endswith("days") else token)
+        if opposition is None:
+            continue
+        name, side = opposition
+        if name == ORDER:
+            of = next((word for word in map(_normalise, tokens[index + 1:]) if word and word not in STOPWORDS), None)
+            if of is None:
+                continue
+            name = f"{ORDER} {of}"
+        sides.add((name, side))
+    return sides
 
 
 def _quantity(token: str, following: Optional[str]) -> Optional[float]:
