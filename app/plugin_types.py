@@ -19,8 +19,9 @@ from flask import Blueprint
 from app.config import (POSITIVE_INT_SCHEMA, RETENTION_DAYS_SCHEMA, Setting, boolean, positive_int,  # noqa: F401
                         retention_days)
 # Part of the plugin API too: warn_once(log, session_id, kind, message) logs a
-# warning the first time a kind comes up in a session, at debug level after.
-from app.session_warnings import IN_ACTIVITY_LOG, session_warner, warn_once  # noqa: F401
+# warning the first time a kind comes up in a session, at debug level after;
+# named_kind(kind, value) makes a kind of each value the agent wrote.
+from app.session_warnings import IN_ACTIVITY_LOG, named_kind, session_warner, warn_once  # noqa: F401
 # And marker_text(text, start, run.marker_tags): a marker's text, up to the
 # next marker of an installed plugin or the end of its line.
 from app.marker_text import BUILT_IN_TAGS, marker_text  # noqa: F401

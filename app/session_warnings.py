@@ -3,7 +3,8 @@ per-session limit is refused again in every later text block of a runaway
 agent, and a malformed marker may be written as often. The service log gets
 the first of each kind per session, saying where the rest are (a refusal is
 noted in the session's activity log, as a ``warning`` entry, every time), so
-one session cannot flood the operator's log. Later ones go to the debug level.
+one session cannot flood the operator's log. Later ones go to the debug level,
+as do those of kinds that name what the agent wrote beyond ``MOST_NAMED``.
 
 What was warned of is kept in the database session's ``info``, which lives
 as long as the application context that runs the session."""
@@ -18,9 +19,18 @@ from app.extensions import db
 WARNED = "claudeops.session_warnings"
 # Sessions remembered: one runs at a time, so a few are plenty.
 REMEMBERED_SESSIONS = 64
-# Kinds warned of per session: a kind may name what the agent wrote (an
-# invalid category), and an agent may write any number of them.
-MOST_KINDS = 50
+# Kinds of one sort that name what the agent wrote (``named_kind``: an
+# invalid category each), warned of per session: an agent may write any
+# number of them. Kinds of the service's own are never capped, so that a
+# flood of made-up categories cannot hide a limit's warning.
+MOST_NAMED = 10
+NAMED = "\x00"
+
+
+def named_kind(kind: str, written: str) -> str:
+    """A kind of warning for each value the agent wrote (``kind`` with
+    ``written``): each is warned of once, up to ``MOST_NAMED`` of them."""
+    return f"{kind}{NAMED}{written}"
 
 
 IN_ACTIVITY_LOG = "further ones in this session are noted in its activity log only"
@@ -37,14 +47,14 @@ def warn_once(log: logging.Logger, session_id: int, kind: str, message: str, lat
     warned.move_to_end(session_id)
     while len(warned) > REMEMBERED_SESSIONS:
         warned.popitem(last=False)
-    if kind in kinds or len(kinds) > MOST_KINDS:
+    sort, named, _written = kind.partition(NAMED)
+    named_before = sum(1 for k in kinds if k.startswith(sort + NAMED)) if named else 0
+    if kind in kinds or named_before >= MOST_NAMED:
         log.debug("session %s: %s", session_id, message)
         return
     kinds.add(kind)
-    if len(kinds) > MOST_KINDS:
-        log.log(level, "session %s: %s (%s; so are the warnings of any other kind, %d kinds having been logged)",
-                session_id, message, later, MOST_KINDS)
-        return
+    if named and named_before + 1 == MOST_NAMED:
+        later += f"; so are any others of its sort, {MOST_NAMED} having been logged"
     log.log(level, "session %s: %s (%s)", session_id, message, later)
 
 

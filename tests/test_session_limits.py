@@ -98,15 +98,20 @@ def test_malformed_markers_are_warned_of_once_a_session_and_kind(app, fake_cli, 
 
 
 def test_each_invalid_category_is_warned_of_once_and_a_flood_of_them_stops_at_a_bound(app, fake_cli, caplog):
-    from app.session_warnings import MOST_KINDS
+    """Each category the agent makes up is a warning of its own, up to
+    MOST_NAMED; a flood of them cannot hide the warning of a limit."""
+    from app.session_warnings import MOST_NAMED
     caplog.set_level(logging.DEBUG)
-    (session,) = [run(fake_cli, *[f"[MEMORY:kind{n}:web] note" for n in range(3 * MOST_KINDS)])]
-    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "ignoring" in r.getMessage()]
-    assert len(warned) == MOST_KINDS + 1
-    assert [f"'kind{n}'" in m for n, m in enumerate(warned)] == [True] * (MOST_KINDS + 1)
-    assert warned[-1].endswith(f"so are the warnings of any other kind, {MOST_KINDS} kinds having been logged)")
-    assert len(warnings(session)) == 3 * MOST_KINDS   # each still noted in the activity log
-
+    change({"CLAUDEOPS_EVENTS_MAX_PER_SESSION": 1})
+    session = run(fake_cli, *[f"[MEMORY:kind{n}:web] note" for n in range(3 * MOST_NAMED)],
+                  "[EVENT:info:a] one\n[EVENT:info:b] two")
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and
+              ("ignoring" in r.getMessage() or "not stored" in r.getMessage())]
+    assert len(warned) == MOST_NAMED + 1
+    assert [f"'kind{n}'" in m for n, m in enumerate(warned[:MOST_NAMED])] == [True] * MOST_NAMED
+    assert warned[MOST_NAMED - 1].endswith(f"; so are any others of its sort, {MOST_NAMED} having been logged)")
+    assert "CLAUDEOPS_EVENTS_MAX_PER_SESSION=1" in warned[-1]   # the limit's own warning still comes
+    assert len([w for w in warnings(session) if "invalid category" in w[1]]) == 3 * MOST_NAMED   # each still noted
 
 def test_a_block_of_many_refused_markers_notes_the_first_ten_of_each_plugin_and_counts_the_rest(app, fake_cli):
     """One row of the activity log for each refused marker would let a

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Iterable, Optional
 
 from app.marker_text import BUILT_IN_TAGS, marker_text
-from app.session_warnings import Warn, log_warning
+from app.session_warnings import Warn, log_warning, named_kind
 from plugins.memory.models import CATEGORIES, GENERAL, MAX_SERVICE_CHARS, OUTCOME_LEVELS, memory_spelling
 
 log = logging.getLogger(__name__)
@@ -83,7 +83,7 @@ def _why_not_read(candidate: re.Match) -> tuple[str, str]:
                 f"ignoring memory marker with category {category[:40]!r}: write it in lower case, "
                 f"{category.lower()!r}")
     if category not in CATEGORIES:   # each category written logged once a session, as the spec wants each logged
-        return (f"memory marker category {category[:40]!r}",
+        return (named_kind("memory marker category", category[:40]),
                 f"ignoring memory marker with invalid category {category[:40]!r} (valid: {', '.join(CATEGORIES)})")
     if not service:
         return ("malformed memory marker",
