@@ -415,6 +415,16 @@ def test_a_session_whose_end_could_not_be_recorded_keeps_the_reason_it_ended_wit
     assert session.status_reason.startswith("the Claude CLI ended without a result line")
     assert session.status_reason.endswith(f"(its end could not be recorded then: {dbfaults.describe(disk_full)})")
     assert "disk" in dbfaults.describe(disk_full)
+    # One that completed is recorded completed, saying its end came late.
+    fake_cli(sl.steps(sl.init(), sl.text("Looking."), sl.result()))
+    session_id = control.enqueue().id
+    with pytest.raises(OperationalError):
+        instance._run_next()
+    instance._record_unfinished()
+    session = db.session.get(Session, session_id)
+    db.session.refresh(session)
+    assert (session.status, session.status_reason) == (
+        "completed", f"its end could not be recorded then: {dbfaults.describe(disk_full)}")
 
 
 @sqlite_only("a database file named outside the state directory")
@@ -473,7 +483,7 @@ def test_a_shutdown_the_database_refuses_still_gives_the_lock_back_and_says_what
     instance = SessionScheduler(app)
     instance.start()
     locked = OperationalError("UPDATE", {}, sqlite3.OperationalError("database is locked"))
-    instance._unfinished[7] = ("the session could not be finished: the database is locked", utcnow())
+    instance._unfinished[7] = ("the session could not be finished: the database is locked", utcnow(), "failed")
     monkeypatch.setattr(control, "fail_running", lambda *args: (_ for _ in ()).throw(locked))
     monkeypatch.setattr(instance, "_publish", lambda next_run, alive=True: (_ for _ in ()).throw(locked))
     with caplog.at_level(logging.WARNING):

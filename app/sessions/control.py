@@ -272,13 +272,14 @@ def mark_interrupted() -> int:
     return count
 
 
-def fail_running(session_id: int, reason: str, ended_at: Optional[datetime] = None) -> bool:
+def fail_running(session_id: int, reason: str, ended_at: Optional[datetime] = None, status: str = FAILED) -> bool:
     """End a session whose run broke off before recording its end (at
     ``ended_at``, when it broke off, however much later the database takes
-    it); ``False`` if it had ended after all."""
+    it), as failed, or as ``status`` when it came as far as deciding that;
+    ``False`` if it had ended after all."""
     changed = db.session.execute(
         update(Session).where(Session.id == session_id, Session.status == RUNNING)
-        .values(status=FAILED, status_reason=reason, ended_at=ended_at or utcnow())).rowcount
+        .values(status=status, status_reason=reason, ended_at=ended_at or utcnow())).rowcount
     db.session.commit()
     return bool(changed)
 

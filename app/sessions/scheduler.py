@@ -39,7 +39,7 @@ from sqlalchemy.exc import OperationalError
 from app import dbfaults, process_identity, redaction, retention
 from app.batched_delete import stop_pruning_on
 from app.extensions import db
-from app.models import SchedulerState
+from app.models import FAILED, SchedulerState
 from app.runtime import setting
 from app.sessions import control, escalation, recovery
 from app.sessions.clock_watch import ClockWatch
@@ -91,7 +91,8 @@ class SessionScheduler:
         # Sessions whose run raised before their end was recorded (the
         # database refusing writes, most likely), with the reason and the
         # time of that end, to record as soon as the database takes it.
-        self._unfinished: dict[int, tuple[str, datetime]] = {}
+        # Session id → (reason, when it broke off, the status it ended with).
+        self._unfinished: dict[int, tuple[str, datetime, str]] = {}
         # The worker failing again and again (a database that takes no
         # writes): since when, how many times, and when it was last logged.
         self._failing: Optional[WorkerFailures] = None
@@ -154,7 +155,7 @@ class SessionScheduler:
         try:
             self._record_unfinished()
         except Exception as exc:
-            for session_id, (reason, _) in self._unfinished.items():
+            for session_id, (reason, *_) in self._unfinished.items():
                 log.warning("session %s is left recorded as running (%s; the database refused that too: %s); the "
                             "next start marks it interrupted", session_id, reason, dbfaults.describe(exc))
         if self._lock_lost:   # the state is the new holder's to publish
@@ -356,7 +357,8 @@ class SessionScheduler:
                 except Exception as exc:
                     # Written by a plain UPDATE, which no flush redacts, and
                     # a driver's message may quote a connection string.
-                    self._unfinished[session_id] = (redaction.redactor().redact(_unfinished_reason(exc)), utcnow())
+                    status, reason = _unfinished_end(exc)
+                    self._unfinished[session_id] = (redaction.redactor().redact(reason), utcnow(), status)
                     raise
                 if trigger == SCHEDULE_TRIGGER:
                     self._last_ended = utcnow()
@@ -390,15 +392,16 @@ class SessionScheduler:
                         time.monotonic() - failing.since)
 
     def _record_unfinished(self) -> None:
-        """Record sessions whose run raised as failed, so none stays
-        "running" while nothing runs it; retried until the database takes it."""
+        """Record sessions whose run raised as ended (failed, unless it came as
+        far as its end), so none stays "running" while nothing runs it;
+        retried until the database takes it."""
         if not self._unfinished:
             return
         with self.app.app_context():
             try:
-                for session_id, (reason, ended_at) in list(self._unfinished.items()):
-                    if control.fail_running(session_id, reason, ended_at):
-                        log.warning("session %s recorded as failed: %s", session_id, reason)
+                for session_id, (reason, ended_at, status) in list(self._unfinished.items()):
+                    if control.fail_running(session_id, reason, ended_at, status):
+                        log.warning("session %s recorded as %s: %s", session_id, status, reason)
                     del self._unfinished[session_id]
             finally:
                 db.session.remove()
@@ -412,14 +415,16 @@ class WorkerFailures:
     count: int = 1
 
 
-def _unfinished_reason(exc: Exception) -> str:
-    """Why a session whose run raised is recorded failed: the end it meant
-    to record, if it came that far, and why that could not be recorded."""
+def _unfinished_end(exc: Exception) -> tuple[str, str]:
+    """The status and reason of a session whose run raised: the end it
+    meant to record, if it came that far, and why that could not be
+    recorded then; else failed, saying why."""
     end = getattr(exc, "claudeops_session_end", None)
     if end is None:
-        return f"the session could not be finished: {dbfaults.describe(exc)}"
+        return FAILED, f"the session could not be finished: {dbfaults.describe(exc)}"
     status, meant = end
-    return f"{meant or f'it ended {status}'} (its end could not be recorded then: {dbfaults.describe(exc)})"
+    late = f"its end could not be recorded then: {dbfaults.describe(exc)}"
+    return status, f"{meant} ({late})" if meant else late
 
 
 def _storage_fault_or_raise(exc: OperationalError) -> str:
