@@ -599,6 +599,26 @@ class SlowlyLockedPlugin:
         return None
 
 
+def test_a_session_a_refused_write_ended_says_when_its_run_log_failed_too(tmp_path, fake_cli, monkeypatch):
+    """A full disk holding both: the run log cannot be finished either, and
+    the session's reason does not claim that it keeps the CLI's output."""
+    from app.sessions import runner
+    really_close = runner._close
+
+    def full_disk_close(run_log, log_path, outcome):
+        really_close(run_log, log_path, outcome)
+        outcome.log_error = f"the run log {log_path} could not be written: No space left on device"
+    monkeypatch.setattr(runner, "_close", full_disk_close)
+    app = make_app(tmp_path, plugins=[SlowlyLockedPlugin()])
+    fake_cli(sl.steps(sl.init(), sl.text("while locked"), sl.result()))
+    with app.app_context():
+        session = run_session(control.claim(control.enqueue().id))
+        assert session.status == "failed"
+        assert "the database refused a write" in session.status_reason
+        assert session.status_reason.endswith("; its run log could not be written either: the run log "
+                                              f"{session.log_path} could not be written: No space left on device")
+
+
 def test_what_the_cli_wrote_while_a_locked_database_ended_its_session_is_in_the_run_log(tmp_path, fake_cli):
     """The line that met the lock is the last one handed on; what the CLI
     wrote meanwhile and after, up to the end of its group, sits in the pipe:

@@ -189,6 +189,7 @@ def _run_session(session: Session, session_id: int, shutdown: Optional[threading
         # The runner has ended the CLI's group; what was committed stays, and
         # the run log holds every byte the CLI wrote up to here.
         session = _after_refused_write(session)
+        outcome = outcome or getattr(exc, "claudeops_outcome", None)
         log_kept = ("the run log keeps the CLI's output" if outcome is None or outcome.log_error is None
                     else f"its run log could not be written either: {outcome.log_error}")
         reason = f"the session was ended because the database refused a write: {dbfaults.describe(exc)}; {log_kept}"

@@ -148,9 +148,11 @@ def run_process(command: CLICommand, on_line: Callable[[bytes], None],
         with stderr_file:
             try:
                 _run(command, on_line, should_stop, on_oversized, run_log, stderr_file, outcome)
-            except Exception:
+            except Exception as exc:
                 # The caller's failure (the database refused a line's rows):
-                # the CLI's stderr is kept all the same, and its own error told.
+                # the CLI's stderr is kept all the same, and its own error told;
+                # what the run came to goes with it (the run log's failure, once closed).
+                exc.claudeops_outcome = outcome
                 try:
                     _keep_stderr(stderr_file, command, outcome)
                 except Exception:
