@@ -64,8 +64,10 @@ def refused_revisions(app: Flask, unknown: list[str]) -> list[str]:
     are that plugin's branch, set aside with it (logged), and there is
     nothing to migrate. Alembic cannot run any revision while the database
     names one it cannot locate, so with revisions to run they are refused."""
+    if not unknown:
+        return unknown
     disabled = disabled_installed(app)
-    if not unknown or not disabled:
+    if not disabled:
         return unknown
     with db.engine.connect() as connection:
         current = set(MigrationContext.configure(connection).get_current_heads())

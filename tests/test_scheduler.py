@@ -484,7 +484,7 @@ def test_a_shutdown_the_database_refuses_still_gives_the_lock_back_and_says_what
     instance.start()
     locked = OperationalError("UPDATE", {}, sqlite3.OperationalError("database is locked"))
     instance._unfinished[7] = ("the session could not be finished: the database is locked", utcnow(), "failed")
-    monkeypatch.setattr(control, "fail_running", lambda *args: (_ for _ in ()).throw(locked))
+    monkeypatch.setattr(control, "end_running", lambda *args: (_ for _ in ()).throw(locked))
     monkeypatch.setattr(instance, "_publish", lambda next_run, alive=True: (_ for _ in ()).throw(locked))
     with caplog.at_level(logging.WARNING):
         instance.shutdown()

@@ -272,7 +272,7 @@ def mark_interrupted() -> int:
     return count
 
 
-def fail_running(session_id: int, reason: str, ended_at: Optional[datetime] = None, status: str = FAILED) -> bool:
+def end_running(session_id: int, reason: str, ended_at: Optional[datetime] = None, status: str = FAILED) -> bool:
     """End a session whose run broke off before recording its end (at
     ``ended_at``, when it broke off, however much later the database takes
     it), as failed, or as ``status`` when it came as far as deciding that;

@@ -187,7 +187,8 @@ def _run_session(session: Session, session_id: int, shutdown: Optional[threading
             outcome.ended_by = SHUTDOWN_REASON
     except SQLAlchemyError as exc:
         # The runner has ended the CLI's group; what was committed stays, and
-        # the run log holds every byte the CLI wrote up to here.
+        # the run log holds every byte the CLI wrote up to here, unless it
+        # could not be written either (its outcome's log_error).
         session = _after_refused_write(session)
         outcome = outcome or getattr(exc, "claudeops_outcome", None)
         log_kept = ("the run log keeps the CLI's output" if outcome is None or outcome.log_error is None

@@ -400,7 +400,7 @@ class SessionScheduler:
         with self.app.app_context():
             try:
                 for session_id, (reason, ended_at, status) in list(self._unfinished.items()):
-                    if control.fail_running(session_id, reason, ended_at, status):
+                    if control.end_running(session_id, reason, ended_at, status):
                         log.warning("session %s recorded as %s: %s", session_id, status, reason)
                     del self._unfinished[session_id]
             finally:

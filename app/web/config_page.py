@@ -101,7 +101,8 @@ def update():
     since is not saved either: the form comes back saying so, and saving it
     again replaces the other change."""
     lock_for_request()   # what is compared is what the save replaces, whoever saves at the same moment
-    current = {row["name"]: row["value"] for row in describe() if row["runtime"]}
+    rows = [row for row in describe() if row["runtime"]]
+    current = {row["name"]: row["value"] for row in rows}
     wanted = {name: request.form[name].strip() for name in current if name in request.form}
     # A form without the hidden fields (a script's POST) is compared with what is in force.
     shown_as = {name: request.form.get(SHOWN_AS + name, current[name]) for name in wanted}
@@ -109,7 +110,7 @@ def update():
     edited = {name for name, value in wanted.items() if value != shown_as[name] and name not in asked_to_reset}
     # A setting with no change stored is reset already (another tab did it, or
     # this form was sent twice): what the operator asked for is in force.
-    stored = overrides()
+    stored = {row["name"] for row in rows if row["source"] == "runtime" or row["ignored"]}
     resets = [name for name in asked_to_reset if name in stored]
     values = {name: wanted[name] for name in edited if wanted[name] != current[name]}
     since = {name: f"changed to {current[name]!r} elsewhere since this page was loaded; "
