@@ -235,7 +235,8 @@ def claudeops_session_finished(run, result):
     """React to the end of a session.
 
     Called once per session that ran, after its final status is stored,
-    inside an application context.
+    inside an application context. For a session whose end the database
+    refused (a full disk), that is when the scheduler records it later.
 
     :param RunInfo run: the session that ended.
     :param SessionResult result: its status, reason, response and costs.

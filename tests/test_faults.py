@@ -35,6 +35,7 @@ from app.models import SchedulerState, Session, SessionActivity
 from app.plugin_types import PromptSection
 from app.runtime import change
 from app.sessions import control
+from app.sessions import manager as manager_module
 from app.sessions.manager import run_session
 from app.sessions.scheduler import SessionScheduler
 from app.timeutil import utcnow
@@ -949,13 +950,61 @@ def test_a_database_server_gone_for_longer_than_its_end_waits_leaves_the_session
     app = make_app(tmp_path, plugins=[outage])
     fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:web] checked"), sl.result("checked")))
     with app.app_context():
-        session_id = control.claim(control.enqueue().id).id
-        given_up_in(outage, session_id)
-        # Still running: the scheduler records it failed once the database takes it (_record_unfinished).
+        session_id = control.enqueue().id
+        instance = SessionScheduler(app)
+        with before_each_flush(outage.before_flush), pytest.raises(
+                OperationalError, match="server closed the connection unexpectedly"):
+            instance._run_next()
+        # Still running: the scheduler records it once the database takes it.
         assert db.session.get(Session, session_id).status == "running"
-        assert events_of(session_id) == ["checked"]
+        assert all_events_of(session_id) == ["checked"]
+        db.session.remove()
+        outage.left = dict.fromkeys(outage.left, 0)   # the server is back
+        instance._record_unfinished()
+        session = db.session.get(Session, session_id)
+        late = "its end could not be recorded then: the database is unavailable (server closed the connection unexpectedly)"
+        assert (session.status, session.status_reason) == ("completed", late)
+        # As for an end recorded at once: the plugins are told, and its escalation is queued.
+        child = db.session.scalar(select(Session).where(Session.parent_id == session_id))
+        assert (child.tier, child.status, child.escalation_reason) == (2, "queued", "the web tier still answers 502")
+        assert all_events_of(session_id) == [
+            "checked", f"Session #{session_id} (tier 1) completed: {session.status_reason}", "finished: completed",
+            f"Session #{session_id} escalated to tier 2 (investigate) as session #{child.id}: the web tier still "
+            "answers 502"]
+        instance._record_unfinished()   # once only
+        assert len(all_events_of(session_id)) == 4
         db.session.remove()
     assert f"session {session_id}: recording its end: the database did not come back within 1.2 s" in caplog.text
+    assert f"session {session_id} recorded as completed: {late}" in caplog.text
+
+
+def test_a_session_the_database_refused_to_start_is_recorded_failed_with_a_notice(tmp_path, monkeypatch):
+    """Its run raised before the plugins were told it began: they are not
+    told it ended either, but the feed says it failed."""
+    app = make_app(tmp_path, plugins=[finished := FinishedRecorder()])
+    with app.app_context():
+        session_id = control.enqueue().id
+        refused = OperationalError("UPDATE sessions", {}, sqlite3.OperationalError("database or disk is full"))
+        monkeypatch.setattr(manager_module, "tags_by_plugin", lambda: (_ for _ in ()).throw(refused))
+        instance = SessionScheduler(app)
+        with pytest.raises(OperationalError):
+            instance._run_next()
+        monkeypatch.undo()
+        instance._record_unfinished()
+        session = db.session.get(Session, session_id)
+        assert (session.status, session.status_reason) == (
+            "failed", f"the session could not be finished: {dbfaults.describe(refused)}")
+        assert all_events_of(session_id) == [f"Session #{session_id} (tier 1) failed: {session.status_reason}"]
+        assert finished.told == []
+
+
+class FinishedRecorder:
+    def __init__(self):
+        self.told = []
+
+    @hookimpl
+    def claudeops_session_finished(self, run, result):
+        self.told.append((run.session_id, result.status))
 
 
 class RestartAsWritten:

@@ -16,7 +16,7 @@ from app.extensions import db
 from app.models import SchedulerState, Session
 from app.sessions import control
 from app.sessions import scheduler as scheduler_module
-from app.sessions.scheduler import SessionScheduler
+from app.sessions.scheduler import SessionScheduler, UnfinishedSession
 from app.timeutil import utcnow
 from tests import streamlines as sl
 from tests.support.database import sqlite_only
@@ -483,7 +483,8 @@ def test_a_shutdown_the_database_refuses_still_gives_the_lock_back_and_says_what
     instance = SessionScheduler(app)
     instance.start()
     locked = OperationalError("UPDATE", {}, sqlite3.OperationalError("database is locked"))
-    instance._unfinished[7] = ("the session could not be finished: the database is locked", utcnow(), "failed")
+    instance._unfinished[7] = UnfinishedSession("the session could not be finished: the database is locked", utcnow(),
+                                                "failed", None)
     monkeypatch.setattr(control, "end_running", lambda *args: (_ for _ in ()).throw(locked))
     monkeypatch.setattr(instance, "_publish", lambda next_run, alive=True: (_ for _ in ()).throw(locked))
     with caplog.at_level(logging.WARNING):

@@ -145,7 +145,18 @@ def _run_session(session: Session, session_id: int, shutdown: Optional[threading
     run = dbfaults.waiting_out(partial(_record_start, session, marker_tags),
                                f"session {session_id}: recording its start", waits)
     call_each("claudeops_session_starting", run=run, commit_each=True, shutdown=waits)
+    try:
+        return _run_started(session, session_id, run, marker_tags, waits, shutdown)
+    except Exception as exc:
+        # The plugins were told it began: the scheduler, recording its end
+        # once the database takes it, tells them it ended (``finish_late``).
+        exc.claudeops_run = run
+        raise
 
+
+def _run_started(session: Session, session_id: int, run: RunInfo, marker_tags: dict[str, tuple[str, ...]],
+                 waits: threading.Event, shutdown: Optional[threading.Event]) -> Session:
+    config = current_app.config
     try:
         # From ``run``: the starting hooks' commits expired the session's row.
         prompt = tier_prompt(config["CLAUDEOPS_PROMPTS_DIR"], run.tier, run.operator_prompt)
@@ -347,17 +358,41 @@ def _finish(session: Session, run: RunInfo, status: str, reason: Optional[str],
         # What it ended with, for the scheduler to record once the database takes it.
         exc.claudeops_session_end = (status, reason)
         raise
-    # A session that failed or timed out is what an operator watching at WARNING wants to see.
     log.log(logging.WARNING if status in (FAILED, TIMED_OUT) else logging.INFO,
             "session %s %s%s", run.session_id, status, f": {reason}" if reason else "")
-    if status in (FAILED, TIMED_OUT):   # and in the feed, where nothing the agent reported says so
-        escalation.notice("warning", f"Session #{run.session_id} (tier {run.tier}) {status.replace('_', ' ')}: "
-                                     f"{reason}", run, shutdown)
+    _tell_the_end(session, run, shutdown)
+    return session
+
+
+def finish_late(session_id: int, run: Optional[RunInfo], shutdown: threading.Event) -> None:
+    """What ``_finish`` does once a session's end is stored, for one whose
+    end the database refused and the scheduler recorded later
+    (``control.end_running``): the notice, and, if the plugins were told it
+    began (``run``), its end and the question of escalation."""
+    session = db.session.get(Session, session_id)
+    if run is None:   # the notice still names the session it is about
+        escalation.notice("warning", f"Session #{session_id} (tier {session.tier}) {_status_words(session)}",
+                          run_info(session), shutdown)
+        return
+    _tell_the_end(session, run, shutdown, late=True)
+
+
+def _tell_the_end(session: Session, run: RunInfo, shutdown: threading.Event, late: bool = False) -> None:
+    # A session that failed or timed out is what an operator watching at
+    # WARNING wants to see, in the feed too, where nothing the agent reported
+    # says so; and so is one whose end the database refused for a while.
+    if late or session.status in (FAILED, TIMED_OUT):
+        escalation.notice("warning", f"Session #{run.session_id} (tier {run.tier}) {_status_words(session)}", run,
+                          shutdown)
     result = SessionResult(
-        status=status, reason=reason, response=session.response or "", cost_usd=session.cost_usd,
-        num_turns=session.num_turns, duration_ms=session.duration_ms, is_error=session.is_error,
-        cli_session_id=session.cli_session_id)
+        status=session.status, reason=session.status_reason, response=session.response or "",
+        cost_usd=session.cost_usd, num_turns=session.num_turns, duration_ms=session.duration_ms,
+        is_error=session.is_error, cli_session_id=session.cli_session_id)
     call_each("claudeops_session_finished", run=run, commit_each=True, shutdown=shutdown, result=result)
     dbfaults.waiting_out(partial(escalation.consider, session, run, result, shutdown),
                          f"session {run.session_id}: considering its escalation", shutdown)
-    return session
+
+
+def _status_words(session: Session) -> str:
+    status = session.status.replace("_", " ")
+    return f"{status}: {session.status_reason}" if session.status_reason else status

@@ -43,7 +43,8 @@ from app.models import FAILED, SchedulerState
 from app.runtime import setting
 from app.sessions import control, escalation, recovery
 from app.sessions.clock_watch import ClockWatch
-from app.sessions.manager import run_session
+from app.plugin_types import RunInfo
+from app.sessions.manager import finish_late, run_session
 from app.sessions.runner_lock import RunnerLock, SchedulerAlreadyRunning  # noqa: F401  (start raises it)
 from app.timeutil import isoformat, utcnow
 
@@ -92,7 +93,7 @@ class SessionScheduler:
         # database refusing writes, most likely), with the reason and the
         # time of that end, to record as soon as the database takes it.
         # Session id → (reason, when it broke off, the status it ended with).
-        self._unfinished: dict[int, tuple[str, datetime, str]] = {}
+        self._unfinished: dict[int, UnfinishedSession] = {}
         # The worker failing again and again (a database that takes no
         # writes): since when, how many times, and when it was last logged.
         self._failing: Optional[WorkerFailures] = None
@@ -155,9 +156,9 @@ class SessionScheduler:
         try:
             self._record_unfinished()
         except Exception as exc:
-            for session_id, (reason, *_) in self._unfinished.items():
+            for session_id, end in self._unfinished.items():
                 log.warning("session %s is left recorded as running (%s; the database refused that too: %s); the "
-                            "next start marks it interrupted", session_id, reason, dbfaults.describe(exc))
+                            "next start marks it interrupted", session_id, end.reason, dbfaults.describe(exc))
         if self._lock_lost:   # the state is the new holder's to publish
             return
         with self.app.app_context():
@@ -358,7 +359,8 @@ class SessionScheduler:
                     # Written by a plain UPDATE, which no flush redacts, and
                     # a driver's message may quote a connection string.
                     status, reason = _unfinished_end(exc)
-                    self._unfinished[session_id] = (redaction.redactor().redact(reason), utcnow(), status)
+                    self._unfinished[session_id] = UnfinishedSession(
+                        redaction.redactor().redact(reason), utcnow(), status, getattr(exc, "claudeops_run", None))
                     raise
                 if trigger == SCHEDULE_TRIGGER:
                     self._last_ended = utcnow()
@@ -399,12 +401,33 @@ class SessionScheduler:
             return
         with self.app.app_context():
             try:
-                for session_id, (reason, ended_at, status) in list(self._unfinished.items()):
-                    if control.end_running(session_id, reason, ended_at, status):
-                        log.warning("session %s recorded as %s: %s", session_id, status, reason)
+                for session_id, end in list(self._unfinished.items()):
+                    recorded = control.end_running(session_id, end.reason, end.ended_at, end.status)
                     del self._unfinished[session_id]
+                    if recorded:
+                        log.warning("session %s recorded as %s: %s", session_id, end.status, end.reason)
+                        self._tell_late_end(session_id, end)
             finally:
                 db.session.remove()
+
+    def _tell_late_end(self, session_id: int, end: UnfinishedSession) -> None:
+        """Once: the end is recorded, and the next session's start must not
+        wait on plugins a database still refusing keeps from hearing of it."""
+        try:
+            finish_late(session_id, end.run, self.shutdown_event)
+        except Exception as exc:
+            log.error("session %s: its end is recorded, but the plugins could not be told of it (%s)", session_id,
+                      dbfaults.describe(exc), exc_info=dbfaults.storage_fault(exc) is None)
+            dbfaults.roll_back()
+
+
+@dataclass
+class UnfinishedSession:
+    """A session whose run raised, to be recorded as ended once the database takes it."""
+    reason: str
+    ended_at: datetime
+    status: str
+    run: Optional[RunInfo]   # if the plugins were told it began
 
 
 @dataclass
