@@ -341,9 +341,10 @@ SHAPES: tuple[Rule, ...] = (
         r"[ \t](?:-[A-Za-z]*u|--user)(?:[ \t]+|=)?" + _QUOTE + r"[^\s:\"'\\]*:(?P<secret>[^\s\"'\\]+)"),
         hints=("curl",)),
     # The whole value: a session cookie is as good as a password. Also as
-    # CGI and WSGI name it (HTTP_COOKIE).
+    # CGI and WSGI name it (HTTP_COOKIE), which an environment's dump
+    # (env, printenv, a CGI script's debug output) writes with "=".
     Rule("cookie header", re.compile(
-        r"(?:http_)?(?:set-)?cookie" + _QUOTE + _GAP + r":" + _GAP
+        r"(?:(?:http_)?(?:set-)?cookie" + _QUOTE + _GAP + r":|http_cookie" + _QUOTE + _GAP + r"=)" + _GAP
         + _quoted_or_not(unquoted_start=r"[^\s\"'\\]", rest=r"[^\r\n\"'\\]*")),
         "secret", keep=_placeholder, hints=("cookie",), fold_case=True, word_start=True),
     # Hints as narrow as the pattern allows: "key" for api-key, not "api",

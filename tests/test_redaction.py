@@ -97,6 +97,11 @@ CAUGHT = [
     # As CGI and WSGI name the headers (a debug page, request.META).
     ("{'HTTP_AUTHORIZATION': 'Basic SHVudDNyLWh0dHA2Zm9v', 'HTTP_COOKIE': 'sessionid=abc123def456'}",
      f"{{'HTTP_AUTHORIZATION': 'Basic {R}', 'HTTP_COOKIE': '{R}'}}"),
+    # A CGI process's environment, dumped (env, printenv): "=", quoted or not.
+    ("HTTP_COOKIE=sessionid=abc123def456; csrftoken=x9\nHTTP_HOST=example.com",
+     f"HTTP_COOKIE={R}\nHTTP_HOST=example.com"),
+    ('export HTTP_COOKIE="sid=abc123def456" HTTP_AUTHORIZATION=Basic SHVudDNyLWh0dHA2Zm9v',
+     f'export HTTP_COOKIE="{R}" HTTP_AUTHORIZATION=Basic {R}'),
     ('Authorization: Digest username="bob", nonce="abc", uri="/", response="6629fae49393a05397450978507c4ef1"',
      f'Authorization: Digest username="bob", nonce="abc", uri="/", response="{R}"'),
     # Brackets inside a value (a generated password) are the value's; one that ends it is not.
