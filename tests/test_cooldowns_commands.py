@@ -463,6 +463,13 @@ def test_prefixes_chains_and_wrappers(line, expected):
     # a heredoc's body is read as commands, into a shell too
     ("bash <<EOF\nsystemctl restart nginx\nEOF", [(R, "nginx")]),
     ("ssh nas <<'EOF'\ndocker restart jellyfin\nEOF", [(R, "jellyfin")]),
+    # a heredoc's body ends at its delimiter: a quote or a parenthesis in it is text, which hides no command after it
+    ("cat > notes.md <<'EOF'\nNginx wasn't reloading.\nEOF\nsystemctl restart nginx\n"
+     "cat >> notes.md <<'EOF'\nRestarted; it's fine now.\nEOF", [(R, "nginx")]),
+    ("cat > a <<EOF\nit's\nEOF\ncat > b <<-EOF\n\tthat's\n\tEOF\ndocker restart jellyfin", [(R, "jellyfin")]),
+    ("git commit -m \"$(cat <<'EOF'\nFix the cache :(\nEOF\n)\" && docker restart jellyfin && echo \"a\" \"b\"",
+     [(R, "jellyfin")]),
+    ("cat <<A <<'B'\na's\nA\nb's\nB\nsystemctl restart nginx", [(R, "nginx")]),
     # cat given no file passes on what it is fed: a heredoc (read already), a here-string, a pipe
     ("cat <<EOF | bash\nsystemctl restart nginx\nEOF", [(R, "nginx")]),
     ("cat <<'EOF' | ssh nas\ndocker restart jellyfin\nEOF", [(R, "jellyfin")]),

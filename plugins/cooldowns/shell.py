@@ -289,6 +289,7 @@ def _as_bash_reads(line: str) -> str:
     # double quotes, inside which quoting starts afresh until its ")".
     opened: list[str] = []
     backquoted = False
+    heredocs: list[tuple[bool, str]] = []   # begun on this line: their bodies follow its end
     i = 0
     while i < len(line):
         char = line[i]
@@ -323,6 +324,14 @@ def _as_bash_reads(line: str) -> str:
         i += 1
         if quote is not None:
             continue
+        if char == "<" and line[i:i + 1] == "<" and line[i + 1:i + 2] != "<" and line[i - 2:i - 1] != "<":
+            heredoc = HEREDOC_WORD.match(line, i + 1)
+            if heredoc:   # `<<EOF`, `<<-'EOF'`: read as a word next, its body after this line
+                heredocs.append((heredoc["tabs"] == "-", _unquoted(heredoc["word"])))
+        elif char == "\n" and heredocs:
+            i = _heredoc_bodies(line, i, heredocs, out)
+            heredocs = []
+            continue
         ends_substitution = False
         if char == "(":
             opened.append("$(" if line[i - 2:i] == "$(" else "(")
@@ -340,6 +349,47 @@ def _as_bash_reads(line: str) -> str:
         if ends_substitution and i < len(line) and line[i] not in " \t\r\n" + OPERATOR_CHARS:
             out.append(GLUED)   # what follows is the same word: `-f $(pwd)/compose.yml`
     return "".join(out)
+
+
+# After "<<" (not "<<<"): a heredoc's "-" (leading tabs stripped) and its delimiter, quoted or not.
+HEREDOC_WORD = re.compile(r"(?P<tabs>-?)[ \t]*(?P<word>(?:[^\s;&|()<>`'\"\\]|\\.|'[^']*'|\"(?:[^\"\\]|\\.)*\")+)")
+
+
+def _unquoted(word: str) -> str:
+    """A heredoc's delimiter as bash compares it: quotes and backslashes taken out."""
+    try:
+        return "".join(shlex.split(word))
+    except ValueError:
+        return word
+
+
+def _heredoc_bodies(line: str, i: int, heredocs: list[tuple[bool, str]], out: list[str]) -> int:
+    """The bodies of the heredocs begun on the line that ends at ``i``, each
+    up to its delimiter's line, put in ``out`` as commands of their own (a
+    body may be fed to a shell: ``bash <<EOF``). A body is no shell text
+    the line's quoting goes on through: read alone, and one with a stray
+    quote (``it's``) as the words of its lines, so that its quotes cannot
+    hide the commands after its delimiter. Gives where the line reads on."""
+    for strip_tabs, delimiter in heredocs:
+        body: list[str] = []
+        terminator = None
+        while i < len(line) and terminator is None:
+            end = line.find("\n", i)
+            text = line[i:] if end < 0 else line[i:end]
+            i = len(line) if end < 0 else end + 1
+            if (text.lstrip("\t") if strip_tabs else text) == delimiter:
+                terminator = text
+            else:
+                body.append(text)
+        read = _as_bash_reads("\n".join(body))
+        try:
+            _lex(read)
+        except ValueError:   # a stray quote or a trailing backslash: its words, as tokens() reads such a line
+            read = _shown(read).replace('"', " ").replace("'", " ").replace("\\", " ")
+        out.append(read + "\n")
+        if terminator is not None:
+            out.append(terminator + "\n")
+    return i
 
 
 def _ansi_c_end(line: str, start: int) -> Optional[int]:
