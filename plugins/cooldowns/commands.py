@@ -306,16 +306,17 @@ def _init_script(command: SimpleCommand, words: list[str], state: _Line) -> list
 
 
 def _supervisorctl(command: SimpleCommand, words: list[str], state: _Line) -> list[Recognised]:
-    """``supervisorctl restart|start NAME…`` (``all`` or a group: not readable as one service)."""
+    """``supervisorctl restart|start NAME…`` (``all`` or a group: not readable as one service); a
+    process of a group, ``GROUP:NAME`` (``celery:celery_00``), is counted under its own name."""
     positionals = parse_args(words, {"-c", "--configuration", "-s", "--serverurl", "-u", "--username",
                                      "-p", "--password", "-r", "--history-file"}).positionals
     if positionals[:1] and wholly_at_run_time(positionals[0]):
         return _action_at_run_time(command)
     if positionals[:1] and positionals[0] in ("restart", "start"):
         names = positionals[1:]
-        if any(name == "all" or name.endswith(":*") for name in names):
+        if any(name == "all" or name.endswith((":*", ":")) for name in names):
             return [Recognised(RESTART, None, "every program, or a group", command.text())]
-        return _each(RESTART, names, command)
+        return _each(RESTART, [name.rpartition(":")[2] for name in names], command)
     return []
 
 
