@@ -71,6 +71,11 @@ def found(line: str, cwd: str | None = "/home/ops") -> list[tuple[str, str | Non
     # more verbs and spellings
     ("systemctl reload-or-try-restart nginx", [(R, "nginx")]),
     ("systemctl condreload nginx", [(R, "nginx")]),
+    # systemctl's options that take a value, before the verb
+    ("systemctl -C ops restart nginx", [(R, "nginx")]),
+    ("systemctl --capsule ops try-restart nginx", [(R, "nginx")]),
+    ("systemctl --legend no --message 'config fix' restart nginx", [(R, "nginx")]),
+    ("systemctl --preset-mode full --image-policy root=verity restart nginx", [(R, "nginx")]),
     ("service nginx --full-restart", [(R, "nginx")]),
     ("kubectl -v 6 rollout restart deployment/web", [(R, "web")]),
     ("nerdctl restart jellyfin", [(R, "jellyfin")]),

@@ -267,7 +267,9 @@ def _compose_project(command: SimpleCommand, top: Args) -> Optional[str]:
 
 SYSTEMCTL_VALUE = {"-H", "--host", "-M", "--machine", "-t", "--type", "-p", "--property", "-P", "-s", "--signal",
                    "-n", "--lines", "-o", "--output", "--state", "--root", "--image", "--job-mode", "--kill-whom",
-                   "--kill-value", "--what", "--timestamp", "--check-inhibitors", "--when", "--drop-in"}
+                   "--kill-value", "--what", "--timestamp", "--check-inhibitors", "--when", "--drop-in",
+                   "-C", "--capsule", "--image-policy", "--preset-mode", "--reboot-argument", "--message",
+                   "--boot-loader-menu", "--boot-loader-entry", "--legend"}
 SYSTEMCTL_RESTARTS = {"restart", "try-restart", "reload-or-restart", "try-reload-or-restart",
                       "reload-or-try-restart", "condrestart", "condreload", "force-reload", "start"}
 
