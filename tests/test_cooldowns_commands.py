@@ -786,6 +786,10 @@ def test_a_command_of_many_words_is_read_in_one_pass():
     assert found("docker restart jellyfin " + "sonarr " * 30_000) == [(R, "jellyfin"), (R, "sonarr")]
 
 
+def test_heredocs_begun_in_one_anothers_bodies_are_read_without_running_out_of_stack():
+    assert found("cat <<A\n" * 2000 + "docker restart jellyfin") == [(R, "jellyfin")]
+
+
 @pytest.mark.parametrize("line, target", [
     ("docker restart $name", "$name"),
     ("docker restart ${SERVICE}", "${SERVICE}"),

@@ -276,13 +276,15 @@ def _lex(line: str) -> list[str]:
     return list(lexer)
 
 
-def _as_bash_reads(line: str) -> str:
+def _as_bash_reads(line: str, heredoc_depth: int = 0) -> str:
     """``line`` for the lexer, read with bash's quoting: without its comments
     (a ``#`` that starts a word, outside quotes, up to but not including the
     end of its line); with its line continuations joined (a backslash-newline
     outside single quotes and comments is taken out); and with ``GLUED`` where
     a word runs on into a substitution or on from one, which the lexer would
-    split there (``x`echo y``, ``$(pwd)/compose.yml``)."""
+    split there (``x`echo y``, ``$(pwd)/compose.yml``). A heredoc's body is
+    read on its own (``heredoc_depth``: within how many bodies ``line`` is;
+    deeper than ``MAX_DEPTH``, a heredoc in it is read as the line's text)."""
     out: list[str] = []
     quote = None
     # The "(" and "$(" not closed yet; QUOTED_SUBSTITUTION for a "$(" within
@@ -324,12 +326,13 @@ def _as_bash_reads(line: str) -> str:
         i += 1
         if quote is not None:
             continue
-        if char == "<" and line[i:i + 1] == "<" and line[i + 1:i + 2] != "<" and line[i - 2:i - 1] != "<":
+        if char == "<" and line[i:i + 1] == "<" and line[i + 1:i + 2] != "<" and line[i - 2:i - 1] != "<" \
+                and heredoc_depth < MAX_DEPTH:
             heredoc = HEREDOC_WORD.match(line, i + 1)
             if heredoc:   # `<<EOF`, `<<-'EOF'`: read as a word next, its body after this line
                 heredocs.append((heredoc["tabs"] == "-", _unquoted(heredoc["word"])))
         elif char == "\n" and heredocs:
-            i = _heredoc_bodies(line, i, heredocs, out)
+            i = _heredoc_bodies(line, i, heredocs, out, heredoc_depth + 1)
             heredocs = []
             continue
         ends_substitution = False
@@ -363,7 +366,7 @@ def _unquoted(word: str) -> str:
         return word
 
 
-def _heredoc_bodies(line: str, i: int, heredocs: list[tuple[bool, str]], out: list[str]) -> int:
+def _heredoc_bodies(line: str, i: int, heredocs: list[tuple[bool, str]], out: list[str], depth: int) -> int:
     """The bodies of the heredocs begun on the line that ends at ``i``, each
     up to its delimiter's line, put in ``out`` as commands of their own (a
     body may be fed to a shell: ``bash <<EOF``). A body is no shell text
@@ -381,7 +384,7 @@ def _heredoc_bodies(line: str, i: int, heredocs: list[tuple[bool, str]], out: li
                 terminator = text
             else:
                 body.append(text)
-        read = _as_bash_reads("\n".join(body))
+        read = _as_bash_reads("\n".join(body), depth)
         try:
             _lex(read)
         except ValueError:   # a stray quote or a trailing backslash: its words, as tokens() reads such a line
