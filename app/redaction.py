@@ -290,6 +290,43 @@ def _overlapping(pattern: re.Pattern, text: str) -> Iterator[re.Match]:
         position = found.start() + 1
 
 
+@dataclass(frozen=True)
+class CookieList:
+    """Cookies given as a JSON array of strings (``"set-cookie": ["sid=…",
+    "theme=dark"]``, as ``curl -w '%{header_json}'`` and Node write
+    headers): each string of the array, whole. Its strings are quoted as
+    the key is (escaped as often, JSON kept in a JSON string)."""
+
+    name: str = "cookie list"
+    hints: tuple[str, ...] = ("cookie",)
+    fold_case: bool = True
+    opening: re.Pattern = re.compile(r"(?:set-)?cookie(?P<quote>\\*\")[ \t]*:[ \t]*\[[ \t]*")
+    between: re.Pattern = re.compile(r"[ \t]*,[ \t]*")
+    most: int = 100   # strings of one array
+
+    def matches(self, text: str, folded: str):
+        if self.hints and not any(hint in folded for hint in self.hints):
+            return
+        for opening in self.opening.finditer(folded):
+            if not _starts_word(text, opening.start()):
+                continue
+            quote, position = opening["quote"], opening.end()
+            for _ in range(self.most):
+                if not text.startswith(quote, position):
+                    break
+                start = position + len(quote)
+                close = text.find('"', start)
+                end = close - (len(quote) - 1)
+                if close < 0 or end < start or text[end:close + 1] != quote:
+                    break
+                if end > start and not _placeholder(text[start:end]):
+                    yield start, end
+                following = self.between.match(text, close + 1)
+                if following is None:
+                    break
+                position = following.end()
+
+
 SHAPES: tuple[Rule, ...] = (
     PrivateKeys(),
     Rule("URL credentials", re.compile(r"[A-Za-z0-9]://[^\s:/@\"'\\]*:(?P<secret>[^\s/\"'\\]+)@"), "secret",
@@ -345,8 +382,9 @@ SHAPES: tuple[Rule, ...] = (
     # (env, printenv, a CGI script's debug output) writes with "=".
     Rule("cookie header", re.compile(
         r"(?:(?:http_)?(?:set-)?cookie" + _QUOTE + _GAP + r":|http_cookie" + _QUOTE + _GAP + r"=)" + _GAP
-        + _quoted_or_not(unquoted_start=r"[^\s\"'\\]", rest=r"[^\r\n\"'\\]*")),
+        + _quoted_or_not(unquoted_start=r"[^\s\"'\\\[{]", rest=r"[^\r\n\"'\\]*")),
         "secret", keep=_placeholder, hints=("cookie",), fold_case=True, word_start=True),
+    CookieList(),
     # Hints as narrow as the pattern allows: "key" for api-key, not "api",
     # which every status page's "GET /api/…" holds.
     Rule("--password value", re.compile(
@@ -545,10 +583,43 @@ def replace_spans(text: str, spans: list[tuple[int, int]]) -> str:
         return text
     parts, position = [], 0
     for start, end in spans:
-        parts += [text[position:start], REPLACEMENT]
+        replacement = REPLACEMENT
+        quote = _json_key_quote(text, start)
+        if quote is not None:
+            # A number or a literal ("password": 12345678): given as a bare
+            # word, it would leave JSON that is no longer JSON; what a value
+            # read to the end of its line took after it is JSON's own (`}}`).
+            replacement = f"{quote}{REPLACEMENT}{quote}"
+            token_end = _JSON_SCALAR.match(text, start).end()
+            if _JSON_AFTER_VALUE.fullmatch(text, token_end, end):
+                end = token_end
+                if text[start:end] in _JSON_LITERALS:   # "cookie": null holds none
+                    replacement = text[start:end]
+        parts += [text[position:start], replacement]
         position = end
     parts.append(text[position:])
     return "".join(parts)
+
+
+# A value's place in JSON's structure: after a key's closing quote and its
+# colon, the quote as JSON at that depth writes one (", or \" in JSON kept
+# in a JSON string, \\\" a level deeper), which the replacement is quoted
+# with. A string value's secret begins after its opening quote, an array's
+# or object's inside it: neither is here.
+_JSON_KEY_BEFORE = re.compile(r'(?:^|[^\\])(?P<quote>\\*")[ \t]*:[ \t]*$')
+_JSON_QUOTES = frozenset("\\" * (2 ** depth - 1) + '"' for depth in range(6))
+_JSON_SCALAR = re.compile(r'[^\s,}\]\\]*')
+_JSON_AFTER_VALUE = re.compile(r'[\s,}\]]*')
+_JSON_LITERALS = frozenset({"null", "true", "false"})
+
+
+def _json_key_quote(text: str, start: int) -> Optional[str]:
+    """How a quote is written where the value at ``start`` is, if it is a
+    JSON key's value that is no string; else None."""
+    if start == 0 or start >= len(text) or text[start] in "\"[{\\" or text[start - 1] not in ": \t":
+        return None
+    key = _JSON_KEY_BEFORE.search(text, max(0, start - 256), start)
+    return key["quote"] if key is not None and key["quote"] in _JSON_QUOTES else None
 
 
 # A text cut to what is shown, from secrets found in more of it: cut where the

@@ -100,6 +100,10 @@ CAUGHT = [
     # A CGI process's environment, dumped (env, printenv): "=", quoted or not.
     ("HTTP_COOKIE=sessionid=abc123def456; csrftoken=x9\nHTTP_HOST=example.com",
      f"HTTP_COOKIE={R}\nHTTP_HOST=example.com"),
+    # Headers as curl -w '%{header_json}' and Node write them: each cookie of the array.
+    ('{"set-cookie": ["sid=abc123def456; Path=/; HttpOnly", "theme=dark"], "server": "nginx"}',
+     f'{{"set-cookie": ["{R}", "{R}"], "server": "nginx"}}'),
+    ('{"Cookie":["sid=abc123def456"]}', f'{{"Cookie":["{R}"]}}'),
     ('export HTTP_COOKIE="sid=abc123def456" HTTP_AUTHORIZATION=Basic SHVudDNyLWh0dHA2Zm9v',
      f'export HTTP_COOKIE="{R}" HTTP_AUTHORIZATION=Basic {R}'),
     ('Authorization: Digest username="bob", nonce="abc", uri="/", response="6629fae49393a05397450978507c4ef1"',
@@ -234,6 +238,27 @@ def test_a_raw_stream_json_line_stays_valid_json(redactor, raw, _):
         decoded = json.loads(redacted)["message"]["content"][0]["content"]
         # What the line holds, redacted raw, is what the text is, redacted decoded.
         assert decoded == redactor.redact(raw)
+
+
+@pytest.mark.parametrize("value, shown", [
+    (12345678, R), (-1.5e3, R), (None, None), (True, True), (["sid=abc123def456", "b=1"], [R, R]),
+], ids=["number", "float", "null", "true", "array"])
+def test_a_json_value_that_is_no_string_leaves_the_json_valid(redactor, value, shown):
+    """A secret's name as a JSON key whose value is no string (a structured
+    tool input in a raw line, a tool's JSON output, that kept in a string):
+    a number is redacted as a string, a literal, which holds none, kept, and
+    the JSON after it left whole, at any depth."""
+    scalar = not isinstance(value, list)
+    document = {"input": {"headers": {"Cookie": value}, "password": value if scalar else 12345678}, "n": 1}
+    for text in (json.dumps(document), json.dumps(document, separators=(",", ":"))):
+        for depth in range(3):
+            redacted = redactor.redact(text)
+            for _ in range(depth):
+                redacted = json.loads(redactor.redact(json.dumps({"content": redacted})))["content"]
+            inner = json.loads(redacted)
+            assert inner["n"] == 1 and "abc123def456" not in redacted and "12345678" not in redacted, redacted
+            assert inner["input"]["headers"]["Cookie"] == shown
+            assert inner["input"]["password"] == (shown if scalar else R)
 
 
 def test_a_secret_value_is_found_as_go_and_json_inside_json_write_it(redactor):
