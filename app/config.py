@@ -145,6 +145,14 @@ def _path(raw: str) -> str:
     return str(Path(raw).expanduser().resolve())
 
 
+def _path_or_derived(raw: str) -> str:
+    """A directory whose empty value is derived from the state directory: one
+    set is taken from the working directory at once, as the state directory
+    is, so that every process (and every command run later, from anywhere)
+    means the same one; sessions record the run logs' paths."""
+    return _path(raw) if raw else ""
+
+
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
@@ -242,11 +250,13 @@ SETTINGS: tuple[Setting, ...] = (
             "working directory, for every process of the service (a database an earlier version kept for it in the "
             "checkout's `instance/` folder stops the start, naming both places); a database in memory is refused."),
     Setting("CLAUDEOPS_RESULTS_DIR", "",
-            "Where each session's raw run log is written; empty means `$CLAUDEOPS_STATE_DIR/results`."),
+            "Where each session's raw run log is written; empty means `$CLAUDEOPS_STATE_DIR/results`. A relative "
+            "path is taken from the working directory.", _path_or_derived),
     Setting("CLAUDEOPS_CLAUDE_BIN", "claude",
             "The Claude Code CLI to run (a name on `PATH` or a path).", _not_empty(str, "`claude` on `PATH`")),
     Setting("CLAUDEOPS_WORKDIR", "",
-            "Working directory of the CLI; empty means `$CLAUDEOPS_STATE_DIR/work`."),
+            "Working directory of the CLI; empty means `$CLAUDEOPS_STATE_DIR/work`. A relative path is taken "
+            "from the working directory.", _path_or_derived),
     Setting("CLAUDEOPS_PROMPTS_DIR", str(PROJECT_ROOT / "prompts"),
             "Directory holding tier1-observe.md, tier2-investigate.md and tier3-remediate.md.",
             _not_empty(str, "the service's own `prompts`")),

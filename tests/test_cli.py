@@ -41,6 +41,40 @@ def test_run_prints_the_outcome_and_exits_zero(tmp_path, fake_cli):
     assert result.stdout.splitlines()[:2] == ["session #1: completed", "All healthy. [EVENT:info:web] up"]
 
 
+def test_a_relative_results_directory_is_taken_from_the_working_directory_once(tmp_path, fake_cli):
+    """A relative CLAUDEOPS_RESULTS_DIR (or CLAUDEOPS_WORKDIR) is taken from
+    the working directory as the settings are read, as the state directory
+    is: the run log's path a session records is whole, so that a command run
+    later from another directory, with the service's settings, finds the run
+    logs instead of taking them for gone and leaving them on the disk."""
+    from sqlalchemy import create_engine, text
+    fake_cli(sl.steps(sl.init(), sl.text("All healthy."), sl.result("All healthy.")))
+    started_in, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
+    started_in.mkdir()
+    elsewhere.mkdir()
+    env = dict(claudeops_env(tmp_path), CLAUDEOPS_RESULTS_DIR="runs", CLAUDEOPS_WORKDIR="work")
+    ran = subprocess.run([str(CLAUDEOPS), "run"], env=env, cwd=started_in, capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    results = started_in / "runs"
+    run_logs = sorted(results.glob("session-*"))
+    assert [path.suffix for path in run_logs] == [".ndjson", ".log"]
+    assert (started_in / "work").is_dir()
+    shown = subprocess.run([str(CLAUDEOPS), "config"], env=env, cwd=started_in, capture_output=True, text=True,
+                           timeout=60)
+    assert {f"CLAUDEOPS_RESULTS_DIR={results}", f"CLAUDEOPS_WORKDIR={started_in / 'work'}"} <= set(
+        shown.stdout.splitlines())
+    engine = create_engine(explicit_database_url(tmp_path / "state"))
+    with engine.begin() as connection:
+        assert connection.execute(text("SELECT log_path FROM sessions")).scalar() == str(run_logs[0])
+        connection.execute(text("UPDATE sessions SET ended_at = :old"), {"old": "2000-01-01 00:00:00"})
+    engine.dispose()
+    pruned = subprocess.run([str(CLAUDEOPS), "prune"], env=dict(env, CLAUDEOPS_RESULTS_DIR=str(results)),
+                            cwd=elsewhere, capture_output=True, text=True, timeout=60)
+    assert pruned.returncode == 0, pruned.stderr
+    assert "2 run log files" in pruned.stdout, pruned.stdout
+    assert not any(path.exists() for path in run_logs)
+
+
 def test_run_runs_the_escalations_of_its_session_in_the_foreground(tmp_path, fake_cli):
     fake_cli(sl.steps(sl.init(), sl.text("[ESCALATE] the disk is full"), sl.result("Escalating.")))
     result = subprocess.run([str(CLAUDEOPS), "run"], env=claudeops_env(tmp_path), capture_output=True, text=True,
