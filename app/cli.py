@@ -542,7 +542,8 @@ def prune(dry_run: bool):
                    "logs are in its results directory, and its scheduler removes them)")
     click.echo("Retention in force:")
     for name, days in periods_in_force():
-        click.echo(f"  {name}={days} ({f'{days} days' if days else 'kept forever'})")
+        kept = f"{days} day{'' if days == 1 else 's'}" if days else "kept forever"
+        click.echo(f"  {name}={days} ({kept})")
 
 
 @main.command("logout-all")

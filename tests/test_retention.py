@@ -532,6 +532,8 @@ def test_the_cli_prunes_and_prints_what_it_removed(app, fake_cli, run_session_no
         "  CLAUDEOPS_LOG_RETENTION_DAYS=0 (kept forever)\n"
         "  CLAUDEOPS_COOLDOWN_RETENTION_DAYS=365 (365 days)\n"
         "  CLAUDEOPS_EVENT_RETENTION_DAYS=30 (30 days)\n")
+    change({"CLAUDEOPS_EVENT_RETENTION_DAYS": 1})
+    assert "  CLAUDEOPS_EVENT_RETENTION_DAYS=1 (1 day)\n" in runner.invoke(main, ["prune"]).output
     help_text = runner.invoke(main, ["prune", "--help"]).output
     assert "--dry-run" in help_text and "CLAUDEOPS_LOG_RETENTION_DAYS" in help_text
 
