@@ -420,6 +420,11 @@ def _checked_prompt(prompt: str | None) -> str | None:
         raise click.ClickException(str(exc)) from None
 
 
+# What `claudeops run` says stopped its session.
+STOP_SIGNAL_WORDS = {signal.SIGINT: "SIGINT: Ctrl-C", signal.SIGTERM: "SIGTERM",
+                     signal.SIGHUP: "SIGHUP: its terminal closed"}
+
+
 @main.command("run")
 @click.option("--tier", default=1, show_default=True, type=click.IntRange(1, 3),
               help=f"Tier to run: {', '.join(f'{n} {name}' for n, name in TIERS.items())}.")
@@ -458,8 +463,12 @@ def run_once(tier: int, prompt: str | None):
     # its group, instead of leaving it running.
     from app.serve import STOP_SIGNALS
     shutdown = threading.Event()
+
+    def stop(signum, _frame) -> None:
+        shutdown.claudeops_reason = f"`claudeops run` was stopped ({STOP_SIGNAL_WORDS.get(signum, signal.Signals(signum).name)})"
+        shutdown.set()
     for sig in STOP_SIGNALS:
-        signal.signal(sig, lambda signum, _frame: shutdown.set())
+        signal.signal(sig, stop)
     try:
         try:
             apply_migrations(app)

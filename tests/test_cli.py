@@ -163,8 +163,9 @@ def test_run_exits_one_with_the_reason_when_the_session_fails(tmp_path, fake_cli
     assert result.stdout.startswith("session #1: failed (the Claude CLI exited with status 2")
 
 
-@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
-def test_sigterm_stops_the_foreground_session(tmp_path, fake_cli, stop_signal):
+@pytest.mark.parametrize("stop_signal, said", [(signal.SIGTERM, "SIGTERM"), (signal.SIGHUP, "SIGHUP: its terminal closed"),
+                                               (signal.SIGINT, "SIGINT: Ctrl-C")], ids=["SIGTERM", "SIGHUP", "SIGINT"])
+def test_sigterm_stops_the_foreground_session(tmp_path, fake_cli, stop_signal, said):
     """SIGHUP: the terminal or SSH connection it ran in closed."""
     started = fake_cli(sl.steps(sl.init(), sl.text("working")) + [{"sleep": 60}])
     process = subprocess.Popen([str(CLAUDEOPS), "run"], env=claudeops_env(tmp_path), stdout=subprocess.PIPE, text=True)
@@ -175,7 +176,7 @@ def test_sigterm_stops_the_foreground_session(tmp_path, fake_cli, stop_signal):
     process.send_signal(stop_signal)
     output, _ = process.communicate(timeout=20)
     assert process.returncode == 1
-    assert output.startswith("session #1: stopped (the service shut down during the session)")
+    assert output.startswith(f"session #1: stopped (`claudeops run` was stopped ({said}))")
 
 
 def test_run_refuses_while_another_process_runs_sessions(tmp_path):

@@ -195,7 +195,7 @@ def _run_started(session: Session, session_id: int, run: RunInfo, marker_tags: d
                               _committing(handler, _stop_poller(session.id, shutdown)), handler.handle_oversized)
         handler.close()   # the rows of the last batch
         if _ended_with_the_service(outcome, handler, shutdown):
-            outcome.ended_by = SHUTDOWN_REASON
+            outcome.ended_by = shutdown_reason(shutdown)
     except SQLAlchemyError as exc:
         # The runner has ended the CLI's group; what was committed stays, and
         # the run log holds every byte the CLI wrote up to here, unless it
@@ -231,6 +231,12 @@ def _record_system_prompt(session: Session, appended: str) -> None:
     session.system_prompt = appended
     db.session.commit()
     db.session.refresh(session)
+
+
+def shutdown_reason(shutdown: threading.Event) -> str:
+    """Why the shutdown event was set: the service's stop, unless whoever
+    set it said otherwise (``claudeops run``, stopped by a signal of its own)."""
+    return getattr(shutdown, "claudeops_reason", None) or SHUTDOWN_REASON
 
 
 def _ended_with_the_service(outcome: ProcessOutcome, handler: StreamHandler,
@@ -304,7 +310,7 @@ def _stop_poller(session_id: int, shutdown: Optional[threading.Event]):
     def should_stop() -> Optional[str]:
         nonlocal last_check
         if shutdown is not None and shutdown.is_set():
-            return SHUTDOWN_REASON
+            return shutdown_reason(shutdown)
         now = time.monotonic()
         if now - last_check < STOP_POLL_SECONDS:
             return None
