@@ -313,11 +313,12 @@ SETTINGS: tuple[Setting, ...] = (
             _login_hours),
     Setting("CLAUDEOPS_TRUSTED_PROXIES", "0",
             "Reverse proxies in front of the service whose X-Forwarded-For/-Proto/-Host headers are believed "
-            "(client address, TLS for Secure cookies); 0 believes none.", _proxy_count),
+            "(client address, TLS for Secure cookies); 0 believes none, 10 at most.", _proxy_count),
     Setting("CLAUDEOPS_HSTS_SECONDS", "0",
             "Over TLS (or from a trusted proxy that says so), tell browsers to reach this host name only over "
-            "https for that many seconds (Strict-Transport-Security); 0 sends nothing. It holds for every port "
-            "of the host name: a plain-http service beside this one on the same name would be unreachable.",
+            "https for that many seconds (Strict-Transport-Security), two years at most; 0 sends nothing. It "
+            "holds for every port of the host name: a plain-http service beside this one on the same name would "
+            "be unreachable.",
             _hsts_seconds),
     Setting("CLAUDEOPS_LOG_LEVEL", "INFO", "Log level of the service (DEBUG, INFO, WARNING, ERROR, CRITICAL), "
             "gunicorn's included.", _log_level),

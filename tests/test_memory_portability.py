@@ -656,6 +656,14 @@ def test_a_markdown_file_without_memories_is_refused(app):
         portability.parse("# Notes\n\nNothing to see here.\n", "markdown")
 
 
+@pytest.mark.parametrize("fmt", ["auto", "json", "markdown"])
+def test_an_empty_file_is_refused_as_empty_in_any_format(app, fmt):
+    """Not in Markdown's terms for an empty .json file, nor JSON's for an empty .md."""
+    for text in ("", " \n\t\n", "\ufeff"):
+        with pytest.raises(portability.ImportRefused, match="^the file is empty"):
+            portability.parse(text, fmt)
+
+
 def test_an_export_of_no_memories_imports_as_nothing(app):
     """An export made before anything was learned is an export, not the wrong file."""
     empty = portability.export_markdown()

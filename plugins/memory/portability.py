@@ -216,6 +216,9 @@ def parse(text: str, fmt: str = "auto", most: int = MAX_IMPORT) -> list[Entry]:
     text), at most ``most`` of them."""
     # A byte-order mark, as Notepad and PowerShell write UTF-8, is no part of the text.
     text = text.removeprefix("\ufeff")
+    if not text.strip():   # in no format: not said in Markdown's terms (an empty .json file)
+        raise ImportRefused("the file is empty: an export holds at least its format and version (JSON), or "
+                            "a memory (Markdown)")
     if fmt == "auto":
         fmt = "json" if _looks_like_json(text) else "markdown"
     if fmt == "json":
