@@ -183,6 +183,9 @@ def test_when_the_check_fails_a_restart_is_denied_and_anything_else_allowed(stat
     assert re.match(r"Claude Ops could not check the cooldown for restart of jellyfin "
                     r"\((OperationalError|ProgrammingError): ", reason), reason
     assert "the command was not run" in reason
+    # Logged in one line, saying what to do: no traceback for a database that is not the service's.
+    assert "cooldowns: the check failed (the database is not migrated" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
     assert state(pre_tool_use("uptime"), CLAUDEOPS_DATABASE_URL=broken).stdout == ""
     missing = tmp_path / "not-there" / "claudeops.db"   # none is made for the check
     result = state(pre_tool_use("docker restart jellyfin"), CLAUDEOPS_DATABASE_URL=f"sqlite:///{missing}")

@@ -33,6 +33,7 @@ from typing import Optional
 from flask import current_app
 from sqlalchemy import text
 
+from app import dbfaults
 from app.extensions import SQLITE_BUSY_TIMEOUT_MS, db
 from app.models import Session
 from app.plugins import call_each
@@ -167,7 +168,11 @@ def check(raw: str, caller: Caller, now: Optional[datetime] = None) -> Optional[
         return reason
     except Exception as exc:
         db.session.rollback()
-        log.exception("cooldowns: the check failed")
+        # A database that cannot answer (full, locked, not migrated: a state
+        # directory not the service's) is one line; a mistake keeps its traceback.
+        known = dbfaults.storage_fault(exc) or dbfaults.schema_behind(exc)
+        log.error("cooldowns: the check failed (%s)", known or f"{type(exc).__name__}: {_first_line(exc)}",
+                  exc_info=known is None)
         what = ", ".join(f"{r.action} of {r.service or r.target}" for r in found)
         return f"Claude Ops could not check the cooldown for {what} ({type(exc).__name__}: {_first_line(exc)}), " \
                f"so the command was not run. {ADVICE}"
