@@ -196,15 +196,30 @@ class ClaudeOpsGroup(FlaskGroup):
                           "merge and edit write revision files; init and list-templates\n"
                           "set up a directory for them.")
             # stamp is left to meet any revision: `stamp --purge` is the way out of one that is lost.
-            group.commands = {**db.commands,
-                              "current": _knowing_its_revisions(db.commands["current"]),
-                              "check": _knowing_its_revisions(db.commands["check"]),
+            commands = {name: _own_directory_told(command) for name, command in db.commands.items()}
+            group.commands = {**commands,
+                              "current": _knowing_its_revisions(commands["current"]),
+                              "check": _knowing_its_revisions(commands["check"]),
                               "upgrade": _making_the_state(_beside_no_scheduler(
-                                  _knowing_its_revisions(db.commands["upgrade"]), makes_database=True)),
-                              "downgrade": _beside_no_scheduler(_knowing_its_revisions(db.commands["downgrade"])),
-                              "stamp": _beside_no_scheduler(db.commands["stamp"])}
+                                  _knowing_its_revisions(commands["upgrade"]), makes_database=True)),
+                              "downgrade": _beside_no_scheduler(_knowing_its_revisions(commands["downgrade"])),
+                              "stamp": _beside_no_scheduler(commands["stamp"])}
             self.add_command(group, "db")
             self._loaded_plugin_commands = True
+
+
+def _own_directory_told(command: click.Command) -> click.Command:
+    """A ``db`` command whose ``--directory`` help gives its real default:
+    not Flask-Migrate's "migrations" of the working directory, but the
+    service's own revisions, wherever the command is run, and its plugins'."""
+    if not any(param.name == "directory" for param in command.params):
+        return command
+    told = copy.copy(command)
+    told.params = [copy.copy(param) for param in command.params]
+    for param in told.params:
+        if param.name == "directory":
+            param.help = "Migration script directory (default: the service's own, with its plugins' revisions)"
+    return told
 
 
 # The commands that may meet a database a newer version migrated: those that

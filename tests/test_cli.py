@@ -796,3 +796,16 @@ def test_db_help_says_which_commands_are_an_operators_and_which_write_revisions(
     assert ("For plugin authors (docs/example-plugin.md): revision, migrate, merge and edit write revision files; "
             "init and list-templates set up a directory for them.") in said
     assert "Perform database migrations" not in said
+
+
+@pytest.mark.parametrize("command", ["upgrade", "current", "check", "downgrade", "stamp", "history", "revision"])
+def test_db_commands_help_gives_the_real_default_of_their_directory(command):
+    """Not Flask-Migrate's "migrations" of the working directory, which the service never reads."""
+    from click.testing import CliRunner
+
+    from app import cli
+    result = CliRunner().invoke(cli.main, ["db", command, "--help"])
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "Migration script directory (default: the service's own, with its plugins' revisions)" in said
+    assert 'default is "migrations"' not in said
