@@ -315,16 +315,37 @@ class CookieList:
                 if not text.startswith(quote, position):
                     break
                 start = position + len(quote)
-                close = text.find('"', start)
-                end = close - (len(quote) - 1)
-                if close < 0 or end < start or text[end:close + 1] != quote:
+                close = _closing_quote(text, start, len(quote) - 1)
+                if close is None:
                     break
+                end = close - (len(quote) - 1)
                 if end > start and not _placeholder(text[start:end]):
                     yield start, end
                 following = self.between.match(text, close + 1)
                 if following is None:
                     break
                 position = following.end()
+
+
+def _closing_quote(text: str, start: int, escapes: int) -> Optional[int]:
+    """Where the JSON string whose text begins at ``start`` ends, its quotes
+    written after ``escapes`` backslashes (0; 1, 3, … in JSON kept in a JSON
+    string): its closing quote; None if a quote of a shallower level comes
+    first. A quote escaped once more is the string's own (a cookie's quoted
+    value, ``sid=\\"abc\\"``): taken for the end, it would leave the rest
+    of the value unredacted."""
+    close = text.find('"', start)
+    while close >= 0:
+        run = 0
+        while close - run > start and text[close - run - 1] == "\\":
+            run += 1
+        # Each level of escaping doubles the backslashes before a quote and adds one.
+        if run % (2 * (escapes + 1)) == escapes:
+            return close
+        if run < escapes:
+            return None
+        close = text.find('"', close + 1)
+    return None
 
 
 SHAPES: tuple[Rule, ...] = (
