@@ -611,7 +611,9 @@ def replace_spans(text: str, spans: list[tuple[int, int]]) -> str:
             # word, it would leave JSON that is no longer JSON; what a value
             # read to the end of its line took after it is JSON's own (`}}`).
             replacement = f"{quote}{REPLACEMENT}{quote}"
-            token_end = _JSON_SCALAR.match(text, start).end()
+            # Not read past the span's end (plus one, to see that the token goes on): from each of many
+            # spans on one long line, that would be quadratic.
+            token_end = _JSON_SCALAR.match(text, start, end + 1).end()
             if _JSON_AFTER_VALUE.fullmatch(text, token_end, end):
                 end = token_end
                 if text[start:end] in _JSON_LITERALS:   # "cookie": null holds none
