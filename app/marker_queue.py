@@ -7,7 +7,8 @@ Kept with the application, not the database session: a rollback of the
 transaction (another plugin failed before writing anything) must not drop
 markers that were never written. What a session leaves in any queue (it
 failed before its last commit) is dropped by the host when the session ends,
-after ``claudeops_session_finished``: a plugin need not clear it.
+after ``claudeops_session_finished`` (before it, for a session whose end the
+database refused: the scheduler tells it later): a plugin need not clear it.
 """
 from __future__ import annotations
 
