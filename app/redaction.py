@@ -400,10 +400,13 @@ SHAPES: tuple[Rule, ...] = (
         hints=("curl",)),
     # The whole value: a session cookie is as good as a password. Also as
     # CGI and WSGI name it (HTTP_COOKIE), which an environment's dump
-    # (env, printenv, a CGI script's debug output) writes with "=".
+    # (env, printenv, a CGI script's debug output) writes with "=". Not a
+    # JSON array's or object's bracket ("cookie": ["sid=…"], CookieList's;
+    # "cookie": [], [1, …]): alone replaced, it would leave JSON that is no
+    # JSON; a bracket of the value's own text (Cookie: [sid=…]) starts it.
     Rule("cookie header", re.compile(
         r"(?:(?:http_)?(?:set-)?cookie" + _QUOTE + _GAP + r":|http_cookie" + _QUOTE + _GAP + r"=)" + _GAP
-        + _quoted_or_not(unquoted_start=r"[^\s\"'\\\[{]", rest=r"[^\r\n\"'\\]*")),
+        + _quoted_or_not(unquoted_start=r"(?![\[{]\s*(?:\\*\"|[\]}\[{0-9-]))[^\s\"'\\]", rest=r"[^\r\n\"'\\]*")),
         "secret", keep=_placeholder, hints=("cookie",), fold_case=True, word_start=True),
     CookieList(),
     # Hints as narrow as the pattern allows: "key" for api-key, not "api",

@@ -108,6 +108,9 @@ CAUGHT = [
     ('{"set-cookie": ["sid=\\"abc123def456\\"; Path=/", "theme=dark"]}', f'{{"set-cookie": ["{R}", "{R}"]}}'),
     ('{"c": "{\\"set-cookie\\": [\\"sid=\\\\\\"abc123def456\\\\\\"\\", \\"x=y\\"]}"}',
      f'{{"c": "{{\\"set-cookie\\": [\\"{R}\\", \\"{R}\\"]}}"}}'),
+    # A bracket that is the header value's own text, not JSON's.
+    ("Cookie: [sid=abc123def456]", f"Cookie: {R}"),
+    ("Set-Cookie: {sid}=abc123def456; Path=/", f"Set-Cookie: {R}"),
     ('export HTTP_COOKIE="sid=abc123def456" HTTP_AUTHORIZATION=Basic SHVudDNyLWh0dHA2Zm9v',
      f'export HTTP_COOKIE="{R}" HTTP_AUTHORIZATION=Basic {R}'),
     ('Authorization: Digest username="bob", nonce="abc", uri="/", response="6629fae49393a05397450978507c4ef1"',
@@ -266,6 +269,12 @@ def test_a_json_value_that_is_no_string_leaves_the_json_valid(redactor, value, s
             assert inner["n"] == 1 and "abc123def456" not in redacted and "12345678" not in redacted, redacted
             assert inner["input"]["headers"]["Cookie"] == shown
             assert inner["input"]["password"] == (shown if scalar else R)
+
+
+@pytest.mark.parametrize("text", ['{"cookie": []}', '{"Cookie": [1, 2]}', '{"cookie": {}}', '{"cookie":[\n]}'])
+def test_a_cookie_key_whose_json_value_holds_no_string_is_left_as_it_is(redactor, text):
+    """Its bracket alone replaced, the JSON would be no JSON."""
+    assert redactor.redact(text) == text
 
 
 def test_a_secret_value_is_found_as_go_and_json_inside_json_write_it(redactor):
