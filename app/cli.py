@@ -480,7 +480,8 @@ def run_once(tier: int, prompt: str | None):
     shutdown = threading.Event()
 
     def stop(signum, _frame) -> None:
-        shutdown.claudeops_reason = f"`claudeops run` was stopped ({STOP_SIGNAL_WORDS.get(signum, signal.Signals(signum).name)})"
+        said = STOP_SIGNAL_WORDS.get(signum, signal.Signals(signum).name)
+        shutdown.claudeops_reason = f"`claudeops run` was stopped ({said})"
         shutdown.set()
     for sig in STOP_SIGNALS:
         signal.signal(sig, stop)

@@ -334,18 +334,27 @@ def _closing_quote(text: str, start: int, escapes: int) -> Optional[int]:
     first. A quote escaped once more is the string's own (a cookie's quoted
     value, ``sid=\\"abc\\"``): taken for the end, it would leave the rest
     of the value unredacted."""
+    own = _quote_depth(escapes)
     close = text.find('"', start)
     while close >= 0:
         run = 0
         while close - run > start and text[close - run - 1] == "\\":
             run += 1
-        # Each level of escaping doubles the backslashes before a quote and adds one.
-        if run % (2 * (escapes + 1)) == escapes:
+        depth = _quote_depth(run)
+        if depth == own:
             return close
-        if run < escapes:
+        if depth < own:   # a shallower string ends here (\\" at depth 1 is an escaped backslash, then a quote)
             return None
         close = text.find('"', close + 1)
     return None
+
+
+def _quote_depth(backslashes: int) -> int:
+    """The depth of JSON kept in JSON strings a quote after this many
+    backslashes belongs to: each level doubles them and adds one (0, 1, 3,
+    7, …), so that the number plus one has as many trailing zero bits as
+    the depth (2, one backslash escaped, then the quote: depth 0)."""
+    return ((backslashes + 1) & -(backslashes + 1)).bit_length() - 1
 
 
 SHAPES: tuple[Rule, ...] = (

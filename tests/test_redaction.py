@@ -583,3 +583,12 @@ def test_a_malformed_withheld_description_is_ignored_with_a_warning(caplog):
     for broken in ("zz 18:00", "00ff 18", "00ff x:00"):
         assert build({}, [], environ={WITHHELD_ENV: broken}, withheld=True).redact("text Operator-Pass-2024") == "text Operator-Pass-2024"
     assert "CLAUDEOPS_WITHHELD_SECRETS is malformed" in caplog.text
+
+
+def test_a_cookie_list_cut_short_by_the_end_of_its_string_takes_nothing_past_it(redactor):
+    """JSON kept in a string that ends inside a cookie array (a tool's output
+    cut short, its last character an escaped backslash): the quote that ends
+    the string is not the cookie's, and what follows it is the line's own."""
+    line = '{"a": "{\\"cookie\\": [\\"sid=abc\\\\", "b": "notacookie-1234567\\"]}"}'
+    assert json.loads(line)["b"] == 'notacookie-1234567"]}'
+    assert redactor.redact(line) == line
