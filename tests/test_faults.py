@@ -1007,6 +1007,32 @@ class FinishedRecorder:
         self.told.append((run.session_id, result.status))
 
 
+class GoneAsItStarts(FinishedRecorder):
+    """Meets a database server gone for good in its ``claudeops_session_starting``."""
+
+    @hookimpl
+    def claudeops_session_starting(self, run):
+        raise server_gone_away()
+
+
+def test_a_session_whose_starting_hooks_met_the_database_gone_is_told_to_have_ended(tmp_path, monkeypatch):
+    """Plugins the session's start was told to may keep something of it
+    until they hear of its end: they hear of it once it is recorded."""
+    monkeypatch.setattr(dbfaults, "OUTAGE_SECONDS", 0.6)   # one pause of 0.5 s, then not the next
+    gone = GoneAsItStarts()
+    app = make_app(tmp_path, plugins=[gone])
+    with app.app_context():
+        session_id = control.enqueue().id
+        instance = SessionScheduler(app)
+        with pytest.raises(OperationalError, match="server closed the connection unexpectedly"):
+            instance._run_next()
+        instance._record_unfinished()
+        session = db.session.get(Session, session_id)
+        assert session.status == "failed" and session.status_reason.startswith("the session could not be finished")
+        assert gone.told == [(session_id, "failed")]
+        assert all_events_of(session_id) == [f"Session #{session_id} (tier 1) failed: {session.status_reason}"]
+
+
 class RestartAsWritten:
     """Stops the PostgreSQL server for ``down_for`` seconds just before the
     first flush that writes a session row ``writing`` picks out: the

@@ -144,12 +144,13 @@ def _run_session(session: Session, session_id: int, shutdown: Optional[threading
     marker_tags = tags_by_plugin()
     run = dbfaults.waiting_out(partial(_record_start, session, marker_tags),
                                f"session {session_id}: recording its start", waits)
-    call_each("claudeops_session_starting", run=run, commit_each=True, shutdown=waits)
     try:
+        call_each("claudeops_session_starting", run=run, commit_each=True, shutdown=waits)
         return _run_started(session, session_id, run, marker_tags, waits, shutdown)
     except Exception as exc:
-        # The plugins were told it began: the scheduler, recording its end
-        # once the database takes it, tells them it ended (``finish_late``).
+        # The plugins were told it began (some of them, if a database gone
+        # for good broke their starting hooks off): the scheduler, recording
+        # its end once the database takes it, tells them it ended (``finish_late``).
         exc.claudeops_run = run
         raise
 
