@@ -438,6 +438,12 @@ def _checked_prompt(prompt: str | None) -> str | None:
 # What `claudeops run` says stopped its session.
 STOP_SIGNAL_WORDS = {signal.SIGINT: "SIGINT: Ctrl-C", signal.SIGTERM: "SIGTERM",
                      signal.SIGHUP: "SIGHUP: its terminal closed"}
+# How often `claudeops run` checks that it still holds the database's runner
+# lock (PostgreSQL's advisory lock ends with its connection, as at a server
+# restart): taken again at once, no scheduler starts beside the run meanwhile.
+RUN_LOCK_CHECK_SECONDS = 1.0
+LOST_LOCK_REASON = ("`claudeops run` lost the database's runner lock (another process took it, or the database "
+                    "could not be reached again within 60 s)")
 
 
 @main.command("run")
@@ -485,6 +491,8 @@ def run_once(tier: int, prompt: str | None):
         shutdown.set()
     for sig in STOP_SIGNALS:
         signal.signal(sig, stop)
+    finished = threading.Event()   # set as the run ends: the lock is given back then, not lost
+    threading.Thread(target=_keep_the_lock, args=(lock, shutdown, finished), name="runner-lock", daemon=True).start()
     try:
         try:
             apply_migrations(app)
@@ -498,8 +506,24 @@ def run_once(tier: int, prompt: str | None):
                 f"the session could not be recorded: {dbfaults.describe(exc)}; if it shows as running, the "
                 "next `claudeops run` or scheduler start marks it interrupted") from None
     finally:
+        finished.set()
         lock.release()
     sys.exit(0 if session.status == "completed" else 1)
+
+
+def _keep_the_lock(lock, shutdown: threading.Event, finished: threading.Event) -> None:
+    """Hold the runner lock for as long as the run goes on, as the scheduler
+    does: a database lock lost with its connection (a server restart) is
+    taken again; if it cannot be (another process has it, or the database
+    stays unreachable), the running session is stopped, saying why, and
+    nothing more is run."""
+    while not finished.wait(RUN_LOCK_CHECK_SECONDS):
+        if lock.verify() or finished.is_set():
+            continue
+        logging.getLogger(__name__).error("%s; the running session is stopped", LOST_LOCK_REASON)
+        shutdown.claudeops_reason = LOST_LOCK_REASON
+        shutdown.set()
+        return
 
 
 def _run_chain(tier: int, prompt: str | None, shutdown: threading.Event):

@@ -3,6 +3,7 @@ no state directory, so the database's advisory lock is what keeps a second
 scheduler (or `claudeops run`) from running sessions beside the first."""
 from __future__ import annotations
 
+import json
 import logging
 import os
 import socket
@@ -210,3 +211,80 @@ def test_claudeops_serve_exits_when_another_scheduler_took_its_lock(tmp_path):
     finally:
         usurper.release()
         service.terminate()
+
+
+def start_claudeops_run(tmp_path, app, steps: list[dict]) -> subprocess.Popen:
+    """`claudeops run` on ``app``'s state directory and database, its CLI following ``steps``."""
+    script = tmp_path / "run-script.json"
+    script.write_text(json.dumps(steps))
+    env = dict(os.environ, CLAUDEOPS_STATE_DIR=app.config["CLAUDEOPS_STATE_DIR"],
+               CLAUDEOPS_DATABASE_URL=app.config["CLAUDEOPS_DATABASE_URL"], CLAUDEOPS_CLAUDE_BIN=str(FAKE_CLAUDE),
+               FAKE_CLAUDE_SCRIPT=str(script))
+    return subprocess.Popen([str(CLAUDEOPS), "run"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+
+
+def running_session(app) -> int | None:
+    with app.app_context():
+        db.session.remove()
+        return db.session.scalar(select(Session.id).where(Session.status == "running"))
+
+
+@pytest.mark.slow
+def test_claudeops_run_takes_its_lock_again_after_its_connection_is_lost(two_hosts, tmp_path):
+    """As the scheduler does: a server restart ends the connection that holds
+    the lock, and the run takes it again, so that no scheduler starts beside
+    it and a Stop of its session is not refused as if the run had ended."""
+    first, second, _start = two_hosts
+    url = first.config["CLAUDEOPS_DATABASE_URL"]
+    run = start_claudeops_run(tmp_path, first, sl.steps(sl.init(), sl.text("working")) + [{"sleep": 60}]
+                              + sl.steps(sl.result("done")))
+    try:
+        wait_for(lambda: running_session(first) is not None, timeout=30)
+        session_id = running_session(first)
+        assert end_lock_connection(url) == 1
+        time.sleep(3)
+        other = RunnerLock(str(tmp_path / "host-b" / "state"), url)
+        with pytest.raises(SchedulerAlreadyRunning, match="one scheduler runs sessions per database"):
+            other.acquire()
+        with second.app_context():   # the other host's dashboard: the run is still there to stop
+            assert control.request_stop(session_id).stop_requested
+        out, err = run.communicate(timeout=30)
+        assert run.returncode == 1, err
+        assert session_status(first, session_id) == "stopped"
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, 9)
+            run.wait()
+
+
+@pytest.mark.slow
+def test_claudeops_run_whose_lock_went_to_another_stops_its_session(two_hosts, tmp_path):
+    first, _second, _start = two_hosts
+    url = first.config["CLAUDEOPS_DATABASE_URL"]
+    run = start_claudeops_run(tmp_path, first, sl.steps(sl.init(), sl.text("working")) + [{"sleep": 60}]
+                              + sl.steps(sl.result("done")))
+    usurper = RunnerLock(str(tmp_path / "host-b" / "state"), url)
+    try:
+        wait_for(lambda: running_session(first) is not None, timeout=30)
+        session_id = running_session(first)
+        for _ in range(20):   # taken before the run could take it again (it checks every second)
+            end_lock_connection(url)
+            try:
+                usurper.acquire()
+                break
+            except SchedulerAlreadyRunning:
+                continue
+        out, err = run.communicate(timeout=30)
+        assert run.returncode == 1, err
+        with first.app_context():
+            db.session.remove()
+            session = db.session.get(Session, session_id)
+            assert (session.status, session.status_reason) == (
+                "stopped", "`claudeops run` lost the database's runner lock (another process took it, or the "
+                "database could not be reached again within 60 s)")
+    finally:
+        usurper.release()
+        if run.poll() is None:
+            os.killpg(run.pid, 9)
+            run.wait()
