@@ -641,8 +641,6 @@ def replace_spans(text: str, spans: list[tuple[int, int]]) -> str:
 # in a JSON string, \\\" a level deeper), which the replacement is quoted
 # with. A string value's secret begins after its opening quote, an array's
 # or object's inside it: neither is here.
-_JSON_KEY_BEFORE = re.compile(r'(?:^|[^\\])(?P<quote>\\*")[ \t]*:[ \t]*$')
-_JSON_QUOTES = frozenset("\\" * (2 ** depth - 1) + '"' for depth in range(6))
 _JSON_SCALAR = re.compile(r'[^\s,}\]\\]*')
 _JSON_AFTER_VALUE = re.compile(r'[\s,}\]]*')
 _JSON_LITERALS = frozenset({"null", "true", "false"})
@@ -650,11 +648,30 @@ _JSON_LITERALS = frozenset({"null", "true", "false"})
 
 def _json_key_quote(text: str, start: int) -> Optional[str]:
     """How a quote is written where the value at ``start`` is, if it is a
-    JSON key's value that is no string; else None."""
-    if start == 0 or start >= len(text) or text[start] in "\"[{\\" or text[start - 1] not in ": \t":
+    JSON key's value that is no string; else None. Read back a character at
+    a time: it is asked of every secret found."""
+    if start == 0 or start >= len(text) or text[start] in "\"[{\\":
         return None
-    key = _JSON_KEY_BEFORE.search(text, max(0, start - 256), start)
-    return key["quote"] if key is not None and key["quote"] in _JSON_QUOTES else None
+    colon = _back_over_blanks(text, start)
+    if colon < 0 or text[colon] != ":":
+        return None
+    quote = _back_over_blanks(text, colon)
+    if quote < 0 or text[quote] != '"':
+        return None
+    first = quote
+    while first > 0 and text[first - 1] == "\\":
+        first -= 1
+    backslashes = quote - first
+    # Only as many as a quote of some depth has (0, 1, 3, 7, …): two are an escaped backslash, then a quote.
+    return text[first:quote + 1] if _quote_depth(backslashes) == (backslashes + 1).bit_length() - 1 else None
+
+
+def _back_over_blanks(text: str, index: int) -> int:
+    """The index of the last character before ``index`` that is no space or tab; -1 if none."""
+    index -= 1
+    while index >= 0 and text[index] in " \t":
+        index -= 1
+    return index
 
 
 # A text cut to what is shown, from secrets found in more of it: cut where the
