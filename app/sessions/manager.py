@@ -136,7 +136,6 @@ def run_session(session: Session, shutdown: Optional[threading.Event] = None) ->
 
 
 def _run_session(session: Session, session_id: int, shutdown: Optional[threading.Event]) -> Session:
-    config = current_app.config
     # What ends a wait for a database server that went away, as _finish's:
     # without a shutdown event, only OUTAGE_SECONDS.
     waits = shutdown or threading.Event()

@@ -40,10 +40,10 @@ from app import dbfaults, process_identity, redaction, retention
 from app.batched_delete import stop_pruning_on
 from app.extensions import db
 from app.models import FAILED, SchedulerState
+from app.plugin_types import RunInfo
 from app.runtime import setting
 from app.sessions import control, escalation, recovery
 from app.sessions.clock_watch import ClockWatch
-from app.plugin_types import RunInfo
 from app.sessions.manager import finish_late, run_session
 from app.sessions.runner_lock import RunnerLock, SchedulerAlreadyRunning  # noqa: F401  (start raises it)
 from app.timeutil import isoformat, utcnow
@@ -92,7 +92,7 @@ class SessionScheduler:
         # Sessions whose run raised before their end was recorded (the
         # database refusing writes, most likely), with the reason and the
         # time of that end, to record as soon as the database takes it.
-        # Session id → (reason, when it broke off, the status it ended with).
+        # Session id → its UnfinishedSession.
         self._unfinished: dict[int, UnfinishedSession] = {}
         # The worker failing again and again (a database that takes no
         # writes): since when, how many times, and when it was last logged.
@@ -411,8 +411,9 @@ class SessionScheduler:
                 db.session.remove()
 
     def _tell_late_end(self, session_id: int, end: UnfinishedSession) -> None:
-        """Once: the end is recorded, and the next session's start must not
-        wait on plugins a database still refusing keeps from hearing of it."""
+        """Told once, whatever comes of it: the end is recorded by now, and a
+        database that still refuses the plugins' writes costs a line in the
+        log, not the worker's next session."""
         try:
             finish_late(session_id, end.run, self.shutdown_event)
         except Exception as exc:
