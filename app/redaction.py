@@ -662,8 +662,9 @@ def _json_key_quote(text: str, start: int) -> Optional[str]:
     while first > 0 and text[first - 1] == "\\":
         first -= 1
     backslashes = quote - first
-    # Only as many as a quote of some depth has (0, 1, 3, 7, …): two are an escaped backslash, then a quote.
-    return text[first:quote + 1] if _quote_depth(backslashes) == (backslashes + 1).bit_length() - 1 else None
+    # Only as many as a quote of some depth has (0, 1, 3, 7, …: one less than a power of two);
+    # two are an escaped backslash, then a quote.
+    return text[first:quote + 1] if (backslashes + 1) & backslashes == 0 else None
 
 
 def _back_over_blanks(text: str, index: int) -> int:
