@@ -86,20 +86,46 @@ def _knowing_its_revisions(command: click.Command) -> click.Command:
 
     @functools.wraps(callback)
     def knowing(*args, **kwargs):
-        if not kwargs.get("sql"):   # --sql writes the statements out and reads no database
-            app = click.get_current_context().ensure_object(ScriptInfo).load_app()
-            with app.app_context():
-                try:
-                    unknown = unknown_revisions(app)
-                except OperationalError:   # unreachable: the command says so itself
-                    unknown = []
-                if unknown:
-                    raise click.ClickException(newer_schema(shown_url(db.engine.url), unknown,
-                                                            disabled_installed(app)))
+        app = click.get_current_context().ensure_object(ScriptInfo).load_app()
+        with app.app_context():
+            try:
+                unknown = unknown_revisions(app)
+            except OperationalError:   # unreachable: the command says so itself
+                unknown = []
+            if unknown:
+                raise click.ClickException(newer_schema(shown_url(db.engine.url), unknown,
+                                                        disabled_installed(app)))
         return callback(*args, **kwargs)
     checked = copy.copy(command)
     checked.callback = knowing
     return checked
+
+
+OFFLINE_SQL_REFUSED = (
+    "--sql cannot write this out: the service's revisions read the database they change (to fill "
+    "a new column from the rows there, to choose SQLite's statements or PostgreSQL's), which a "
+    "script written beforehand cannot do. Back the database up (`claudeops backup`) and run the "
+    "command without --sql.")
+
+
+def _refusing_offline_sql(command: click.Command) -> click.Command:
+    """For upgrade and downgrade: --sql refused before anything is done,
+    rather than a part of a script written out and then Alembic's error (or
+    a traceback) at the first revision that reads rows."""
+    callback = command.callback
+
+    @functools.wraps(callback)
+    def refusing(*args, **kwargs):
+        if kwargs.get("sql"):
+            raise click.UsageError(OFFLINE_SQL_REFUSED)
+        return callback(*args, **kwargs)
+    refused = copy.copy(command)
+    refused.callback = refusing
+    refused.params = [copy.copy(param) for param in command.params]
+    for param in refused.params:
+        if param.name == "sql":
+            param.help = "Not offered: the revisions read the database they change"
+    return refused
 
 
 def _beside_no_scheduler(command: click.Command, makes_database: bool = False) -> click.Command:
@@ -200,9 +226,10 @@ class ClaudeOpsGroup(FlaskGroup):
             group.commands = {**commands,
                               "current": _knowing_its_revisions(commands["current"]),
                               "check": _knowing_its_revisions(commands["check"]),
-                              "upgrade": _making_the_state(_beside_no_scheduler(
-                                  _knowing_its_revisions(commands["upgrade"]), makes_database=True)),
-                              "downgrade": _beside_no_scheduler(_knowing_its_revisions(commands["downgrade"])),
+                              "upgrade": _refusing_offline_sql(_making_the_state(_beside_no_scheduler(
+                                  _knowing_its_revisions(commands["upgrade"]), makes_database=True))),
+                              "downgrade": _refusing_offline_sql(_beside_no_scheduler(
+                                  _knowing_its_revisions(commands["downgrade"]))),
                               "stamp": _beside_no_scheduler(commands["stamp"])}
             self.add_command(group, "db")
             self._loaded_plugin_commands = True

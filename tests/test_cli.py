@@ -229,6 +229,26 @@ def test_changing_the_schema_of_no_database_says_there_is_none(tmp_path):
         assert "lock file" not in result.stderr and not (tmp_path / "state").exists()
 
 
+def test_the_sql_of_a_migration_is_refused_before_anything_is_written(tmp_path):
+    """Revisions read the rows they change (0006 fills memories.decay_due_at
+    from them) and the dialect they meet: a script written out beforehand
+    would stop part way, after a part of it was printed. The operator is told
+    what to run instead, and neither a database nor a state directory is made."""
+    env = claudeops_env(tmp_path)
+    for command in (["upgrade", "--sql"], ["upgrade", "base:0003_memories", "--sql"],
+                    ["downgrade", "0002_events:base", "--sql"]):
+        result = subprocess.run([str(CLAUDEOPS), "db", *command], env=env, capture_output=True, text=True,
+                                timeout=60)
+        assert result.returncode == 2, (command, result.stderr)
+        assert result.stdout == ""
+        assert "--sql cannot write this out: the service's revisions read the database they change" in result.stderr
+        assert "run the command without --sql" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "state").exists()
+    help_text = subprocess.run([str(CLAUDEOPS), "db", "upgrade", "--help"], env=env, capture_output=True, text=True,
+                               timeout=60).stdout
+    assert "Not offered: the revisions read the database they change" in " ".join(help_text.split())
+
+
 def test_a_database_with_an_unknown_revision_gives_a_clear_error(tmp_path):
     """As after uninstalling a plugin whose branch is still applied."""
     from sqlalchemy import create_engine, text
