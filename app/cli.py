@@ -465,10 +465,6 @@ def _checked_prompt(prompt: str | None) -> str | None:
 # What `claudeops run` says stopped its session.
 STOP_SIGNAL_WORDS = {signal.SIGINT: "SIGINT: Ctrl-C", signal.SIGTERM: "SIGTERM",
                      signal.SIGHUP: "SIGHUP: its terminal closed"}
-# How often `claudeops run` checks that it still holds the database's runner
-# lock (PostgreSQL's advisory lock ends with its connection, as at a server
-# restart): taken again at once, no scheduler starts beside the run meanwhile.
-RUN_LOCK_CHECK_SECONDS = 1.0
 LOST_LOCK_REASON = ("`claudeops run` lost the database's runner lock (another process took it, or the database "
                     "could not be reached again within 60 s)")
 
@@ -544,7 +540,8 @@ def _keep_the_lock(lock, shutdown: threading.Event, finished: threading.Event) -
     taken again; if it cannot be (another process has it, or the database
     stays unreachable), the running session is stopped, saying why, and
     nothing more is run."""
-    while not finished.wait(RUN_LOCK_CHECK_SECONDS):
+    from app.sessions.runner_lock import CHECK_SECONDS
+    while not finished.wait(CHECK_SECONDS):
         if lock.verify() or finished.is_set():
             continue
         logging.getLogger(__name__).error("%s; the running session is stopped", LOST_LOCK_REASON)

@@ -131,6 +131,20 @@ def test_a_lost_connection_takes_the_lock_again_when_no_one_else_has(two_hosts, 
     assert not scheduler.shutdown_event.is_set()
 
 
+def test_the_scheduler_takes_a_lost_lock_again_within_seconds_unasked(two_hosts, tmp_path, caplog):
+    """Not at its next heartbeat, up to 15 s later: a second scheduler
+    started meanwhile would take the lock and run sessions beside it."""
+    first, _second, start = two_hosts
+    scheduler = start(first)
+    other = RunnerLock(str(tmp_path / "host-b" / "state"), first.config["CLAUDEOPS_DATABASE_URL"])
+    with caplog.at_level(logging.INFO, logger="app.sessions.runner_lock"):
+        assert end_lock_connection(first.config["CLAUDEOPS_DATABASE_URL"]) == 1
+        wait_for(lambda: "took the scheduler's database lock again" in caplog.text, timeout=5)
+    with pytest.raises(SchedulerAlreadyRunning):
+        other.acquire()
+    assert not scheduler.shutdown_event.is_set()
+
+
 @pytest.mark.skipif(not restartable(), reason="needs bin/test --postgres's own server to restart")
 def test_a_server_restart_keeps_the_scheduler_and_its_lock(two_hosts, tmp_path, caplog):
     first, _second, start = two_hosts

@@ -41,6 +41,10 @@ log = logging.getLogger(__name__)
 # locks are scoped to one database, so services on different databases of
 # one server never meet.
 ADVISORY_LOCK_KEY = 0x636C6F7073
+# How often a holder (the scheduler, `claudeops run`) checks that it still
+# holds the database's lock, which ends with its connection (a server
+# restart): taken again at once, before a second scheduler could take it.
+CHECK_SECONDS = 1.0
 # How the holder's connection names itself, so a refused scheduler can say who holds the lock.
 APPLICATION_NAME_PREFIX = "claudeops runner"
 

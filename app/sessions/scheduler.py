@@ -12,9 +12,10 @@ sessions never run at once. Only ``claudeops serve`` (or ``claudeops
 scheduler``) starts this, never the web workers.
 
 It runs sessions only while it holds the runner lock (runner_lock.py): one
-scheduler per state directory and, on PostgreSQL, per database. The
-heartbeat checks that the database's lock is still held; a scheduler that
-has lost it stops, and `claudeops serve` then exits so that an init system
+scheduler per state directory and, on PostgreSQL, per database. A thread
+of its own checks every second that the database's lock is still held,
+taking it again after a lost connection; a scheduler that has lost it to
+another process stops, and `claudeops serve` then exits so that an init system
 can restart it.
 
 Retention (app/retention.py) runs beside the heartbeat: once at start, then
@@ -45,7 +46,8 @@ from app.runtime import setting
 from app.sessions import control, escalation, recovery
 from app.sessions.clock_watch import ClockWatch
 from app.sessions.manager import finish_late, run_session
-from app.sessions.runner_lock import RunnerLock, SchedulerAlreadyRunning  # noqa: F401  (start raises it)
+from app.sessions.runner_lock import CHECK_SECONDS as LOCK_CHECK_SECONDS, RunnerLock
+from app.sessions.runner_lock import SchedulerAlreadyRunning  # noqa: F401  (start raises it)
 from app.timeutil import isoformat, utcnow
 
 log = logging.getLogger(__name__)
@@ -75,6 +77,10 @@ class SessionScheduler:
         # Its own thread: the worker is busy for a whole session, and a clock set back
         # meanwhile would stop the heartbeat until the session ends.
         self._clock_watcher = threading.Thread(target=self._watch_clock, name="clock-watch", daemon=True)
+        # Its own thread too: a check that waits for a restarting server would
+        # hold up the heartbeat, and the heartbeat's 15 s would leave a second
+        # scheduler that long to take a lock lost with its connection.
+        self._lock_keeper = threading.Thread(target=self._keep_the_lock, name="runner-lock", daemon=True)
         self._lock = RunnerLock(app.config["CLAUDEOPS_STATE_DIR"], app.config["SQLALCHEMY_DATABASE_URI"])
         self._lock_held = False
         self._lock_lost = False
@@ -126,6 +132,7 @@ class SessionScheduler:
         self._ensure_armed()
         self._worker.start()
         self._clock_watcher.start()
+        self._lock_keeper.start()
         log.info("scheduler started (interval %s)", f"{interval} s" if interval else "off: ad-hoc runs only")
 
     def next_scheduled_run(self):
@@ -253,6 +260,13 @@ class SessionScheduler:
                 self._publish(next_run=due)
             finally:
                 db.session.remove()
+
+    def _keep_the_lock(self) -> None:
+        """Take the database's lock again as soon as its connection is lost;
+        stop (``verify_lock``) if it went to another process."""
+        while not self.shutdown_event.wait(LOCK_CHECK_SECONDS):
+            if not self.verify_lock():
+                return
 
     def _watch_clock(self) -> None:
         watch = ClockWatch(self._clock_set_back)
