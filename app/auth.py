@@ -129,7 +129,18 @@ def _logged_in() -> bool:
 def _bearer_token() -> Optional[str]:
     header = request.headers.get("Authorization", "")
     scheme, _, token = header.partition(" ")
-    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+    return _as_sent(token.strip()) if scheme.lower() == "bearer" and token.strip() else None
+
+
+def _as_sent(value: str) -> str:
+    """A header's text as the client wrote it. WSGI gives a header's bytes
+    as Latin-1: a token with a character beyond ASCII, sent as UTF-8 (curl,
+    Go, Node), would otherwise never match the configured one. Bytes that
+    are no UTF-8 (Latin-1, as Python's requests sends it) are kept as read."""
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except UnicodeError:
+        return value
 
 
 def _is_api_request() -> bool:

@@ -648,6 +648,19 @@ def test_api_needs_the_bearer_token(closed_app):
     assert client.get("/api/v1/sessions", headers={"Authorization": f"bearer {TOKEN}"}).status_code == 200
 
 
+def test_a_token_beyond_ascii_is_taken_as_the_client_wrote_it(tmp_path):
+    token = "jeton-d'accès-4f1c9a7e0b6d"
+    app = make_app(tmp_path, CLAUDEOPS_API_TOKEN=token)
+    with app.app_context():
+        client = app.test_client()
+        # A WSGI server gives the header's bytes as Latin-1: curl sends UTF-8, Python's requests Latin-1.
+        for sent in (token.encode("utf-8"), token.encode("latin-1")):
+            response = client.get("/api/v1/sessions", headers={"Authorization": f"Bearer {sent.decode('latin-1')}"})
+            assert response.status_code == 200, sent
+        wrong = client.get("/api/v1/sessions", headers={"Authorization": "Bearer jeton-d'acces-4f1c9a7e0b6d"})
+        assert wrong.status_code == 401 and wrong.get_json()["error"] == "invalid bearer token"
+
+
 def test_wrong_bearer_tokens_are_limited(closed_app, caplog):
     client = closed_app.test_client()
     right = {"Authorization": f"Bearer {TOKEN}"}
