@@ -434,6 +434,11 @@ def test_api_export_and_import(app, client, tmp_path):
         response = target.post("/api/v1/memories/import", data=markdown.get_data(),
                                content_type="text/markdown")
         assert response.status_code == 201 and response.get_json()["unchanged"] == 6
+        # Plain text is read as Markdown, as the OpenAPI document says.
+        response = target.post("/api/v1/memories/import", data=markdown.get_data(), content_type="text/plain")
+        assert response.status_code == 201 and response.get_json()["unchanged"] == 6
+        taken = target.get("/api/v1/openapi.json").get_json()["paths"]["/memories/import"]["post"]["requestBody"]
+        assert set(taken["content"]) == {"application/json", "text/markdown", "text/plain"}
         assert target.post("/api/v1/memories/import", data="x=1",
                            content_type="application/x-www-form-urlencoded").status_code == 415
         refused = target.post("/api/v1/memories/import", json={"format": "claudeops-memories", "version": 1,

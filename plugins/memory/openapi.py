@@ -180,12 +180,13 @@ def openapi_paths() -> OpenApiPaths:
             "tags": ["memories"], "operationId": "importMemories",
             "requestBody": {"required": True, "content": {
                 "application/json": {"schema": EXPORT},
-                "text/markdown": {"schema": {"type": "string"}}}},
+                "text/markdown": {"schema": {"type": "string"}},
+                "text/plain": {"schema": {"type": "string", "description": "read as Markdown"}}}},
             "responses": {"201": response("what the import did", IMPORT_REPORT),
                           "400": error("the export is not valid (the message names the entry or line), or "
                                        f"holds more than {MAX_WEB_IMPORT} memories (`claudeops memories import "
                                        "FILE` takes a larger file); nothing was imported"),
-                          "415": error("the body is neither application/json nor text/markdown")}}},
+                          "415": error("the body is neither application/json nor text/markdown (or text/plain)")}}},
         "/memories/context": {"get": {
             "summary": "The memory section the next session will be given", "tags": ["memories"],
             "operationId": "memoryContext",
