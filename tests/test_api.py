@@ -10,6 +10,7 @@ from app.extensions import db
 from app.models import Session
 from app.timeutil import utcnow
 from plugins.events.models import Event
+from tests import streamlines as sl
 from tests.conftest import make_app
 
 
@@ -481,3 +482,13 @@ def test_two_triggers_with_one_key_at_the_same_moment_queue_one_session(app, mon
     assert sorted(answers) == [200, 201]
     db.session.remove()
     assert db.session.scalar(select(func.count()).select_from(Session)) == 1
+
+
+def test_an_event_message_is_kept_to_the_length_the_document_gives(client, fake_cli, run_session_now):
+    said = "Slow queries: " + "x" * 5000
+    fake_cli(sl.steps(sl.init(), sl.text(f"[EVENT:warning:postgres] {said}"), sl.result()))
+    run_session_now()
+    document = client.get("/api/v1/openapi.json").get_json()
+    most = document["components"]["schemas"]["Event"]["properties"]["message"]["maxLength"]
+    (event,) = client.get("/api/v1/events").get_json()["events"]
+    assert most == 2000 and event["message"] == said[:most]

@@ -5,7 +5,7 @@ from app.plugin_types import OpenApiPaths
 from app.web.apiutil import MAX_ID
 from app.web.apidoc import PAGINATION, TIMESTAMP, choice, error, integer, nullable, obj, page_of, query, ref, \
     response, text
-from plugins.events.markers import LEVEL_ALIASES, LEVELS
+from plugins.events.markers import LEVEL_ALIASES, LEVELS, MAX_MESSAGE_CHARS
 
 SCHEMAS = {
     "Event": obj({
@@ -15,7 +15,11 @@ SCHEMAS = {
             "failure or escalation); null: the service, of no session"))),
         "tier": {"type": ["integer", "null"]},
         "level": {"type": "string", "enum": list(LEVELS)},
-        "service": {"type": ["string", "null"]}, "message": {"type": "string"}, "created_at": TIMESTAMP,
+        "service": {"type": ["string", "null"]},
+        "message": {"type": "string", "maxLength": MAX_MESSAGE_CHARS,
+                    "description": f"the marker's text; a longer one is cut to its first {MAX_MESSAGE_CHARS:,} "
+                                   "characters"},
+        "created_at": TIMESTAMP,
     }),
 }
 
