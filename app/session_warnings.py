@@ -70,3 +70,13 @@ def log_warning(log: logging.Logger) -> Warn:
 def session_warner(log: logging.Logger, session_id: int, later: str = AT_DEBUG_LEVEL) -> Warn:
     """A ``Warn`` that logs the first of each kind in the session, as ``warn_once``."""
     return lambda kind, message: warn_once(log, session_id, kind, message, later)
+
+
+def warn_of_cut_messages(log: logging.Logger, session_id: int, markers, kind: str) -> None:
+    """A marker whose message was kept to its beginning (``cut_from``: the
+    length the agent wrote) is stored, and the operator told, once a session."""
+    for marker in markers:
+        if marker.cut_from is not None:
+            warn_once(log, session_id, f"{kind} message cut",
+                      f"a {kind} marker's message of {marker.cut_from:,} characters is kept to its first "
+                      f"{len(marker.message):,}", later=AT_DEBUG_LEVEL)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import logging
 
 import pytest
 from sqlalchemy import func, select
@@ -484,11 +485,15 @@ def test_two_triggers_with_one_key_at_the_same_moment_queue_one_session(app, mon
     assert db.session.scalar(select(func.count()).select_from(Session)) == 1
 
 
-def test_an_event_message_is_kept_to_the_length_the_document_gives(client, fake_cli, run_session_now):
+def test_an_event_message_is_kept_to_the_length_the_document_gives(client, fake_cli, run_session_now, caplog):
     said = "Slow queries: " + "x" * 5000
-    fake_cli(sl.steps(sl.init(), sl.text(f"[EVENT:warning:postgres] {said}"), sl.result()))
-    run_session_now()
+    fake_cli(sl.steps(sl.init(), sl.text(f"[EVENT:warning:postgres] {said}"), sl.text(f"[EVENT:info:web] {said}"),
+                      sl.result()))
+    with caplog.at_level(logging.DEBUG, logger="plugins.events"):
+        run_session_now()
+    cut = [r for r in caplog.records if "message of 5,014 characters is kept to its first 2,000" in r.getMessage()]
+    assert [r.levelno for r in cut] == [logging.WARNING, logging.DEBUG]   # once a session as a warning
     document = client.get("/api/v1/openapi.json").get_json()
     most = document["components"]["schemas"]["Event"]["properties"]["message"]["maxLength"]
-    (event,) = client.get("/api/v1/events").get_json()["events"]
-    assert most == 2000 and event["message"] == said[:most]
+    events = client.get("/api/v1/events").get_json()["events"]
+    assert most == 2000 and [event["message"] for event in events] == [said[:most]] * 2

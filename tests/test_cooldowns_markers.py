@@ -10,7 +10,7 @@ from sqlalchemy import select
 from app.extensions import db
 from app.models import SessionActivity
 from plugins.cooldowns import store
-from plugins.cooldowns.markers import CooldownMarker, parse_cooldown_markers
+from plugins.cooldowns.markers import MAX_MESSAGE_CHARS, CooldownMarker, parse_cooldown_markers
 from plugins.cooldowns.models import CooldownAction
 from plugins.events.models import Event
 from tests import streamlines as sl
@@ -42,6 +42,13 @@ def test_several_markers_in_one_block_in_order():
         ("restart", "a", "one"), ("redeployment", "b", "two"), ("restart", "c", "three")]
 
 
+def test_a_message_over_the_limit_is_kept_to_its_beginning_with_the_length_written():
+    long_message = "restarted after the OOM kill " + "x" * 2500
+    [marker] = parse_cooldown_markers(f"[COOLDOWN:restart:Jellyfin] success — {long_message}")
+    assert marker.message == long_message[:MAX_MESSAGE_CHARS] and marker.cut_from == 2529
+    assert parse_cooldown_markers("[COOLDOWN:restart:web] success — back")[0].cut_from is None
+
+
 @pytest.mark.parametrize("text, warning", [
     ("[COOLDOWN:reboot:jellyfin] success — rebooted", "unknown action 'reboot'"),
     ("[COOLDOWN:restart:jellyfin] restarted it", "without success or failure"),
@@ -71,6 +78,16 @@ def test_markers_are_recorded_while_the_session_runs_with_session_and_tier(app, 
         ("sonarr", "redeployment", "failure", "image pull failed", "marker", session.id, 3)]
     badges = db.session.scalars(select(SessionActivity.title).where(SessionActivity.kind == "marker")).all()
     assert "cooldown:restart:jellyfin success" in badges and "cooldown:redeployment:sonarr failure" in badges
+
+
+def test_a_report_whose_message_was_cut_is_recorded_and_said_so(app, fake_cli, run_session_now, caplog):
+    said = "restarted after the OOM kill " + "x" * 2500
+    fake_cli(sl.steps(sl.init(), sl.text(f"[COOLDOWN:restart:jellyfin] success — {said}"), sl.result()))
+    with caplog.at_level(logging.WARNING, logger="plugins.cooldowns"):
+        run_session_now()
+    assert "a cooldown marker's message of 2,529 characters is kept to its first 2,000" in caplog.text
+    (row,) = db.session.scalars(select(CooldownAction)).all()
+    assert row.message == said[:MAX_MESSAGE_CHARS]
 
 
 def test_a_marker_completes_the_pending_row_the_hook_wrote(app, fake_cli, run_session_now):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from plugins.events.markers import EventMarker, parse_event_markers
+from plugins.events.markers import MAX_MESSAGE_CHARS, EventMarker, parse_event_markers
 
 
 def test_level_only_and_level_with_service():
@@ -98,3 +98,11 @@ def test_a_service_over_the_length_limit_is_reported_not_cut(caplog):
     text = f"[EVENT:info:{long_name}X] one\n[EVENT:info:{long_name}] two"
     assert parse_event_markers(text) == [EventMarker("info", long_name, "two")]
     assert "service is over 100 characters" in caplog.text
+
+
+def test_a_message_over_the_limit_is_kept_to_its_beginning_with_the_length_written():
+    long_message = "Disk filling " + "x" * 3000
+    [marker] = parse_event_markers(f"[EVENT:warning:nas] {long_message}")
+    assert marker.message == long_message[:MAX_MESSAGE_CHARS] and marker.cut_from == 3013
+    [whole] = parse_event_markers("[EVENT:info] " + "y" * MAX_MESSAGE_CHARS)
+    assert whole.message == "y" * MAX_MESSAGE_CHARS and whole.cut_from is None

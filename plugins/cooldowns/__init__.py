@@ -22,7 +22,7 @@ from app.hookspecs import hookimpl
 from app.marker_queue import MarkerQueue
 from app.plugin_types import DashboardPage, MarkerRecord, OverviewCard, PromptSection, SkippedMarkers
 from app.plugins import call_each
-from app.session_warnings import warn_once
+from app.session_warnings import warn_of_cut_messages, warn_once
 from app.timeutil import utcnow
 from app.write_lock import lock_for_writing
 from plugins.cooldowns import limits, retention, store
@@ -66,6 +66,7 @@ def claudeops_markers(text, run):
     markers = parse_cooldown_markers(text, skipped, run.marker_tags)
     if not markers:
         return skipped.records() or None
+    warn_of_cut_messages(log, run.session_id, markers, "cooldown")
     # Recorded with the rest of the stream's batch, in claudeops_markers_flush.
     return [QUEUE.add(run, markers)] + skipped.records()
 

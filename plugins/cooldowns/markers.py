@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from app.marker_text import BUILT_IN_TAGS, marker_text
@@ -44,6 +44,8 @@ class CooldownMarker:
     service: str
     outcome: str
     message: str
+    # The length of the message the agent wrote, when it was cut to MAX_MESSAGE_CHARS.
+    cut_from: Optional[int] = field(default=None, compare=False)
 
 
 def parse_cooldown_markers(text: str, warn: Optional[Warn] = None,
@@ -75,5 +77,6 @@ def parse_cooldown_markers(text: str, warn: Optional[Warn] = None,
             warn("cooldown marker service", f"ignoring cooldown marker with an invalid service {match['service']!r}")
             continue
         message = marker_text(text, match.end(), tags).strip()
-        markers.append(CooldownMarker(action, service, outcome, message[:MAX_MESSAGE_CHARS]))
+        markers.append(CooldownMarker(action, service, outcome, message[:MAX_MESSAGE_CHARS],
+                                      len(message) if len(message) > MAX_MESSAGE_CHARS else None))
     return markers

@@ -14,7 +14,7 @@ from app.hookspecs import hookimpl
 from app.plugin_types import (POSITIVE_INT_SCHEMA, RETENTION_DAYS_SCHEMA, DashboardPage, MarkerRecord, OverviewCard,
                               PromptSection, Setting, SkippedMarkers, positive_int, retention_days)
 from app.runtime import setting
-from app.session_warnings import warn_once
+from app.session_warnings import warn_of_cut_messages, warn_once
 from app.timeutil import utcnow
 from plugins.events import staging
 from plugins.events.markers import MARKER_TAGS, MAX_SERVICE_CHARS, parse_event_markers
@@ -76,6 +76,7 @@ def claudeops_markers(text, run):
     # Every event of the session counts, the service's own notices included.
     room = max(0, limit - staging.session_count(run.session_id))
     kept, refused = markers[:room], len(markers) - room
+    warn_of_cut_messages(log, run.session_id, kept, "event")
     now = utcnow()
     staging.stage([{"session_id": run.session_id, "tier": run.tier, "level": marker.level,
                     "service": marker.service, "message": marker.message, "created_at": now}

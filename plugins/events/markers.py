@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from app.marker_text import BUILT_IN_TAGS, marker_text
@@ -48,6 +48,8 @@ class EventMarker:
     level: str
     service: Optional[str]
     message: str
+    # The length of the message the agent wrote, when it was cut to MAX_MESSAGE_CHARS.
+    cut_from: Optional[int] = field(default=None, compare=False)
 
 
 def normalise_level(raw: str) -> Optional[str]:
@@ -85,5 +87,6 @@ def parse_event_markers(text: str, warn: Optional[Warn] = None,
             continue
         # One service whatever its case, as memories and cooldowns take it.
         service = match["service"].lower() if match["service"] else None
-        markers.append(EventMarker(level, service, message[:MAX_MESSAGE_CHARS]))
+        markers.append(EventMarker(level, service, message[:MAX_MESSAGE_CHARS],
+                                   len(message) if len(message) > MAX_MESSAGE_CHARS else None))
     return markers
