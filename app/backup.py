@@ -18,7 +18,9 @@ WAL-mode file with). The current database is kept beside it
 WAL folded in first; the copy then takes the database's name in one
 rename, so that whatever stops the process there is always a whole
 database at that name. The replaced database's ``-wal``/``-shm`` are
-removed, since SQLite would read them as the restored one's.
+removed, since SQLite would read them as the restored one's (a ``-wal``
+that could not be folded in, of a database SQLite cannot read, is kept
+first, beside the kept copy).
 
 PostgreSQL has its own tools (``pg_dump``, ``pg_restore``): both refuse it
 with a message that says so.
@@ -154,6 +156,7 @@ def restore(engine: Engine, source: Path, known: Callable[[str], bool]) -> Path:
             _fold_wal(database)
             _keep(database, kept)
             kept_now = True
+            _keep_wal(database, kept)
         for suffix in WAL_FILES:   # the replaced database's, if folding left any
             Path(f"{database}{suffix}").unlink(missing_ok=True)
         # One rename: at every instant there is a whole database at the
@@ -163,6 +166,7 @@ def restore(engine: Engine, source: Path, known: Callable[[str], bool]) -> Path:
         partial.unlink(missing_ok=True)
         if kept_now:   # the database never left its name: no copy of it to keep
             kept.unlink(missing_ok=True)
+            Path(f"{kept}-wal").unlink(missing_ok=True)
         raise
     _sync_dir(database.parent)
     return kept
@@ -217,6 +221,16 @@ def _keep(database: Path, kept: Path) -> None:
         if exc.errno not in _NO_HARD_LINKS:
             raise
         shutil.copy2(database, kept)
+
+
+def _keep_wal(database: Path, kept: Path) -> None:
+    """The replaced database's ``-wal``, if folding it in was not possible
+    (a database SQLite cannot read), kept beside the copy kept of it, as
+    ``<kept>-wal``: it holds the latest writes, which a recovery tool can
+    still read with the file, and SQLite reads it with the kept file."""
+    wal = Path(f"{database}-wal")
+    if wal.exists() and wal.stat().st_size:
+        _keep(wal, Path(f"{kept}-wal"))
 
 
 def _owned_like(path: Path, like: Path) -> None:

@@ -621,3 +621,32 @@ def test_restore_replaces_a_database_sqlite_cannot_read_and_keeps_it_as_it_was(a
     assert kept.read_bytes() == damaged
     db.session.remove()
     assert db.session.scalar(select(func.count()).select_from(Event)) == 2_000
+
+
+def test_restore_keeps_the_wal_of_a_database_sqlite_cannot_read_beside_the_copy_kept(app, tmp_path):
+    """Its -wal holds the latest writes, which folding could not write into
+    it: removed, the kept copy would lack them for good."""
+    add_events(3, "before the backup")
+    backup = tmp_path / "copy.db"
+    assert invoke(app, "backup", backup).exit_code == 0
+    db.session.remove()
+    db.engine.dispose()
+    live = database(app)
+    writer = sqlite3.connect(live)
+    writer.execute("PRAGMA wal_autocheckpoint=0")   # what follows stays in the -wal
+    with writer:
+        writer.executemany("INSERT INTO events (level, service, message, created_at) "
+                           "VALUES ('info', 'db', 'in the wal', '2026-11-23 00:00:00')", [()] * 5)
+    wal = Path(f"{live}-wal").read_bytes()
+    assert wal
+    copied = tmp_path / "wal-copy"
+    shutil.copy(f"{live}-wal", copied)   # the writer's close would fold it in
+    writer.close()
+    live.write_bytes(b"garbage" * 1000)
+    shutil.copy(copied, f"{live}-wal")
+    restored = invoke(app, "restore", backup)
+    assert restored.exit_code == 0, restored.output
+    [kept] = [p for p in live.parent.iterdir() if ".before-restore-" in p.name and not p.name.endswith("-wal")]
+    assert Path(f"{kept}-wal").read_bytes() == wal
+    db.session.remove()   # the restored database reads none of it
+    assert db.session.scalar(select(func.count()).select_from(Event)) == 3
