@@ -357,6 +357,11 @@ def test_a_bad_entry_refuses_the_whole_file(app):
           "memories": [good | {"history": [{"action": "bogus", "actor": "session"}]}]},
          "memory 1: each history entry needs an action, one of created, reinforced,"),
         ({"format": "claudeops-memories", "version": 2, "memories": []}, "export version 2 is not supported"),
+        # Links name memories by id: two exports joined by hand would link to the wrong ones.
+        ({"format": "claudeops-memories", "version": 1,
+          "memories": [good | {"id": 1}, good | {"id": 2, "observation": "x", "contradicts_id": 1},
+                       good | {"id": 1, "observation": "y"}]},
+         "memory 3: id 1 is that of memory 1 too: an export names each memory by an id of its own"),
         ({"memories": []}, "not a memories export"),
     ]
     for document, message in cases:

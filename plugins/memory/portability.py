@@ -283,7 +283,24 @@ def parse_json(document: Any, most: int = MAX_IMPORT) -> list[Entry]:
     if not isinstance(items, list):
         raise ImportRefused('"memories" must be a list')
     _check_size(items, most)
-    return [_entry(item, number) for number, item in enumerate(items, 1)]
+    entries = [_entry(item, number) for number, item in enumerate(items, 1)]
+    _check_ids_unique(entries)
+    return entries
+
+
+def _check_ids_unique(entries: list[Entry]) -> None:
+    """An id names one memory of the file: contradiction links and history
+    rows point at memories by it. Two exports joined into one file by hand
+    both start at 1, and each link would go to whichever memory came last."""
+    first: dict[int, str] = {}
+    for entry in entries:
+        if entry.source_id is None:
+            continue
+        if entry.source_id in first:
+            raise ImportRefused(f"{entry.where}: id {entry.source_id} is that of {first[entry.source_id]} too: "
+                                "an export names each memory by an id of its own (to join two exports, import "
+                                "each file in turn)")
+        first[entry.source_id] = entry.where
 
 
 def _entry(item: Any, number: int) -> Entry:
