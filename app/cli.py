@@ -213,7 +213,7 @@ class ClaudeOpsGroup(FlaskGroup):
             from flask_migrate.cli import db
             # Of its commands, only upgrade may start a new database (and so its
             # state directory); it, downgrade and stamp change the schema.
-            group = copy.copy(db)
+            group = copy.copy(_own_directory_told(db))   # its -d too, which every command reads
             # \b: kept as written (click would break "list-templates" at its hyphen).
             group.help = ("The database's schema (Alembic).\n\n\b\n"
                           "An operator's: upgrade heads (serve runs it), current, check,\n"

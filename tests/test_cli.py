@@ -818,13 +818,14 @@ def test_db_help_says_which_commands_are_an_operators_and_which_write_revisions(
     assert "Perform database migrations" not in said
 
 
-@pytest.mark.parametrize("command", ["upgrade", "current", "check", "downgrade", "stamp", "history", "revision"])
+@pytest.mark.parametrize("command", ["upgrade", "current", "check", "downgrade", "stamp", "history", "revision", None])
 def test_db_commands_help_gives_the_real_default_of_their_directory(command):
-    """Not Flask-Migrate's "migrations" of the working directory, which the service never reads."""
+    """Not Flask-Migrate's "migrations" of the working directory, which the
+    service never reads; the group's own option (None) as its commands'."""
     from click.testing import CliRunner
 
     from app import cli
-    result = CliRunner().invoke(cli.main, ["db", command, "--help"])
+    result = CliRunner().invoke(cli.main, ["db", *([command] if command else []), "--help"])
     assert result.exit_code == 0, result.output
     said = " ".join(result.output.split())
     assert "Migration script directory (default: the service's own, with its plugins' revisions)" in said
