@@ -13,6 +13,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from app import create_app, state_dir
+from app.backup import database_files
 from app.backup_cli import hold_off_the_scheduler, leave_to_the_owner_of_their_directory
 from app.config import ConfigError
 from app.database_copy import CopyError, copy_database, foreign_tables, tables_with_rows
@@ -57,6 +58,12 @@ def copy_to_command(target_url: str):
     source = make_url(app.config["SQLALCHEMY_DATABASE_URI"])
     if _same_database(source, target):
         raise click.ClickException(f"TARGET_URL names the service's own database, {shown_url(source)}")
+    if target.get_backend_name() == "sqlite" and Path(target.database).expanduser().resolve() in database_files(
+            db.engine):
+        # The next open of the service's database would take it for its
+        # journal or WAL, and delete it (or worse, read it as its own).
+        raise click.ClickException(f"TARGET_URL names a file SQLite keeps beside the service's database, {shown}: "
+                                   "name another file")
     _check_schema_is_current(app)
     # A scheduler at work would go on writing what the copy no longer reads.
     state = Path(app.config["CLAUDEOPS_STATE_DIR"])

@@ -270,6 +270,18 @@ def test_the_services_own_database_is_not_a_target(app):
     assert "TARGET_URL names the service's own database" in result.output
 
 
+@pytest.mark.parametrize("suffix", ["-journal", "-wal", "-shm"])
+def test_a_file_sqlite_keeps_beside_the_services_database_is_not_a_target(app, suffix):
+    if db.engine.dialect.name != "sqlite":
+        pytest.skip("the service's database is no file here")
+    companion = Path(f"{db.engine.url.database}{suffix}")
+    companion.unlink(missing_ok=True)   # the service stopped: none is there
+    result = invoke(app, "copy-to", f"sqlite:///{companion}")
+    assert result.exit_code == 1
+    assert "TARGET_URL names a file SQLite keeps beside the service's database" in result.output, result.output
+    assert not companion.exists()
+
+
 def test_a_copy_that_fails_leaves_the_target_without_a_row(tmp_path, fake_cli, run_session_now, monkeypatch):
     source = sqlite_source(tmp_path)
     fill(source, fake_cli, run_session_now)
