@@ -120,10 +120,10 @@ def restore(engine: Engine, source: Path, known: Callable[[str], bool]) -> Path:
     if source.expanduser().resolve() in database_files(engine):
         raise BackupError(f"{source} is the database itself (or a name SQLite uses beside it), not a backup of "
                           "it: name the backup file to restore")
-    # The index SQLite makes beside a backup in WAL mode to read it, left
-    # where it found none: the backup's directory stays as it was.
-    index = Path(f"{source}-shm")
-    had_index = index.exists()
+    # The index and the empty log SQLite makes beside a backup in WAL mode
+    # to read it, left where it found none: the backup's directory stays as
+    # it was.
+    made_beside = [Path(f"{source}{suffix}") for suffix in WAL_FILES if not Path(f"{source}{suffix}").exists()]
     checked, scratch = _opened_read_only(source, database.parent)
     try:
         revisions = _checked(checked, source, thorough=True)
@@ -147,9 +147,11 @@ def restore(engine: Engine, source: Path, known: Callable[[str], bool]) -> Path:
         checked.close()
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
-        if not had_index:
+        for made in made_beside:
             with contextlib.suppress(OSError):
-                index.unlink(missing_ok=True)
+                # A -wal with something in it is no longer SQLite's to remove (never so, read only).
+                if made.name.endswith("-shm") or made.stat().st_size == 0:
+                    made.unlink()
     kept_now = False
     try:
         if database.exists():

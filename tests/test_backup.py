@@ -450,6 +450,24 @@ def test_restore_takes_a_backup_whatever_its_name(app, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == [backup.name, "state"]   # no file made beside it
 
 
+def test_restore_leaves_nothing_beside_a_copy_of_a_wal_mode_database_without_its_wal(app, tmp_path):
+    """The database file copied alone with the service stopped (it leaves
+    no -wal then): SQLite makes a -wal and -shm beside it to read it."""
+    add_events(2, "in the database file")
+    db.session.remove()
+    db.engine.dispose()
+    copied = tmp_path / "copied" / "claudeops.db"
+    copied.parent.mkdir()
+    shutil.copy(database(app), copied)
+    with open(copied, "rb") as header:
+        assert header.read(20)[18:20] == b"\x02\x02"   # WAL mode, as the service left it
+    restored = invoke(app, "restore", copied)
+    assert restored.exit_code == 0, restored.output
+    assert [path.name for path in copied.parent.iterdir()] == ["claudeops.db"]
+    db.session.remove()
+    assert db.session.scalar(select(func.count()).select_from(Event)) == 2
+
+
 def test_restore_takes_in_what_the_backups_wal_file_holds(app, tmp_path):
     """A snapshot of the state directory taken while the service ran (a
     file system snapshot, a copy of the whole directory) holds the database
