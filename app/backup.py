@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import glob
 import os
 import shutil
 import sqlite3
@@ -97,6 +98,7 @@ def backup(engine: Engine, target: Path) -> Copy:
                           "be kept: name another file")
     target = _new_file(target)
     partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
+    partial.unlink(missing_ok=True)   # by this process's id: left by one killed, which had the same
     try:
         with engine.connect() as connection:
             revisions = _snapshot(connection.connection.driver_connection, partial, database)
@@ -134,6 +136,10 @@ def restore(engine: Engine, source: Path, known: Callable[[str], bool]) -> Path:
         engine.dispose()   # this process's own connections, before the file changes under them
         kept = _unused(database.with_name(f"{database.name}.before-restore-{utcnow():%Y%m%dT%H%M%SZ}"))
         partial = database.with_name(f".{database.name}.restoring-{os.getpid()}")
+        # What a restore killed outright left (a whole copy of a backup, and
+        # its journal): no other is running, the caller holding the lock.
+        for leftover in database.parent.glob(f".{glob.escape(database.name)}.restoring-*"):
+            leftover.unlink(missing_ok=True)
         try:
             # Through SQLite, not byte by byte: a database copied with its
             # -wal (a snapshot of the state directory) has part of its data

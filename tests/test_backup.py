@@ -577,6 +577,23 @@ def test_a_restore_never_leaves_the_database_name_without_a_whole_database(app, 
     assert events_in(kept) == 3
 
 
+def test_what_a_backup_or_restore_killed_outright_left_is_no_obstacle_and_is_removed(app, tmp_path):
+    """Killed outright (SIGKILL, a power cut), they leave their unfinished
+    copy under a name that holds their process id, which another process
+    may have later."""
+    add_events(2, "before the backup")
+    live = database(app)
+    for left in (tmp_path / f".copy.db.partial-{os.getpid()}", live.with_name(f".{live.name}.restoring-{os.getpid()}"),
+                 live.with_name(f".{live.name}.restoring-1-journal")):
+        left.write_bytes(b"half a copy")
+    made = invoke(app, "backup", tmp_path / "copy.db")
+    assert made.exit_code == 0, made.output
+    restored = invoke(app, "restore", tmp_path / "copy.db")
+    assert restored.exit_code == 0, restored.output
+    assert not [path.name for path in live.parent.iterdir() if ".restoring-" in path.name]
+    assert not [path.name for path in tmp_path.iterdir() if ".partial-" in path.name]
+
+
 def test_a_restore_onto_a_file_system_without_hard_links_keeps_a_copy(app, tmp_path, monkeypatch):
     import errno
     add_events(2, "before the backup")
