@@ -943,6 +943,35 @@ def test_a_database_server_gone_away_as_a_session_ends_costs_it_nothing(tmp_path
     assert caplog.text.count("the database is back, and it is done") == 3
 
 
+class GoneAsTheEscalationIsQueued(Outages):
+    """Meets a database server gone away as the escalation is committed, once."""
+
+    def __init__(self):
+        super().__init__(1, ("escalation",))
+
+    def before_flush(self, orm_session, _context, _instances):
+        for row in list(orm_session.new):
+            if isinstance(row, Session) and row.trigger == "escalation" and self._meets("escalation"):
+                raise server_gone_away()
+
+
+def test_an_escalate_marker_is_not_lost_to_a_database_server_gone_away_as_it_is_queued(tmp_path, fake_cli):
+    """The built-in plugin hands its request over once: the host asks once
+    and queues the child when the server is back."""
+    outage = GoneAsTheEscalationIsQueued()
+    app = make_app(tmp_path)
+    fake_cli(sl.steps(sl.init(), sl.text("[ESCALATE] the web tier answers 502"), sl.result("checked")))
+    with app.app_context():
+        with before_each_flush(outage.before_flush):
+            session = run_session(control.claim(control.enqueue().id))
+        assert outage.left == {"escalation": 0}
+        assert session.status == "completed", session.status_reason
+        children = db.session.scalars(select(Session).where(Session.parent_id == session.id)).all()
+        assert [(child.tier, child.status, child.escalation_reason) for child in children] == [
+            (2, "queued", "the web tier answers 502")]
+        db.session.remove()
+
+
 def test_a_database_server_gone_for_longer_than_its_end_waits_leaves_the_session_to_the_scheduler(
         tmp_path, fake_cli, monkeypatch, caplog):
     monkeypatch.setattr(dbfaults, "OUTAGE_SECONDS", 1.2)   # one pause of 0.5 s, then not the next of 1 s

@@ -34,13 +34,12 @@ log = logging.getLogger(__name__)
 MAX_REASON_CHARS = 2000
 
 
-def consider(session: Session, run: RunInfo, result: SessionResult,
-             shutdown: Optional[threading.Event] = None) -> Optional[Session]:
-    """The child session queued if a plugin asks for one and the host
-    grants it, else None (a notice says why not, where that matters). A
-    database server that goes away before the child is queued raises with
-    nothing committed, so ``consider`` may simply be called again; the
-    notices wait for it themselves."""
+def requested(run: RunInfo, result: SessionResult) -> Optional[str]:
+    """The reason a plugin gives for escalating the session, as the host
+    keeps it, or None. Asked once a session: a plugin may hand its request
+    over only once (the built-in one does), so a ``consider`` done again
+    after a database server went away is given this answer, not the hook's
+    second one."""
     # Each plugin asked on its own: one that raises must not silence the others' requests.
     # A reason is a string: True or a number would escalate "because True";
     # a blank one, asked first, would silence the plugins after it.
@@ -49,7 +48,18 @@ def consider(session: Session, run: RunInfo, result: SessionResult,
         return None
     # Redacted before the cut: cut first, a secret running past it would be
     # kept by its first half, which the redactor no longer knows.
-    reason = redactor().redact(" ".join(reason.split()))[:MAX_REASON_CHARS]
+    return redactor().redact(" ".join(reason.split()))[:MAX_REASON_CHARS]
+
+
+def consider(session: Session, run: RunInfo, result: SessionResult, reason: Optional[str],
+             shutdown: Optional[threading.Event] = None) -> Optional[Session]:
+    """The child session queued if a plugin asked for one (``reason``, from
+    ``requested``) and the host grants it, else None (a notice says why not,
+    where that matters). A database server that goes away before the child
+    is queued raises with nothing committed, so ``consider`` may simply be
+    called again; the notices wait for it themselves."""
+    if reason is None:
+        return None
     next_tier = session.tier + 1
     refusal = _refusal(session, result, next_tier)
     badge = _badge(session.id)

@@ -395,7 +395,8 @@ def _tell_the_end(session: Session, run: RunInfo, shutdown: threading.Event, lat
         cost_usd=session.cost_usd, num_turns=session.num_turns, duration_ms=session.duration_ms,
         is_error=session.is_error, cli_session_id=session.cli_session_id)
     call_each("claudeops_session_finished", run=run, commit_each=True, shutdown=shutdown, result=result)
-    dbfaults.waiting_out(partial(escalation.consider, session, run, result, shutdown),
+    reason = escalation.requested(run, result)
+    dbfaults.waiting_out(partial(escalation.consider, session, run, result, reason, shutdown),
                          f"session {run.session_id}: considering its escalation", shutdown)
 
 
