@@ -49,6 +49,18 @@ def test_marker_queues_the_next_tier_as_a_child(app, fake_cli, run_session_now):
             "postgres is down and I cannot tell why", parent.id, 1) in events()
 
 
+def test_a_request_redaction_made_longer_than_the_limit_still_carries_down_the_chain(app, fake_cli, run_session_now):
+    """A request at the limit is stored redacted, which may lengthen it: the
+    escalation carries it as stored rather than refusing it as too long."""
+    fake_cli(escalating_script())
+    prompt = "x" * (control.MAX_PROMPT_CHARS - 14) + " password=abc"
+    parent = run_session_now(tier=1, prompt=prompt)
+    assert len(parent.prompt) > control.MAX_PROMPT_CHARS
+    child = sessions()[1]
+    assert (child.tier, child.status, child.parent_id) == (2, "queued", parent.id)
+    assert child.prompt == parent.prompt
+
+
 def test_the_child_is_given_what_the_earlier_tier_found(app, fake_cli, run_session_now):
     fake_cli(escalating_script())
     parent = run_session_now(tier=1)

@@ -56,7 +56,11 @@ def enqueue(tier: int = 1, prompt: str | None = None, trigger: str = "api", pare
         raise ControlError(f"tier must be {', '.join(numbers[:-1])} or {numbers[-1]}, not {tier!r}", field="tier")
     if trigger not in TRIGGERS:
         raise ControlError(f"unknown trigger {trigger!r}")
-    session = Session(tier=tier, prompt=checked_prompt(prompt), trigger=trigger, status=QUEUED, created_at=utcnow(),
+    # An escalation carries its parent's request as stored: checked when it
+    # was asked for, and redacted since, which may have made it longer.
+    if trigger != "escalation":
+        prompt = checked_prompt(prompt)
+    session = Session(tier=tier, prompt=prompt, trigger=trigger, status=QUEUED, created_at=utcnow(),
                       parent_id=parent_id, escalation_reason=escalation_reason, request_key=request_key)
     db.session.add(session)
     db.session.commit()
