@@ -232,7 +232,11 @@ def boolean(raw: str) -> bool:
 MODEL_SCHEMA = {"type": "string", "pattern": "^\\s*[^\\s\\u0000-][^\\s\\u0000]{0,99}\\s*$"}
 
 
-def _tier(raw: str) -> int:
+# A tier setting's value in PUT /api/v1/config.
+TIER_SCHEMA = {"type": "integer", "enum": [1, 2, 3]}
+
+
+def tier(raw: str) -> int:
     value = _int(raw)
     if value not in (1, 2, 3):
         raise ValueError("must be 1, 2 or 3")
@@ -274,7 +278,7 @@ SETTINGS: tuple[Setting, ...] = (
             schema=MODEL_SCHEMA),
     Setting("CLAUDEOPS_MAX_TIER", "3",
             "Highest tier a session may escalate to (1 turns escalation off); lowered, escalations queued "
-            "above it are not run.", _tier, runtime=True, schema={"type": "integer", "enum": [1, 2, 3]}),
+            "above it are not run.", tier, runtime=True, schema=TIER_SCHEMA),
     Setting("CLAUDEOPS_DRY_RUN", "false",
             "true: sessions are told to change nothing and escalation is suppressed (an event says so).",
             boolean, runtime=True, schema={"type": "boolean"}),

@@ -122,7 +122,7 @@ def test_a_restart_the_hook_checks_while_a_batch_records_one_it_did_not_see_is_d
     allowed, and the hook must count it, not let a third one run."""
     app = make_app(tmp_path)
     with app.app_context():
-        run = new_run()
+        run = new_run(tier=3)   # a tier that may restart
         _one_restart_an_hour_ago()
         handler = stream_handler(run)
         decisions = []

@@ -19,6 +19,7 @@ from app.sessions import control
 from app.timeutil import utcnow
 from plugins import cooldowns
 from plugins.cooldowns import store
+from plugins.cooldowns.gate import ADVICE
 from plugins.cooldowns.models import CooldownAction
 from plugins.events.models import Event
 from tests import streamlines as sl
@@ -37,15 +38,15 @@ def pre_tool_use(command: str, tool: str = "Bash", cwd: str = "/srv/ops/work") -
 
 @pytest.fixture
 def state(tmp_path):
-    """A migrated state directory with one running tier-2 session; gives a
+    """A migrated state directory with one running tier-3 session; gives a
     function that runs check-tool for that session."""
     app = make_app(tmp_path)
     with app.app_context():
-        session_id = control.claim(control.enqueue(tier=2).id).id
+        session_id = control.claim(control.enqueue(tier=3).id).id
 
     def check(stdin: str, command: list[str] | None = None, **env) -> subprocess.CompletedProcess:
         full_env = {**os.environ, "CLAUDEOPS_STATE_DIR": str(tmp_path / "state"), **database_env(tmp_path / "state"),
-                    "CLAUDEOPS_SESSION_ID": str(session_id), "CLAUDEOPS_TIER": "2", **env}
+                    "CLAUDEOPS_SESSION_ID": str(session_id), "CLAUDEOPS_TIER": "3", **env}
         return subprocess.run(command or [str(CLAUDEOPS), "cooldowns", "check-tool"], input=stdin, env=full_env,
                               capture_output=True, text=True, timeout=60)
 
@@ -95,7 +96,7 @@ def test_below_the_limit_the_call_is_allowed_silently_and_recorded(state):
     result = state(pre_tool_use("sudo docker restart jellyfin && docker logs --tail 5 jellyfin"))
     assert (result.returncode, result.stdout) == (0, "")
     assert rows(state.app) == [("jellyfin", "restart", "pending",
-                                "sudo docker restart jellyfin && docker logs --tail 5 jellyfin", state.session_id, 2)]
+                                "sudo docker restart jellyfin && docker logs --tail 5 jellyfin", state.session_id, 3)]
 
 
 def test_half_a_surrogate_pair_in_a_command_is_recorded_as_u_fffd_not_a_failed_check(state):
@@ -106,7 +107,7 @@ def test_half_a_surrogate_pair_in_a_command_is_recorded_as_u_fffd_not_a_failed_c
     result = state(sent)
     assert (result.returncode, result.stdout) == (0, ""), result.stdout
     assert rows(state.app) == [("jellyfin", "restart", "pending", "docker restart jellyfin # \ufffd",
-                                state.session_id, 2)]
+                                state.session_id, 3)]
 
 
 def test_at_the_limit_the_call_is_denied_with_the_reason_and_the_attempt_kept(state):
@@ -119,12 +120,46 @@ def test_at_the_limit_the_call_is_denied_with_the_reason_and_the_attempt_kept(st
     assert reason.startswith("Claude Ops cooldown limit reached: restart of jellyfin: 2 of 2 in 4h used, "
                              "next allowed at ")
     assert "The command was not run." in reason
-    assert rows(state.app)[-1] == ("jellyfin", "restart", "denied", "docker restart jellyfin", state.session_id, 2)
+    assert rows(state.app)[-1] == ("jellyfin", "restart", "denied", "docker restart jellyfin", state.session_id, 3)
     with state.app.app_context():
         assert store.usage("jellyfin", "restart").used == 2          # the denial did not count
         (event,) = db.session.scalars(select(Event)).all()            # and the operator's feed says so
         assert (event.level, event.service, event.session_id, event.tier) == ("warning", "jellyfin",
-                                                                              state.session_id, 2)
+                                                                              state.session_id, 3)
+
+
+def test_below_the_lowest_tier_that_may_a_restart_is_denied_kept_and_not_counted(state):
+    """Tiers 1 and 2 are told to change nothing, and the hook holds them to
+    it: whatever the limits, the restart does not run, the agent is told to
+    escalate, the operator's feed says so, and the limit counts nothing."""
+    result = state(pre_tool_use("docker restart jellyfin"), CLAUDEOPS_TIER="1")
+    reason = json.loads(result.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
+    assert reason == ("Claude Ops: sessions of tier 1 do not restart or redeploy services (CLAUDEOPS_COOLDOWN_MIN_TIER=3);"
+                      " the restart of jellyfin was not run. If it is needed, write [ESCALATE] <why> at the start of "
+                      "a line, for a session of tier 3 to do it.")
+    assert rows(state.app) == [("jellyfin", "restart", "denied", "docker restart jellyfin", state.session_id, 1)]
+    with state.app.app_context():
+        assert store.usage("jellyfin", "restart").used == 0
+        (event,) = db.session.scalars(select(Event)).all()
+        assert (event.level, event.service) == ("warning", "jellyfin")
+        assert event.message == ("Cooldown: a restart of jellyfin was denied (a session of tier 1; "
+                                 "CLAUDEOPS_COOLDOWN_MIN_TIER=3).")
+    # A target it cannot read is refused for the tier too, and nothing is recorded of it.
+    unread = state(pre_tool_use("docker restart $name"), CLAUDEOPS_TIER="2")
+    assert "sessions of tier 2 do not restart or redeploy services" in unread.stdout
+    assert len(rows(state.app)) == 1
+    # Anything else runs as before.
+    assert state(pre_tool_use("docker ps && systemctl status nginx"), CLAUDEOPS_TIER="1").stdout == ""
+
+
+def test_the_lowest_tier_that_may_restart_is_a_setting(state):
+    assert state(pre_tool_use("docker restart jellyfin"), CLAUDEOPS_TIER="1", CLAUDEOPS_COOLDOWN_MIN_TIER="1"
+                 ).stdout == ""
+    assert rows(state.app) == [("jellyfin", "restart", "pending", "docker restart jellyfin", state.session_id, 1)]
+    # With no tier above to escalate to, the agent is told to report instead.
+    reason = json.loads(state(pre_tool_use("systemctl restart nginx"), CLAUDEOPS_TIER="1",
+                              CLAUDEOPS_MAX_TIER="1").stdout)["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "[ESCALATE]" not in reason and reason.endswith(ADVICE)
 
 
 def test_one_service_at_its_limit_denies_the_whole_call(state):
@@ -196,7 +231,7 @@ def test_when_the_check_fails_a_restart_is_denied_and_anything_else_allowed(stat
 
 def test_an_unknown_session_is_recorded_without_one(state):
     state(pre_tool_use("systemctl restart nginx.service"), CLAUDEOPS_SESSION_ID="999")
-    assert rows(state.app) == [("nginx", "restart", "pending", "systemctl restart nginx.service", None, 2)]
+    assert rows(state.app) == [("nginx", "restart", "pending", "systemctl restart nginx.service", None, 3)]
 
 
 def test_a_session_or_tier_no_session_manager_sets_is_recorded_as_none(state):
@@ -420,7 +455,7 @@ def test_the_denial_notice_tells_the_plugins_of_the_session_as_the_session_does(
     with app.app_context():
         parent_id = control.claim(control.enqueue(tier=1).id).id
         child = control.enqueue(tier=2, trigger="escalation", parent_id=parent_id, escalation_reason="disk full")
-        _notify([store.usage("jellyfin", "restart")], child.id)
+        _notify([("jellyfin", "Cooldown: a restart of jellyfin was denied.")], child.id)
         expected = run_info(db.session.get(type(child), child.id))
     assert told == [expected]
     assert (expected.escalation_reason, expected.dry_run, expected.parent_session_id) == ("disk full", True, parent_id)

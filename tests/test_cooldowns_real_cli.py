@@ -87,7 +87,7 @@ def test_below_the_limit_the_restart_runs_and_is_counted(tmp_path, claude_bin, f
         [text("[COOLDOWN:restart:jellyfin] success — back up and answering")],
     ])
     with mock:
-        result = run_claudeops(tmp_path, claude_bin, mock.start(), tier=2)
+        result = run_claudeops(tmp_path, claude_bin, mock.start(), tier=3)
     assert result.returncode == 0, result.stdout + result.stderr
 
     session, tool_results, actions, used = stored(tmp_path)
@@ -96,9 +96,31 @@ def test_below_the_limit_the_restart_runs_and_is_counted(tmp_path, claude_bin, f
     assert fake_docker.read_text() == "restart jellyfin\n"
     # Counted when the hook let it run; completed by the agent's marker.
     assert actions == [("jellyfin", "restart", "success", "hook", "docker restart jellyfin",
-                        "back up and answering", session.id, 2)]
+                        "back up and answering", session.id, 3)]
     assert used == 1
     assert "## Cooldowns" in session.system_prompt and "No service is near its limit now." in session.system_prompt
+
+
+def test_a_tier_1_session_is_refused_its_restart_whatever_the_limits(tmp_path, claude_bin, fake_docker):
+    mock = MockMessagesAPI(marker=MAIN_REQUEST_MARKER, script=[
+        [text("Jellyfin is down; restarting it."), RESTART],
+        [text("Refused. [EVENT:warning:jellyfin] Down; a tier 3 session must restart it")],
+    ])
+    with mock:
+        result = run_claudeops(tmp_path, claude_bin, mock.start(), tier=1)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert not fake_docker.exists()                              # docker never ran
+    app = create_app({"CLAUDEOPS_STATE_DIR": str(tmp_path / "state"),
+                      "CLAUDEOPS_DATABASE_URL": database_url(tmp_path / "state")})
+    with app.app_context():
+        first = db.session.scalars(select(Session)).one()
+        assert first.tier == 1 and first.status == "completed"
+        (title, body) = db.session.execute(select(SessionActivity.title, SessionActivity.body).where(
+            SessionActivity.session_id == first.id, SessionActivity.kind == "tool_result")).one()
+        assert title == "error" and body.startswith("Claude Ops: sessions of tier 1 do not restart or redeploy")
+        assert "This session is of tier 1, which does not restart or redeploy services" in first.system_prompt
+        (action,) = db.session.scalars(select(CooldownAction)).all()
+        assert (action.service, action.outcome, action.session_id, action.tier) == ("jellyfin", "denied", first.id, 1)
 
 
 def test_at_the_limit_the_cli_refuses_the_restart_with_our_reason(tmp_path, claude_bin, fake_docker):
@@ -113,7 +135,7 @@ def test_at_the_limit_the_cli_refuses_the_restart_with_our_reason(tmp_path, clau
         [text("Refused. [EVENT:warning:jellyfin] Down, and its restart limit is reached")],
     ])
     with mock:
-        result = run_claudeops(tmp_path, claude_bin, mock.start(), tier=1)
+        result = run_claudeops(tmp_path, claude_bin, mock.start(), tier=3)
     assert result.returncode == 0, result.stdout + result.stderr
 
     session, tool_results, actions, used = stored(tmp_path)
@@ -127,7 +149,7 @@ def test_at_the_limit_the_cli_refuses_the_restart_with_our_reason(tmp_path, clau
                       if block.get("type") == "tool_result"]
     assert tool_result["is_error"] is True and tool_result["content"] == body
     assert actions[-1][:5] == ("jellyfin", "restart", "denied", "hook", "docker restart jellyfin")
-    assert actions[-1][6:] == (session.id, 1)
+    assert actions[-1][6:] == (session.id, 3)
     assert used == 2                                             # a denial is not a restart
     # The agent had been told before it tried.
     assert "- jellyfin: 2 of 2 restarts in the last 4h — no more restarts until" in session.system_prompt

@@ -156,6 +156,10 @@ def test_prompt_contribution_is_a_section_at_position_300(app):
                   started_at=None)
     section = cooldowns.claudeops_prompt_context(run)
     assert isinstance(section, PromptSection) and (section.name, section.position) == ("cooldowns", 300)
+    # A tier-1 session is told that its restarts are refused; a tier-3 one is not.
+    assert "This session is of tier 1, which does not restart or redeploy services" in section.text
+    assert "This session is of tier" not in cooldown_prompt(T0, tier=3)
+    assert "This session is of tier" not in cooldown_prompt(T0)
 
 
 def test_the_session_prompt_carries_the_cooldowns_section(app, fake_cli, run_session_now):

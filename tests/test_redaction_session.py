@@ -95,7 +95,7 @@ def test_no_secret_reaches_a_log_the_database_the_dashboard_the_api_or_a_prompt(
             "command": f"PGPASSWORD={DB_PASSWORD} BACKUP_SERVICE_TOKEN={ENV_SECRET} docker restart backup"}}),
         env={**os.environ, "CLAUDEOPS_STATE_DIR": app.config["CLAUDEOPS_STATE_DIR"],
              "CLAUDEOPS_DATABASE_URL": app.config["CLAUDEOPS_DATABASE_URL"],
-             "CLAUDEOPS_SESSION_ID": str(first.id), "CLAUDEOPS_TIER": "1"})
+             "CLAUDEOPS_SESSION_ID": str(first.id), "CLAUDEOPS_TIER": "3"})
     assert hook.returncode == 0, hook.stderr
     # An operator's memory, through the API.
     client = app.test_client()

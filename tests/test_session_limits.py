@@ -253,8 +253,8 @@ def pre_tool_use(command: str) -> str:
 
 def test_a_denial_beyond_the_limit_still_denies_but_is_not_recorded(app, caplog):
     change({"CLAUDEOPS_COOLDOWN_MAX_PER_SESSION": 3, "CLAUDEOPS_COOLDOWN_RESTART_LIMIT": "1/4h"})
-    session = control.claim(control.enqueue(tier=2).id)
-    caller = gate.Caller(session.id, 2)
+    session = control.claim(control.enqueue(tier=3).id)
+    caller = gate.Caller(session.id, 3)
     assert gate.check(pre_tool_use("docker restart web"), caller) is None          # allowed, pending
     for _ in range(4):
         assert "cooldown limit reached" in gate.check(pre_tool_use("docker restart web"), caller)

@@ -133,7 +133,7 @@ def _notice(run, service: str, message: str) -> None:
 
 @hookimpl
 def claudeops_prompt_context(run):
-    return PromptSection(name="cooldowns", text=cooldown_prompt(), position=300)
+    return PromptSection(name="cooldowns", text=cooldown_prompt(tier=run.tier), position=300)
 
 
 @hookimpl

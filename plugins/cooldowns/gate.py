@@ -39,12 +39,13 @@ from app.models import Session
 from app.plugins import call_each
 from app.portable_text import without_lone_surrogates
 from app.redaction import head_redacted, redactor
+from app.runtime import setting
 from app.sessions.run_info import run_info
 from app.timeutil import utcnow
 from app.write_lock import lock_for_writing
 from plugins.cooldowns import store
 from plugins.cooldowns.commands import SUSPECT, Recognised, recognise
-from plugins.cooldowns.limits import MAX_PER_SESSION, current_limits, max_per_session
+from plugins.cooldowns.limits import MAX_PER_SESSION, MIN_TIER, current_limits, max_per_session, min_tier
 from plugins.cooldowns.models import DENIED, PENDING
 
 log = logging.getLogger(__name__)
@@ -193,6 +194,9 @@ def _first_line(exc: Exception) -> str:
 
 
 def _decide(found: list[Recognised], command: str, caller: Caller, now: datetime) -> Optional[str]:
+    lowest = min_tier()
+    if caller.tier is not None and caller.tier < lowest:
+        return _below_the_tier(found, command, caller, lowest, now)
     unknown = [r for r in found if r.service is None]
     if unknown:
         targets = ", ".join(f"{r.action} of {r.target}" for r in unknown)
@@ -217,7 +221,31 @@ def _decide(found: list[Recognised], command: str, caller: Caller, now: datetime
         return reason
     for r in found:
         store.record_attempt(r.action, r.service, DENIED, command, session_id, caller.tier, message=reason, now=now)
-    _notify(blocked, session_id)
+    _notify([(u.service, f"Cooldown: a {u.action} of {u.service} was denied ({store.explain([u])}).")
+             for u in blocked], session_id)
+    return reason
+
+
+def _below_the_tier(found: list[Recognised], command: str, caller: Caller, lowest: int,
+                    now: datetime) -> Optional[str]:
+    """A restart or redeployment asked for by a session of a tier that is to
+    change nothing: denied, whatever the limits, and kept (with a notice) as
+    a denial of each service it names, counted by none."""
+    what = ", ".join(f"{r.action} of {r.service or r.target}" for r in found)
+    then = (f"If it is needed, write [ESCALATE] <why> at the start of a line, for a session of tier {lowest} "
+            "to do it." if setting("CLAUDEOPS_MAX_TIER") >= lowest else ADVICE)
+    reason = (f"Claude Ops: sessions of tier {caller.tier} do not restart or redeploy services ({MIN_TIER}="
+              f"{lowest}); the {what} was not run. {then}")
+    session_id = _existing_session(caller.session_id)
+    named = [r for r in found if r.service is not None]
+    if session_id is not None and store.session_rows(session_id) >= max_per_session():
+        log.warning("cooldowns: session %s reached %s; denial of %s not recorded", session_id, MAX_PER_SESSION, what)
+        return reason
+    command = redacted_start(command, MAX_COMMAND_CHARS)
+    for r in named:
+        store.record_attempt(r.action, r.service, DENIED, command, session_id, caller.tier, message=reason, now=now)
+    _notify([(r.service, f"Cooldown: a {r.action} of {r.service} was denied (a session of tier {caller.tier}; "
+                         f"{MIN_TIER}={lowest}).") for r in named], session_id)
     return reason
 
 
@@ -227,14 +255,14 @@ def _existing_session(session_id: Optional[int]) -> Optional[int]:
     return session_id if db.session.get(Session, session_id) is not None else None
 
 
-def _notify(blocked: list[store.Usage], session_id: Optional[int]) -> None:
-    """A denial is news for the operator's feed (the events plugin records it)."""
+def _notify(denials: list[tuple[str, str]], session_id: Optional[int]) -> None:
+    """A denial (its service and what to say) is news for the operator's
+    feed (the events plugin records it)."""
     session = db.session.get(Session, session_id) if session_id else None
     run = run_info(session) if session is not None else None
-    for u in blocked:
+    for service, message in denials:
         try:
-            call_each("claudeops_notice", level="warning", service=u.service, run=run,
-                      message=f"Cooldown: a {u.action} of {u.service} was denied ({store.explain([u])}).")
+            call_each("claudeops_notice", level="warning", service=service, run=run, message=message)
         except Exception:
             log.exception("cooldowns: could not send the denial notice")
 

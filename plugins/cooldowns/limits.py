@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from datetime import timedelta
 
+from app.config import TIER_SCHEMA, tier
 from app.plugin_types import POSITIVE_INT_SCHEMA, RETENTION_DAYS_SCHEMA, Setting, positive_int, retention_days
 from app.runtime import setting
 
@@ -23,6 +24,7 @@ ACTION_ALIASES = {
 SETTING_NAMES = {RESTART: "CLAUDEOPS_COOLDOWN_RESTART_LIMIT",
                  REDEPLOYMENT: "CLAUDEOPS_COOLDOWN_REDEPLOYMENT_LIMIT"}
 MAX_PER_SESSION = "CLAUDEOPS_COOLDOWN_MAX_PER_SESSION"
+MIN_TIER = "CLAUDEOPS_COOLDOWN_MIN_TIER"
 RETENTION = "CLAUDEOPS_COOLDOWN_RETENTION_DAYS"
 
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -101,6 +103,13 @@ def settings() -> list[Setting]:
         Setting(SETTING_NAMES[REDEPLOYMENT], "1/24h",
                 "Redeployments of one service allowed in a sliding window (`<count>/<window>`); "
                 "one beyond it is denied before it runs.", parse_limit, runtime=True, schema=LIMIT_SCHEMA),
+        # Tiers 1 and 2 are told to change nothing; the tools they are allowed
+        # (Bash) could, and of what they could change, this is what the hook
+        # can recognise.
+        Setting(MIN_TIER, "3",
+                "Lowest tier whose sessions may restart or redeploy a service: below it, a recognised restart or "
+                "redeployment is denied before it runs, and the agent told to escalate (1 lets every tier).",
+                tier, runtime=True, schema=TIER_SCHEMA),
         Setting(MAX_PER_SESSION, "20",
                 "Most cooldown records one session may add; a marker or a denial beyond it is logged, not stored "
                 "(a restart the hook lets run is always recorded).", positive_int, runtime=True,
@@ -114,6 +123,10 @@ def settings() -> list[Setting]:
 
 def max_per_session() -> int:
     return setting(MAX_PER_SESSION)
+
+
+def min_tier() -> int:
+    return setting(MIN_TIER)
 
 
 def current_limits() -> dict[str, Limit]:

@@ -8,7 +8,7 @@ from typing import Optional
 
 from app.timeutil import isoformat, utcnow
 from plugins.cooldowns import store
-from plugins.cooldowns.limits import ACTIONS, current_limits, describe, format_window
+from plugins.cooldowns.limits import ACTIONS, current_limits, describe, format_window, min_tier
 
 RULES = """## Cooldowns
 
@@ -26,10 +26,18 @@ command did:
 """
 
 
-def cooldown_prompt(now: Optional[datetime] = None) -> str:
+BELOW_THE_TIER = """
+This session is of tier {tier}, which does not restart or redeploy services: such a command is refused before it runs, whatever the limits. If one is needed, escalate.
+"""
+
+
+def cooldown_prompt(now: Optional[datetime] = None, tier: Optional[int] = None) -> str:
+    """The section for a session of ``tier`` (None: of any)."""
     now = now or utcnow()
     limits = current_limits()
     text = RULES.format(limits=" and ".join(describe(action, limits[action]) for action in ACTIONS))
+    if tier is not None and tier < min_tier():
+        text += BELOW_THE_TIER.format(tier=tier)
     constrained = store.constrained(now)
     if not constrained:
         return text + "\nNo service is near its limit now."
