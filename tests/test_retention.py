@@ -561,6 +561,34 @@ def test_the_scheduler_prunes_at_start_and_daily(app, fake_cli, run_session_now)
         scheduler.shutdown()
 
 
+def test_a_prune_the_database_refuses_is_one_line_in_the_log_and_a_mistake_keeps_its_traceback(
+        app, monkeypatch, caplog):
+    import sqlite3
+    from sqlalchemy.exc import OperationalError
+    scheduler = SessionScheduler(app)
+    monkeypatch.setattr(scheduler, "verify_lock", lambda: True)
+
+    def full(**kwargs):
+        raise OperationalError("DELETE FROM events", {}, sqlite3.OperationalError("database or disk is full"))
+    monkeypatch.setattr(retention, "prune", full)
+    with caplog.at_level(logging.ERROR, logger="app.sessions.scheduler"):
+        scheduler._prune()
+    [record] = caplog.records
+    assert not record.exc_info
+    assert record.getMessage() == (f"retention failed (the disk holding the database is full (database or disk is "
+                                   f"full)); it runs again in {RETENTION_HOURS} hours")
+
+    caplog.clear()
+
+    def broken(**kwargs):
+        raise KeyError("a mistake")
+    monkeypatch.setattr(retention, "prune", broken)
+    with caplog.at_level(logging.ERROR, logger="app.sessions.scheduler"):
+        scheduler._prune()
+    [record] = caplog.records
+    assert record.exc_info is not None and record.exc_info[0] is KeyError
+
+
 def test_a_shutdown_ends_pruning_between_two_batches_and_marks_no_session_half_done(app):
     from app.batched_delete import stop_pruning_on
     session = failed_days_ago(100, activity=10)

@@ -321,8 +321,10 @@ class SessionScheduler:
                 if report.anything:
                     log.info("retention removed %s", ", ".join(report.lines()))
             except Exception as exc:
+                # A database that takes nothing now (locked, full, a server
+                # down) is a line; a mistake keeps its traceback.
                 log.error("retention failed (%s); it runs again in %d hours", dbfaults.describe(exc),
-                          RETENTION_HOURS, exc_info=True)
+                          RETENTION_HOURS, exc_info=dbfaults.storage_fault(exc) is None)
             finally:
                 db.session.remove()
 
