@@ -9,6 +9,7 @@ would go on serving without a scheduler, and keep the port, so that serve
 could not start again. The kernel's parent-death signal sends it SIGTERM
 instead, its ordinary graceful shutdown. Linux only; on another system this
 does nothing. Started otherwise, by systemd or a shell, it is left alone.
+Its workers, however started, end with the master (post_fork).
 """
 import ctypes
 import os
@@ -47,6 +48,24 @@ def when_ready(server):
             os.close(int(ready))
         except (OSError, ValueError):
             server.log.warning("cannot tell claudeops serve that the port is bound")
+
+
+def post_fork(server, worker):
+    """A worker ends with its master. Killed outright (SIGKILL, the OOM
+    killer), the master cannot end them, and gunicorn's workers notice only
+    at their next timeout, up to 30 s later: meanwhile they go on serving the
+    dashboard without a scheduler, and keep the port, so that the service
+    could not start again. The kernel's parent-death signal sends each its
+    ordinary graceful SIGTERM at once instead (Linux only)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        failed = libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0
+    except (OSError, AttributeError):
+        failed = True
+    if failed:
+        server.log.warning("cannot ask worker %s to be ended with its master", worker.pid)
+    elif os.getppid() != worker.ppid:   # the master died before the signal was asked for
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def on_starting(server):

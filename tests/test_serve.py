@@ -363,6 +363,34 @@ def test_a_port_already_taken_ends_the_start_before_any_session_runs(tmp_path, f
         assert svc.terminate() == 0
 
 
+def _running(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie no init has reaped yet does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_gunicorn_master_killed_outright_takes_its_workers_with_it_and_frees_the_port(service):
+    """The OOM killer picks gunicorn's master: serve stops with status 1 for
+    its init system to restart it, and no orphaned worker goes on serving
+    without a scheduler, holding the port that restart needs."""
+    svc = service(session_seconds=60, workers=2)
+    [master] = [int(pid) for pid in subprocess.run(["pgrep", "-P", str(svc.process.pid), "-f", "gunicorn"],
+                                                    capture_output=True, text=True).stdout.split()]
+    workers = [int(pid) for pid in subprocess.run(["pgrep", "-P", str(master)], capture_output=True,
+                                                  text=True).stdout.split()]
+    assert len(workers) == 2
+    os.kill(master, signal.SIGKILL)
+    assert svc.process.wait(30) == 1
+    assert "gunicorn exited with status -9; shutting down" in svc.log()
+    wait_for(lambda: not any(_running(pid) for pid in workers), timeout=5, what="the workers ending")
+    with socket.socket() as again:
+        again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)   # as gunicorn binds
+        again.bind(("127.0.0.1", svc.port))
+
+
 def _hand_started_gunicorn(tmp_path, state) -> subprocess.CompletedProcess:
     """gunicorn as a dashboard-only host runs it, until it exits by itself."""
     from app.serve import gunicorn_command
