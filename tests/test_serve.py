@@ -391,12 +391,12 @@ def test_a_gunicorn_master_killed_outright_takes_its_workers_with_it_and_frees_t
         again.bind(("127.0.0.1", svc.port))
 
 
-def _hand_started_gunicorn(tmp_path, state) -> subprocess.CompletedProcess:
+def _hand_started_gunicorn(tmp_path, state, **settings) -> subprocess.CompletedProcess:
     """gunicorn as a dashboard-only host runs it, until it exits by itself."""
     from app.serve import gunicorn_command
     from tests.support.database import database_env
     from tests.support.service import free_port
-    env = {**os.environ, "CLAUDEOPS_STATE_DIR": str(state), **database_env(state)}
+    env = {**os.environ, "CLAUDEOPS_STATE_DIR": str(state), **database_env(state), **settings}
     env.pop("CLAUDEOPS_SERVE_PID", None)
     return subprocess.run(gunicorn_command("127.0.0.1", free_port(), 1), env=env, capture_output=True, text=True,
                           timeout=60)
@@ -429,3 +429,19 @@ def test_a_dashboard_host_refuses_a_database_not_at_its_schema(tmp_path):
     newer = _hand_started_gunicorn(tmp_path, tmp_path / "state")
     assert newer.returncode != 0
     assert "is at schema revision 0099_from_a_newer_version, which this installation does not know" in newer.stderr
+
+
+def test_a_dashboard_host_with_a_bad_setting_says_so_in_a_line_not_a_traceback(tmp_path):
+    from tests.conftest import make_app
+    make_app(tmp_path)
+    refused = _hand_started_gunicorn(tmp_path, tmp_path / "state", CLAUDEOPS_INTERVAL="soon")
+    assert refused.returncode != 0
+    assert ("claudeops dashboard: not serving: invalid configuration: CLAUDEOPS_INTERVAL='soon': must be a whole "
+            "number") in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr and "Worker failed to boot" in refused.stderr
+    not_a_directory = tmp_path / "a-file"
+    not_a_directory.write_text("")
+    refused = _hand_started_gunicorn(tmp_path, tmp_path / "state", CLAUDEOPS_RESULTS_DIR=str(not_a_directory))
+    assert f"not serving: the results directory {not_a_directory} is not a directory" in refused.stderr, \
+        refused.stderr
+    assert "Traceback" not in refused.stderr
