@@ -269,9 +269,7 @@ def serve(app: Flask, host: str, port: int, workers: int) -> int:
     warn_of_unknown_settings(app)
     say_what_the_config_page_holds_over(app)
     env = worker_environment(app)
-    stop = threading.Event()
-    for sig in STOP_SIGNALS:
-        signal.signal(sig, lambda signum, _frame: stop.set())
+    stop = stop_on_signals()
 
     # The gunicorn master ends with this process (app/gunicorn_conf.py).
     command = gunicorn_command(host, port, workers, app.config["CLAUDEOPS_LOG_LEVEL"], app.config["CLAUDEOPS_ACCESS_LOG"])
@@ -301,7 +299,7 @@ def serve(app: Flask, host: str, port: int, workers: int) -> int:
             log.error("the scheduler stopped; shutting down")
             exit_code = 1
             break
-    log.info("shutting down")
+    log.info("shutting down%s", stopped_by(stop))
     scheduler.shutdown()
     if web.poll() is None:
         web.terminate()
@@ -311,6 +309,26 @@ def serve(app: Flask, host: str, port: int, workers: int) -> int:
             web.kill()
             web.wait()
     return exit_code
+
+
+def stop_on_signals() -> threading.Event:
+    """An event set by the first of STOP_SIGNALS, which it names."""
+    stop = threading.Event()
+
+    def received(signum, _frame) -> None:
+        if not stop.is_set():
+            stop.claudeops_signal = signal.Signals(signum).name
+        stop.set()
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, received)
+    return stop
+
+
+def stopped_by(stop: threading.Event) -> str:
+    """`` on SIGHUP``, say: which signal stopped the service, for the log
+    (a closed terminal is not an init system's stop)."""
+    name = getattr(stop, "claudeops_signal", None)
+    return f" on {name}" if name else ""
 
 
 def address_in_use(host: str, port: int) -> bool:
@@ -354,9 +372,7 @@ def run_scheduler(app: Flask) -> int:
     warn_of_what_sessions_lack(app)
     warn_of_unknown_settings(app)
     say_what_the_config_page_holds_over(app)
-    stop = threading.Event()
-    for sig in STOP_SIGNALS:
-        signal.signal(sig, lambda signum, _frame: stop.set())
+    stop = stop_on_signals()
     scheduler.start()
     exit_code = 0
     while not stop.wait(1.0):
@@ -365,6 +381,6 @@ def run_scheduler(app: Flask) -> int:
             exit_code = 1
             break
     else:
-        log.info("shutting down")   # as serve says it: the journal shows a clean stop
+        log.info("shutting down%s", stopped_by(stop))   # as serve says it: the journal shows a clean stop
     scheduler.shutdown()
     return exit_code

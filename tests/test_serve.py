@@ -78,6 +78,7 @@ def test_sigterm_during_a_session_records_it_as_stopped_and_exits_cleanly(servic
     wait_for(lambda: svc.get("/api/v1/events")[1]["total"] == 1, timeout=15)   # the marker, under way
     _, cli_group = read_pid_and_group(svc.cli_pid_file)   # the CLI leads a process group of its own
     assert svc.terminate() == 0
+    assert "INFO app.serve: shutting down on SIGTERM\n" in svc.log()   # the init system's stop, as said
     assert not svc.group_alive(), "gunicorn workers outlived the service"
     assert_group_ends(cli_group, within=1)
     if not on_postgres():   # every process closed its connections: the log is in the file, the file whole
@@ -104,6 +105,7 @@ def test_sighup_to_the_services_group_stops_it_as_sigterm_does(service, tmp_path
     _, cli_group = read_pid_and_group(svc.cli_pid_file)
     os.killpg(svc.process.pid, signal.SIGHUP)
     assert svc.process.wait(40) == 0
+    assert "INFO app.serve: shutting down on SIGHUP\n" in svc.log()   # a closed terminal, not an init system
     assert not svc.group_alive(), "gunicorn outlived the service"
     assert_group_ends(cli_group, within=1)
     svc2 = Service(tmp_path / "state", {"CLAUDEOPS_INTERVAL": "0"}, workers=1).start()
