@@ -57,6 +57,10 @@ def post_fork(server, worker):
     dashboard without a scheduler, and keep the port, so that the service
     could not start again. The kernel's parent-death signal sends each its
     ordinary graceful SIGTERM at once instead (Linux only)."""
+    # Until the worker sets its own handlers, it has the master's, which
+    # only queue a signal for the master's loop: a SIGTERM meanwhile (the
+    # master dying now, or the one below) would be lost, and the worker serve on.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         failed = libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0

@@ -447,3 +447,26 @@ def test_a_dashboard_host_with_a_bad_setting_says_so_in_a_line_not_a_traceback(t
     assert f"not serving: the results directory {not_a_directory} is not a directory" in refused.stderr, \
         refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+def test_a_worker_forked_as_its_master_dies_ends_though_it_has_the_masters_signal_handlers(tmp_path):
+    """gunicorn calls post_fork before the worker sets its own handlers: the
+    master's, which only queue a signal for the master's loop, would swallow
+    the SIGTERM, and the worker go on serving without its master."""
+    import sys
+    import textwrap
+    script = textwrap.dedent("""
+        import os, signal, sys, time, types
+        sys.path.insert(0, "app")
+        import gunicorn_conf
+        queued = []
+        signal.signal(signal.SIGTERM, lambda signum, frame: queued.append(signum))   # the master's, as inherited
+        server = types.SimpleNamespace(log=types.SimpleNamespace(warning=print))
+        gunicorn_conf.post_fork(server, types.SimpleNamespace(pid=os.getpid(), ppid=os.getppid() + 1))
+        time.sleep(0.5)
+        print("went on serving", queued)
+    """)
+    ended = subprocess.run([sys.executable, "-c", script], cwd=os.path.dirname(os.path.dirname(__file__)), capture_output=True, text=True,
+                           timeout=30)
+    assert ended.returncode == -signal.SIGTERM, (ended.returncode, ended.stdout, ended.stderr)
+    assert "went on serving" not in ended.stdout
