@@ -162,6 +162,17 @@ def test_prompt_contribution_is_a_section_at_position_300(app):
     assert "This session is of tier" not in cooldown_prompt(T0)
 
 
+def test_a_session_below_the_lowest_tier_is_told_to_escalate_only_where_a_chain_can_reach_it(app):
+    """As the hook's denial says: with CLAUDEOPS_MAX_TIER below
+    CLAUDEOPS_COOLDOWN_MIN_TIER no escalation reaches a tier that may restart."""
+    assert "which does not restart or redeploy services: such a command is refused before it runs, whatever " \
+           "the limits. If one is needed, escalate." in cooldown_prompt(T0, tier=1)
+    app.config["CLAUDEOPS_MAX_TIER"] = 2
+    text = cooldown_prompt(T0, tier=1)
+    assert "escalate" not in text
+    assert "If one is needed, report it with an event marker, so that the operator can decide." in text
+
+
 def test_the_session_prompt_carries_the_cooldowns_section(app, fake_cli, run_session_now):
     from tests import streamlines as sl
     restart("jellyfin", datetime.now(timezone.utc) - H)

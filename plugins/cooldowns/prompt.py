@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Optional
 
+from app.runtime import setting
 from app.timeutil import isoformat, utcnow
 from plugins.cooldowns import store
 from plugins.cooldowns.limits import ACTIONS, current_limits, describe, format_window, min_tier
@@ -27,8 +28,12 @@ command did:
 
 
 BELOW_THE_TIER = """
-This session is of tier {tier}, which does not restart or redeploy services: such a command is refused before it runs, whatever the limits. If one is needed, escalate.
+This session is of tier {tier}, which does not restart or redeploy services: such a command is refused before it runs, whatever the limits. {then}
 """
+# What the session is to do instead, as the hook's denial says it: escalate
+# only where CLAUDEOPS_MAX_TIER lets a chain reach a tier that may restart.
+ESCALATE = "If one is needed, escalate."
+REPORT = "If one is needed, report it with an event marker, so that the operator can decide."
 
 
 def cooldown_prompt(now: Optional[datetime] = None, tier: Optional[int] = None) -> str:
@@ -36,8 +41,9 @@ def cooldown_prompt(now: Optional[datetime] = None, tier: Optional[int] = None) 
     now = now or utcnow()
     limits = current_limits()
     text = RULES.format(limits=" and ".join(describe(action, limits[action]) for action in ACTIONS))
-    if tier is not None and tier < min_tier():
-        text += BELOW_THE_TIER.format(tier=tier)
+    lowest = min_tier()
+    if tier is not None and tier < lowest:
+        text += BELOW_THE_TIER.format(tier=tier, then=ESCALATE if setting("CLAUDEOPS_MAX_TIER") >= lowest else REPORT)
     constrained = store.constrained(now)
     if not constrained:
         return text + "\nNo service is near its limit now."
