@@ -174,7 +174,7 @@ def restore(engine: Engine, source: Path, known: Callable[[str], bool]) -> Path:
         partial.unlink(missing_ok=True)
         if kept_now:   # the database never left its name: no copy of it to keep
             kept.unlink(missing_ok=True)
-            Path(f"{kept}-wal").unlink(missing_ok=True)
+            _return_wal(database, kept)
         raise
     _sync_dir(database.parent)
     return kept
@@ -239,6 +239,17 @@ def _keep_wal(database: Path, kept: Path) -> None:
     wal = Path(f"{database}-wal")
     if wal.exists() and wal.stat().st_size:
         _keep(wal, Path(f"{kept}-wal"))
+
+
+def _return_wal(database: Path, kept: Path) -> None:
+    """The ``-wal`` kept beside ``kept``, given back to the database it was
+    taken from, which stays (a restore that failed): its own was removed
+    already, and with both gone its latest writes would be lost."""
+    kept_wal, wal = Path(f"{kept}-wal"), Path(f"{database}-wal")
+    if kept_wal.exists() and not wal.exists():
+        os.replace(kept_wal, wal)
+    else:   # the database's own is still there: the kept one, a link or a copy of it, is not needed
+        kept_wal.unlink(missing_ok=True)
 
 
 def _owned_like(path: Path, like: Path) -> None:

@@ -685,3 +685,39 @@ def test_restore_keeps_the_wal_of_a_database_sqlite_cannot_read_beside_the_copy_
     assert Path(f"{kept}-wal").read_bytes() == wal
     db.session.remove()   # the restored database reads none of it
     assert db.session.scalar(select(func.count()).select_from(Event)) == 3
+
+
+def test_a_restore_that_fails_midway_gives_a_database_sqlite_cannot_read_its_wal_back(app, tmp_path, monkeypatch):
+    """The -wal, removed from beside the database as the copy was to take
+    its name, holds its latest writes: the database stays, and so must it."""
+    add_events(3, "before the backup")
+    backup = tmp_path / "copy.db"
+    assert invoke(app, "backup", backup).exit_code == 0
+    db.session.remove()
+    db.engine.dispose()
+    live = database(app)
+    writer = sqlite3.connect(live)
+    writer.execute("PRAGMA wal_autocheckpoint=0")   # what follows stays in the -wal
+    with writer:
+        writer.executemany("INSERT INTO events (level, service, message, created_at) "
+                           "VALUES ('info', 'db', 'in the wal', '2026-11-23 00:00:00')", [()] * 5)
+    wal = Path(f"{live}-wal").read_bytes()
+    copied = tmp_path / "wal-copy"
+    shutil.copy(f"{live}-wal", copied)   # the writer's close would fold it in
+    writer.close()
+    live.write_bytes(b"garbage" * 1000)
+    shutil.copy(copied, f"{live}-wal")
+    from app import backup as backup_module
+    replace = os.replace
+
+    def failing(source, target):   # the copy cannot take the database's place
+        if ".restoring-" in str(source):
+            raise OSError(5, "Input/output error")
+        replace(source, target)
+    monkeypatch.setattr(backup_module.os, "replace", failing)
+    failed = invoke(app, "restore", backup)
+    monkeypatch.undo()
+    assert failed.exit_code == 1 and isinstance(failed.exception, OSError)
+    assert live.read_bytes() == b"garbage" * 1000
+    assert Path(f"{live}-wal").read_bytes() == wal
+    assert [p.name for p in live.parent.iterdir() if "restor" in p.name] == []
