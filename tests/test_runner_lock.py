@@ -74,6 +74,27 @@ def end_lock_connection(url: str) -> int:
         engine.dispose()
 
 
+def take_the_lock_from_its_holder(url: str, usurper: RunnerLock) -> None:
+    """End the holder's connection and take its lock before the holder takes
+    it again (it checks every second): tried until it is taken first."""
+    for _ in range(20):
+        end_lock_connection(url)
+        try:
+            usurper.acquire()
+            return
+        except SchedulerAlreadyRunning:
+            continue
+    raise AssertionError("the holder took its lock again first, twenty times")
+
+
+@pytest.fixture
+def checked_by_hand(monkeypatch):
+    """The scheduler's lock checked only when a test calls verify_lock: its
+    own thread, every second, would race the test for a lost lock."""
+    from app.sessions import scheduler as scheduler_module
+    monkeypatch.setattr(scheduler_module, "LOCK_CHECK_SECONDS", 3600)
+
+
 def test_a_second_scheduler_on_another_state_directory_refuses(two_hosts, fake_cli):
     first, second, start = two_hosts
     fake_cli(sl.steps(sl.init(), sl.result("ok")))
@@ -112,7 +133,7 @@ def test_claudeops_run_refuses_too(two_hosts, tmp_path):
     RunnerLock(str(tmp_path / "host-b" / "state")).acquire()
 
 
-def test_a_lost_connection_takes_the_lock_again_when_no_one_else_has(two_hosts, tmp_path, caplog):
+def test_a_lost_connection_takes_the_lock_again_when_no_one_else_has(checked_by_hand, two_hosts, tmp_path, caplog):
     first, _second, start = two_hosts
     scheduler = start(first)
     assert end_lock_connection(first.config["CLAUDEOPS_DATABASE_URL"]) == 1
@@ -146,7 +167,7 @@ def test_the_scheduler_takes_a_lost_lock_again_within_seconds_unasked(two_hosts,
 
 
 @pytest.mark.skipif(not restartable(), reason="needs bin/test --postgres's own server to restart")
-def test_a_server_restart_keeps_the_scheduler_and_its_lock(two_hosts, tmp_path, caplog):
+def test_a_server_restart_keeps_the_scheduler_and_its_lock(checked_by_hand, two_hosts, tmp_path, caplog):
     first, _second, start = two_hosts
     scheduler = start(first)
     outage = threading.Thread(target=restart_server, args=(2.0,))
@@ -162,7 +183,7 @@ def test_a_server_restart_keeps_the_scheduler_and_its_lock(two_hosts, tmp_path, 
         other.acquire()
 
 
-def test_a_scheduler_whose_lock_went_to_another_stops_its_session(two_hosts, fake_cli, tmp_path):
+def test_a_scheduler_whose_lock_went_to_another_stops_its_session(checked_by_hand, two_hosts, fake_cli, tmp_path):
     first, second, start = two_hosts
     fake_cli(sl.steps(sl.init(), sl.text("working")) + [{"sleep": 60}])
     scheduler = start(first)
@@ -216,9 +237,8 @@ def test_claudeops_serve_exits_when_another_scheduler_took_its_lock(tmp_path):
     url = service.env["CLAUDEOPS_DATABASE_URL"]
     usurper = RunnerLock(str(tmp_path / "host-b"), url)
     try:
-        assert end_lock_connection(url) == 1
         (tmp_path / "host-b").mkdir()
-        usurper.acquire()     # before the service's next heartbeat (every 15 s) could take it again
+        take_the_lock_from_its_holder(url, usurper)
         assert service.process.wait(timeout=60) == 1
         assert "no longer holds the database's runner lock" in service.log()
         assert not service.group_alive()   # gunicorn and its workers ended with it
@@ -282,13 +302,7 @@ def test_claudeops_run_whose_lock_went_to_another_stops_its_session(two_hosts, t
     try:
         wait_for(lambda: running_session(first) is not None, timeout=30)
         session_id = running_session(first)
-        for _ in range(20):   # taken before the run could take it again (it checks every second)
-            end_lock_connection(url)
-            try:
-                usurper.acquire()
-                break
-            except SchedulerAlreadyRunning:
-                continue
+        take_the_lock_from_its_holder(url, usurper)
         out, err = run.communicate(timeout=30)
         assert run.returncode == 1, err
         with first.app_context():

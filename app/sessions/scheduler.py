@@ -77,9 +77,9 @@ class SessionScheduler:
         # Its own thread: the worker is busy for a whole session, and a clock set back
         # meanwhile would stop the heartbeat until the session ends.
         self._clock_watcher = threading.Thread(target=self._watch_clock, name="clock-watch", daemon=True)
-        # Its own thread too: a check that waits for a restarting server would
-        # hold up the heartbeat, and the heartbeat's 15 s would leave a second
-        # scheduler that long to take a lock lost with its connection.
+        # Its own thread too, checking every second: at the heartbeat's pace, a
+        # second scheduler would have up to 15 s to take a lock lost with its
+        # connection.
         self._lock_keeper = threading.Thread(target=self._keep_the_lock, name="runner-lock", daemon=True)
         self._lock = RunnerLock(app.config["CLAUDEOPS_STATE_DIR"], app.config["SQLALCHEMY_DATABASE_URI"])
         self._lock_held = False
@@ -265,8 +265,11 @@ class SessionScheduler:
         """Take the database's lock again as soon as its connection is lost;
         stop (``verify_lock``) if it went to another process."""
         while not self.shutdown_event.wait(LOCK_CHECK_SECONDS):
-            if not self.verify_lock():
-                return
+            try:
+                if not self.verify_lock():
+                    return
+            except Exception:   # the thread must outlive a failure, or the lock is checked at heartbeats only
+                log.exception("checking the database's runner lock failed; it is checked again in a second")
 
     def _watch_clock(self) -> None:
         watch = ClockWatch(self._clock_set_back)
