@@ -30,15 +30,28 @@ from app.revisions import (disabled_installed, newer_schema, refused_revisions, 
                            unknown_revisions)
 
 
+# sysexits.h's EX_CONFIG: the status of a start refused for its settings
+# (one invalid, a credential missing), which no restart mends. An init
+# system can tell it from a failure a restart may (examples/systemd,
+# RestartPreventExitStatus), instead of starting the service again and again.
+EX_CONFIG = 78
+
+
+class ConfigurationRefused(click.ClickException):
+    """A command refused for the settings it was given."""
+
+    exit_code = EX_CONFIG
+
+
 class StartupError(NoAppException):
     """The application cannot be made (a bad setting, a broken plugin).
 
     A ``NoAppException`` because that is the one error Flask's command group
     reports in a line while it lists the commands (``claudeops --help``);
     any other comes out as a traceback. Shown as a plain ``ClickException``
-    (``Error: ...``, status 1), not as the usage error Flask's is."""
+    (``Error: ...``, status EX_CONFIG), not as the usage error Flask's is."""
 
-    exit_code = 1
+    exit_code = EX_CONFIG
 
     def show(self, file=None) -> None:
         click.ClickException.show(self, file)
@@ -390,13 +403,13 @@ def _guarded(callback):
         from app.auth import credentials_configured, is_loopback
         config = click.get_current_context().ensure_object(ScriptInfo).load_app().config
         if not is_loopback(host) and not credentials_configured(config):
-            raise click.ClickException(
+            raise ConfigurationRefused(
                 f"refusing to listen on {host}: anyone who reaches it could run the agent. Set CLAUDEOPS_PASSWORD "
                 "(dashboard) or CLAUDEOPS_API_TOKEN (API) first, or listen on 127.0.0.1")
         proxies = config["CLAUDEOPS_TRUSTED_PROXIES"]
         if proxies and not credentials_configured(config):
             # A proxy's requests come from loopback, whoever sent them to it.
-            raise click.ClickException(
+            raise ConfigurationRefused(
                 f"refusing to serve behind a reverse proxy (CLAUDEOPS_TRUSTED_PROXIES={proxies}) with no "
                 "credential: anyone who reaches the proxy could run the agent. Set CLAUDEOPS_PASSWORD "
                 "(dashboard) or CLAUDEOPS_API_TOKEN (API) first")

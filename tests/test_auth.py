@@ -173,7 +173,7 @@ def test_serve_refuses_a_public_address_without_a_credential(tmp_path, monkeypat
     for name in ("CLAUDEOPS_PASSWORD", "CLAUDEOPS_API_TOKEN"):
         monkeypatch.delenv(name, raising=False)
     result = CliRunner().invoke(main, ["serve", "--host", "0.0.0.0", "--port", "1"])
-    assert result.exit_code == 1
+    assert result.exit_code == 78   # EX_CONFIG: no restart mends it
     assert "refusing to listen on 0.0.0.0" in result.output
     assert "CLAUDEOPS_PASSWORD" in result.output
     # Refused before anything started: not even the state directory was made.
@@ -210,7 +210,7 @@ def test_serve_refuses_a_reverse_proxy_without_a_credential(tmp_path, monkeypatc
     for name in ("CLAUDEOPS_PASSWORD", "CLAUDEOPS_API_TOKEN"):
         monkeypatch.delenv(name, raising=False)
     result = CliRunner().invoke(main, ["serve", "--host", "127.0.0.1", "--port", "1"])
-    assert result.exit_code == 1
+    assert result.exit_code == 78
     assert "refusing to serve behind a reverse proxy (CLAUDEOPS_TRUSTED_PROXIES=1) with no credential" in result.output
     assert not (tmp_path / "state").exists()
 

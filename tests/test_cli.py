@@ -612,7 +612,7 @@ def test_a_plugins_command_with_an_invalid_setting_says_why_once(tmp_path):
     for command in (["memories", "list"], ["cooldowns", "list"]):
         result = subprocess.run([str(CLAUDEOPS), *command], env=env, capture_output=True, text=True, timeout=60)
         assert (result.returncode, result.stderr) == (
-            1, "Error: invalid configuration: CLAUDEOPS_INTERVAL='abc': must be a whole number\n"), command
+            78, "Error: invalid configuration: CLAUDEOPS_INTERVAL='abc': must be a whole number\n"), command
     unknown = subprocess.run([str(CLAUDEOPS), "nosuch"], env=claudeops_env(tmp_path), capture_output=True,
                              text=True, timeout=60)
     assert unknown.returncode == 2 and "No such command 'nosuch'" in unknown.stderr

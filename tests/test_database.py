@@ -316,7 +316,7 @@ def test_the_command_names_a_database_it_cannot_use_without_a_traceback(tmp_path
     result = subprocess.run([str(Path(sys.executable).with_name("claudeops")), "config"], capture_output=True,
                             text=True, timeout=60, env=dict(os.environ, CLAUDEOPS_STATE_DIR=str(tmp_path),
                                                             CLAUDEOPS_DATABASE_URL="mysql://ops:hunter2@db.local/x"))
-    assert result.returncode == 1 and "Traceback" not in result.stderr and "hunter2" not in result.stderr
+    assert result.returncode == 78 and "Traceback" not in result.stderr and "hunter2" not in result.stderr
     assert result.stderr.startswith("Error: invalid configuration: CLAUDEOPS_DATABASE_URL=mysql://ops:***@db.local/x")
 
 

@@ -84,7 +84,7 @@ def test_invalid_setting_names_the_variable():
     claudeops = Path(sys.executable).with_name("claudeops")
     result = subprocess.run([str(claudeops), "config"], capture_output=True, text=True,
                             env=dict(os.environ, CLAUDEOPS_INTERVAL="soon"))
-    assert result.returncode == 1
+    assert result.returncode == 78   # EX_CONFIG: an init system does not start it again
     assert result.stderr.strip() == "Error: invalid configuration: CLAUDEOPS_INTERVAL='soon': must be a whole number"
     assert load_settings(environ={"CLAUDEOPS_TIER1_ALLOWED_TOOLS": " Bash , Read ,"})["CLAUDEOPS_TIER1_ALLOWED_TOOLS"] == ["Bash", "Read"]
 

@@ -389,7 +389,7 @@ def test_the_start_up_error_of_an_installed_plugin_says_how_to_start_without_it(
            "PYTHONPATH": str(tmp_path)}
     claudeops = str(Path(sys.executable).with_name("claudeops"))
     broken = subprocess.run([claudeops, "memories", "list"], env=env, capture_output=True, text=True, timeout=120)
-    assert broken.returncode == 1
+    assert broken.returncode == 78   # EX_CONFIG
     assert ("plugin broken-ep could not be loaded: ImportError: needs widgets 2 "
             "(CLAUDEOPS_DISABLE_PLUGINS=broken-ep starts the service without it)") in broken.stderr
     skipped = subprocess.run([claudeops, "memories", "list"], env={**env, "CLAUDEOPS_DISABLE_PLUGINS": "broken-ep"},
