@@ -21,7 +21,7 @@ from sqlalchemy.engine import Engine, make_url
 
 from app import redaction
 from app.database_url import shown_url
-from app.state_files import created_once
+from app.state_files import NotText, created_once
 
 # Set on an app once its state directory is made: from then on a SQLite
 # database it opens may be created.
@@ -54,6 +54,8 @@ def make(app: Flask) -> None:
         key_file = _secret_key_file(app.config)
         try:
             app.config["SECRET_KEY"] = created_once(key_file, lambda: secrets.token_hex(32))
+        except NotText as exc:
+            raise CannotMake(f"cannot read the cookie key {key_file}: {exc.strerror}") from None
         except OSError as exc:   # named by the key, not by the draft created_once writes first
             raise CannotMake(f"cannot write the cookie key {key_file}: {exc.strerror or exc} (make the state "
                              "directory writable, or set CLAUDEOPS_SECRET_KEY)") from None

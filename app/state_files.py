@@ -2,6 +2,7 @@
 ever after (the cookie key, a results directory's id)."""
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 from pathlib import Path
@@ -33,11 +34,17 @@ def created_once(path: Path, content: Callable[[], str]) -> str:
         os.close(directory)   # and with it the lock
 
 
+class NotText(OSError):
+    """A file the service wrote as text holds something else (damaged, or replaced)."""
+
+
 def _read(path: Path) -> str:
     try:
-        return path.read_text().strip()
+        return path.read_text(encoding="utf-8").strip()
     except FileNotFoundError:
         return ""
+    except UnicodeDecodeError:
+        raise NotText(errno.EINVAL, "it is not UTF-8 text (remove it to have a new one made)", str(path)) from None
 
 
 def _write_durably(path: Path, text: str, directory: int) -> None:

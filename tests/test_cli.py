@@ -479,7 +479,7 @@ def test_a_cookie_key_that_is_not_text_is_a_clear_error(tmp_path):
     env = {k: v for k, v in sqlite_env(tmp_path).items() if k != "CLAUDEOPS_SECRET_KEY"}
     result = subprocess.run([str(CLAUDEOPS), "memories", "list"], env=env, capture_output=True, text=True, timeout=60)
     assert (result.returncode, result.stderr) == (
-        1, f"Error: cannot read {state}/secret_key: it is not UTF-8 text (remove it to have a new key made)\n")
+        78, f"Error: cannot read {state}/secret_key: it is not UTF-8 text (remove it to have a new key made)\n")
 
 
 def test_restore_on_postgresql_makes_no_state_directory(tmp_path):
@@ -633,7 +633,7 @@ def test_a_plugin_that_breaks_at_start_up_stops_a_command_with_a_line_naming_it(
 
     monkeypatch.setattr(cli, "create_app", lambda **_: make_app(tmp_path, plugins=[Broken()]))
     result = CliRunner().invoke(cli.main, ["config"])
-    assert result.exit_code == 1
+    assert result.exit_code == 78
     assert result.output.strip() == "Error: plugin broken failed in claudeops_settings: RuntimeError: plugin bug"
     listed = CliRunner().invoke(cli.main, ["--help"])
     assert listed.exit_code == 0 and "Traceback" not in listed.output

@@ -447,6 +447,11 @@ def test_a_dashboard_host_with_a_bad_setting_says_so_in_a_line_not_a_traceback(t
     assert f"not serving: the results directory {not_a_directory} is not a directory" in refused.stderr, \
         refused.stderr
     assert "Traceback" not in refused.stderr
+    key = tmp_path / "state" / "secret_key"
+    key.write_bytes(b"\xff\xfe not text")
+    refused = _hand_started_gunicorn(tmp_path, tmp_path / "state")
+    assert f"not serving: cannot read the cookie key {key}: it is not UTF-8 text" in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr
 
 
 def test_a_worker_forked_as_its_master_dies_ends_though_it_has_the_masters_signal_handlers(tmp_path):
