@@ -428,7 +428,7 @@ def test_a_check_the_agent_made_fail_denies_the_restart_through_the_clis_hook_co
                    CLAUDEOPS_SECRET_KEY="")
     assert result.returncode == 0, result.stderr
     reason = json.loads(result.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
-    assert reason.startswith("Claude Ops could not check this command against the cooldowns (it exited with status 1")
+    assert reason.startswith("Claude Ops could not check this command against the cooldowns (it exited with status 78")
     assert state(pre_tool_use("docker ps"), command=["sh", "-c", command], CLAUDEOPS_SECRET_KEY="").stdout == ""
 
 

@@ -7,6 +7,7 @@ and is counted; at the limit the CLI refuses it with our reason.
 prints "jellyfin", so nothing real is ever restarted."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -53,7 +54,8 @@ def fake_docker(tmp_path) -> Path:
     return ran
 
 
-def run_claudeops(tmp_path: Path, claude_bin: str, base_url: str, tier: int) -> subprocess.CompletedProcess:
+def run_claudeops(tmp_path: Path, claude_bin: str, base_url: str, tier: int, **settings: str
+                  ) -> subprocess.CompletedProcess:
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     env = dict(os.environ, HOME=str(home), CLAUDEOPS_STATE_DIR=str(tmp_path / "state"),
@@ -62,7 +64,7 @@ def run_claudeops(tmp_path: Path, claude_bin: str, base_url: str, tier: int) -> 
                PATH=f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}",
                ANTHROPIC_BASE_URL=base_url, ANTHROPIC_API_KEY="test-key",
                DISABLE_TELEMETRY="1", DISABLE_AUTOUPDATER="1", DISABLE_ERROR_REPORTING="1",
-               CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1")
+               CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", **settings)
     return subprocess.run([str(CLAUDEOPS), "run", "--tier", str(tier), "--prompt", "Check jellyfin"], env=env,
                           capture_output=True, text=True, timeout=180)
 
@@ -153,3 +155,31 @@ def test_at_the_limit_the_cli_refuses_the_restart_with_our_reason(tmp_path, clau
     assert used == 2                                             # a denial is not a restart
     # The agent had been told before it tried.
     assert "- jellyfin: 2 of 2 restarts in the last 4h — no more restarts until" in session.system_prompt
+
+
+@pytest.mark.parametrize("written", [
+    {"disableAllHooks": True},
+    # The hook's environment: limits lifted, and a lower tier passed for a higher one.
+    {"env": {"CLAUDEOPS_COOLDOWN_RESTART_LIMIT": "100/1s", "CLAUDEOPS_TIER": "3"}},
+])
+def test_settings_the_agent_could_write_do_not_loosen_the_hook(tmp_path, claude_bin, fake_docker, written):
+    """The agent runs as the service's user, with a shell: it could write
+    Claude Code settings, in the working directory (the project's) and in
+    its home (the user's), that the next session would read."""
+    make_app(tmp_path)   # migrated
+    for settings in (tmp_path / "state" / "work" / ".claude", tmp_path / "home" / ".claude"):
+        settings.mkdir(parents=True)
+        (settings / "settings.json").write_text(json.dumps(written))
+        (settings / "settings.local.json").write_text(json.dumps(written))
+    mock = MockMessagesAPI(marker=MAIN_REQUEST_MARKER, script=[
+        [text("Jellyfin is down; restarting it."), RESTART],
+        [text("Refused. [EVENT:warning:jellyfin] Down")],
+    ])
+    with mock:
+        result = run_claudeops(tmp_path, claude_bin, mock.start(), tier=3,
+                               CLAUDEOPS_COOLDOWN_RESTART_LIMIT="0/1h")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert not fake_docker.exists()                              # docker never ran
+    session, tool_results, actions, used = stored(tmp_path)
+    ((title, body),) = tool_results
+    assert title == "error" and body.startswith("Claude Ops cooldown limit reached: restart of jellyfin")

@@ -63,10 +63,18 @@ def build_argv(config: dict, tier: int, model: str, prompt: str, appended_system
             "--output-format", "stream-json", "--verbose",
             "--model", model,
             "--append-system-prompt", appended_system_prompt]
+    # No settings files, and no MCP servers but ours: the agent runs as the
+    # service's user, with a shell, and could write what the next session
+    # would read: Claude Code settings (the project's in the working
+    # directory, the user's in its home) with an ``env`` that lifts the
+    # cooldown limits or names another database for the hook, or
+    # ``disableAllHooks``; CLAUDE.md files, instructions outside the reviewed
+    # memory; MCP servers of its own. Only what --settings gives holds.
+    argv += ["--setting-sources", ""]
     if cli_settings:
         argv += ["--settings", json.dumps(cli_settings, separators=(",", ":"))]
     if mcp_config:
-        argv += ["--mcp-config", json.dumps(mcp_config, separators=(",", ":"))]
+        argv += ["--mcp-config", json.dumps(mcp_config, separators=(",", ":")), "--strict-mcp-config"]
     # Tool lists go last: the CLI's tool options take every value up to the next option.
     allowed = list(config[f"CLAUDEOPS_TIER{tier}_ALLOWED_TOOLS"])
     if mcp_config:
