@@ -665,6 +665,14 @@ def test_a_scheduler_gone_silent_is_told_apart_from_one_stopped_on_the_overview_
     assert health.status_code == 503
     assert health.get_json() | {"plugins": []} == {"status": "degraded", "database": "ok", "plugins": [],
                                                    "scheduler": f"silent since {isoformat(last_beat)}"}
+    # A load balancer asks whether this host can serve: it can, whatever the scheduler.
+    host = client.get("/api/v1/health?scope=host")
+    assert host.status_code == 200 and host.get_json()["status"] == "ok"
+    assert host.get_json()["scheduler"] == f"silent since {isoformat(last_beat)}"
+    assert client.get("/api/v1/health?scope=service").status_code == 503
+    refused = client.get("/api/v1/health?scope=everything")
+    assert refused.status_code == 400 and refused.get_json() == {
+        "error": "scope must be service or host, not 'everything'"}
     # One that stopped and said so (its pid cleared) is stopped, not silent: nothing is wrong.
     db.session.get(SchedulerState, 1).pid = None
     db.session.commit()

@@ -8,8 +8,9 @@ from app.models import STATUSES, TRIGGERS
 from app.plugin_types import OpenApiPaths
 from app.runtime import runtime_settings
 from app.sessions.control import MAX_PROMPT_CHARS
-from app.web.apidoc import (JSON_BODY_ERRORS, PAGINATION, TIMESTAMP, array, error, id_parameter, integer,
-                            json_body, nullable, obj, page_of, ref, response, text)
+from app.web.api import HEALTH_SCOPES
+from app.web.apidoc import (JSON_BODY_ERRORS, PAGINATION, TIMESTAMP, array, choice, error, id_parameter,
+                            integer, json_body, nullable, obj, page_of, ref, response, text)
 
 TIER = {"type": "integer", "enum": sorted(TIERS)}
 OPTIONAL_TEXT = {"type": ["string", "null"]}
@@ -105,9 +106,15 @@ def openapi_paths() -> OpenApiPaths:
         "/health": {"get": {
             "summary": "Database and scheduler status (and loaded plugins, while no credential is set)",
             "tags": ["service"], "operationId": "health",
-            "responses": {"200": response("the database answers", HEALTH),
-                          "503": response("the database does not answer, or the scheduler has gone silent",
-                                          HEALTH)}}},
+            "parameters": [choice("scope", HEALTH_SCOPES,
+                                  "service (the default): degraded when the database does not answer or the "
+                                  "scheduler has gone silent; host: only when this host's database does not "
+                                  "answer, for a load balancer in front of several dashboard hosts")],
+            "responses": {"200": response("the database answers (and, but for scope=host, the scheduler beats)",
+                                          HEALTH),
+                          "400": error("scope is neither service nor host"),
+                          "503": response("the database does not answer, or (but for scope=host) the scheduler "
+                                          "has gone silent", HEALTH)}}},
         "/stats": {"get": {
             "summary": "Runs, escalations, success rate, cost, next run and plugins' figures",
             "tags": ["service"], "operationId": "stats",
