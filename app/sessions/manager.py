@@ -109,6 +109,12 @@ def child_env(session: Session) -> dict[str, str]:
     # slow-starting MCP server (ours takes about a second) has connected,
     # and the agent would start without the tools.
     env.setdefault("MCP_CONNECTION_NONBLOCKING", "false")
+    # The CLI's auto-memory (a MEMORY.md under ~/.claude/projects/, which it
+    # tells the agent to write and loads into the next session as
+    # instructions to follow) is off: no setting source turns it off, and the
+    # agent's lessons go through the service's memory, which the operator
+    # reviews.
+    env["CLAUDE_CODE_DISABLE_AUTO_MEMORY"] = "1"
     return env
 
 
