@@ -207,7 +207,8 @@ class ClaudeOpsGroup(FlaskGroup):
 
     def get_command(self, ctx, name):
         """A command of its own, or one a plugin adds, which needs the
-        application: when it cannot be made, why, once, with status 1.
+        application: when it cannot be made, why, once, with status 78
+        (EX_CONFIG).
         (Flask would print the reason, then "No such command" with the
         usage, and end with status 2.)"""
         self._load_plugin_commands()

@@ -89,7 +89,9 @@ def check_tool():
     session manager configures it with --settings). CLAUDEOPS_SESSION_ID and
     CLAUDEOPS_TIER name the session the allowed or denied action is recorded
     for. Exits 0 whenever it runs: a denial is the printed decision. If
-    claudeops cannot start at all (exit 1), the CLI lets the call through.
+    claudeops cannot start at all (status 78 for a setting, 1 otherwise),
+    the session's hook (plugins/cooldowns/prefilter.py) denies a call with
+    a restart's words and lets any other through.
     Not for trying a command out: one it allows is recorded, and counts
     against the service's limit as the agent's own would (`cooldowns list`
     shows what is left)."""
