@@ -556,7 +556,12 @@ def _keep_the_lock(lock, shutdown: threading.Event, finished: threading.Event) -
     nothing more is run."""
     from app.sessions.runner_lock import CHECK_SECONDS
     while not finished.wait(CHECK_SECONDS):
-        if lock.verify() or finished.is_set():
+        try:
+            if lock.verify() or finished.is_set():
+                continue
+        except Exception:   # the thread must outlive a failure, or the lock is never checked again
+            logging.getLogger(__name__).exception(
+                "checking the database's runner lock failed; it is checked again in a second")
             continue
         logging.getLogger(__name__).error("%s; the running session is stopped", LOST_LOCK_REASON)
         shutdown.claudeops_reason = LOST_LOCK_REASON

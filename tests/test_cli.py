@@ -830,3 +830,27 @@ def test_db_commands_help_gives_the_real_default_of_their_directory(command):
     said = " ".join(result.output.split())
     assert "Migration script directory (default: the service's own, with its plugins' revisions)" in said
     assert 'default is "migrations"' not in said
+
+
+def test_claudeops_runs_lock_thread_outlives_a_check_that_raises(monkeypatch, caplog):
+    """A check that raises is logged and the lock is checked again: the
+    run's lock goes on being watched, and a lock then lost stops the run."""
+    from app import cli
+    import threading
+    from app.sessions import runner_lock
+    monkeypatch.setattr(runner_lock, "CHECK_SECONDS", 0.01)
+    answers = iter([RuntimeError("check failed"), True, False])
+
+    class Lock:
+        def verify(self):
+            answer = next(answers)
+            if isinstance(answer, Exception):
+                raise answer
+            return answer
+    shutdown, finished = threading.Event(), threading.Event()
+    keeper = threading.Thread(target=cli._keep_the_lock, args=(Lock(), shutdown, finished), daemon=True)
+    keeper.start()
+    keeper.join(10)
+    assert not keeper.is_alive()
+    assert shutdown.is_set() and shutdown.claudeops_reason == cli.LOST_LOCK_REASON
+    assert "checking the database's runner lock failed" in caplog.text
