@@ -19,13 +19,13 @@ def created_once(path: Path, content: Callable[[], str]) -> str:
     The text is on disk before the file takes its name, so a power cut
     leaves no file or a whole one; an empty one, from a file system that
     still lost it, is written again rather than read as a key of nothing."""
-    text = _read(path)
+    text = read_kept(path)
     if text:
         return text
     directory = os.open(path.parent, os.O_RDONLY)
     try:
         fcntl.flock(directory, fcntl.LOCK_EX)
-        text = _read(path)   # written by another process while this one waited
+        text = read_kept(path)   # written by another process while this one waited
         if not text:
             text = content()
             _write_durably(path, text, directory)
@@ -38,7 +38,9 @@ class NotText(OSError):
     """A file the service wrote as text holds something else (damaged, or replaced)."""
 
 
-def _read(path: Path) -> str:
+def read_kept(path: Path) -> str:
+    """The text of a file written by ``created_once``, "" if there is none;
+    ``NotText`` if it holds something else."""
     try:
         return path.read_text(encoding="utf-8").strip()
     except FileNotFoundError:

@@ -281,6 +281,22 @@ def test_a_results_directory_removed_while_the_service_runs_is_made_again_with_a
     assert again is not None and again != first and again == existing_id(results_dir)
 
 
+def test_a_results_directory_id_that_is_no_text_is_an_os_error_naming_the_file(app, tmp_path):
+    """The agent, as the service's user, could write anything there: it is
+    a file that cannot be read, said so, not a UnicodeDecodeError in the
+    session page or in retention."""
+    from app.sessions.results_dir import held_elsewhere
+    from app.state_files import NotText
+    results_dir = tmp_path / "results"
+    results_dir.mkdir()
+    (results_dir / ID_FILE).write_bytes(b"\xff\xfe")
+    with pytest.raises(NotText, match="it is not UTF-8 text") as raised:
+        existing_id(results_dir)
+    assert raised.value.filename == str(results_dir / ID_FILE)
+    assert held_elsewhere("some-id", results_dir) is False   # a directory it cannot read is not said to be elsewhere
+    assert results_dir_id(results_dir) is None               # the run log goes on without an id, with a warning
+
+
 def test_a_host_without_a_sessions_run_logs_leaves_it_whole_to_the_host_that_has_them(
         app, fake_cli, run_session_now, tmp_path):
     """One database, two hosts: the scheduler's, which holds the run logs in

@@ -16,7 +16,7 @@ import uuid
 from pathlib import Path
 from typing import Optional
 
-from app.state_files import created_once
+from app.state_files import created_once, read_kept
 
 log = logging.getLogger(__name__)
 
@@ -37,11 +37,10 @@ def results_dir_id(results_dir: Path) -> Optional[str]:
 
 
 def existing_id(results_dir: Path) -> Optional[str]:
-    """The directory's id if it has one: one that never held a run log has none."""
-    try:
-        return (results_dir / ID_FILE).read_text().strip() or None
-    except FileNotFoundError:
-        return None
+    """The directory's id if it has one: one that never held a run log has
+    none. ``NotText``, an ``OSError``, if the file holds no text (the agent,
+    as the service's user, could have written it)."""
+    return read_kept(results_dir / ID_FILE) or None
 
 
 def held_elsewhere(recorded_id: Optional[str], results_dir: Path) -> bool:
