@@ -134,9 +134,9 @@ def test_below_the_lowest_tier_that_may_a_restart_is_denied_kept_and_not_counted
     escalate, the operator's feed says so, and the limit counts nothing."""
     result = state(pre_tool_use("docker restart jellyfin"), CLAUDEOPS_TIER="1")
     reason = json.loads(result.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
-    assert reason == ("Claude Ops: sessions of tier 1 do not restart or redeploy services (CLAUDEOPS_COOLDOWN_MIN_TIER=3);"
-                      " the restart of jellyfin was not run. If it is needed, write [ESCALATE] <why> at the start of "
-                      "a line, for a session of tier 3 to do it.")
+    assert reason == ("Claude Ops: sessions of tier 1 do not restart or redeploy services "
+                      "(CLAUDEOPS_COOLDOWN_MIN_TIER=3); the restart of jellyfin was not run. If it is needed, "
+                      "write [ESCALATE] <why> at the start of a line, for a session of tier 3 to do it.")
     assert rows(state.app) == [("jellyfin", "restart", "denied", "docker restart jellyfin", state.session_id, 1)]
     with state.app.app_context():
         assert store.usage("jellyfin", "restart").used == 0

@@ -471,7 +471,7 @@ def test_a_worker_forked_as_its_master_dies_ends_though_it_has_the_masters_signa
         time.sleep(0.5)
         print("went on serving", queued)
     """)
-    ended = subprocess.run([sys.executable, "-c", script], cwd=os.path.dirname(os.path.dirname(__file__)), capture_output=True, text=True,
-                           timeout=30)
+    ended = subprocess.run([sys.executable, "-c", script], cwd=os.path.dirname(os.path.dirname(__file__)),
+                           capture_output=True, text=True, timeout=30)
     assert ended.returncode == -signal.SIGTERM, (ended.returncode, ended.stdout, ended.stderr)
     assert "went on serving" not in ended.stdout

@@ -28,7 +28,8 @@ command did:
 
 
 BELOW_THE_TIER = """
-This session is of tier {tier}, which does not restart or redeploy services: such a command is refused before it runs, whatever the limits. {then}
+This session is of tier {tier}, which does not restart or redeploy services: such a command is \
+refused before it runs, whatever the limits. {then}
 """
 # What the session is to do instead, as the hook's denial says it: escalate
 # only where CLAUDEOPS_MAX_TIER lets a chain reach a tier that may restart.
