@@ -61,15 +61,20 @@ def post_fork(server, worker):
     # only queue a signal for the master's loop: a SIGTERM meanwhile (the
     # master dying now, or the one below) would be lost, and the worker serve on.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        failed = libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0
-    except (OSError, AttributeError):
-        failed = True
-    if failed:
+    if not _sigterm_when_parent_dies():
         server.log.warning("cannot ask worker %s to be ended with its master", worker.pid)
     elif os.getppid() != worker.ppid:   # the master died before the signal was asked for
         os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _sigterm_when_parent_dies() -> bool:
+    """Ask the kernel to send this process SIGTERM when its parent dies;
+    whether it took the request (Linux only)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
 
 
 def on_starting(server):
@@ -77,12 +82,7 @@ def on_starting(server):
     if serve is None:
         return
     parent = os.getppid()
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        failed = libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0
-    except (OSError, AttributeError):
-        failed = True
-    if failed:
+    if not _sigterm_when_parent_dies():
         server.log.warning("cannot ask to be ended with claudeops serve (pid %s)", parent)
     elif str(parent) != serve:   # serve died before the signal was asked for
         os.kill(os.getpid(), signal.SIGTERM)

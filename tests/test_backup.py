@@ -658,9 +658,9 @@ def test_restore_replaces_a_database_sqlite_cannot_read_and_keeps_it_as_it_was(a
     assert db.session.scalar(select(func.count()).select_from(Event)) == 2_000
 
 
-def test_restore_keeps_the_wal_of_a_database_sqlite_cannot_read_beside_the_copy_kept(app, tmp_path):
-    """Its -wal holds the latest writes, which folding could not write into
-    it: removed, the kept copy would lack them for good."""
+def backed_up_then_unreadable_with_writes_in_its_wal(app, tmp_path) -> tuple[Path, Path, bytes]:
+    """A backup of three events, then a database SQLite cannot read beside a
+    -wal that holds five more: the backup, the database and its -wal's bytes."""
     add_events(3, "before the backup")
     backup = tmp_path / "copy.db"
     assert invoke(app, "backup", backup).exit_code == 0
@@ -679,6 +679,13 @@ def test_restore_keeps_the_wal_of_a_database_sqlite_cannot_read_beside_the_copy_
     writer.close()
     live.write_bytes(b"garbage" * 1000)
     shutil.copy(copied, f"{live}-wal")
+    return backup, live, wal
+
+
+def test_restore_keeps_the_wal_of_a_database_sqlite_cannot_read_beside_the_copy_kept(app, tmp_path):
+    """Its -wal holds the latest writes, which folding could not write into
+    it: removed, the kept copy would lack them for good."""
+    backup, live, wal = backed_up_then_unreadable_with_writes_in_its_wal(app, tmp_path)
     restored = invoke(app, "restore", backup)
     assert restored.exit_code == 0, restored.output
     [kept] = [p for p in live.parent.iterdir() if ".before-restore-" in p.name and not p.name.endswith("-wal")]
@@ -690,23 +697,7 @@ def test_restore_keeps_the_wal_of_a_database_sqlite_cannot_read_beside_the_copy_
 def test_a_restore_that_fails_midway_gives_a_database_sqlite_cannot_read_its_wal_back(app, tmp_path, monkeypatch):
     """The -wal, removed from beside the database as the copy was to take
     its name, holds its latest writes: the database stays, and so must it."""
-    add_events(3, "before the backup")
-    backup = tmp_path / "copy.db"
-    assert invoke(app, "backup", backup).exit_code == 0
-    db.session.remove()
-    db.engine.dispose()
-    live = database(app)
-    writer = sqlite3.connect(live)
-    writer.execute("PRAGMA wal_autocheckpoint=0")   # what follows stays in the -wal
-    with writer:
-        writer.executemany("INSERT INTO events (level, service, message, created_at) "
-                           "VALUES ('info', 'db', 'in the wal', '2026-11-23 00:00:00')", [()] * 5)
-    wal = Path(f"{live}-wal").read_bytes()
-    copied = tmp_path / "wal-copy"
-    shutil.copy(f"{live}-wal", copied)   # the writer's close would fold it in
-    writer.close()
-    live.write_bytes(b"garbage" * 1000)
-    shutil.copy(copied, f"{live}-wal")
+    backup, live, wal = backed_up_then_unreadable_with_writes_in_its_wal(app, tmp_path)
     from app import backup as backup_module
     replace = os.replace
 
