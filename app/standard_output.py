@@ -10,8 +10,9 @@ Agent text (observations, event messages, a session's response) reaches the
 terminal through ``memories list``, ``cooldowns list`` and the like, and the
 agent may have copied it from anything a tool printed: an escape sequence in
 it could retitle the window, hide what follows or rewrite the line. On a
-terminal, control characters are shown as ``\\x1b``; into a file or a pipe
-the bytes go as they are, since an export must be exact.
+terminal, control characters are shown as ``\\x1b`` (direction controls as
+``\\u202e``); into a file or a pipe the bytes go as they are, since an export
+must be exact.
 """
 from __future__ import annotations
 
@@ -25,12 +26,16 @@ import click
 
 # What a terminal acts on rather than shows: the C0 controls but tab and
 # newline, DEL, and the C1 controls (as UTF-8 encodes them; none of these
-# bytes is ever part of another character's encoding).
-_TERMINAL_CONTROLS = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]")
+# bytes is ever part of another character's encoding). Also Unicode's
+# explicit direction controls, U+202A to U+202E and U+2066 to U+2069, which a
+# terminal that lays out bidirectional text obeys, to show a line in another
+# order than it is written (app/web/direction_controls.py).
+_TERMINAL_CONTROLS = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]|\xe2\x80[\xaa-\xae]|\xe2\x81[\xa6-\xa9]")
 
 
 def _shown(match: re.Match) -> bytes:
-    return f"\\x{ord(match.group().decode()):02x}".encode()
+    code_point = ord(match.group().decode())
+    return (f"\\x{code_point:02x}" if code_point < 0x100 else f"\\u{code_point:04x}").encode()
 
 
 class _CommandOutput:

@@ -533,13 +533,14 @@ def test_output_that_cannot_be_written_is_a_clear_error(tmp_path, unbuffered):
 
 def test_agent_text_reaches_a_terminal_shown_not_acted_on(tmp_path):
     """An escape sequence the agent copied from a tool's output (to retitle
-    the window, hide a line) is shown on the operator's terminal; a file or
-    a pipe gets the bytes as they are, as an export must."""
+    the window, hide a line), or a direction control, is shown on the
+    operator's terminal; a file or a pipe gets the bytes as they are, as an
+    export must."""
     import os
     import pty
     env = claudeops_env(tmp_path)
     subprocess.run([str(CLAUDEOPS), "db", "upgrade", "heads"], env=env, capture_output=True, check=True, timeout=60)
-    observation = "Restarts \x1b]0;owned\x07clean\x1b[2K \u009b31m after \x7f upgrades"
+    observation = "Restarts \x1b]0;owned\x07clean\x1b[2K \u009b31m after \x7f upgrades \u202edb\u202c \u2066up\u2069"
     subprocess.run([str(CLAUDEOPS), "memories", "add", "--category", "timing", "--service", "web", observation],
                    env=env, capture_output=True, check=True, timeout=60)
     primary, secondary = pty.openpty()
@@ -559,8 +560,10 @@ def test_agent_text_reaches_a_terminal_shown_not_acted_on(tmp_path):
     finally:
         os.close(primary)
     assert listing.returncode == 0, listing.stderr
-    assert b"Restarts \\x1b]0;owned\\x07clean\\x1b[2K \\x9b31m after \\x7f upgrades" in shown
+    assert (b"Restarts \\x1b]0;owned\\x07clean\\x1b[2K \\x9b31m after \\x7f upgrades \\u202edb\\u202c "
+            b"\\u2066up\\u2069") in shown
     assert b"\x1b" not in shown and b"\x07" not in shown and "\u009b".encode() not in shown
+    assert "\u202e".encode() not in shown and "\u2066".encode() not in shown
     # Into a pipe, as written: click's removal of colour codes (\x1b[2K here) is off.
     piped = subprocess.run([str(CLAUDEOPS), "memories", "list"], env=env, capture_output=True, timeout=60)
     assert observation.encode() in piped.stdout

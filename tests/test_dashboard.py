@@ -281,6 +281,21 @@ def test_session_detail_escapes_everything_the_agent_wrote(client):
     assert html.count("&lt;script&gt;") >= 8
 
 
+def test_direction_controls_the_agent_wrote_are_shown_as_code_points(client):
+    """An override that would show "rm -rf /data" as "rm -rf /atad", or hide where a
+    command ends, is spelt out wherever the dashboard shows the agent's text."""
+    text = "ran \u202erm -rf /data\u202c \u2067ok\u2069"
+    spelt = "ran ⟨U+202E⟩rm -rf /data⟨U+202C⟩ ⟨U+2067⟩ok⟨U+2069⟩"
+    session = add_session(response=text, prompt=text)
+    db.session.add(SessionActivity(session_id=session.id, kind="tool_use", title="Bash", body=text, created_at=utcnow()))
+    db.session.add(Event(level="warning", service="nas", message=text, session_id=session.id, created_at=utcnow()))
+    db.session.commit()
+    for path in (f"/sessions/{session.id}", "/events", "/sessions"):
+        html = client.get(path).get_data(as_text=True)
+        assert spelt in html, path
+        assert not re.search("[\u202a-\u202e\u2066-\u2069]", html), path
+
+
 def test_session_detail_shows_activity_kinds_and_badges(client):
     session = add_session(status="running", started_at=utcnow())
     for kind, title, body in (("text", None, "Checking [EVENT:info:web] up"), ("tool_use", "Bash", '{"command": "ls"}'),

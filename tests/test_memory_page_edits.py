@@ -264,3 +264,36 @@ def test_pin_sets_the_state_the_button_showed_so_two_tabs_agree(app, client):
     client.post(f"/memories/{memory.id}/pin", headers=HTMX)
     db.session.expire_all()
     assert db.session.get(Memory, memory.id).pinned
+
+
+# "Restart db" that a browser would lay out reversed, while the agent reads it in this order.
+OVERRIDDEN = "Restart \u202edb\u202c after backups"
+SPELT = "Restart ⟨U+202E⟩db⟨U+202C⟩ after backups"
+
+
+def test_a_direction_control_in_a_memory_is_shown_as_its_code_point(app, client):
+    memory = add_memory(OVERRIDDEN)
+    for html in (client.get("/memories").get_data(as_text=True),
+                 client.get(f"/memories/{memory.id}/edit", headers=HTMX).get_data(as_text=True)):
+        assert SPELT in html and "\u202e" not in html and "\u202c" not in html
+    # The data keeps what was written: the API gives it, and the agent reads it.
+    assert client.get(f"/api/v1/memories/{memory.id}").get_json()["observation"] == OVERRIDDEN
+
+
+def test_an_edit_form_showing_a_direction_control_spelt_out_saves_only_what_was_edited(app, client):
+    memory = add_memory(OVERRIDDEN, category="timing")
+    form = client.get(f"/memories/{memory.id}/edit", headers=HTMX).get_data(as_text=True)
+    shown = {name: html_unescape(value) for name, value in re.findall(r'name="shown-as\.(\w+)" value="([^"]*)"', form)}
+    assert shown["observation"] == SPELT
+    # Saved as the form showed it, with another category: not taken for a change made elsewhere.
+    kept = client.put(f"/memories/{memory.id}", data={"observation": SPELT, "category": "behavior", "service": "jellyfin",
+                                                      **{f"shown-as.{name}": value for name, value in shown.items()}})
+    assert "memory-saved" in kept.headers["HX-Trigger"]
+    (saved,) = all_memories()
+    assert (saved.observation, saved.category) == (OVERRIDDEN, "behavior")
+    # The observation edited: saved as typed, the controls as the operator saw them.
+    client.put(f"/memories/{memory.id}", data={"observation": SPELT + " weekly", "category": "behavior",
+                                               "service": "jellyfin",
+                                               **{f"shown-as.{name}": value for name, value in shown.items()},
+                                               "shown-as.category": "behavior"})
+    assert all_memories()[0].observation == SPELT + " weekly"

@@ -20,6 +20,7 @@ from app.extensions import csrf
 from app.plugin_types import DashboardPage
 from app.plugins import HOST_PLUGINS, PluginError, call_at_startup
 from app.timeutil import isoformat
+from app.web import direction_controls
 from app.web.apiutil import ApiError, json_error, nul_in_query
 from app.web.headers import register_security_headers
 from app.web.htmx import is_htmx
@@ -275,6 +276,8 @@ def _register_error_handlers(app: Flask) -> None:
 
 
 def _register_template_helpers(app: Flask) -> None:
+    # Set before any template is compiled: the compiler writes it into each one.
+    app.jinja_env.finalize = direction_controls.shown
     app.add_template_filter(isoformat, "ts")
 
     @app.template_filter("duration")

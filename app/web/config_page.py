@@ -12,6 +12,7 @@ from app.config import Setting
 from app.database_url import shown_url
 from app.extensions import db
 from app.runtime import SettingError, change, checked, declared, in_force, overrides, refused, runtime_settings
+from app.web import direction_controls
 from app.web.apiutil import ApiError, json_body
 from app.write_lock import lock_for_request
 
@@ -102,7 +103,8 @@ def update():
     again replaces the other change."""
     lock_for_request()   # what is compared is what the save replaces, whoever saves at the same moment
     rows = [row for row in describe() if row["runtime"]]
-    current = {row["name"]: row["value"] for row in rows}
+    # As the page showed them: a direction control is spelt out there (app/web/direction_controls.py).
+    current = {row["name"]: direction_controls.shown(row["value"]) for row in rows}
     wanted = {name: request.form[name].strip() for name in current if name in request.form}
     # A form without the hidden fields (a script's POST) is compared with what is in force.
     shown_as = {name: request.form.get(SHOWN_AS + name, current[name]) for name in wanted}

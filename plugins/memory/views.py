@@ -14,6 +14,7 @@ from sqlalchemy import select
 
 from app.extensions import db
 from app.runtime import setting
+from app.web import direction_controls
 from app.web.apiutil import MAX_ID
 from app.models import Session
 from app.web.filter_options import choices_state
@@ -183,9 +184,10 @@ SHOWN_AS = "shown-as."
 
 
 def _as_shown(memory: Memory, name: str) -> str:
-    """A field of ``memory`` as an edit form's input shows it."""
+    """A field of ``memory`` as an edit form's input shows it: a direction
+    control spelt out, as every template shows one (app/web/direction_controls.py)."""
     value = getattr(memory, name)
-    return "" if value is None else str(value)
+    return "" if value is None else direction_controls.shown(str(value))
 
 
 def _edit_form(template: str, memory: Memory, names: tuple[str, ...], typed: dict | None = None) -> str:
