@@ -11,7 +11,7 @@ from flask import Flask, current_app, request
 from flask.sessions import SecureCookieSessionInterface
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from app import db_redaction, migration_log, redaction, state_dir
+from app import db_redaction, log_lines, migration_log, redaction, state_dir
 from app.config import PROJECT_ROOT, SETTINGS, Setting, derive_paths, disabled_plugins, load_settings
 from app.database_url import engine_options, left_in_the_instance_folder, service_url
 from app.extensions import csrf, db, dispose_at_exit, limiter, migrate
@@ -46,8 +46,7 @@ def create_app(test_config: Optional[dict[str, Any]] = None, plugins: Iterable[A
         app.config.update(test_config)
     app.config["CLAUDEOPS_DISABLE_PLUGINS"] = disabled   # as read, whoever set it
     derive_paths(app.config)
-    logging.basicConfig(level=app.config["CLAUDEOPS_LOG_LEVEL"],
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log_lines.configure(app.config["CLAUDEOPS_LOG_LEVEL"])
     migration_log.install()
     # APScheduler tells of every run of the scheduler's heartbeat at INFO.
     logging.getLogger("apscheduler").setLevel(

@@ -325,7 +325,8 @@ SETTINGS: tuple[Setting, ...] = (
             "be unreachable.",
             _hsts_seconds),
     Setting("CLAUDEOPS_LOG_LEVEL", "INFO", "Log level of the service (DEBUG, INFO, WARNING, ERROR, CRITICAL), "
-            "gunicorn's included.", _log_level),
+            "gunicorn's included. The service's lines are stamped in UTC (2026-12-01T06:40:00.123Z), gunicorn's "
+            "own in local time with its offset.", _log_level),
     Setting("CLAUDEOPS_ACCESS_LOG", "true",
             "Log a line for every dashboard and API request (gunicorn's access log; an open dashboard tab's polls "
             "write some 2,000 lines an hour). Logged only at DEBUG and INFO; false turns it off there too.",

@@ -857,3 +857,19 @@ def test_claudeops_runs_lock_thread_outlives_a_check_that_raises(monkeypatch, ca
     assert not keeper.is_alive()
     assert shutdown.is_set() and shutdown.claudeops_reason == cli.LOST_LOCK_REASON
     assert "checking the database's runner lock failed" in caplog.text
+
+
+def test_log_lines_are_stamped_in_utc_whatever_the_hosts_time_zone(tmp_path):
+    """As the dashboard and the API give every time: a line can be set beside
+    a session's start, and two hosts' logs sort together."""
+    from datetime import datetime, timezone
+    env = dict(claudeops_env(tmp_path), TZ="America/New_York")   # UTC-5 or -4: never UTC
+    before = datetime.now(timezone.utc).replace(microsecond=0)
+    upgrade = subprocess.run([str(CLAUDEOPS), "db", "upgrade", "heads"], env=env, capture_output=True, text=True,
+                             timeout=60)
+    after = datetime.now(timezone.utc)
+    assert upgrade.returncode == 0, upgrade.stderr
+    first = upgrade.stderr.splitlines()[0]
+    stamp, level, _ = first.split(" ", 2)
+    assert level == "INFO" and stamp.endswith("Z"), first
+    assert before <= datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc) <= after, first
