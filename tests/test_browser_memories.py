@@ -758,6 +758,37 @@ def test_bulk_delete_and_bulk_confidence(page, service, guard):
     assert_not_reloaded(page, loaded)
 
 
+def test_select_all_says_whether_every_row_some_or_none_is_selected(page, service):
+    """By keyboard, as a screen reader user ticks them: Select all shown is
+    ticked only while every row is, and mixed while some are."""
+    tok = token()
+    memories = [api_create(service, f"Selected {i} {tok}", service=f"svc-{tok}") for i in range(3)]
+    page.goto("/memories")
+    select_all = page.get_by_role("checkbox", name="Select all shown")
+    boxes = [row(page, memory["id"]).locator("input[name=ids]") for memory in memories]
+
+    def state():
+        return select_all.evaluate("box => [box.checked, box.indeterminate]")
+
+    select_all.focus()
+    page.keyboard.press("Space")
+    for box in boxes:
+        expect(box).to_be_checked()
+    boxes[0].focus()
+    page.keyboard.press("Space")
+    assert state() == [False, True]
+    page.keyboard.press("Space")
+    assert state() == [True, False]
+    for cleared, box in enumerate(boxes, start=1):
+        box.focus()
+        page.keyboard.press("Space")
+        assert state() == ([False, True] if cleared < len(boxes) else [False, False])
+    for box in boxes:
+        box.focus()
+        page.keyboard.press("Space")
+    assert state() == [True, False]
+
+
 def test_any_confidence_the_service_takes_can_be_typed_and_enter_sets_the_selected(page, service):
     """Confidence is not held to steps of 0.05 (0.33 is a confidence), in
     Add Memory, in the bulk bar and on a row's slider; Enter in the bulk

@@ -46,6 +46,19 @@ document.addEventListener("change", function (evt) {
   });
 });
 
+// And it says what the rows' boxes say: ticked once every one is, half ticked
+// (mixed) while only some are. Left ticked after a row's box was cleared, it
+// told a screen reader that every row was selected when one was not.
+document.addEventListener("change", function (evt) {
+  if (!evt.target.matches("#memory-table input[name=ids]")) return;
+  var all = document.querySelector("#memory-table input[data-select-all]");
+  if (!all) return;
+  var boxes = document.querySelectorAll("#memory-table input[name=ids]").length;
+  var ticked = document.querySelectorAll("#memory-table input[name=ids]:checked").length;
+  all.checked = ticked > 0 && ticked === boxes;
+  all.indeterminate = ticked > 0 && ticked < boxes;
+});
+
 // A confidence slider shows its value while it moves.
 document.addEventListener("input", function (evt) {
   if (!evt.target.matches("#memory-table td.confidence input[type=range]")) return;
