@@ -9,8 +9,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
-from app.cli import main
+from app.cli import EX_CONFIG, main
 from app.config import PROJECT_ROOT
 from app.serve import GUNICORN_STOP_SECONDS
 from app.sessions.manager import SHUTDOWN_GRACE_SECONDS
@@ -74,3 +75,15 @@ def test_the_readme_installs_the_unit_it_names():
     section = readme[readme.index("## Running under systemd"):readme.index("## Retention and disk use")]
     assert "examples/systemd/claudeops.service" in section and INSTALLED_AT in section
     assert Path(UNIT).is_file()
+
+
+@pytest.mark.parametrize("options", [["--port", "99999"], ["--host", "0.0.0.0:8080"], ["--hots", "::1"]])
+def test_a_start_refused_for_its_settings_or_options_is_not_retried(tmp_path, monkeypatch, options):
+    """Restart=on-failure would otherwise start a unit whose ExecStart has a
+    bad option again every RestartSec, forever, with the same error."""
+    [statuses] = directives()["RestartPreventExitStatus"]
+    kept_down = {int(status) for status in statuses.split()}
+    assert EX_CONFIG in kept_down
+    monkeypatch.setenv("CLAUDEOPS_STATE_DIR", str(tmp_path / "state"))
+    refused = CliRunner().invoke(main, ["serve", *options])
+    assert refused.exit_code != 0 and refused.exit_code in kept_down, refused.output
