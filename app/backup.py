@@ -132,7 +132,8 @@ def restore(engine: Engine, source: Path, known: Callable[[str], bool]) -> Path:
         unknown = [revision for revision in revisions if not known(revision)]
         if unknown:
             raise BackupError(f"{source} was made by a newer Claude Ops or with a plugin not installed here "
-                              f"(schema revision {', '.join(unknown)}): install that version, then restore")
+                              f"(schema revision {', '.join(unknown)}): install that version, or that plugin, then "
+                              "restore")
         engine.dispose()   # this process's own connections, before the file changes under them
         kept = _unused(database.with_name(f"{database.name}.before-restore-{utcnow():%Y%m%dT%H%M%SZ}"))
         partial = database.with_name(f".{database.name}.restoring-{os.getpid()}")

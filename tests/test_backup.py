@@ -374,7 +374,8 @@ def test_restore_refuses_what_it_cannot_use_and_changes_nothing(app, tmp_path):
     for source, message in ((not_a_database, "is not a Claude Ops database"),
                             (other, "is not a Claude Ops database: no such table: alembic_version"),
                             (newer, "was made by a newer Claude Ops or with a plugin not installed here "
-                                    "(schema revision 0099_from_the_future)"),
+                                    "(schema revision 0099_from_the_future): install that version, or that plugin, "
+                                    "then restore"),
                             (damaged, "is damaged (SQLite's integrity_check: row 1 missing from index "
                                       "ix_events_service_id)"),
                             (database(app), "is the database itself (or a name SQLite uses beside it), not a "
