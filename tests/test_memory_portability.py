@@ -304,6 +304,16 @@ def test_markdown_round_trip(app, tmp_path):
     assert body(again) == body(markdown)
 
 
+def test_the_markdown_export_counts_its_memories_in_words(app):
+    assert ": 0 memories. Import with" in portability.export_markdown()
+    add_memory("Takes 60s to start after restart")
+    db.session.commit()
+    assert ": 1 memory. Import with" in portability.export_markdown()
+    add_memory("Depends on the NAS mount", category="dependency")
+    db.session.commit()
+    assert ": 2 memories. Import with" in portability.export_markdown()
+
+
 def test_a_bad_entry_refuses_the_whole_file(app):
     good = {"service": "jellyfin", "category": "timing", "observation": "Takes 60s", "confidence": 0.7}
     cases = [

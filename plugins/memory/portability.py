@@ -174,7 +174,7 @@ def export_markdown() -> str:
     services = sorted(s for s in by_service if s != store.GENERAL) + (
         [store.GENERAL] if store.GENERAL in by_service else [])
     lines = [MARKDOWN_TITLE, "",
-             f"Exported {_timestamp(utcnow())}: {len(memories)} memories. "
+             f"Exported {_timestamp(utcnow())}: {len(memories)} memor{'y' if len(memories) == 1 else 'ies'}. "
              "Import with `claudeops memories import FILE`.", ""]
     for service in services:
         lines += [f"## {service}", ""]
