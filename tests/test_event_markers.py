@@ -1,6 +1,8 @@
 """Event markers: levels, services, several per block, mid-line, bad ones skipped."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from plugins.events.markers import MAX_MESSAGE_CHARS, EventMarker, parse_event_markers
@@ -106,3 +108,14 @@ def test_a_message_over_the_limit_is_kept_to_its_beginning_with_the_length_writt
     assert marker.message == long_message[:MAX_MESSAGE_CHARS] and marker.cut_from == 3013
     [whole] = parse_event_markers("[EVENT:info] " + "y" * MAX_MESSAGE_CHARS)
     assert whole.message == "y" * MAX_MESSAGE_CHARS and whole.cut_from is None
+
+
+def test_the_prompt_names_every_character_a_service_may_hold():
+    """The agent is told what it may write: a unit named as the cooldown
+    hook records it (getty@tty1) is one service in events and cooldowns."""
+    from plugins.events import PROMPT
+    told = re.search(r"it is letters, digits,\s+(.*?) \(no port", PROMPT, re.S).group(1)
+    named = set(re.findall(r"`(.)`", told))
+    for char in "_-.@/":
+        assert parse_event_markers(f"[EVENT:info:a{char}b] message") == [EventMarker("info", f"a{char}b", "message")]
+    assert named == set("_-.@/")

@@ -30,7 +30,7 @@ Report what you observe with event markers in your own text (never inside a tool
     [EVENT:critical:<service>] <message>
 
 `<service>` is optional (`[EVENT:info] <message>` for the whole system); it is letters, digits,
-`_`, `-`, `.` and `/` (no port, no spaces). Use info for routine
+`_`, `-`, `.`, `@` and `/` (no port, no spaces). Use info for routine
 results, warning for degraded but working, critical for down or losing data. Each marker is
 recorded as you write it and shown to the operator."""
 
