@@ -67,7 +67,8 @@ def test_every_refused_field_is_named_in_one_error(client):
     assert response.status_code == 400
     assert response.get_json()["error"] == (
         "category must be one of timing, dependency, behavior, remediation, maintenance, not 'misc'; "
-        "service must be 1-100 letters, digits, '_' or '-'; observation must not be empty")
+        "service must be 1-100 letters, digits, '_' or '-' (memories of 'no spaces' are kept under 'no-spaces'); "
+        "observation must not be empty")
     memory = add_memory("Takes 60s to start")
     response = client.put(f"{API}/{memory.id}", json={"category": "Timing", "active": "yes", "observation": "Slow"})
     assert response.status_code == 400
@@ -255,3 +256,11 @@ def test_the_context_preview_holds_no_lock_while_plugins_name_the_services_in_tr
     assert preview.status_code == 200 and preview.get_json()["memory_ids"] == [memory_id]
     assert answers[0].answer().status_code == 200
     assert done_meanwhile == [True]
+
+
+def test_a_service_named_as_a_host_is_refused_naming_the_spelling_its_memories_are_kept_under(client):
+    """A marker about db.lan is kept under db-lan: the operator adding one by hand is told so."""
+    response = client.post(API, json={"category": "timing", "service": "DB.lan", "observation": "Slow at night"})
+    assert response.status_code == 400
+    assert response.get_json()["error"] == (
+        "service must be 1-100 letters, digits, '_' or '-' (memories of 'DB.lan' are kept under 'db-lan')")

@@ -101,7 +101,8 @@ def test_approve_edit_and_approve_and_reject_from_the_inbox(guarded):
     refused = client.post(f"/memories/{third.id}/approve", headers=headers,
                           data={"category": "misc", "service": "two words", "confidence": "high"})
     assert ("Not approved: category must be one of timing, dependency, behavior, remediation, maintenance, "
-            "not &#39;misc&#39;; service must be 1-100 letters, digits, &#39;_&#39; or &#39;-&#39;; "
+            "not &#39;misc&#39;; service must be 1-100 letters, digits, &#39;_&#39; or &#39;-&#39; "
+            "(memories of &#39;two words&#39; are kept under &#39;two-words&#39;); "
             "confidence must be a number, not &#39;high&#39;") in refused.get_data(as_text=True)
     rejected = client.post(f"/memories/{third.id}/reject", headers=headers, data={"reason": "one-off"})
     assert rejected.status_code == 200

@@ -36,7 +36,8 @@ from plugins.memory.candidates import candidates as find_candidates
 from plugins.memory.context import MemoryContext, build_memory_context
 from plugins.memory.matcher import CONTRADICT, REINFORCE, Candidate, Match
 from plugins.memory.models import (ACTIVE_THRESHOLD, APPROVED, CATEGORIES, DECAY_GRACE_PERIOD, DEFAULT_CONFIDENCE,
-                                   GENERAL, MAX_SERVICE_CHARS, PROPOSED, REJECTED, Memory, MemoryHistory)
+                                   GENERAL, MAX_SERVICE_CHARS, PROPOSED, REJECTED, Memory, MemoryHistory,
+                                   memory_spelling)
 from plugins.memory.relevance import relevant_services, scheduled_run
 from plugins.memory.settings import MAX_OBSERVATION, max_observation_chars, review_on
 from plugins.memory.tally import (escalation_chain, note_confirmed, note_contradicted, note_created, note_reinforced,
@@ -135,7 +136,10 @@ def clean_service(raw) -> Optional[str]:
     if not service or service.lower() == GENERAL:
         return None
     if len(service) > MAX_SERVICE_CHARS or not SERVICE_PATTERN.match(service):
-        raise MemoryInputError("service must be 1-100 letters, digits, '_' or '-'")
+        # As a marker naming a host or a unit (db.lan, getty@tty1) is kept: the operator is told that spelling.
+        spelt = memory_spelling(service)
+        raise MemoryInputError("service must be 1-100 letters, digits, '_' or '-'"
+                               + (f" (memories of {service!r} are kept under {spelt!r})" if spelt else ""))
     return service.lower()
 
 
