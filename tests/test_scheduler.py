@@ -340,6 +340,37 @@ def test_an_interval_changed_at_run_time_takes_effect(app, fake_cli, scheduler):
     assert len(all_sessions()) == count and instance.next_scheduled_run() is None
 
 
+def test_an_interval_turned_off_while_another_session_runs_queues_no_scheduled_session(app, fake_cli, scheduler):
+    """The worker, which arms the schedule, is busy with that session: the
+    run armed before must not fire at its old time all the same."""
+    from app.runtime import change
+    fake_cli(session_script(5))
+    add_scheduled_session("completed", ago=1, ran_for=0)
+    control.enqueue(tier=1, trigger="api")
+    instance = scheduler(interval=3)
+    wait_for(lambda: [s for s in all_sessions() if s.trigger == "api" and s.status == "running"], timeout=5)
+    change({"CLAUDEOPS_INTERVAL": 0})
+    wait_for(lambda: instance.next_scheduled_run() is None, timeout=3)
+    time.sleep(2.5)   # past the time the run was armed for, the api session still running
+    assert [s.trigger for s in all_sessions()] == ["schedule", "api"]
+    assert db.session.get(SchedulerState, 1, populate_existing=True).next_run_at is None
+
+
+def test_an_interval_lengthened_while_another_session_runs_moves_the_next_run(app, fake_cli, scheduler):
+    from app.runtime import change
+    fake_cli(session_script(5))
+    due = add_scheduled_session("completed", ago=1, ran_for=0).ended_at + timedelta(seconds=3600)
+    control.enqueue(tier=1, trigger="api")
+    instance = scheduler(interval=3)
+    wait_for(lambda: [s for s in all_sessions() if s.trigger == "api" and s.status == "running"], timeout=5)
+    change({"CLAUDEOPS_INTERVAL": 3600})
+    wait_for(lambda: abs((instance.next_scheduled_run() - due).total_seconds()) < 1, timeout=3)
+    time.sleep(2.5)
+    assert [s.trigger for s in all_sessions()] == ["schedule", "api"]
+    published = db.session.get(SchedulerState, 1, populate_existing=True).next_run_at
+    assert abs((published - due).total_seconds()) < 1
+
+
 def test_the_schedule_is_not_armed_twice_while_its_job_is_firing(app, caplog):
     """APScheduler takes a fired date job out of its store before its thread
     runs it. The worker, looking meanwhile, must not arm a second job: that

@@ -58,6 +58,8 @@ QUEUE_POLL_SECONDS = 1.0
 FAILURE_LOG_SECONDS = 60
 HEARTBEAT_SECONDS = 15
 CLOCK_LOOK_SECONDS = 1.0
+# An interval changed on /config is in force everywhere within a second (runtime.py).
+INTERVAL_LOOK_SECONDS = 1.0
 RETENTION_JOB_ID = "retention"
 RETENTION_HOURS = 24
 SCHEDULE_TRIGGER = "schedule"
@@ -81,6 +83,11 @@ class SessionScheduler:
         # second scheduler would have up to 15 s to take a lock lost with its
         # connection.
         self._lock_keeper = threading.Thread(target=self._keep_the_lock, name="runner-lock", daemon=True)
+        # And one for the interval: the worker, which arms the schedule, is
+        # busy for a whole session, and an interval changed meanwhile (0
+        # included) must move the armed run before it fires at the old time.
+        self._interval_watcher = threading.Thread(target=self._follow_interval, name="interval-watch",
+                                                  daemon=True)
         self._lock = RunnerLock(app.config["CLAUDEOPS_STATE_DIR"], app.config["SQLALCHEMY_DATABASE_URI"])
         self._lock_held = False
         self._lock_lost = False
@@ -133,6 +140,7 @@ class SessionScheduler:
         self._worker.start()
         self._clock_watcher.start()
         self._lock_keeper.start()
+        self._interval_watcher.start()
         log.info("scheduler started (interval %s)", f"{interval} s" if interval else "off: ad-hoc runs only")
 
     def next_scheduled_run(self):
@@ -150,6 +158,8 @@ class SessionScheduler:
             self._aps.shutdown(wait=False)
         if self._worker.is_alive():
             self._worker.join(timeout)
+        if self._interval_watcher.is_alive():   # or it could publish a next run after the stop
+            self._interval_watcher.join(timeout)
         try:
             self._record_last_words()
         finally:
@@ -225,16 +235,22 @@ class SessionScheduler:
                 db.session.remove()
         self._wake.set()
 
-    def _ensure_armed(self) -> None:
+    def _ensure_armed(self, armed_only: bool = False) -> None:
         """Keep the schedule's one job in step with the interval in force and
         with the last scheduled run; nothing is armed while a scheduled
-        session is queued or running (it is re-armed when that one ends)."""
+        session is queued or running (it is re-armed when that one ends).
+        ``armed_only``: move or remove an armed job, arm none. Safe beside a
+        running session: while a job is armed no scheduled session is queued
+        or running, so the times it counts from stand still; one not armed
+        is the worker's, which alone knows when a scheduled session ended."""
         if self.shutdown_event.is_set():
             return
         with self._schedule_lock, self.app.app_context():
             try:
-                interval = self._interval()
                 job = self._aps.get_job(SCHEDULED_JOB_ID)
+                if armed_only and job is None:
+                    return
+                interval = self._interval()
                 if not interval:
                     if job:
                         job.remove()
@@ -270,6 +286,16 @@ class SessionScheduler:
                     return
             except Exception:   # the thread must outlive a failure, or the lock is checked at heartbeats only
                 log.exception("checking the database's runner lock failed; it is checked again in a second")
+
+    def _follow_interval(self) -> None:
+        while not self.shutdown_event.wait(INTERVAL_LOOK_SECONDS):
+            try:
+                self._ensure_armed(armed_only=True)
+            except Exception as exc:   # the thread must outlive a failure, or no later change is followed
+                # A database that refuses it is the worker's to tell, once a
+                # minute (not a line a second); a mistake keeps its traceback.
+                if dbfaults.storage_fault(exc) is None:
+                    log.exception("following a changed interval failed; it is looked at again in a second")
 
     def _watch_clock(self) -> None:
         watch = ClockWatch(self._clock_set_back)
