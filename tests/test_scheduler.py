@@ -420,6 +420,33 @@ def test_a_session_whose_run_raised_is_recorded_failed_with_its_reason_redacted(
     assert "s3cr3t-pw" not in caplog.text and f"session {session_id} recorded as failed" in caplog.text
 
 
+def test_a_scheduled_session_whose_run_raised_counts_the_interval_from_its_end(app, monkeypatch):
+    """As one that ended by itself, and as a restart would count it from the
+    end recorded: not from when it was queued, which after a session longer
+    than the interval would queue the next one at once."""
+    from app.sessions.scheduler import SCHEDULED_JOB_ID
+    app.config["CLAUDEOPS_INTERVAL"] = 3
+
+    def broken(session, shutdown_event):
+        time.sleep(4)
+        raise RuntimeError("the database refused the end")
+    monkeypatch.setattr(scheduler_module, "run_session", broken)
+    instance = SessionScheduler(app)
+    instance._aps.start(paused=True)   # the test fires the job itself
+    try:
+        instance._ensure_armed()
+        instance._aps.remove_job(SCHEDULED_JOB_ID)   # fired
+        instance._enqueue_scheduled()
+        with pytest.raises(RuntimeError):
+            instance._run_next()
+        broke_off = utcnow()
+        instance._record_unfinished()
+        instance._ensure_armed()
+        assert_due_at(instance, broke_off + timedelta(seconds=3))
+    finally:
+        instance._aps.shutdown(wait=False)
+
+
 def test_a_session_whose_end_could_not_be_recorded_keeps_the_reason_it_ended_with(app, fake_cli, monkeypatch):
     """The database refuses the session's end (its disk full, freed later):
     the scheduler records it failed with the reason it ended with, not only

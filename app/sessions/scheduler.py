@@ -393,6 +393,7 @@ class SessionScheduler:
                 session_id = control.claim_next_id()
                 if session_id is None:
                     return False
+                trigger = None
                 try:
                     # Read back inside the try: the claim is committed, and a
                     # database that fails this read must not leave it running.
@@ -407,9 +408,12 @@ class SessionScheduler:
                     self._unfinished[session_id] = UnfinishedSession(
                         redaction.redactor().redact(reason), utcnow(), status, getattr(exc, "claudeops_run", None))
                     raise
-                if trigger == SCHEDULE_TRIGGER:
-                    self._last_ended = utcnow()
-                    self._armed_interval = None   # re-arm from this end
+                finally:
+                    # Raised or not, it has ended (its end recorded later, if
+                    # need be): the next is due an interval after, not at once.
+                    if trigger == SCHEDULE_TRIGGER:
+                        self._last_ended = utcnow()
+                        self._armed_interval = None   # re-arm from this end
                 return True
             finally:
                 db.session.remove()
