@@ -371,6 +371,23 @@ def test_an_interval_lengthened_while_another_session_runs_moves_the_next_run(ap
     assert abs((published - due).total_seconds()) < 1
 
 
+def test_an_interval_turned_on_while_another_session_runs_arms_the_schedule_at_once(app, client, fake_cli,
+                                                                                     scheduler):
+    """Not only once that session has ended: until then the Overview would
+    tell of a scheduled session under way, and none would be queued when due."""
+    from app.runtime import change
+    fake_cli(session_script(5))
+    due = add_scheduled_session("completed", ago=600, ran_for=0).ended_at + timedelta(seconds=3600)
+    control.enqueue(tier=1, trigger="api")
+    instance = scheduler(interval=0)
+    wait_for(lambda: [s for s in all_sessions() if s.trigger == "api" and s.status == "running"], timeout=5)
+    change({"CLAUDEOPS_INTERVAL": 3600})
+    wait_for(lambda: instance.next_scheduled_run() is not None, timeout=3)
+    assert_due_at(instance, due)
+    html = client.get("/").get_data(as_text=True)
+    assert "Next scheduled run" in html and "a scheduled session is under way" not in html
+
+
 def test_the_schedule_is_not_armed_twice_while_its_job_is_firing(app, caplog):
     """APScheduler takes a fired date job out of its store before its thread
     runs it. The worker, looking meanwhile, must not arm a second job: that

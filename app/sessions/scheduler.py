@@ -83,9 +83,10 @@ class SessionScheduler:
         # second scheduler would have up to 15 s to take a lock lost with its
         # connection.
         self._lock_keeper = threading.Thread(target=self._keep_the_lock, name="runner-lock", daemon=True)
-        # And one for the interval: the worker, which arms the schedule, is
-        # busy for a whole session, and an interval changed meanwhile (0
-        # included) must move the armed run before it fires at the old time.
+        # And one for the interval: the worker, which also arms the schedule,
+        # is busy for a whole session, and an interval changed meanwhile must
+        # move the armed run (or remove it, or arm one) before it fires at
+        # the old time or the session ends.
         self._interval_watcher = threading.Thread(target=self._follow_interval, name="interval-watch",
                                                   daemon=True)
         self._lock = RunnerLock(app.config["CLAUDEOPS_STATE_DIR"], app.config["SQLALCHEMY_DATABASE_URI"])
@@ -97,6 +98,10 @@ class SessionScheduler:
         # takes a fired date job out of its store before the job's thread runs
         # it: no job and this set means that run is on its way, not missing.
         self._fire_pending = False
+        # Set while the worker runs a scheduled session, until the time it
+        # ended is known here: ended in the database only, it is no longer
+        # pending, and the schedule must not be armed from when it was queued.
+        self._scheduled_running = False
         # The schedule's clock: the next scheduled run is due `interval` after
         # the later of the last time it fired and the end of its last session.
         # Read from the database at start, so that a restart keeps the interval.
@@ -235,22 +240,16 @@ class SessionScheduler:
                 db.session.remove()
         self._wake.set()
 
-    def _ensure_armed(self, armed_only: bool = False) -> None:
+    def _ensure_armed(self) -> None:
         """Keep the schedule's one job in step with the interval in force and
         with the last scheduled run; nothing is armed while a scheduled
-        session is queued or running (it is re-armed when that one ends).
-        ``armed_only``: move or remove an armed job, arm none. Safe beside a
-        running session: while a job is armed no scheduled session is queued
-        or running, so the times it counts from stand still; one not armed
-        is the worker's, which alone knows when a scheduled session ended."""
+        session is queued or running (it is re-armed when that one ends)."""
         if self.shutdown_event.is_set():
             return
         with self._schedule_lock, self.app.app_context():
             try:
-                job = self._aps.get_job(SCHEDULED_JOB_ID)
-                if armed_only and job is None:
-                    return
                 interval = self._interval()
+                job = self._aps.get_job(SCHEDULED_JOB_ID)
                 if not interval:
                     if job:
                         job.remove()
@@ -258,7 +257,7 @@ class SessionScheduler:
                     self._armed_interval = None
                     self._fire_pending = False
                     return
-                if control.has_pending(SCHEDULE_TRIGGER):
+                if self._scheduled_running or control.has_pending(SCHEDULE_TRIGGER):
                     return
                 if job is None and self._fire_pending:
                     # Fired, and its run waits for this lock: a second job now
@@ -290,7 +289,7 @@ class SessionScheduler:
     def _follow_interval(self) -> None:
         while not self.shutdown_event.wait(INTERVAL_LOOK_SECONDS):
             try:
-                self._ensure_armed(armed_only=True)
+                self._ensure_armed()
             except Exception as exc:   # the thread must outlive a failure, or no later change is followed
                 # A database that refuses it is the worker's to tell, once a
                 # minute (not a line a second); a mistake keeps its traceback.
@@ -399,6 +398,7 @@ class SessionScheduler:
                     # database that fails this read must not leave it running.
                     session = control.claimed(session_id)
                     trigger = session.trigger
+                    self._scheduled_running = trigger == SCHEDULE_TRIGGER
                     log.info("running session %s (tier %s, %s)", session_id, session.tier, trigger)
                     run_session(session, self.shutdown_event)
                 except Exception as exc:
@@ -414,6 +414,7 @@ class SessionScheduler:
                     if trigger == SCHEDULE_TRIGGER:
                         self._last_ended = utcnow()
                         self._armed_interval = None   # re-arm from this end
+                        self._scheduled_running = False
                 return True
             finally:
                 db.session.remove()
