@@ -573,6 +573,27 @@ def test_a_shutdown_the_database_refuses_still_gives_the_lock_back_and_says_what
     assert "could not record that the scheduler stopped (the database is locked" in caplog.text
 
 
+def test_a_heartbeat_that_waits_out_a_locked_database_is_one_line_not_two(app, monkeypatch, caplog):
+    """SQLite's busy timeout is as long as a beat's period: a beat still
+    waiting when the next is due must not cost APScheduler's own warning
+    that it skipped that one, beside the service's line for each beat."""
+    monkeypatch.setattr(scheduler_module, "HEARTBEAT_SECONDS", 0.5)
+
+    def locked_after_waiting(next_run, alive=True):
+        time.sleep(0.8)   # longer than a beat, as the busy timeout is
+        raise OperationalError("UPDATE scheduler_state", {}, sqlite3.OperationalError("database is locked"))
+    app.config["CLAUDEOPS_INTERVAL"] = 0   # nothing published but by the heartbeat
+    instance = SessionScheduler(app)
+    monkeypatch.setattr(instance, "_publish", locked_after_waiting)
+    with caplog.at_level(logging.WARNING):
+        instance.start()
+        try:
+            wait_for(lambda: caplog.text.count("scheduler heartbeat not recorded") >= 4, timeout=15)
+        finally:
+            instance.shutdown()
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("apscheduler")] == []
+
+
 def test_a_heartbeat_the_database_refuses_is_one_line_in_the_log_and_the_next_tries_again(app, monkeypatch, caplog):
     instance = SessionScheduler(app)
     monkeypatch.setattr(instance, "verify_lock", lambda: True)

@@ -137,8 +137,12 @@ class SessionScheduler:
         # However late a loaded machine lets them run, they run (once for
         # all the runs missed): APScheduler would skip a run more than a
         # second late, a day's pruning or a heartbeat the dashboard waits for.
+        # Two beats at once: one waiting out SQLite's busy timeout (as long as
+        # a beat's period) on a locked database is still running when the
+        # next is due, which APScheduler would skip with a warning of its
+        # own, a second line for each beat refused.
         self._aps.add_job(self._heartbeat, "interval", seconds=HEARTBEAT_SECONDS, id="heartbeat",
-                          next_run_time=utcnow(), misfire_grace_time=None, coalesce=True)
+                          next_run_time=utcnow(), misfire_grace_time=None, coalesce=True, max_instances=2)
         self._aps.add_job(self._prune, "interval", hours=RETENTION_HOURS, id=RETENTION_JOB_ID,
                           next_run_time=utcnow(), misfire_grace_time=None, coalesce=True)
         self._ensure_armed()
