@@ -10,7 +10,7 @@ from datetime import timedelta
 
 import pytest
 from sqlalchemy import select, update
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DatabaseError, OperationalError
 
 from app.extensions import db
 from app.models import SchedulerState, Session
@@ -652,6 +652,31 @@ def test_a_mistake_in_the_worker_keeps_its_traceback(app, monkeypatch, caplog):
         instance._work()
     [record] = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert record.exc_info is not None
+
+
+def test_a_mistake_following_the_interval_over_and_over_is_logged_once_a_minute(app, monkeypatch, caplog):
+    """The interval is looked at every second: a failure that every look meets
+    (a damaged database file, a table its user may no longer read) must not
+    write a traceback a second, as the worker's own retries do not."""
+    clock = [1000.0]
+    monkeypatch.setattr(scheduler_module.time, "monotonic", lambda: clock[0])
+    instance = SessionScheduler(app)
+    looks = []
+
+    def look(timeout):
+        looks.append(1)
+        clock[0] += 1
+        return len(looks) > 120   # two minutes of looks
+    monkeypatch.setattr(instance.shutdown_event, "wait", look)
+
+    def damaged():
+        raise DatabaseError("SELECT sessions", {}, sqlite3.DatabaseError("database disk image is malformed"))
+    monkeypatch.setattr(instance, "_ensure_armed", damaged)
+    with caplog.at_level(logging.WARNING, logger=scheduler_module.__name__):
+        instance._follow_interval()
+    records = caplog.records
+    assert len(records) == 2, len(records)   # not 120
+    assert all(r.exc_info is not None for r in records)
 
 
 def test_a_claimed_session_the_database_refuses_to_read_back_does_not_stay_running(app, monkeypatch):

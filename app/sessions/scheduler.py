@@ -291,14 +291,24 @@ class SessionScheduler:
                 log.exception("checking the database's runner lock failed; it is checked again in a second")
 
     def _follow_interval(self) -> None:
+        logged: Optional[tuple[str, float]] = None   # the failure last logged, and when
         while not self.shutdown_event.wait(INTERVAL_LOOK_SECONDS):
             try:
                 self._ensure_armed()
             except Exception as exc:   # the thread must outlive a failure, or no later change is followed
                 # A database that refuses it is the worker's to tell, once a
-                # minute (not a line a second); a mistake keeps its traceback.
-                if dbfaults.storage_fault(exc) is None:
+                # minute (not a line a second); a mistake keeps its traceback,
+                # and is told as seldom while it repeats: one that fails
+                # every look (a table the database user may no longer read,
+                # a damaged file) would otherwise write a traceback a second.
+                if dbfaults.storage_fault(exc) is not None:
+                    continue
+                why, now = dbfaults.describe(exc), time.monotonic()
+                if logged is None or logged[0] != why or now - logged[1] >= FAILURE_LOG_SECONDS:
+                    logged = (why, now)
                     log.exception("following a changed interval failed; it is looked at again in a second")
+            else:
+                logged = None
 
     def _watch_clock(self) -> None:
         watch = ClockWatch(self._clock_set_back)
