@@ -789,6 +789,22 @@ def test_select_all_says_whether_every_row_some_or_none_is_selected(page, servic
     assert state() == [True, False]
 
 
+def test_select_all_follows_a_row_redrawn_with_its_box_cleared(page, service):
+    """A row redrawn by its own button (Pin here) comes back unselected:
+    Select all shown must not go on saying that every row is selected."""
+    tok = token()
+    memories = [api_create(service, f"Redrawn {i} {tok}", service=f"svc-{tok}") for i in range(3)]
+    page.goto("/memories")
+    select_all = page.get_by_role("checkbox", name="Select all shown")
+    select_all.check()
+    first = row(page, memories[0]["id"])
+    first.get_by_role("button", name="Pin").click()
+    expect(first.locator("button.pin")).to_have_text("Unpin")
+    expect(first.locator("input[name=ids]")).not_to_be_checked()
+    page.wait_for_timeout(200)   # htmx settles the swap after it
+    assert select_all.evaluate("box => [box.checked, box.indeterminate]") == [False, True]
+
+
 def test_any_confidence_the_service_takes_can_be_typed_and_enter_sets_the_selected(page, service):
     """Confidence is not held to steps of 0.05 (0.33 is a confidence), in
     Add Memory, in the bulk bar and on a row's slider; Enter in the bulk

@@ -49,15 +49,22 @@ document.addEventListener("change", function (evt) {
 // And it says what the rows' boxes say: ticked once every one is, half ticked
 // (mixed) while only some are. Left ticked after a row's box was cleared, it
 // told a screen reader that every row was selected when one was not.
-document.addEventListener("change", function (evt) {
-  if (!evt.target.matches("#memory-table input[name=ids]")) return;
+function followRows() {
   var all = document.querySelector("#memory-table input[data-select-all]");
   if (!all) return;
   var boxes = document.querySelectorAll("#memory-table input[name=ids]").length;
   var ticked = document.querySelectorAll("#memory-table input[name=ids]:checked").length;
   all.checked = ticked > 0 && ticked === boxes;
   all.indeterminate = ticked > 0 && ticked < boxes;
+}
+
+document.addEventListener("change", function (evt) {
+  if (evt.target.matches("#memory-table input[name=ids]")) followRows();
 });
+
+// A row's own buttons (Pin, Approve, a confidence, an edit saved) redraw it
+// with its box cleared, and Delete takes it away: no change event says so.
+document.addEventListener("htmx:afterSettle", followRows);
 
 // A confidence slider shows its value while it moves.
 document.addEventListener("input", function (evt) {
