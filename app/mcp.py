@@ -139,10 +139,13 @@ def _marked(line: bytes) -> bytes:
         return line
     try:
         message = json.loads(line)
-    except ValueError:
-        return line   # the SDK's to refuse
-    marked = _replace_lone_surrogates(message)
-    return line if marked is message else json.dumps(marked).encode() + b"\n"
+        marked = _replace_lone_surrogates(message)
+        return line if marked is message else json.dumps(marked).encode() + b"\n"
+    except (ValueError, RecursionError):
+        # The SDK's to refuse. Nested too deep to read (a few hundred
+        # arrays in an argument), a line raised here would end this thread,
+        # and with it the server's stdin: the session would lose its tools.
+        return line
 
 
 def _replace_lone_surrogates(value):

@@ -261,6 +261,27 @@ def test_a_lone_surrogate_sent_over_stdio_is_answered_not_left_waiting(app, memo
     assert "Vacuum" in answers[3]["result"]["content"][0]["text"]   # the next call is served as ever
 
 
+@pytest.mark.parametrize("depth", [500, 5000])   # too deep to mark, and too deep to read at all
+def test_a_request_nested_too_deep_to_read_does_not_end_the_servers_input(depth):
+    """Each line is read once before the SDK reads it (for halves of
+    surrogate pairs): one nested too deep for Python's reader is passed on
+    as it is, for the SDK to refuse, and the lines after it still come
+    through; the server's stdin does not end with it."""
+    from app.mcp import _mark_lone_surrogates
+    deep = ('{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search_memories",'
+            '"arguments":{"query":"\\u00e9","x":' + "[" * depth + "]" * depth + "}}}\n").encode()
+    after = b'{"jsonrpc":"2.0","id":3,"method":"tools/list"}\n'
+    given_read, given_write = os.pipe()
+    passed_read, passed_write = os.pipe()
+    with os.fdopen(given_write, "wb") as given:
+        given.write(deep + after)
+    reader = threading.Thread(target=_mark_lone_surrogates, args=(given_read, passed_write), daemon=True)
+    reader.start()
+    reader.join(30)
+    with os.fdopen(passed_read, "rb") as passed:
+        assert passed.read() == deep + after
+
+
 # --------------------------------------------------------- every session
 
 def test_every_session_is_given_the_server(app, fake_cli, run_session_now):
