@@ -91,11 +91,28 @@ def _in_app_context(app: Flask, function):
             raise ToolError(f"{name} must be text: it holds half of a surrogate pair")
         with app.app_context():
             try:
-                answer = function(*args, **kwargs)
-                return redactor().redact(answer) if isinstance(answer, str) else answer
+                return _redacted(function(*args, **kwargs))
+            except ToolError as refused:   # its words reach the agent too
+                raise ToolError(redactor().redact(str(refused))) from refused
             finally:
                 db.session.rollback()
     return call
+
+
+def _redacted(answer):
+    """A tool's answer, redacted as the agent will read it. A tool should
+    answer text, but the SDK also sends a dict as JSON text, and a list as
+    one text for each item: those are redacted in that form, which is the
+    one the redaction's shapes (a "password" key's value) are looked for in."""
+    import pydantic_core
+
+    if isinstance(answer, str):
+        return redactor().redact(answer)
+    if isinstance(answer, (list, tuple)):
+        return [_redacted(item) for item in answer]
+    if isinstance(answer, dict):   # as the SDK writes it out (mcpserver/utilities/func_metadata.py)
+        return redactor().redact(pydantic_core.to_json(answer, fallback=str, indent=2).decode())
+    return answer
 
 
 # What stands for half of a surrogate pair in a request read over stdio

@@ -165,6 +165,38 @@ def test_a_secret_the_preview_cuts_in_two_is_redacted_whole(app, memories, monke
     assert "S3c" not in anyio.run(server.call_tool, "get_memories", {"ids": [leaked.id]}).content[0].text
 
 
+def test_a_plugin_tools_answer_is_redacted_whatever_its_form(app, monkeypatch):
+    """A plugin's tool that answers a dict or a list, or refuses with a
+    ToolError, instead of answering text: what reaches the agent is
+    redacted all the same."""
+    from mcp.server.mcpserver.exceptions import ToolError
+    from app import mcp
+    from app.plugin_types import McpTool
+    secret = "S3cretValue-9f8e7d6c"
+
+    def as_dict(name: str) -> dict:
+        return {"host": name, "login": f"uses {secret}"}
+
+    def as_list(name: str) -> list:
+        return [f"uses {secret}", {"password": "hunter2"}]
+
+    def refusing(name: str) -> str:
+        raise ToolError(f"{name} refused the password {secret}")
+
+    monkeypatch.setenv("DB_PASSWORD", secret)
+    redaction.init_app(app)
+    monkeypatch.setattr(mcp, "plugin_tools", lambda: [McpTool("as_dict", as_dict), McpTool("as_list", as_list),
+                                                      McpTool("refusing", refusing)])
+    server = build_server(app)
+    answer = anyio.run(server.call_tool, "as_dict", {"name": "db"}).content
+    assert [block.text for block in answer] == ['{\n  "host": "db",\n  "login": "uses [redacted]"\n}']
+    answer = [block.text for block in anyio.run(server.call_tool, "as_list", {"name": "db"}).content]
+    assert answer[0] == "uses [redacted]" and "hunter2" not in answer[1]
+    with pytest.raises(ToolError) as refused:
+        anyio.run(server.call_tool, "refusing", {"name": "db"})
+    assert str(refused.value) == "Error executing tool refusing: db refused the password [redacted]"
+
+
 def test_the_memory_plugin_offers_its_tools(app):
     assert [t.name for t in plugin_tools()] == ["search_memories", "get_memories", "list_service_memories"]
 
