@@ -104,10 +104,29 @@ def test_get_says_which_ids_it_did_not_read(memories):
     out = mcp_tools.get_memories(asked)
     assert "Takes 60s to start after restart" in out
     unread = asked[mcp_tools.MAX_IDS:]
-    assert out.endswith(f"Not read (at most {mcp_tools.MAX_IDS} ids a call; ask again for them): "
-                        f"{', '.join(map(str, unread))}")
+    assert out.endswith(f"Not read (at most {mcp_tools.MAX_IDS} ids, and 20,000 characters, a call; ask again "
+                        f"for them): {', '.join(map(str, unread))}")
     many = mcp_tools.get_memories(list(range(1, 100_001)))   # named up to a bound, not echoed whole
     assert many.endswith(f"{2 * mcp_tools.MAX_IDS} and {100_000 - 2 * mcp_tools.MAX_IDS} more")
+
+
+def test_get_gives_as_many_memories_as_the_cli_passes_on(memories):
+    """Claude Code hands the agent a file to read instead of a tool result
+    over 25,000 tokens: fifty memories of the longest observation (2,000
+    characters by default) would be, so the answer stops at MAX_ANSWER_CHARS
+    and names the rest as not read, in the order asked."""
+    long = [add_memory(f"{n} " + "é" * 1990, service="nas", category="behavior") for n in range(mcp_tools.MAX_IDS - 1)]
+    asked = [memory.id for memory in long]
+    out = mcp_tools.get_memories(asked + [9999])
+    given = [memory.id for memory in long if f"#{memory.id} · service nas" in out]
+    assert given == asked[:len(given)] and 5 < len(given) < 10
+    assert len(out) < mcp_tools.MAX_ANSWER_CHARS + 1000
+    assert out.endswith(f"Not found (deleted or never existed): 9999\n\nNot read (at most {mcp_tools.MAX_IDS} ids, "
+                        f"and 20,000 characters, a call; ask again for them): "
+                        f"{', '.join(map(str, asked[len(given):]))}")
+    # One memory longer than that all the same: it is given, not refused.
+    longest = add_memory("x" * (mcp_tools.MAX_ANSWER_CHARS + 10), service="nas", category="behavior")
+    assert "x" * (mcp_tools.MAX_ANSWER_CHARS + 10) in mcp_tools.get_memories([longest.id, memories[0].id])
 
 
 def test_results_carry_each_memorys_track_record(memories):

@@ -30,6 +30,13 @@ from plugins.memory.store import GENERAL, MemoryInputError
 PREVIEW_CHARS = 120
 MAX_RESULTS = 50
 MAX_IDS = 50
+# The longest get_memories answer. Claude Code does not pass on a tool
+# result over 25,000 tokens (MAX_MCP_OUTPUT_TOKENS): the agent is given the
+# path of a file holding it instead, which a tier allowed no Read tool cannot
+# open. Fifty memories of the longest observation by default (2,000
+# characters) are over 100,000 characters; this many stay within the CLI's
+# bound even in a script of one token a character.
+MAX_ANSWER_CHARS = 20_000
 ECHO_CHARS = MAX_SERVICE_CHARS
 
 
@@ -132,7 +139,8 @@ def _searched(query: str) -> str:
 
 def get_memories(ids: list[int]) -> str:
     """The full text and details of memories, by id (as shown in search results
-    and in the prompt's memory section), at most 50 ids a call."""
+    and in the prompt's memory section), at most 50 ids (and 20,000
+    characters) a call; those left out are named."""
     asked = list(dict.fromkeys(ids))
     wanted, unread = asked[:MAX_IDS], asked[MAX_IDS:]
     if not wanted:
@@ -142,14 +150,22 @@ def get_memories(ids: list[int]) -> str:
     possible = [i for i in wanted if 0 < i <= MAX_ID]
     found = {m.id: m for m in db.session.scalars(select(Memory).where(Memory.id.in_(possible))
                                                   .options(selectinload(Memory.track_record)))} if possible else {}
-    entries = [full_entry(found[i]) for i in wanted if i in found]
+    entries, left, size = [], [], 0
+    for i in (i for i in wanted if i in found):
+        entry = full_entry(found[i])
+        if left or (entries and size + len(entry) > MAX_ANSWER_CHARS):
+            left.append(i)   # in the order asked: the first one left out is the first to ask for again
+        else:
+            entries.append(entry)
+            size += len(entry) + 2
+    unread = left + unread
     missing = [str(i) for i in wanted if i not in found]
     if missing:
         entries.append(f"Not found (deleted or never existed): {', '.join(missing)}")
     if unread:   # named, so that the agent does not take them for answered
         more = f" and {len(unread) - MAX_IDS} more" if len(unread) > MAX_IDS else ""
-        entries.append(f"Not read (at most {MAX_IDS} ids a call; ask again for them): "
-                       f"{', '.join(map(str, unread[:MAX_IDS]))}{more}")
+        entries.append(f"Not read (at most {MAX_IDS} ids, and {MAX_ANSWER_CHARS:,} characters, a call; "
+                       f"ask again for them): {', '.join(map(str, unread[:MAX_IDS]))}{more}")
     return "\n\n".join(entries)
 
 
