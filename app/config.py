@@ -6,6 +6,7 @@ agree on names, defaults and meaning.
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -37,6 +38,24 @@ def _interval(raw: str) -> int:
         raise ValueError("must be 0 or more")
     if value > MAX_INTERVAL:
         raise ValueError(f"must be at most {MAX_INTERVAL} (366 days)")
+    return value
+
+
+# A thousand dollars a session: beyond that a limit is no limit, and a
+# larger number is more likely a mistyped one.
+MAX_SESSION_COST_USD = 1000
+
+
+def _cost_limit(raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError("must be a number of US dollars (0 for no limit)") from None
+    if not math.isfinite(value) or not 0 <= value <= MAX_SESSION_COST_USD:
+        raise ValueError(f"must be from 0 (no limit) to {MAX_SESSION_COST_USD}")
+    value = round(value, 2)
+    if value == 0 and float(raw) != 0:
+        raise ValueError("must be at least 0.01 (a cent), or 0 for no limit")
     return value
 
 
@@ -270,6 +289,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("CLAUDEOPS_SESSION_TIMEOUT", "1800",
             "Seconds a session may run before its whole process group is ended (status `timed_out`).",
             positive_int),
+    Setting("CLAUDEOPS_SESSION_MAX_COST_USD", "0",
+            "Most US dollars (to the cent) one session may spend on the API, as the CLI counts it "
+            "(`--max-budget-usd`): the CLI ends the session once it is reached, status `failed`, and as it checks "
+            "after each API call, the last call may take the session past it. 0: no limit.", _cost_limit, runtime=True, schema={"type": "number", "minimum": 0, "maximum": MAX_SESSION_COST_USD}),
     Setting("CLAUDEOPS_TIER1_MODEL", "haiku", "Model for tier 1 (observe).", _model, runtime=True,
             schema=MODEL_SCHEMA),
     Setting("CLAUDEOPS_TIER2_MODEL", "sonnet", "Model for tier 2 (investigate).", _model, runtime=True,

@@ -39,7 +39,8 @@ import time
 # What the real CLI (2.1.197) exits with when its process group is sent each signal.
 REAL_CLI_SIGNAL_EXITS = {signal.SIGTERM: 143, signal.SIGINT: 0, signal.SIGHUP: 129}
 FLAGS = {"-p", "--print", "--verbose", "--strict-mcp-config"}
-ONE_VALUE = {"--output-format", "--model", "--append-system-prompt", "--setting-sources", "--settings", "--mcp-config"}
+ONE_VALUE = {"--output-format", "--model", "--append-system-prompt", "--setting-sources", "--settings", "--mcp-config",
+             "--max-budget-usd"}
 MANY_VALUES = {"--allowedTools", "--disallowedTools"}
 
 

@@ -47,6 +47,15 @@ def result(final_text: str = "Done.", is_error: bool = False, api_error_status: 
             "permission_denials": [], "uuid": str(uuid.uuid4())}
 
 
+def over_budget(limit: float, cost: float, turns: int = 1) -> dict:
+    """The result of a session the CLI ended at ``--max-budget-usd`` (as the
+    real CLI 2.1.197 writes it): no ``result`` text, what happened in ``errors``."""
+    return {"type": "result", "subtype": "error_max_budget_usd", "duration_ms": 169, "duration_api_ms": 0,
+            "is_error": True, "num_turns": turns, "stop_reason": "tool_use", "session_id": CLI_SESSION_ID,
+            "total_cost_usd": cost, "usage": {"input_tokens": 0, "output_tokens": 0}, "permission_denials": [],
+            "uuid": str(uuid.uuid4()), "errors": [f"Reached maximum budget (${limit:g})"]}
+
+
 def api_error_text(status: int = 500) -> dict:
     line = _assistant({"type": "text", "text": f"API Error: {status} Internal server error. Try again."})
     line["message"]["model"] = "<synthetic>"

@@ -113,3 +113,27 @@ def test_api_error_with_the_real_cli(tmp_path, claude_bin):
     assert session.status_reason.startswith("API error 500")
     # Nothing from the error's text: the only event is the service's notice that the session failed.
     assert events == [("warning", None, f"Session #1 (tier 1) failed: {session.status_reason}", 1)]
+
+
+def test_a_session_over_its_cost_limit_is_ended_by_the_real_cli_before_its_next_call(tmp_path, claude_bin):
+    """The CLI counts what each call cost (the mock's token counts at the
+    model's prices) and ends the session once over CLAUDEOPS_SESSION_MAX_COST_USD:
+    the command the first call asked for is not run, no second call is made,
+    and the session says why."""
+    mock = MockMessagesAPI(marker=MAIN_REQUEST_MARKER, script=[
+        [text("Looking."), tool_use("Bash", {"command": "echo one", "description": "First"})],
+        [tool_use("Bash", {"command": "echo two", "description": "Second"})],
+        [text("[EVENT:info:web] never reached")],
+    ])
+    with mock:
+        result = run_claudeops(tmp_path, claude_bin, mock.start(), env={"CLAUDEOPS_SESSION_MAX_COST_USD": "0.01"})
+    assert result.returncode == 1, result.stdout + result.stderr
+    session, events, activity = stored(tmp_path)
+    assert session.status == "failed" and session.is_error is True
+    assert session.cost_usd > 0.01   # the call that took it past the limit had been made
+    assert session.status_reason == (f"the CLI reported an error: Reached maximum budget ($0.01) "
+                                     f"(CLAUDEOPS_SESSION_MAX_COST_USD; this session cost ${session.cost_usd:.2f})")
+    assert mock.turns_used == 1
+    assert [body for kind, _, body in activity if kind == "tool_result"] == []
+    # Only the service's notice that the session failed.
+    assert events == [("warning", None, f"Session #1 (tier 1) failed: {session.status_reason}", 1)]

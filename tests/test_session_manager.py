@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import threading
 import time
@@ -12,6 +13,7 @@ from sqlalchemy import select
 from app import redaction
 from app.extensions import db
 from app.models import Session, SessionActivity
+from app.runtime import SettingError, change
 from app.sessions.activity import PREVIEW_CHARS
 from plugins.events.models import Event
 from tests import streamlines as sl
@@ -142,6 +144,40 @@ def test_api_error_result_fails(app, fake_cli, run_session_now):
     assert session.status == "failed"
     assert session.status_reason.startswith("API error 500: API Error: 500")
     assert session.is_error is True
+
+
+def test_a_session_cost_limit_is_given_to_the_cli_and_a_session_it_ended_says_so(app, fake_cli, run_session_now):
+    argv_file = fake_cli(sl.steps(sl.init(), sl.result()))
+    run_session_now()
+    assert "--max-budget-usd" not in json.loads(argv_file.read_text())["argv"]   # 0: no limit
+
+    change({"CLAUDEOPS_SESSION_MAX_COST_USD": "0.5"})   # as /config would
+    argv_file = fake_cli(sl.steps(sl.init(), sl.tool_use("docker ps"), sl.over_budget(0.5, 0.5213)) + [{"exit": 1}])
+    session = run_session_now()
+    argv = json.loads(argv_file.read_text())["argv"]
+    assert argv[argv.index("--max-budget-usd") + 1] == "0.50" and argv.index("--max-budget-usd") < argv.index("--")
+    assert (session.status, session.is_error, session.cost_usd) == ("failed", True, 0.5213)
+    assert session.status_reason == ("the CLI reported an error: Reached maximum budget ($0.5) "
+                                     "(CLAUDEOPS_SESSION_MAX_COST_USD; this session cost $0.52)")
+
+
+@pytest.mark.parametrize("raw, problem", [("-1", "must be from 0 (no limit) to 1000"), ("1001", "must be from 0"),
+                                          ("nan", "must be from 0"), ("lots", "must be a number of US dollars"),
+                                          ("0.001", "must be at least 0.01 (a cent)")])
+def test_a_session_cost_limit_that_is_no_amount_is_refused(app, raw, problem):
+    with pytest.raises(SettingError, match=re.escape(problem)):
+        change({"CLAUDEOPS_SESSION_MAX_COST_USD": raw})
+
+
+def test_an_error_result_without_text_gives_its_errors_as_the_reason(app, fake_cli, run_session_now):
+    """As the CLI ends a session at --max-turns, say: no result text, only errors."""
+    line = sl.over_budget(1, 1.2)
+    line.update(subtype="error_max_turns", errors=["Reached maximum number of turns (30)"] + ["x" * 400] * 5)
+    fake_cli(sl.steps(sl.init(), line) + [{"exit": 1}])
+    session = run_session_now()
+    assert session.status == "failed"
+    assert session.status_reason.startswith("the CLI reported an error: Reached maximum number of turns (30); xxx")
+    assert len(session.status_reason) == len("the CLI reported an error: ") + 500
 
 
 def test_a_cli_without_credentials_says_how_to_give_it_some_and_the_feed_says_the_session_failed(

@@ -55,14 +55,21 @@ SHUTDOWN_REASON = "the service shut down during the session"
 # waits for that word before it counts as failed.
 SHUTDOWN_GRACE_SECONDS = 2.0
 OPERATOR_STOP_REASON = "stopped by the operator"
+# The result of a session the CLI ended at --max-budget-usd.
+OVER_BUDGET = "error_max_budget_usd"
+# As much of an error result's ``errors`` as a status reason gives.
+MAX_ERRORS_SAID = 500
 
 
 def build_argv(config: dict, tier: int, model: str, prompt: str, appended_system_prompt: str,
-               cli_settings: Optional[dict] = None, mcp_config: Optional[dict] = None) -> list[str]:
+               cli_settings: Optional[dict] = None, mcp_config: Optional[dict] = None,
+               max_cost_usd: float = 0) -> list[str]:
     argv = [config["CLAUDEOPS_CLAUDE_BIN"], "-p",
             "--output-format", "stream-json", "--verbose",
             "--model", model,
             "--append-system-prompt", appended_system_prompt]
+    if max_cost_usd:
+        argv += ["--max-budget-usd", f"{max_cost_usd:.2f}"]
     # No settings files, and no MCP servers but ours: the agent runs as the
     # service's user, with a shell, and could write what the next session
     # would read: Claude Code settings (the project's in the working
@@ -197,7 +204,7 @@ def _run_started(session: Session, session_id: int, run: RunInfo, marker_tags: d
     cli_settings = merge_settings(collect("claudeops_cli_settings", dict, run=run))
     mcp_config = session_mcp_config(claudeops_command())
     command = CLICommand(argv=build_argv(config, session.tier, session.model, prompt, session.system_prompt,
-                                         cli_settings, mcp_config),
+                                         cli_settings, mcp_config, setting("CLAUDEOPS_SESSION_MAX_COST_USD")),
                          env=child_env(session), cwd=workdir, log_path=Path(session.log_path),
                          timeout_seconds=config["CLAUDEOPS_SESSION_TIMEOUT"],
                          max_line_bytes=config["CLAUDEOPS_MAX_LINE_BYTES"], redactor=redactor(),
@@ -297,7 +304,9 @@ def decide_status(outcome: ProcessOutcome, handler: StreamHandler, claude_bin: s
         return STOPPED, outcome.ended_by
     if result is not None and result.is_error:
         what = f"API error {result.api_error_status}" if result.api_error_status else "the CLI reported an error"
-        said = result.result or "no message"
+        said = result.result or "; ".join(result.errors[:3])[:MAX_ERRORS_SAID] or "no message"
+        if result.subtype == OVER_BUDGET:
+            said += f" (CLAUDEOPS_SESSION_MAX_COST_USD; this session cost ${result.cost_usd or 0:.2f})"
         if NOT_LOGGED_IN in said.lower():
             said += f" ({NO_CREDENTIALS})"
         return FAILED, f"{what}: {said}"

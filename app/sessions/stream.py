@@ -81,6 +81,10 @@ class Result:
     cli_session_id: Optional[str]
     api_error_status: Optional[int]
     permission_denials: list = field(default_factory=list)
+    # An error result but the API's ("error_max_budget_usd", "error_max_turns")
+    # has no ``result`` text: what went wrong is in its ``errors``.
+    subtype: Optional[str] = None
+    errors: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -223,7 +227,7 @@ def _parse_user(obj: dict) -> list[Item]:
 
 
 def _parse_result(obj: dict) -> list[Item]:
-    denials = obj.get("permission_denials")
+    denials, errors = obj.get("permission_denials"), obj.get("errors")
     return [Result(
         is_error=bool(obj.get("is_error")),
         result=_str(obj.get("result")),
@@ -233,6 +237,8 @@ def _parse_result(obj: dict) -> list[Item]:
         cli_session_id=_str(obj.get("session_id")),
         api_error_status=_number(obj.get("api_error_status"), int),
         permission_denials=denials if isinstance(denials, list) else [],
+        subtype=_str(obj.get("subtype")),
+        errors=tuple(e for e in errors if isinstance(e, str)) if isinstance(errors, list) else (),
     )]
 
 
