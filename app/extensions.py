@@ -56,17 +56,27 @@ def client_network() -> str:
 limiter = Limiter(key_func=client_network, default_limits=[])
 
 SQLITE_BUSY_TIMEOUT_MS = 15000
+# Size the write-ahead log is cut back to once it has been checkpointed. SQLite
+# otherwise keeps the file as large as it ever grew while any connection is
+# open, and the service's stay open for months: one large transaction (a
+# retention pass, a migration at start) would hold its size in the state
+# directory until the next restart. Four times the automatic checkpoint's
+# mark (1,000 pages, some 4 MB), so that everyday writes, checkpointed at
+# that mark, never have the file cut and grown again.
+SQLITE_WAL_SIZE_LIMIT = 16 * 1024 * 1024
 
 
 @event.listens_for(Engine, "connect")
 def _tune_sqlite(dbapi_connection, _record) -> None:
     """WAL lets dashboard readers run while the scheduler writes; the busy
-    timeout makes writers wait for each other instead of failing."""
+    timeout makes writers wait for each other instead of failing; the
+    journal size limit keeps the write-ahead log from staying at its largest."""
     if not isinstance(dbapi_connection, sqlite3.Connection):
         return
     cursor = dbapi_connection.cursor()
     cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute(f"PRAGMA journal_size_limit={SQLITE_WAL_SIZE_LIMIT}")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()

@@ -61,6 +61,26 @@ def test_sqlite_is_in_wal_mode_with_a_busy_timeout(app):
     assert app.config["SQLALCHEMY_DATABASE_URI"].endswith("/state/claudeops.db")
 
 
+@sqlite_only("the write-ahead log is SQLite's")
+def test_the_write_ahead_log_shrinks_back_after_a_large_transaction_while_connections_stay_open(app):
+    """A retention pass or a migration may write tens of megabytes in one
+    transaction; the service's connections stay open for months after."""
+    from app.extensions import SQLITE_WAL_SIZE_LIMIT
+    from app.models import SessionActivity
+    from app.sessions import control
+    session_id = control.enqueue().id
+    body = "x" * 20_000
+    db.session.execute(SessionActivity.__table__.insert(), [
+        {"session_id": session_id, "kind": "text", "body": body, "created_at": utcnow()} for _ in range(2000)])
+    db.session.commit()
+    wal = Path(f"{db.engine.url.database}-wal")
+    assert wal.stat().st_size > 2 * SQLITE_WAL_SIZE_LIMIT   # some 40 MB
+    for _ in range(3):   # checkpointed at the first commit, restarted by the next writer
+        db.session.execute(text("UPDATE sessions SET prompt = 'p' WHERE id = :id"), {"id": session_id})
+        db.session.commit()
+    assert wal.exists() and wal.stat().st_size <= SQLITE_WAL_SIZE_LIMIT
+
+
 def test_a_relative_sqlite_path_is_one_file_in_the_working_directory_for_every_process(tmp_path, monkeypatch,
                                                                                       fake_cli):
     """Flask-SQLAlchemy would take it from the checkout's instance folder,
