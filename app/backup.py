@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import glob
+import logging
 import os
 import shutil
 import sqlite3
@@ -41,6 +42,8 @@ from typing import Callable
 from sqlalchemy.engine import Engine
 
 from app.timeutil import utcnow
+
+log = logging.getLogger(__name__)
 
 WAL_FILES = ("-wal", "-shm")
 # Files SQLite keeps beside a database and may delete or read as part of it:
@@ -99,6 +102,7 @@ def backup(engine: Engine, target: Path) -> Copy:
     target = _new_file(target)
     partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
     partial.unlink(missing_ok=True)   # by this process's id: left by one killed, which had the same
+    _remove_partials_of_ended_backups(target)
     try:
         with engine.connect() as connection:
             revisions = _snapshot(connection.connection.driver_connection, partial, database)
@@ -290,6 +294,34 @@ def link_into_place(partial: Path, target: Path) -> bool:
         if target.exists():
             return False
         os.replace(partial, target)
+    return True
+
+
+def _remove_partials_of_ended_backups(target: Path) -> None:
+    """The unfinished copies to ``target``'s name that backups killed
+    outright (SIGKILL, a timeout, a power cut) left: each a whole database,
+    hidden, which no later backup of another process id would ever remove.
+    A copy whose process still runs (another backup to the same name) is
+    left to it. Those of other names in the directory are named: dated
+    names (claudeops-2026-12-01.db) are never used again."""
+    for left in target.parent.glob(".*.partial-*"):
+        pid = left.name.rpartition("-")[2]
+        if not pid.isdigit() or _running(int(pid)):
+            continue
+        if left.name.startswith(f".{target.name}.partial-"):
+            left.unlink(missing_ok=True)
+        else:   # another name's: the operator's to remove, whose copy it may not be
+            log.warning("%s is what a backup to %s left when it was killed; remove it to free its space",
+                        left, left.name[1:].rpartition(".partial-")[0])
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:   # another user's process
+        return True
     return True
 
 

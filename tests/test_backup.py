@@ -4,10 +4,12 @@ it replaces, refuses what it could not migrate, and never runs beside the
 service."""
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import sqlite3
 import subprocess
+import sys
 import threading
 from pathlib import Path
 from types import SimpleNamespace
@@ -593,6 +595,28 @@ def test_what_a_backup_or_restore_killed_outright_left_is_no_obstacle_and_is_rem
     assert restored.exit_code == 0, restored.output
     assert not [path.name for path in live.parent.iterdir() if ".restoring-" in path.name]
     assert not [path.name for path in tmp_path.iterdir() if ".partial-" in path.name]
+
+
+def test_the_unfinished_copy_of_a_backup_killed_outright_is_removed_by_the_next_backup_to_that_name(app, tmp_path,
+                                                                                                   caplog):
+    """Its name holds the id of a process that has ended; a copy of a backup
+    still running (another process, to the same name) is left to it, and
+    one to another name is named."""
+    add_events(2, "before the backup")
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    left = tmp_path / f".copy.db.partial-{ended.pid}"
+    running = tmp_path / f".copy.db.partial-{os.getppid()}"
+    other_name = tmp_path / f".other.db.partial-{ended.pid}"
+    for path in (left, running, other_name):
+        path.write_bytes(b"half a copy")
+    with caplog.at_level(logging.WARNING, logger="app.backup"):
+        made = invoke(app, "backup", tmp_path / "copy.db")
+    assert made.exit_code == 0, made.output
+    assert not left.exists()
+    assert running.exists() and other_name.exists()
+    assert [record.getMessage() for record in caplog.records] == [
+        f"{other_name} is what a backup to other.db left when it was killed; remove it to free its space"]
 
 
 def test_a_restore_onto_a_file_system_without_hard_links_keeps_a_copy(app, tmp_path, monkeypatch):
