@@ -139,6 +139,43 @@ def test_activity_is_deleted_in_batches_committed_one_by_one(app):
     assert [1, 2, 3] == [n for n in dict.fromkeys(commits) if n]
 
 
+def test_system_prompts_an_earlier_version_kept_are_cleared_by_id_without_a_locked_scan(app, monkeypatch):
+    """A pruning finds them by a read (every pruned session is read: no
+    index holds whether a prompt is there) and clears them some sessions at
+    a time, each its own transaction."""
+    from app.sessions import log_pruning
+    monkeypatch.setattr(log_pruning, "SESSIONS_PER_ROUND", 2)
+    sessions = [failed_days_ago(100, activity=0) for _ in range(5)]
+    db.session.execute(update(Session).where(Session.id.in_([s.id for s in sessions]))
+                       .values(logs_removed_at=utcnow(), system_prompt="## Earlier"))
+    db.session.commit()
+    updates, commits = [], []
+    engine = db.engine
+
+    def count_updates(conn, cursor, statement, *args):
+        if statement.startswith("UPDATE sessions SET system_prompt"):
+            updates.append(statement)
+
+    event.listen(engine, "before_cursor_execute", count_updates)
+    event.listen(engine, "commit", lambda conn: commits.append(len(updates)))
+    try:
+        retention.prune()
+    finally:
+        event.remove(engine, "before_cursor_execute", count_updates)
+    db.session.expire_all()
+    assert all(db.session.get(Session, s.id).system_prompt is None for s in sessions)
+    assert len(updates) == 3 and all("sessions.id IN" in statement for statement in updates)
+    assert [1, 2, 3] == [n for n in dict.fromkeys(commits) if n]
+    # None left: the next pruning reads and changes nothing.
+    updates.clear()
+    event.listen(engine, "before_cursor_execute", count_updates)
+    try:
+        retention.prune()
+    finally:
+        event.remove(engine, "before_cursor_execute", count_updates)
+    assert updates == []
+
+
 def test_zero_keeps_everything(app, fake_cli, run_session_now):
     fake_cli(SCRIPT)
     old = ran_days_ago(run_session_now, 5000)

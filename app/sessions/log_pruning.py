@@ -69,10 +69,7 @@ def prune_session_logs(now: datetime, dry_run: bool, batch_size: int) -> LogPrun
                  "results directory (the scheduler's host), whose retention removes them",
                  done.left_to_their_host)
     if not dry_run:
-        # Sessions whose logs an earlier version removed still hold their
-        # system prompt: it goes now, as it would have with them.
-        db.session.execute(update(Session).where(Session.logs_removed_at.is_not(None),
-                                                 Session.system_prompt.is_not(None)).values(system_prompt=None))
+        _clear_system_prompts_left_by_earlier_versions()
     db.session.commit()   # nothing held while files are looked at
     for start in range(0, len(old), SESSIONS_PER_ROUND):
         chunk = old[start:start + SESSIONS_PER_ROUND]
@@ -123,6 +120,23 @@ def prune_session_logs(now: datetime, dry_run: bool, batch_size: int) -> LogPrun
     if here is not None and not stopping():
         _remove_files_left_behind(here, results_dir, dry_run, done)
     return done
+
+
+def _clear_system_prompts_left_by_earlier_versions() -> None:
+    """Sessions whose logs an earlier version removed still hold their
+    system prompt: it goes now, as it would have with them. Found by a
+    read, which takes no lock: the search reads every pruned session (no
+    index holds whether a prompt is there), and as one UPDATE it would hold
+    the write lock over that scan at every pruning, seconds once years of
+    sessions are off the page cache. Cleared by id, some sessions per
+    transaction, as their logs are."""
+    left = db.session.scalars(select(Session.id).where(Session.logs_removed_at.is_not(None),
+                                                       Session.system_prompt.is_not(None))).all()
+    db.session.commit()
+    for start in range(0, len(left), SESSIONS_PER_ROUND):
+        db.session.execute(update(Session).where(Session.id.in_(left[start:start + SESSIONS_PER_ROUND]))
+                           .values(system_prompt=None))
+        db.session.commit()
 
 
 def _remove_files_left_behind(here: str, results_dir: Path, dry_run: bool, done: LogPruning) -> None:
