@@ -82,7 +82,7 @@ def _in_app_context(app: Flask, function):
     since (or a shape caught since) must not reach the agent here either,
     as it does not through the prompt, which is redacted whole. A call
     with an argument that is not text is refused before it runs."""
-    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 
     @functools.wraps(function)
     def call(*args, **kwargs):
@@ -92,7 +92,7 @@ def _in_app_context(app: Flask, function):
         with app.app_context():
             try:
                 return _redacted(function(*args, **kwargs))
-            except ToolError as refused:   # its words reach the agent too
+            except (ToolError, ResourceError) as refused:   # its words reach the agent too
                 raise ToolError(redactor().redact(str(refused))) from refused
             finally:
                 db.session.rollback()
@@ -101,18 +101,37 @@ def _in_app_context(app: Flask, function):
 
 def _redacted(answer):
     """A tool's answer, redacted as the agent will read it. A tool should
-    answer text, but the SDK also sends a dict as JSON text, and a list as
-    one text for each item: those are redacted in that form, which is the
-    one the redaction's shapes (a "password" key's value) are looked for in."""
+    answer text, but the SDK sends any other answer too: a list as one
+    content block for each item, a content block as it is, and anything
+    else (a dict, a dataclass, a pydantic model, a set) as JSON text. Each
+    is redacted in the form sent, which is the one the redaction's shapes
+    (a "password" key's value) are looked for in."""
     import pydantic_core
+    from mcp.server.mcpserver.utilities.types import Audio, Image
+    from mcp_types import CallToolResult, ContentBlock, EmbeddedResource, TextContent, TextResourceContents
 
+    if answer is None or isinstance(answer, (Image, Audio)):   # nothing, or binary: no text to redact
+        return answer
     if isinstance(answer, str):
         return redactor().redact(answer)
     if isinstance(answer, (list, tuple)):
         return [_redacted(item) for item in answer]
-    if isinstance(answer, dict):   # as the SDK writes it out (mcpserver/utilities/func_metadata.py)
-        return redactor().redact(pydantic_core.to_json(answer, fallback=str, indent=2).decode())
-    return answer
+    if isinstance(answer, TextContent):
+        return answer.model_copy(update={"text": redactor().redact(answer.text)})
+    if isinstance(answer, EmbeddedResource) and isinstance(answer.resource, TextResourceContents):
+        text = redactor().redact(answer.resource.text)
+        return answer.model_copy(update={"resource": answer.resource.model_copy(update={"text": text})})
+    if isinstance(answer, ContentBlock):   # an image, audio or a link: sent as it is
+        return answer
+    if isinstance(answer, CallToolResult):   # the SDK sends it as it is
+        # Its structured content may reach the agent whole, and no redaction
+        # looks into JSON values: it is given as redacted JSON text instead.
+        given = _redacted(list(answer.content) + (
+            [answer.structured_content] if answer.structured_content is not None else []))
+        return CallToolResult(content=[TextContent(type="text", text=block) if isinstance(block, str) else block
+                                       for block in given], is_error=answer.is_error)
+    # As the SDK writes it out (mcpserver/utilities/func_metadata.py, _convert_to_content).
+    return redactor().redact(pydantic_core.to_json(answer, fallback=str, indent=2).decode())
 
 
 # What stands for half of a surrogate pair in a request read over stdio

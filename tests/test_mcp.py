@@ -216,6 +216,54 @@ def test_a_plugin_tools_answer_is_redacted_whatever_its_form(app, monkeypatch):
     assert str(refused.value) == "Error executing tool refusing: db refused the password [redacted]"
 
 
+def test_a_plugin_tools_answer_the_sdk_sends_as_json_or_as_it_is_is_redacted_too(app, monkeypatch):
+    """A dataclass, a pydantic model or a set the SDK writes out as JSON
+    text; a content block or a whole result it sends as it is; a
+    ResourceError's message it passes on as a ToolError's."""
+    import dataclasses
+    import pydantic
+    from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+    from mcp_types import CallToolResult, TextContent
+    from app import mcp
+    from app.plugin_types import McpTool
+    secret = "S3cretValue-9f8e7d6c"
+
+    @dataclasses.dataclass
+    class Row:
+        login: str
+
+    class Model(pydantic.BaseModel):
+        login: str
+
+    answers = {"as_dataclass": lambda: Row(f"uses {secret}"), "as_model": lambda: Model(login=f"uses {secret}"),
+               "as_set": lambda: {f"uses {secret}"},
+               "as_block": lambda: TextContent(type="text", text=f"uses {secret}"),
+               "as_result": lambda: CallToolResult(content=[TextContent(type="text", text=f"uses {secret}")],
+                                                   structured_content={"login": secret})}
+
+    def tool(name):
+        def answer(host: str):
+            return answers[name]()
+        return McpTool(name, answer, description=name)
+
+    def refusing(host: str) -> str:
+        raise ResourceError(f"{host} refused the password {secret}")
+
+    monkeypatch.setenv("DB_PASSWORD", secret)
+    redaction.init_app(app)
+    monkeypatch.setattr(mcp, "plugin_tools", lambda: [tool(name) for name in answers] + [McpTool("refusing", refusing)])
+    server = build_server(app)
+    given = {name: anyio.run(server.call_tool, name, {"host": "db"}) for name in answers}
+    assert {name: [block.text for block in result.content] for name, result in given.items()} == {
+        "as_dataclass": ['{\n  "login": "uses [redacted]"\n}'], "as_model": ['{\n  "login": "uses [redacted]"\n}'],
+        "as_set": ['[\n  "uses [redacted]"\n]'], "as_block": ["uses [redacted]"],
+        "as_result": ["uses [redacted]", '{\n  "login": "[redacted]"\n}']}
+    assert given["as_result"].structured_content is None
+    with pytest.raises(ToolError) as refused:
+        anyio.run(server.call_tool, "refusing", {"host": "db"})
+    assert str(refused.value) == "Error executing tool refusing: db refused the password [redacted]"
+
+
 def test_the_memory_plugin_offers_its_tools(app):
     assert [t.name for t in plugin_tools()] == ["search_memories", "get_memories", "list_service_memories"]
 
