@@ -306,23 +306,29 @@ def _remove_partials_of_ended_backups(target: Path) -> None:
     names (claudeops-2026-12-01.db) are never used again."""
     for left in target.parent.glob(".*.partial-*"):
         pid = left.name.rpartition("-")[2]
-        if not pid.isdigit() or _running(int(pid)):
+        # Digits only ("²" is a digit to str.isdigit, and no int), and
+        # ended: another tool's name ending in a longer number than any
+        # process id (a timestamp) is no backup's, and must stop none.
+        if not (pid.isascii() and pid.isdigit()) or not _ended(int(pid)):
             continue
-        if left.name.startswith(f".{target.name}.partial-"):
+        if left.name == f".{target.name}.partial-{pid}":
             left.unlink(missing_ok=True)
         else:   # another name's: the operator's to remove, whose copy it may not be
             log.warning("%s is what a backup to %s left when it was killed; remove it to free its space",
                         left, left.name[1:].rpartition(".partial-")[0])
 
 
-def _running(pid: int) -> bool:
+def _ended(pid: int) -> bool:
+    """No process has this id: not one of another user (PermissionError),
+    nor an id beyond what the system can give (OverflowError), which no
+    backup ever had."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return False
-    except PermissionError:   # another user's process
         return True
-    return True
+    except (PermissionError, OverflowError):
+        return False
+    return False
 
 
 def _new_file(target: Path) -> Path:

@@ -619,6 +619,24 @@ def test_the_unfinished_copy_of_a_backup_killed_outright_is_removed_by_the_next_
         f"{other_name} is what a backup to other.db left when it was killed; remove it to free its space"]
 
 
+def test_a_file_beside_the_backup_named_like_an_unfinished_copy_but_of_no_process_stops_no_backup(app, tmp_path):
+    """Another tool's file whose name ends in a number larger than any
+    process id (a timestamp), or in digits that are no number, or that has
+    more than a process id after the backup's name: no backup left it, and
+    each is left where it is."""
+    add_events(2, "before the backup")
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    others = [tmp_path / name for name in (".copy.db.partial-20261201070609123456789", ".copy.db.partial-\u00b2",
+                                           ".export.json.partial-99999999999999999999",
+                                           f".copy.db.partial-draft-{ended.pid}")]
+    for path in others:
+        path.write_bytes(b"not ours")
+    made = invoke(app, "backup", tmp_path / "copy.db")
+    assert made.exit_code == 0, made.output
+    assert (tmp_path / "copy.db").is_file() and all(path.exists() for path in others)
+
+
 def test_a_restore_onto_a_file_system_without_hard_links_keeps_a_copy(app, tmp_path, monkeypatch):
     import errno
     add_events(2, "before the backup")
