@@ -129,6 +129,19 @@ def test_get_gives_as_many_memories_as_the_cli_passes_on(memories):
     assert "x" * (mcp_tools.MAX_ANSWER_CHARS + 10) in mcp_tools.get_memories([longest.id, memories[0].id])
 
 
+def test_get_names_the_memories_left_out_for_length_beside_as_many_ids_past_fifty_as_ever(memories):
+    """The ids past the fifty a call reads are named up to a bound (not
+    echoed whole); those left out for length come first, and do not take
+    their places: the agent is not left to work out which ids "and 46
+    more" are."""
+    long = [add_memory(f"{n} " + "é" * 1990, service="nas", category="behavior") for n in range(mcp_tools.MAX_IDS)]
+    asked = [memory.id for memory in long] + list(range(10_001, 10_001 + mcp_tools.MAX_IDS + 5))
+    out = mcp_tools.get_memories(asked)
+    given = [memory.id for memory in long if f"#{memory.id} · service nas" in out]
+    named = out.rpartition("ask again for them): ")[2]
+    assert named == ", ".join(map(str, asked[len(given):mcp_tools.MAX_IDS + mcp_tools.MAX_IDS])) + " and 5 more"
+
+
 def test_results_carry_each_memorys_track_record(memories):
     memories[0].track_record = TrackRecord(worked=2, partial=0, failed=1, unknown=0)
     memories[2].track_record = TrackRecord(worked=0, partial=0, failed=3, unknown=1)

@@ -158,14 +158,17 @@ def get_memories(ids: list[int]) -> str:
         else:
             entries.append(entry)
             size += len(entry) + 2
-    unread = left + unread
+    # Those past the ids a call reads are named up to a bound, not echoed
+    # whole; those left out here, fewer than MAX_IDS, come first and all.
+    beyond = len(unread) - MAX_IDS
+    unread = left + unread[:MAX_IDS]
     missing = [str(i) for i in wanted if i not in found]
     if missing:
         entries.append(f"Not found (deleted or never existed): {', '.join(missing)}")
     if unread:   # named, so that the agent does not take them for answered
-        more = f" and {len(unread) - MAX_IDS} more" if len(unread) > MAX_IDS else ""
+        more = f" and {beyond} more" if beyond > 0 else ""
         entries.append(f"Not read (at most {MAX_IDS} ids, and {MAX_ANSWER_CHARS:,} characters, a call; "
-                       f"ask again for them): {', '.join(map(str, unread[:MAX_IDS]))}{more}")
+                       f"ask again for them): {', '.join(map(str, unread))}{more}")
     return "\n\n".join(entries)
 
 
