@@ -53,7 +53,7 @@ def _cost_limit(raw: str) -> float:
         raise ValueError("must be a number of US dollars (0 for no limit)") from None
     if not math.isfinite(value) or not 0 <= value <= MAX_SESSION_COST_USD:
         raise ValueError(f"must be from 0 (no limit) to {MAX_SESSION_COST_USD}")
-    value = round(value, 2)
+    value = round(value, 2) + 0.0   # "-0" is no limit as 0 is, and is shown so, not as -0.0
     if value == 0 and float(raw) != 0:
         raise ValueError("must be at least 0.01 (a cent), or 0 for no limit")
     return value

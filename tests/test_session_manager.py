@@ -169,6 +169,14 @@ def test_a_session_cost_limit_that_is_no_amount_is_refused(app, raw, problem):
         change({"CLAUDEOPS_SESSION_MAX_COST_USD": raw})
 
 
+@pytest.mark.parametrize("raw, limit", [("1e2", 100), (" 0.5 ", 0.5), ("0.005", 0.01), ("-0", 0)])
+def test_a_session_cost_limit_is_kept_to_the_cent(app, raw, limit):
+    from app.config import SETTINGS
+    from app.web.config_page import shown
+    spec = next(s for s in SETTINGS if s.name == "CLAUDEOPS_SESSION_MAX_COST_USD")
+    assert spec.parse(raw) == limit and shown(spec, spec.parse(raw)) == str(float(limit))
+
+
 def test_an_error_result_without_text_gives_its_errors_as_the_reason(app, fake_cli, run_session_now):
     """As the CLI ends a session at --max-turns, say: no result text, only errors."""
     line = sl.over_budget(1, 1.2)
