@@ -108,7 +108,7 @@ def _redacted(answer):
     (a "password" key's value) are looked for in."""
     import pydantic_core
     from mcp.server.mcpserver.utilities.types import Audio, Image
-    from mcp_types import CallToolResult, ContentBlock, EmbeddedResource, TextContent, TextResourceContents
+    from mcp.types import CallToolResult, ContentBlock, EmbeddedResource, TextContent, TextResourceContents
 
     if answer is None or isinstance(answer, (Image, Audio)):   # nothing, or binary: no text to redact
         return answer
@@ -178,9 +178,10 @@ def _marked(line: bytes) -> bytes:
         marked = _replace_lone_surrogates(message)
         return line if marked is message else json.dumps(marked).encode() + b"\n"
     except (ValueError, RecursionError):
-        # The SDK's to refuse. Nested too deep to read (a few hundred
-        # arrays in an argument), a line raised here would end this thread,
-        # and with it the server's stdin: the session would lose its tools.
+        # Passed on as it is: the SDK's to answer (to one nested too deep,
+        # a few hundred arrays in an argument, it answers nothing, as to any
+        # request nested a hundred deep). Raised here, it would end this
+        # thread, and with it the server's stdin: the session would lose its tools.
         return line
 
 
