@@ -377,7 +377,7 @@ def test_a_lone_surrogate_sent_over_stdio_is_answered_not_left_waiting(app, memo
 def test_a_request_nested_too_deep_to_read_does_not_end_the_servers_input(depth):
     """Each line is read once before the SDK reads it (for halves of
     surrogate pairs): one nested too deep for Python's reader is passed on
-    as it is, for the SDK to refuse, and the lines after it still come
+    as it is, to the SDK, and the lines after it still come
     through; the server's stdin does not end with it."""
     from app.mcp import _mark_lone_surrogates
     deep = ('{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search_memories",'
