@@ -534,16 +534,7 @@ def test_a_restore_that_fails_midway_leaves_the_database_where_it_was(app, tmp_p
     backup = tmp_path / "copy.db"
     assert invoke(app, "backup", backup).exit_code == 0
     add_events(1, "after the backup")
-    from app import backup as backup_module
-    replace = os.replace
-
-    def failing(source, target):   # the database is set aside; the copy cannot take its place
-        if ".restoring-" in str(source):
-            raise OSError(5, "Input/output error")
-        replace(source, target)
-    monkeypatch.setattr(backup_module.os, "replace", failing)
-    failed = invoke(app, "restore", backup)
-    monkeypatch.undo()
+    failed = restore_failing_as_the_copy_takes_its_place(app, backup, monkeypatch)
     assert failed.exit_code == 1 and isinstance(failed.exception, OSError)
     assert [p.name for p in database(app).parent.iterdir() if "restor" in p.name] == []
     db.session.remove()
@@ -737,20 +728,28 @@ def test_restore_keeps_the_wal_of_a_database_sqlite_cannot_read_beside_the_copy_
     assert db.session.scalar(select(func.count()).select_from(Event)) == 3
 
 
-def test_a_restore_that_fails_midway_gives_a_database_sqlite_cannot_read_its_wal_back(app, tmp_path, monkeypatch):
-    """The -wal, removed from beside the database as the copy was to take
-    its name, holds its latest writes: the database stays, and so must it."""
-    backup, live, wal = backed_up_then_unreadable_with_writes_in_its_wal(app, tmp_path)
+def restore_failing_as_the_copy_takes_its_place(app, backup, monkeypatch):
+    """``claudeops restore`` of ``backup`` whose copy cannot be moved into
+    the database's place (an I/O error), the database already set aside."""
     from app import backup as backup_module
     replace = os.replace
 
-    def failing(source, target):   # the copy cannot take the database's place
+    def failing(source, target):
         if ".restoring-" in str(source):
             raise OSError(5, "Input/output error")
         replace(source, target)
     monkeypatch.setattr(backup_module.os, "replace", failing)
-    failed = invoke(app, "restore", backup)
-    monkeypatch.undo()
+    try:
+        return invoke(app, "restore", backup)
+    finally:
+        monkeypatch.undo()
+
+
+def test_a_restore_that_fails_midway_gives_a_database_sqlite_cannot_read_its_wal_back(app, tmp_path, monkeypatch):
+    """The -wal, removed from beside the database as the copy was to take
+    its name, holds its latest writes: the database stays, and so must it."""
+    backup, live, wal = backed_up_then_unreadable_with_writes_in_its_wal(app, tmp_path)
+    failed = restore_failing_as_the_copy_takes_its_place(app, backup, monkeypatch)
     assert failed.exit_code == 1 and isinstance(failed.exception, OSError)
     assert live.read_bytes() == b"garbage" * 1000
     assert Path(f"{live}-wal").read_bytes() == wal

@@ -3,6 +3,7 @@ the session row), events and cooldown records past their own retention are
 deleted by their plugins, a batch at a time; memories are never touched."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import threading
@@ -118,21 +119,33 @@ def test_pruning_removes_only_old_finished_sessions_logs(app, fake_cli, run_sess
     assert not retention.prune().anything
 
 
-def test_activity_is_deleted_in_batches_committed_one_by_one(app):
-    session = failed_days_ago(100, activity=25)
-    deletes, commits = [], []
+@contextlib.contextmanager
+def statements_and_commits(prefix: str):
+    """The statements run meanwhile that begin with ``prefix``, and how many
+    of them had run at each commit."""
+    seen, commits = [], []
     engine = db.engine
 
-    def count_deletes(conn, cursor, statement, *args):
-        if statement.startswith("DELETE FROM session_activity"):
-            deletes.append(statement)
+    def count(conn, cursor, statement, *args):
+        if statement.startswith(prefix):
+            seen.append(statement)
 
-    event.listen(engine, "before_cursor_execute", count_deletes)
-    event.listen(engine, "commit", lambda conn: commits.append(len(deletes)))
+    def commit(conn):
+        commits.append(len(seen))
+
+    event.listen(engine, "before_cursor_execute", count)
+    event.listen(engine, "commit", commit)
     try:
-        report = retention.prune(batch_size=10)
+        yield seen, commits
     finally:
-        event.remove(engine, "before_cursor_execute", count_deletes)
+        event.remove(engine, "before_cursor_execute", count)
+        event.remove(engine, "commit", commit)
+
+
+def test_activity_is_deleted_in_batches_committed_one_by_one(app):
+    session = failed_days_ago(100, activity=25)
+    with statements_and_commits("DELETE FROM session_activity") as (deletes, commits):
+        report = retention.prune(batch_size=10)
     assert report.counts["activity entries"] == 25 and activity_count(session.id) == 0
     assert len(deletes) == 3   # 10, 10, then 5: the last batch is short
     # Each batch was committed before the next one began.
@@ -149,30 +162,15 @@ def test_system_prompts_an_earlier_version_kept_are_cleared_by_id_without_a_lock
     db.session.execute(update(Session).where(Session.id.in_([s.id for s in sessions]))
                        .values(logs_removed_at=utcnow(), system_prompt="## Earlier"))
     db.session.commit()
-    updates, commits = [], []
-    engine = db.engine
-
-    def count_updates(conn, cursor, statement, *args):
-        if statement.startswith("UPDATE sessions SET system_prompt"):
-            updates.append(statement)
-
-    event.listen(engine, "before_cursor_execute", count_updates)
-    event.listen(engine, "commit", lambda conn: commits.append(len(updates)))
-    try:
+    with statements_and_commits("UPDATE sessions SET system_prompt") as (updates, commits):
         retention.prune()
-    finally:
-        event.remove(engine, "before_cursor_execute", count_updates)
     db.session.expire_all()
     assert all(db.session.get(Session, s.id).system_prompt is None for s in sessions)
     assert len(updates) == 3 and all("sessions.id IN" in statement for statement in updates)
     assert [1, 2, 3] == [n for n in dict.fromkeys(commits) if n]
     # None left: the next pruning reads and changes nothing.
-    updates.clear()
-    event.listen(engine, "before_cursor_execute", count_updates)
-    try:
+    with statements_and_commits("UPDATE sessions SET system_prompt") as (updates, _):
         retention.prune()
-    finally:
-        event.remove(engine, "before_cursor_execute", count_updates)
     assert updates == []
 
 

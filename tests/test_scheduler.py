@@ -340,15 +340,22 @@ def test_an_interval_changed_at_run_time_takes_effect(app, fake_cli, scheduler):
     assert len(all_sessions()) == count and instance.next_scheduled_run() is None
 
 
+def started_during_an_api_session(scheduler, interval: int):
+    """A scheduler at ``interval``, once it is running an API session (the
+    fake CLI's script for it set by the caller)."""
+    control.enqueue(tier=1, trigger="api")
+    instance = scheduler(interval=interval)
+    wait_for(lambda: [s for s in all_sessions() if s.trigger == "api" and s.status == "running"], timeout=5)
+    return instance
+
+
 def test_an_interval_turned_off_while_another_session_runs_queues_no_scheduled_session(app, fake_cli, scheduler):
     """The worker, which arms the schedule, is busy with that session: the
     run armed before must not fire at its old time all the same."""
     from app.runtime import change
     fake_cli(session_script(5))
     add_scheduled_session("completed", ago=1, ran_for=0)
-    control.enqueue(tier=1, trigger="api")
-    instance = scheduler(interval=3)
-    wait_for(lambda: [s for s in all_sessions() if s.trigger == "api" and s.status == "running"], timeout=5)
+    instance = started_during_an_api_session(scheduler, interval=3)
     change({"CLAUDEOPS_INTERVAL": 0})
     wait_for(lambda: instance.next_scheduled_run() is None, timeout=3)
     time.sleep(2.5)   # past the time the run was armed for, the api session still running
@@ -360,9 +367,7 @@ def test_an_interval_lengthened_while_another_session_runs_moves_the_next_run(ap
     from app.runtime import change
     fake_cli(session_script(5))
     due = add_scheduled_session("completed", ago=1, ran_for=0).ended_at + timedelta(seconds=3600)
-    control.enqueue(tier=1, trigger="api")
-    instance = scheduler(interval=3)
-    wait_for(lambda: [s for s in all_sessions() if s.trigger == "api" and s.status == "running"], timeout=5)
+    instance = started_during_an_api_session(scheduler, interval=3)
     change({"CLAUDEOPS_INTERVAL": 3600})
     wait_for(lambda: abs((instance.next_scheduled_run() - due).total_seconds()) < 1, timeout=3)
     time.sleep(2.5)
@@ -378,9 +383,7 @@ def test_an_interval_turned_on_while_another_session_runs_arms_the_schedule_at_o
     from app.runtime import change
     fake_cli(session_script(5))
     due = add_scheduled_session("completed", ago=600, ran_for=0).ended_at + timedelta(seconds=3600)
-    control.enqueue(tier=1, trigger="api")
-    instance = scheduler(interval=0)
-    wait_for(lambda: [s for s in all_sessions() if s.trigger == "api" and s.status == "running"], timeout=5)
+    instance = started_during_an_api_session(scheduler, interval=0)
     change({"CLAUDEOPS_INTERVAL": 3600})
     wait_for(lambda: instance.next_scheduled_run() is not None, timeout=3)
     assert_due_at(instance, due)
