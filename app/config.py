@@ -41,22 +41,26 @@ def _interval(raw: str) -> int:
     return value
 
 
-# A thousand dollars a session: beyond that a limit is no limit, and a
-# larger number is more likely a mistyped one.
+# A thousand dollars a session, ten thousand a day: beyond that a limit is
+# no limit, and a larger number is more likely a mistyped one.
 MAX_SESSION_COST_USD = 1000
+MAX_DAILY_COST_USD = 10_000
 
 
-def _cost_limit(raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError("must be a number of US dollars (0 for no limit)") from None
-    if not math.isfinite(value) or not 0 <= value <= MAX_SESSION_COST_USD:
-        raise ValueError(f"must be from 0 (no limit) to {MAX_SESSION_COST_USD}")
-    value = round(value, 2) + 0.0   # "-0" is no limit as 0 is, and is shown so, not as -0.0
-    if value == 0 and float(raw) != 0:
-        raise ValueError("must be at least 0.01 (a cent), or 0 for no limit")
-    return value
+def _cost_limit(most: int) -> Callable[[str], float]:
+    """A parser of US dollars to the cent, from 0 (no limit) to ``most``."""
+    def parse(raw: str) -> float:
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ValueError("must be a number of US dollars (0 for no limit)") from None
+        if not math.isfinite(value) or not 0 <= value <= most:
+            raise ValueError(f"must be from 0 (no limit) to {most}")
+        value = round(value, 2) + 0.0   # "-0" is no limit as 0 is, and is shown so, not as -0.0
+        if value == 0 and float(raw) != 0:
+            raise ValueError("must be at least 0.01 (a cent), or 0 for no limit")
+        return value
+    return parse
 
 
 def _proxy_count(raw: str) -> int:
@@ -292,7 +296,17 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("CLAUDEOPS_SESSION_MAX_COST_USD", "0",
             "Most US dollars (to the cent) one session may spend on the API, as the CLI counts it "
             "(`--max-budget-usd`): the CLI ends the session once it is reached, status `failed`, and as it checks "
-            "after each API call, the last call may take the session past it. 0: no limit.", _cost_limit, runtime=True, schema={"type": "number", "minimum": 0, "maximum": MAX_SESSION_COST_USD}),
+            "after each API call, the last call may take the session past it. 0: no limit.",
+            _cost_limit(MAX_SESSION_COST_USD), runtime=True,
+            schema={"type": "number", "minimum": 0, "maximum": MAX_SESSION_COST_USD}),
+    Setting("CLAUDEOPS_DAILY_MAX_COST_USD", "0",
+            "Most US dollars (to the cent) the sessions created in the last 24 hours may spend together, as the "
+            "CLI counts them. A session is not run while they have spent it (status `failed`, saying when the "
+            "next can run); one that runs may spend what is left (its `--max-budget-usd`, or "
+            "`CLAUDEOPS_SESSION_MAX_COST_USD` if lower). A session stopped or timed out before its result line "
+            "has no cost to count. 0: no limit.",
+            _cost_limit(MAX_DAILY_COST_USD), runtime=True,
+            schema={"type": "number", "minimum": 0, "maximum": MAX_DAILY_COST_USD}),
     Setting("CLAUDEOPS_TIER1_MODEL", "haiku", "Model for tier 1 (observe).", _model, runtime=True,
             schema=MODEL_SCHEMA),
     Setting("CLAUDEOPS_TIER2_MODEL", "sonnet", "Model for tier 2 (investigate).", _model, runtime=True,

@@ -38,6 +38,7 @@ from app.sessions.prompts import PromptError, system_prompt, tier_prompt
 from app.sessions.results_dir import results_dir_id
 from app.sessions.run_info import run_info
 from app.sessions.runner import CLICommand, ProcessOutcome, run_process
+from app.sessions.spending import Budget, session_budget
 from app.timeutil import utcnow
 
 log = logging.getLogger(__name__)
@@ -178,6 +179,9 @@ def _run_session(session: Session, session_id: int, shutdown: Optional[threading
 def _run_started(session: Session, session_id: int, run: RunInfo, marker_tags: dict[str, tuple[str, ...]],
                  waits: threading.Event, shutdown: Optional[threading.Event]) -> Session:
     config = current_app.config
+    budget = session_budget()
+    if budget.refusal:
+        return _finish(session, run, FAILED, budget.refusal, shutdown=shutdown)
     try:
         # From ``run``: the starting hooks' commits expired the session's row.
         prompt = tier_prompt(config["CLAUDEOPS_PROMPTS_DIR"], run.tier, run.operator_prompt)
@@ -204,7 +208,7 @@ def _run_started(session: Session, session_id: int, run: RunInfo, marker_tags: d
     cli_settings = merge_settings(collect("claudeops_cli_settings", dict, run=run))
     mcp_config = session_mcp_config(claudeops_command())
     command = CLICommand(argv=build_argv(config, session.tier, session.model, prompt, session.system_prompt,
-                                         cli_settings, mcp_config, setting("CLAUDEOPS_SESSION_MAX_COST_USD")),
+                                         cli_settings, mcp_config, budget.usd),
                          env=child_env(session), cwd=workdir, log_path=Path(session.log_path),
                          timeout_seconds=config["CLAUDEOPS_SESSION_TIMEOUT"],
                          max_line_bytes=config["CLAUDEOPS_MAX_LINE_BYTES"], redactor=redactor(),
@@ -229,7 +233,7 @@ def _run_started(session: Session, session_id: int, run: RunInfo, marker_tags: d
         # Its id as kept: reading session.id after the rollback asks the database again.
         log.error("session %s: %s", handler.session_id, reason)
         return _finish(session, run, FAILED, reason, shutdown, handler)
-    status, reason = decide_status(outcome, handler, config["CLAUDEOPS_CLAUDE_BIN"])
+    status, reason = decide_status(outcome, handler, config["CLAUDEOPS_CLAUDE_BIN"], budget)
     return _finish(session, run, status, reason, shutdown, handler, outcome.exit_code)
 
 
@@ -290,7 +294,8 @@ NO_CREDENTIALS = ("give the service ANTHROPIC_API_KEY in its environment, or run
                   "service's user and log in")
 
 
-def decide_status(outcome: ProcessOutcome, handler: StreamHandler, claude_bin: str) -> tuple[str, Optional[str]]:
+def decide_status(outcome: ProcessOutcome, handler: StreamHandler, claude_bin: str,
+                  budget: Budget = Budget()) -> tuple[str, Optional[str]]:
     result = handler.result
     if outcome.log_error:
         return FAILED, f"the session was ended because {outcome.log_error}"
@@ -306,7 +311,7 @@ def decide_status(outcome: ProcessOutcome, handler: StreamHandler, claude_bin: s
         what = f"API error {result.api_error_status}" if result.api_error_status else "the CLI reported an error"
         said = result.result or "; ".join(result.errors[:3])[:MAX_ERRORS_SAID] or "no message"
         if result.subtype == OVER_BUDGET:
-            said += f" (CLAUDEOPS_SESSION_MAX_COST_USD; this session cost ${result.cost_usd or 0:.2f})"
+            said += f" ({budget.set_by}; this session cost ${result.cost_usd or 0:.2f})"
         if NOT_LOGGED_IN in said.lower():
             said += f" ({NO_CREDENTIALS})"
         return FAILED, f"{what}: {said}"

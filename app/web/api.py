@@ -16,6 +16,7 @@ from app.plugin_fault_log import log_fault
 from app.plugins import of_type, results_by_plugin
 from app.timeutil import isoformat, utcnow
 from app.sessions import control
+from app.sessions.spending import cost_since
 from app.web.apiutil import ApiError, json_body, page, pagination, unknown_fields
 
 log = logging.getLogger(__name__)
@@ -78,8 +79,7 @@ def stats():
                                          .where(Session.trigger == "escalation")),
         "success_rate": round(by_status.get(COMPLETED, 0) / ended, 4) if ended else None,
         "cost_usd": round(db.session.scalar(select(func.coalesce(func.sum(Session.cost_usd), 0.0))), 6),
-        "cost_usd_24h": round(db.session.scalar(select(func.coalesce(func.sum(Session.cost_usd), 0.0))
-                                                .where(Session.created_at >= since)), 6),
+        "cost_usd_24h": round(cost_since(since), 6),
         "next_scheduled_run": isoformat(state.next_run_at) if alive and state.next_run_at else None,
         "scheduler": {"running": alive, "pid": state.pid if alive else None,
                       "heartbeat_at": isoformat(state.heartbeat_at) if state else None},

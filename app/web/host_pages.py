@@ -12,6 +12,7 @@ from app.models import COMPLETED, FAILED, QUEUED, RUNNING, TIMED_OUT, SchedulerS
 from app.plugin_types import DashboardPage, OverviewCard
 from app.runtime import setting
 from app.sessions import control
+from app.sessions.spending import DAILY_LIMIT, cost_since, session_budget
 from app.timeutil import isoformat, utcnow
 
 
@@ -83,4 +84,18 @@ def claudeops_overview_cards():
                      tone=("good" if last and last.status == COMPLETED else "bad" if last else "neutral")),
         OverviewCard("Failed in 24 h", str(failed_recent), "failed or timed out", "sessions.index",
                      position=3, tone="bad" if failed_recent else "good"),
+        _spending_card(since),
     ]
+
+
+def _spending_card(since) -> OverviewCard:
+    """What the sessions of the last 24 hours cost, against the daily limit."""
+    spent = f"${cost_since(since):.2f}"
+    budget = session_budget()
+    if not budget.daily:
+        return OverviewCard("Spent in 24 h", spent, f"no daily limit ({DAILY_LIMIT})", "config.index", position=5)
+    if budget.runs_from:
+        return OverviewCard("Spent in 24 h", spent, f"the daily limit of ${budget.daily:.2f} is reached: no session "
+                            f"runs until {isoformat(budget.runs_from)}", "config.index", position=5, tone="bad")
+    return OverviewCard("Spent in 24 h", spent, f"of a daily limit of ${budget.daily:.2f}", "config.index",
+                        position=5, tone="good")

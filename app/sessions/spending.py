@@ -1,0 +1,91 @@
+"""What a session may spend: CLAUDEOPS_SESSION_MAX_COST_USD, and what the
+daily limit (CLAUDEOPS_DAILY_MAX_COST_USD) leaves of the last 24 hours.
+
+Read once, as a session starts: the CLI is given the lower of the two as
+``--max-budget-usd`` and ends the session once it is reached; a session
+that would start with less than a cent left is not run. The day is a
+rolling 24 hours of sessions by their creation, as ``/api/v1/stats``
+counts ``cost_usd_24h``; a session's cost is what its result line said,
+so one stopped or timed out before it counts nothing.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Optional
+
+from sqlalchemy import Select, func, select
+
+from app.extensions import db
+from app.models import Session
+from app.runtime import setting
+from app.timeutil import utcnow
+
+SESSION_LIMIT = "CLAUDEOPS_SESSION_MAX_COST_USD"
+DAILY_LIMIT = "CLAUDEOPS_DAILY_MAX_COST_USD"
+DAY = timedelta(hours=24)
+CENT = 0.01
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What the next session may spend: ``usd`` (0: no limit) and the
+    setting that set it. If the daily limit is reached, ``runs_from`` says
+    when the next session may run (and ``usd`` is 0)."""
+    usd: float = 0
+    set_by: str = SESSION_LIMIT
+    runs_from: Optional[datetime] = None
+    spent: float = 0      # by the last 24 hours' sessions, if there is a daily limit
+    daily: float = 0
+
+    @property
+    def refusal(self) -> Optional[str]:
+        """Why a session is not run, or None."""
+        if self.runs_from is None:
+            return None
+        return (f"not run: the sessions of the last 24 hours cost ${self.spent:.2f}, and {DAILY_LIMIT} is "
+                f"${self.daily:.2f}; the next can run from {self.runs_from:%Y-%m-%d %H:%M:%S} UTC")
+
+
+def total_cost_query(since: datetime) -> Select:
+    return select(func.coalesce(func.sum(Session.cost_usd), 0.0)).where(Session.created_at >= since)
+
+
+def day_of_costs_query(now: datetime) -> Select:
+    """The costs of the sessions of the 24 hours before ``now``, oldest first."""
+    return (select(Session.created_at, Session.cost_usd)
+            .where(Session.created_at > now - DAY, Session.cost_usd > 0).order_by(Session.created_at))
+
+
+def cost_since(since: datetime) -> float:
+    """What the sessions created since ``since`` cost, together."""
+    return db.session.scalar(total_cost_query(since))
+
+
+def session_budget(now: Optional[datetime] = None) -> Budget:
+    """What a session starting ``now`` may spend."""
+    per_session = setting(SESSION_LIMIT)
+    daily = setting(DAILY_LIMIT)
+    if not daily:
+        return Budget(per_session)
+    now = now or utcnow()
+    costs = db.session.execute(day_of_costs_query(now)).all()
+    spent = sum(cost for _, cost in costs)
+    # Down to the cent, as the CLI is given it: never a fraction more than is left.
+    left = math.floor(round((daily - spent) * 100, 6)) / 100
+    if left < CENT:
+        return Budget(runs_from=_when_under(costs, spent, daily), spent=spent, daily=daily)
+    if per_session and per_session <= left:
+        return Budget(per_session, spent=spent, daily=daily)
+    return Budget(left, DAILY_LIMIT, spent=spent, daily=daily)
+
+
+def _when_under(costs: list, spent: float, daily: float) -> datetime:
+    """When enough of ``costs`` (oldest first) has left the 24 hours for a
+    cent to be left of ``daily``."""
+    for created_at, cost in costs:
+        spent -= cost
+        if daily - spent >= CENT - 1e-9:
+            return created_at + DAY
+    return costs[-1][0] + DAY   # not reached: every cost is in ``spent``

@@ -1,0 +1,142 @@
+"""The daily spending limit (CLAUDEOPS_DAILY_MAX_COST_USD): what the last
+24 hours' sessions cost, against it, before each session starts."""
+from __future__ import annotations
+
+import json
+import re
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import text
+
+from app.extensions import db
+from app.models import COMPLETED, Session
+from app.runtime import SettingError, change
+from app.sessions.spending import day_of_costs_query, session_budget, total_cost_query
+from app.timeutil import isoformat, utcnow
+from tests import streamlines as sl
+
+
+def spent(hours_ago: float, cost: float | None, status: str = COMPLETED) -> Session:
+    """A session created ``hours_ago``, which cost ``cost``."""
+    session = Session(tier=1, trigger="schedule", status=status, cost_usd=cost,
+                      created_at=utcnow() - timedelta(hours=hours_ago))
+    db.session.add(session)
+    db.session.commit()
+    return session
+
+
+def budget_given(argv_file) -> str | None:
+    argv = json.loads(argv_file.read_text())["argv"]
+    return argv[argv.index("--max-budget-usd") + 1] if "--max-budget-usd" in argv else None
+
+
+def test_a_session_may_spend_what_the_last_24_hours_left_of_the_daily_limit(app, fake_cli, run_session_now):
+    spent(30, 50.0)           # more than a day ago: no longer counted
+    spent(23, 1.5)
+    spent(1, 2.5)
+    spent(2, None)            # stopped before its result line: nothing to count
+    change({"CLAUDEOPS_DAILY_MAX_COST_USD": "5"})
+    argv_file = fake_cli(sl.steps(sl.init(), sl.result(cost=0.25)))
+    session = run_session_now()
+    assert session.status == COMPLETED, session.status_reason
+    assert budget_given(argv_file) == "1.00"
+    # The session's own limit, where it is lower, holds; where higher, what is left does.
+    change({"CLAUDEOPS_SESSION_MAX_COST_USD": "0.5"})
+    run_session_now()
+    assert budget_given(argv_file) == "0.50"
+    change({"CLAUDEOPS_SESSION_MAX_COST_USD": "2"})
+    run_session_now()
+    assert budget_given(argv_file) == "0.50"   # 5 - 1.5 - 2.5 - 0.25 - 0.25
+    change({"CLAUDEOPS_DAILY_MAX_COST_USD": "0"})
+    run_session_now()
+    assert budget_given(argv_file) == "2.00"   # no daily limit: the session's own
+
+
+def test_a_session_is_not_run_once_the_daily_limit_is_spent_and_says_until_when(app, fake_cli, run_session_now):
+    oldest = spent(23, 3.0)
+    spent(20, 0.5)
+    spent(1, 2.5)
+    change({"CLAUDEOPS_DAILY_MAX_COST_USD": "5"})
+    argv_file = fake_cli(sl.steps(sl.init(), sl.result(cost=0.25)))
+    session = run_session_now()
+    assert not argv_file.exists()   # the CLI never started
+    assert session.status == "failed" and session.cost_usd is None
+    # Once the session of 23 hours ago leaves the day, 3.00 of 5.00 is spent: it may run again.
+    runs_from = oldest.created_at + timedelta(hours=24)
+    assert session.status_reason == (f"not run: the sessions of the last 24 hours cost $6.00, and "
+                                     f"CLAUDEOPS_DAILY_MAX_COST_USD is $5.00; the next can run from "
+                                     f"{runs_from:%Y-%m-%d %H:%M:%S} UTC")
+    assert session_budget(now=runs_from - timedelta(seconds=1)).runs_from == runs_from
+    after = session_budget(now=runs_from)
+    assert (after.runs_from, after.usd, after.set_by) == (None, 2.0, "CLAUDEOPS_DAILY_MAX_COST_USD")
+    # Raised by the operator, it lets the next session run at once.
+    change({"CLAUDEOPS_DAILY_MAX_COST_USD": "10"})
+    assert run_session_now().status == COMPLETED and budget_given(argv_file) == "4.00"
+
+
+def test_less_than_a_cent_left_is_spent(app, fake_cli, run_session_now):
+    """Costs add up in floating point (0.1 + 0.2 is 0.30000000000000004):
+    a limit met to the cent is met, not a fraction of a cent short or over."""
+    spent(5, 0.1)
+    spent(4, 0.2)
+    change({"CLAUDEOPS_DAILY_MAX_COST_USD": "0.3"})
+    assert session_budget().refusal is not None
+    change({"CLAUDEOPS_DAILY_MAX_COST_USD": "0.31"})
+    budget = session_budget()
+    assert (budget.refusal, budget.usd) == (None, 0.01)
+    argv_file = fake_cli(sl.steps(sl.init(), sl.result(cost=0.004)))
+    run_session_now()
+    assert budget_given(argv_file) == "0.01"
+
+
+def test_a_session_the_cli_ended_at_the_daily_limit_names_it(app, fake_cli, run_session_now):
+    spent(3, 4.2)
+    change({"CLAUDEOPS_DAILY_MAX_COST_USD": "5", "CLAUDEOPS_SESSION_MAX_COST_USD": "1"})
+    fake_cli(sl.steps(sl.init(), sl.tool_use("docker ps"), sl.over_budget(0.8, 0.8123)) + [{"exit": 1}])
+    session = run_session_now()
+    assert session.status == "failed"
+    assert session.status_reason == ("the CLI reported an error: Reached maximum budget ($0.8) "
+                                     "(CLAUDEOPS_DAILY_MAX_COST_USD; this session cost $0.81)")
+
+
+@pytest.mark.parametrize("raw, problem", [("-1", "must be from 0 (no limit) to 10000"),
+                                          ("10000.5", "must be from 0"), ("inf", "must be from 0"),
+                                          ("ten", "must be a number of US dollars"),
+                                          ("0.004", "must be at least 0.01 (a cent)")])
+def test_a_daily_limit_that_is_no_amount_is_refused(app, raw, problem):
+    with pytest.raises(SettingError, match=re.escape(problem)):
+        change({"CLAUDEOPS_DAILY_MAX_COST_USD": raw})
+
+
+def test_the_overview_shows_what_the_day_cost_against_the_limit(app, client):
+    spent(2, 1.234)
+
+    def card() -> str:
+        page = client.get("/").get_data(as_text=True)
+        found = re.search(r'<article class="card tone-(\w+)">\s*<h2><a [^>]*>Spent in 24 h</a></h2>\s*'
+                          r'<p class="card-value">([^<]*)</p>\s*<p class="card-detail">([^<]*)</p>', page)
+        assert found, page
+        return " | ".join(found.groups())
+    assert card() == "neutral | $1.23 | no daily limit (CLAUDEOPS_DAILY_MAX_COST_USD)"
+    change({"CLAUDEOPS_DAILY_MAX_COST_USD": "2"})
+    assert card() == "good | $1.23 | of a daily limit of $2.00"
+    newest = spent(1, 0.9)
+    assert client.get("/api/v1/stats").get_json()["cost_usd_24h"] == 2.134
+    newest.created_at -= timedelta(hours=1, minutes=30)   # older than the other: it leaves the day first
+    db.session.commit()
+    assert card() == (f"bad | $2.13 | the daily limit of $2.00 is reached: no session runs until "
+                      f"{isoformat(newest.created_at + timedelta(hours=24))}")
+
+
+def test_the_days_cost_is_read_from_an_index_not_from_every_session(app):
+    """On SQLite, reading a session's cost from its row reads past its
+    response and system prompt (up to some 300,000 characters): before
+    every session, that would be every session of the last day."""
+    if db.engine.dialect.name != "sqlite":
+        pytest.skip("reads SQLite's EXPLAIN QUERY PLAN; PostgreSQL's planner chooses by statistics")
+    for statement in (day_of_costs_query(utcnow()), total_cost_query(utcnow())):
+        compiled = statement.compile(dialect=db.engine.dialect, compile_kwargs={"literal_binds": True})
+        plan = " ".join(row[3] for row in db.session.execute(text(f"EXPLAIN QUERY PLAN {compiled}")))
+        assert "COVERING INDEX ix_sessions_created_at_cost_usd (created_at>" in plan, plan
+        assert "TEMP B-TREE" not in plan, plan
