@@ -30,6 +30,13 @@ MARKERISH = joined(list("[]:-_ \n\tEVNTMORYCLDWSAabcxyz019|—") + [
     "[EVENT:", "[MEMORY:", "[COOLDOWN:", "[OUTCOME:", "restart", "timing", "warning", "success", "worked",
     "failed", ":m", "m12", "]"], 300)
 ANY_TEXT = st.one_of(st.text(max_size=500), MARKERISH)
+
+
+def around(markers: list[str]):
+    """Any text, one of these well-formed markers on a line of its own, any
+    text: whatever surrounds it, the parser reads at least that one."""
+    return st.builds(lambda before, marker, after: f"{before}\n{marker}\n{after}", ANY_TEXT,
+                     st.sampled_from(markers), ANY_TEXT)
 JSONISH = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4),
@@ -127,7 +134,11 @@ def _holds_huge_integer(value) -> bool:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.sampled_from(["system", "assistant", "user", "result", "stream_event", "other"]), JSONISH, JSONISH)
+@given(st.sampled_from(["system", "assistant", "user", "result", "stream_event", "other"]),
+       # A message of any shape, and one of content blocks of any shape (text blocks among them).
+       st.one_of(JSONISH, st.fixed_dictionaries({"content": st.lists(st.one_of(
+           JSONISH, st.fixed_dictionaries({"type": st.just("text"), "text": st.one_of(st.text(max_size=20), JSONISH)})),
+           max_size=4)})), JSONISH)
 def test_stream_parser_takes_any_shape_of_a_known_type(kind, message, extra):
     line = json.dumps({"type": kind, "subtype": extra if isinstance(extra, str) else "init",
                        "message": message, "result": extra, "total_cost_usd": extra, "num_turns": extra})
@@ -165,23 +176,28 @@ def test_a_crlf_line_of_the_limits_size_is_within_it():
 
 
 @settings(max_examples=300, deadline=None)
-@given(ANY_TEXT)
+@given(around(["[EVENT:info] All quiet", "[EVENT:warning:postgres] Slow queries", "[EVENT:crit:nas] RAID degraded"]))
 def test_event_markers(text):
-    for marker in parse_event_markers(text):
+    markers = parse_event_markers(text)
+    assert markers
+    for marker in markers:
         assert marker.level in LEVELS and marker.message and "\n" not in marker.message
 
 
 @settings(max_examples=300, deadline=None)
-@given(ANY_TEXT)
+@given(around(["[MEMORY:timing:jellyfin] Takes 60s to start", "[MEMORY:remediation] Retry DNS once"]))
 def test_memory_markers(text):
-    for marker in parse_memory_markers(text):
+    markers = parse_memory_markers(text)
+    assert markers
+    for marker in markers:
         assert marker.category in CATEGORIES and marker.observation and "\n" not in marker.observation
 
 
 @settings(max_examples=300, deadline=None)
-@given(ANY_TEXT)
+@given(around(["[OUTCOME:worked:m12] It came up", "[OUTCOME:failed:m3] Still down", "[OUTCOME:worked:m7]"]))
 def test_outcome_markers(text):
     found = parse_outcome_markers(text)
+    assert any(isinstance(marker, OutcomeMarker) for marker in found)
     # Whatever is shaped like one is either scored or reported, never silently dropped.
     assert len(found) == len(ANY_OUTCOME_MARKER.findall(text))
     for marker in found:
@@ -218,9 +234,11 @@ def test_a_line_of_many_markers_is_read_in_one_pass():
 
 
 @settings(max_examples=300, deadline=None)
-@given(ANY_TEXT)
+@given(around(["[COOLDOWN:restart:jellyfin] success — up again", "[COOLDOWN:redeployment:web] failure — crashed"]))
 def test_cooldown_markers(text):
-    for marker in parse_cooldown_markers(text):
+    markers = parse_cooldown_markers(text)
+    assert markers
+    for marker in markers:
         assert marker.action in ("restart", "redeployment") and marker.outcome in ("success", "failure")
 
 
