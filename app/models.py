@@ -31,7 +31,7 @@ class Session(db.Model):
         Index("ix_sessions_logs_removed_at_ended_at", "logs_removed_at", "ended_at"),
         # What the last 24 hours of sessions cost (app/sessions/spending.py,
         # /api/v1/stats), read from the index alone.
-        Index("ix_sessions_created_at_cost_usd", "created_at", "cost_usd"),
+        Index("ix_sessions_ended_at_cost_usd", "ended_at", "cost_usd"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

@@ -336,7 +336,7 @@ def test_restore_migrates_a_backup_made_by_an_older_version(app, tmp_path):
         old.execute("DROP TABLE rate_limit_windows")
         old.execute("ALTER TABLE sessions DROP COLUMN results_dir_id")
         old.execute("ALTER TABLE scheduler_state DROP COLUMN process")
-        old.execute("DROP INDEX ix_sessions_created_at_cost_usd")
+        old.execute("DROP INDEX ix_sessions_ended_at_cost_usd")
         old.execute("DROP INDEX ix_sessions_request_key")
         old.execute("ALTER TABLE sessions DROP COLUMN request_key")
         old.execute("UPDATE alembic_version SET version_num = '0014_retention'")

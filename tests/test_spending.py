@@ -12,15 +12,19 @@ from sqlalchemy import text
 from app.extensions import db
 from app.models import COMPLETED, Session
 from app.runtime import SettingError, change
-from app.sessions.spending import day_of_costs_query, session_budget, total_cost_query
+from app.sessions import control
+from app.sessions.manager import run_session
+from app.sessions.spending import DAY, day_of_costs_query, session_budget, total_cost_query
 from app.timeutil import isoformat, utcnow
 from tests import streamlines as sl
 
 
 def spent(hours_ago: float, cost: float | None, status: str = COMPLETED) -> Session:
-    """A session created ``hours_ago``, which cost ``cost``."""
-    session = Session(tier=1, trigger="schedule", status=status, cost_usd=cost,
-                      created_at=utcnow() - timedelta(hours=hours_ago))
+    """A session that ended ``hours_ago``, which cost ``cost``; created and
+    started a day before, as one queued while the scheduler was down."""
+    ended_at = utcnow() - timedelta(hours=hours_ago)
+    session = Session(tier=1, trigger="schedule", status=status, cost_usd=cost, created_at=ended_at - DAY,
+                      started_at=ended_at - timedelta(minutes=5), ended_at=ended_at)
     db.session.add(session)
     db.session.commit()
     return session
@@ -63,7 +67,7 @@ def test_a_session_is_not_run_once_the_daily_limit_is_spent_and_says_until_when(
     assert not argv_file.exists()   # the CLI never started
     assert session.status == "failed" and session.cost_usd is None
     # Once the session of 23 hours ago leaves the day, 3.00 of 5.00 is spent: it may run again.
-    runs_from = oldest.created_at + timedelta(hours=24)
+    runs_from = oldest.ended_at + timedelta(hours=24)
     assert session.status_reason == (f"not run: the sessions of the last 24 hours cost $6.00, and "
                                      f"CLAUDEOPS_DAILY_MAX_COST_USD is $5.00; the next can run from "
                                      f"{runs_from:%Y-%m-%d %H:%M:%S} UTC")
@@ -73,6 +77,22 @@ def test_a_session_is_not_run_once_the_daily_limit_is_spent_and_says_until_when(
     # Raised by the operator, it lets the next session run at once.
     change({"CLAUDEOPS_DAILY_MAX_COST_USD": "10"})
     assert run_session_now().status == COMPLETED and budget_given(argv_file) == "4.00"
+
+
+def test_sessions_queued_long_before_they_ran_count_what_they_spent_when_they_ended(app, fake_cli):
+    """A session spends as it runs, not as it is queued: sessions queued a
+    day or more before they ran (the scheduler down meanwhile) share one
+    limit, and what they spent holds the next ones back for 24 hours."""
+    change({"CLAUDEOPS_DAILY_MAX_COST_USD": "5"})
+    argv_file = fake_cli(sl.steps(sl.init(), sl.result(cost=3.0)))
+    queued = [control.enqueue(tier=1, trigger="api") for _ in range(3)]
+    for session in queued:
+        session.created_at = utcnow() - timedelta(hours=25)
+    db.session.commit()
+    first, second, third = (run_session(control.claim(session.id)) for session in queued)
+    assert (first.status, second.status, third.status) == (COMPLETED, COMPLETED, "failed")
+    assert budget_given(argv_file) == "2.00"   # the second's: what the first left
+    assert "cost $6.00" in third.status_reason
 
 
 def test_less_than_a_cent_left_is_spent(app, fake_cli, run_session_now):
@@ -123,10 +143,10 @@ def test_the_overview_shows_what_the_day_cost_against_the_limit(app, client):
     assert card() == "good | $1.23 | of a daily limit of $2.00"
     newest = spent(1, 0.9)
     assert client.get("/api/v1/stats").get_json()["cost_usd_24h"] == 2.134
-    newest.created_at -= timedelta(hours=1, minutes=30)   # older than the other: it leaves the day first
+    newest.ended_at -= timedelta(hours=1, minutes=30)   # older than the other: it leaves the day first
     db.session.commit()
     assert card() == (f"bad | $2.13 | the daily limit of $2.00 is reached: no session runs until "
-                      f"{isoformat(newest.created_at + timedelta(hours=24))}")
+                      f"{isoformat(newest.ended_at + timedelta(hours=24))}")
 
 
 def test_the_days_cost_is_read_from_an_index_not_from_every_session(app):
@@ -138,5 +158,5 @@ def test_the_days_cost_is_read_from_an_index_not_from_every_session(app):
     for statement in (day_of_costs_query(utcnow()), total_cost_query(utcnow())):
         compiled = statement.compile(dialect=db.engine.dialect, compile_kwargs={"literal_binds": True})
         plan = " ".join(row[3] for row in db.session.execute(text(f"EXPLAIN QUERY PLAN {compiled}")))
-        assert "COVERING INDEX ix_sessions_created_at_cost_usd (created_at>" in plan, plan
+        assert "COVERING INDEX ix_sessions_ended_at_cost_usd (ended_at>" in plan, plan
         assert "TEMP B-TREE" not in plan, plan

@@ -4,9 +4,12 @@ daily limit (CLAUDEOPS_DAILY_MAX_COST_USD) leaves of the last 24 hours.
 Read once, as a session starts: the CLI is given the lower of the two as
 ``--max-budget-usd`` and ends the session once it is reached; a session
 that would start with less than a cent left is not run. The day is a
-rolling 24 hours of sessions by their creation, as ``/api/v1/stats``
-counts ``cost_usd_24h``; a session's cost is what its result line said,
-so one stopped or timed out before it counts nothing.
+rolling 24 hours of sessions by their end, as ``/api/v1/stats`` counts
+``cost_usd_24h``: a session spends up to its end, and only then is its
+cost known. By its creation, one queued for long (the scheduler down, or
+busy) would count from long before it spent, or never, and every such
+session would be given the whole limit again. A session's cost is what
+its result line said, so one stopped or timed out before it counts nothing.
 """
 from __future__ import annotations
 
@@ -49,17 +52,17 @@ class Budget:
 
 
 def total_cost_query(since: datetime) -> Select:
-    return select(func.coalesce(func.sum(Session.cost_usd), 0.0)).where(Session.created_at >= since)
+    return select(func.coalesce(func.sum(Session.cost_usd), 0.0)).where(Session.ended_at >= since)
 
 
 def day_of_costs_query(now: datetime) -> Select:
-    """The costs of the sessions of the 24 hours before ``now``, oldest first."""
-    return (select(Session.created_at, Session.cost_usd)
-            .where(Session.created_at > now - DAY, Session.cost_usd > 0).order_by(Session.created_at))
+    """The costs of the sessions that ended in the 24 hours before ``now``, oldest first."""
+    return (select(Session.ended_at, Session.cost_usd)
+            .where(Session.ended_at > now - DAY, Session.cost_usd > 0).order_by(Session.ended_at))
 
 
 def cost_since(since: datetime) -> float:
-    """What the sessions created since ``since`` cost, together."""
+    """What the sessions that ended since ``since`` cost, together."""
     return db.session.scalar(total_cost_query(since))
 
 
@@ -84,8 +87,8 @@ def session_budget(now: Optional[datetime] = None) -> Budget:
 def _when_under(costs: list, spent: float, daily: float) -> datetime:
     """When enough of ``costs`` (oldest first) has left the 24 hours for a
     cent to be left of ``daily``."""
-    for created_at, cost in costs:
+    for ended_at, cost in costs:
         spent -= cost
         if daily - spent >= CENT - 1e-9:
-            return created_at + DAY
+            return ended_at + DAY
     return costs[-1][0] + DAY   # not reached: every cost is in ``spent``
