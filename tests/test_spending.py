@@ -7,7 +7,7 @@ import re
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import func, select, text
 
 from app.extensions import db
 from app.models import COMPLETED, Session
@@ -16,7 +16,9 @@ from app.sessions import control
 from app.sessions.manager import run_session
 from app.sessions.spending import DAY, day_of_costs_query, session_budget, total_cost_query
 from app.timeutil import isoformat, utcnow
+from app.hookspecs import hookimpl
 from tests import streamlines as sl
+from tests.conftest import make_app
 
 
 def spent(hours_ago: float, cost: float | None, status: str = COMPLETED) -> Session:
@@ -65,7 +67,7 @@ def test_a_session_is_not_run_once_the_daily_limit_is_spent_and_says_until_when(
     argv_file = fake_cli(sl.steps(sl.init(), sl.result(cost=0.25)))
     session = run_session_now()
     assert not argv_file.exists()   # the CLI never started
-    assert session.status == "failed" and session.cost_usd is None
+    assert session.status == "stopped" and session.cost_usd is None
     # Once the session of 23 hours ago leaves the day, 3.00 of 5.00 is spent: it may run again.
     runs_from = oldest.ended_at + timedelta(hours=24)
     assert session.status_reason == (f"not run: the sessions of the last 24 hours cost $6.00, and "
@@ -90,7 +92,7 @@ def test_sessions_queued_long_before_they_ran_count_what_they_spent_when_they_en
         session.created_at = utcnow() - timedelta(hours=25)
     db.session.commit()
     first, second, third = (run_session(control.claim(session.id)) for session in queued)
-    assert (first.status, second.status, third.status) == (COMPLETED, COMPLETED, "failed")
+    assert (first.status, second.status, third.status) == (COMPLETED, COMPLETED, "stopped")
     assert budget_given(argv_file) == "2.00"   # the second's: what the first left
     assert "cost $6.00" in third.status_reason
 
@@ -160,3 +162,43 @@ def test_the_days_cost_is_read_from_an_index_not_from_every_session(app):
         plan = " ".join(row[3] for row in db.session.execute(text(f"EXPLAIN QUERY PLAN {compiled}")))
         assert "COVERING INDEX ix_sessions_ended_at_cost_usd (ended_at>" in plan, plan
         assert "TEMP B-TREE" not in plan, plan
+
+
+def test_a_session_not_run_is_no_session_to_the_plugins_nor_a_failure(tmp_path, fake_cli):
+    """Refused before it starts, as an escalation above CLAUDEOPS_MAX_TIER
+    is: the plugins hear of neither its start nor its end, it is not asked
+    to escalate, and the success rate and the Overview's failures leave it
+    out. One warning notice says why."""
+    told, notices = [], []
+
+    class Watcher:
+        @hookimpl
+        def claudeops_session_starting(self, run):
+            told.append("starting")
+
+        @hookimpl
+        def claudeops_session_finished(self, run, result):
+            told.append("finished")
+
+        @hookimpl
+        def claudeops_escalation(self, run, result):
+            told.append("escalation")
+            return "go on"
+
+        @hookimpl
+        def claudeops_notice(self, level, message, service, run):
+            notices.append((level, message))
+
+    app = make_app(tmp_path, plugins=[Watcher()])
+    with app.app_context():
+        spent(1, 5.0)
+        change({"CLAUDEOPS_DAILY_MAX_COST_USD": "5"})
+        argv_file = fake_cli(sl.steps(sl.init(), sl.result(cost=0.25)))
+        session = run_session(control.claim(control.enqueue(tier=1, trigger="schedule").id))
+        assert not argv_file.exists() and told == []
+        assert (session.status, session.ended_at is not None) == ("stopped", True)
+        assert notices == [("warning", f"Session #{session.id} (tier 1) was {session.status_reason}")]
+        assert session.status_reason.startswith("not run: the sessions of the last 24 hours cost $5.00")
+        assert db.session.scalar(select(func.count()).where(Session.parent_id == session.id)) == 0
+        stats = app.test_client().get("/api/v1/stats").get_json()
+        assert stats["success_rate"] == 1.0

@@ -165,9 +165,15 @@ def _run_session(session: Session, session_id: int, shutdown: Optional[threading
     marker_tags = tags_by_plugin()
     run = dbfaults.waiting_out(partial(_record_start, session, marker_tags),
                                f"session {session_id}: recording its start", waits)
+    # Before the plugins are told the session starts: one the daily limit
+    # refuses never does, so they hear of neither its start nor its end.
+    budget = dbfaults.waiting_out(session_budget, f"session {session_id}: reading what the day's sessions spent",
+                                  waits)
+    if budget.refusal:
+        return _not_run(session, run, budget.refusal, waits)
     try:
         call_each("claudeops_session_starting", run=run, commit_each=True, shutdown=waits)
-        return _run_started(session, session_id, run, marker_tags, waits, shutdown)
+        return _run_started(session, session_id, run, marker_tags, budget, waits, shutdown)
     except Exception as exc:
         # The plugins were told it began (some of them, if a database gone
         # for good broke their starting hooks off): the scheduler, recording
@@ -177,11 +183,8 @@ def _run_session(session: Session, session_id: int, shutdown: Optional[threading
 
 
 def _run_started(session: Session, session_id: int, run: RunInfo, marker_tags: dict[str, tuple[str, ...]],
-                 waits: threading.Event, shutdown: Optional[threading.Event]) -> Session:
+                 budget: Budget, waits: threading.Event, shutdown: Optional[threading.Event]) -> Session:
     config = current_app.config
-    budget = session_budget()
-    if budget.refusal:
-        return _finish(session, run, FAILED, budget.refusal, shutdown=shutdown)
     try:
         # From ``run``: the starting hooks' commits expired the session's row.
         prompt = tier_prompt(config["CLAUDEOPS_PROMPTS_DIR"], run.tier, run.operator_prompt)
@@ -235,6 +238,25 @@ def _run_started(session: Session, session_id: int, run: RunInfo, marker_tags: d
         return _finish(session, run, FAILED, reason, shutdown, handler)
     status, reason = decide_status(outcome, handler, config["CLAUDEOPS_CLAUDE_BIN"], budget)
     return _finish(session, run, status, reason, shutdown, handler, outcome.exit_code)
+
+
+def _not_run(session: Session, run: RunInfo, reason: str, shutdown: threading.Event) -> Session:
+    """End a session that was never started, as an escalation above
+    CLAUDEOPS_MAX_TIER is (escalation.stop_beyond_maximum): ``stopped``, so
+    that it counts neither as a failure of the agent (/api/v1/stats' success
+    rate, the Overview's failures) nor for escalating, with a warning notice."""
+    def record_end() -> None:
+        session.status, session.status_reason, session.ended_at = STOPPED, reason, utcnow()
+        db.session.commit()
+
+    try:
+        dbfaults.waiting_out(record_end, f"session {run.session_id}: recording that it was not run", shutdown)
+    except Exception as exc:
+        exc.claudeops_session_end = (STOPPED, reason)   # for the scheduler to record later
+        raise
+    log.warning("session %s %s", run.session_id, reason)
+    escalation.notice("warning", f"Session #{run.session_id} (tier {run.tier}) was {reason}", run, shutdown)
+    return session
 
 
 def _record_start(session: Session, marker_tags: dict[str, tuple[str, ...]]) -> RunInfo:
