@@ -197,6 +197,7 @@ def test_a_session_not_run_is_no_session_to_the_plugins_nor_a_failure(tmp_path, 
         session = run_session(control.claim(control.enqueue(tier=1, trigger="schedule").id))
         assert not argv_file.exists() and told == []
         assert (session.status, session.ended_at is not None) == ("stopped", True)
+        assert session.log_path is None   # no run log to look for: it never ran
         assert notices == [("warning", f"Session #{session.id} (tier 1) was {session.status_reason}")]
         assert session.status_reason.startswith("not run: the sessions of the last 24 hours cost $5.00")
         assert db.session.scalar(select(func.count()).where(Session.parent_id == session.id)) == 0

@@ -163,14 +163,15 @@ def _run_session(session: Session, session_id: int, shutdown: Optional[threading
     waits = shutdown or threading.Event()
     # Asked once a session, for its RunInfo and its fan-out alike.
     marker_tags = tags_by_plugin()
-    run = dbfaults.waiting_out(partial(_record_start, session, marker_tags),
-                               f"session {session_id}: recording its start", waits)
-    # Before the plugins are told the session starts: one the daily limit
-    # refuses never does, so they hear of neither its start nor its end.
+    # Before the session is given a run log and the plugins are told it
+    # starts: one the daily limit refuses never does, so they hear of
+    # neither its start nor its end.
     budget = dbfaults.waiting_out(session_budget, f"session {session_id}: reading what the day's sessions spent",
                                   waits)
     if budget.refusal:
-        return _not_run(session, run, budget.refusal, waits)
+        return _not_run(session, session_id, budget.refusal, waits)
+    run = dbfaults.waiting_out(partial(_record_start, session, marker_tags),
+                               f"session {session_id}: recording its start", waits)
     try:
         call_each("claudeops_session_starting", run=run, commit_each=True, shutdown=waits)
         return _run_started(session, session_id, run, marker_tags, budget, waits, shutdown)
@@ -240,22 +241,24 @@ def _run_started(session: Session, session_id: int, run: RunInfo, marker_tags: d
     return _finish(session, run, status, reason, shutdown, handler, outcome.exit_code)
 
 
-def _not_run(session: Session, run: RunInfo, reason: str, shutdown: threading.Event) -> Session:
+def _not_run(session: Session, session_id: int, reason: str, shutdown: threading.Event) -> Session:
     """End a session that was never started, as an escalation above
     CLAUDEOPS_MAX_TIER is (escalation.stop_beyond_maximum): ``stopped``, so
     that it counts neither as a failure of the agent (/api/v1/stats' success
     rate, the Overview's failures) nor for escalating, with a warning notice."""
-    def record_end() -> None:
+    def record_end() -> int:
         session.status, session.status_reason, session.ended_at = STOPPED, reason, utcnow()
+        tier = session.tier
         db.session.commit()
+        return tier
 
     try:
-        dbfaults.waiting_out(record_end, f"session {run.session_id}: recording that it was not run", shutdown)
+        tier = dbfaults.waiting_out(record_end, f"session {session_id}: recording that it was not run", shutdown)
     except Exception as exc:
         exc.claudeops_session_end = (STOPPED, reason)   # for the scheduler to record later
         raise
-    log.warning("session %s %s", run.session_id, reason)
-    escalation.notice("warning", f"Session #{run.session_id} (tier {run.tier}) was {reason}", run, shutdown)
+    log.warning("session %s %s", session_id, reason)
+    escalation.notice("warning", f"Session #{session_id} (tier {tier}) was {reason}", None, shutdown)
     return session
 
 
