@@ -114,12 +114,15 @@ def backup(engine: Engine, target: Path) -> Copy:
     return Copy(target, target.stat().st_size, revisions)
 
 
-def restore(engine: Engine, source: Path, known: Callable[[str], bool]) -> Path:
+def restore(engine: Engine, source: Path, known: Callable[[str], bool],
+            disabled: frozenset[str] = frozenset()) -> Path:
     """Put the backup ``source`` in the database's place; returns where the
     database it replaced is kept. ``known`` says whether this version of
     Claude Ops has a schema revision: a backup made by a newer one is
-    refused, since its schema could not be migrated. The caller holds the
-    runner lock and has made sure nothing else has the database open."""
+    refused, since its schema could not be migrated, as is one with a
+    revision of a plugin CLAUDEOPS_DISABLE_PLUGINS leaves out (``disabled``,
+    installed but not loaded: its revisions are not read). The caller holds
+    the runner lock and has made sure nothing else has the database open."""
     database = database_file(engine)
     if not source.is_file():
         raise BackupError(f"{source} is not a file")
@@ -134,6 +137,13 @@ def restore(engine: Engine, source: Path, known: Callable[[str], bool]) -> Path:
     try:
         revisions = _checked(checked, source, thorough=True)
         unknown = [revision for revision in revisions if not known(revision)]
+        if unknown and disabled:
+            raise BackupError(f"{source} is at schema revision {', '.join(unknown)}, which this installation does "
+                              "not know. If it is that of a plugin CLAUDEOPS_DISABLE_PLUGINS leaves out "
+                              f"({', '.join(sorted(disabled))}): take it out of CLAUDEOPS_DISABLE_PLUGINS for the "
+                              "restore, which migrates the backup with its revisions. Otherwise it was made by a "
+                              "newer Claude Ops or with a plugin not installed here: install that version, or "
+                              "that plugin, then restore")
         if unknown:
             raise BackupError(f"{source} was made by a newer Claude Ops or with a plugin not installed here "
                               f"(schema revision {', '.join(unknown)}): install that version, or that plugin, then "

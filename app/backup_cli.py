@@ -12,7 +12,7 @@ from app import logins, state_dir
 from app.backup import BackupError, backup, database_file, restore
 from app.extensions import db
 from app.retention import human_size
-from app.revisions import known_revision
+from app.revisions import disabled_installed, known_revision
 
 
 @click.command("backup")
@@ -60,7 +60,7 @@ def restore_command(source: Path):
     lock = RunnerLock(app.config["CLAUDEOPS_STATE_DIR"], app.config["SQLALCHEMY_DATABASE_URI"])
     hold_off_the_scheduler(lock, "then restore")
     try:
-        kept = restore(db.engine, source, known_revision(app))
+        kept = restore(db.engine, source, known_revision(app), disabled_installed(app))
         try:
             apply_migrations(app)
         except MigrationError as exc:   # the backup is in place by now: say so, and where the old one is

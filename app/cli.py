@@ -26,8 +26,8 @@ from app.database_url import shown_url
 from app.extensions import db
 from app.plugins import PluginError, how_to_start_without
 from app.portable_text import is_unicode
-from app.revisions import (disabled_installed, newer_schema, refused_revisions, schema_no_revision_creates,
-                           unknown_revisions)
+from app.revisions import (disabled_installed, heads_of_database, newer_schema, refused_revisions,
+                           schema_no_revision_creates, set_aside, unknown_revisions)
 
 
 # sysexits.h's EX_CONFIG: the status of a start refused for its settings
@@ -90,11 +90,15 @@ def _making_the_state(command: click.Command) -> click.Command:
     return made
 
 
-def _knowing_its_revisions(command: click.Command) -> click.Command:
+def _knowing_its_revisions(command: click.Command, name: str) -> click.Command:
     """For a db command that reads the database's revision: a database at
     one this installation lacks (a newer version's, a plugin's uninstalled
     or left out by CLAUDEOPS_DISABLE_PLUGINS) is explained, not answered
-    with Alembic's bare "Can't locate revision"."""
+    with Alembic's bare "Can't locate revision". A disabled plugin's, with
+    the rest at this version's heads, is no newer schema: ``current`` names
+    each revision, ``upgrade`` has nothing to run (as at a start), and
+    ``check`` and ``downgrade``, which Alembic cannot run without the
+    plugin's revisions, say so."""
     callback = command.callback
 
     @functools.wraps(callback)
@@ -105,9 +109,20 @@ def _knowing_its_revisions(command: click.Command) -> click.Command:
                 unknown = unknown_revisions(app)
             except OperationalError:   # unreachable: the command says so itself
                 unknown = []
-            if unknown:
+            if unknown and refused_revisions(app, unknown):
                 raise click.ClickException(newer_schema(shown_url(db.engine.url), unknown,
                                                         disabled_installed(app)))
+            if unknown:
+                if name == "current":
+                    for revision in sorted(heads_of_database(app)):
+                        click.echo(f"{revision} (head)" if revision not in unknown else
+                                   f"{revision} (of a plugin CLAUDEOPS_DISABLE_PLUGINS leaves out)")
+                    return None
+                if name == "upgrade":
+                    click.echo(f"Nothing to upgrade: {set_aside(app, unknown)}.")
+                    return None
+                raise click.ClickException(f"{set_aside(app, unknown)}; `claudeops db {name}` needs their "
+                                           "revisions: take them out of CLAUDEOPS_DISABLE_PLUGINS for it")
         return callback(*args, **kwargs)
     checked = copy.copy(command)
     checked.callback = knowing
@@ -238,12 +253,12 @@ class ClaudeOpsGroup(FlaskGroup):
             # stamp is left to meet any revision: `stamp --purge` is the way out of one that is lost.
             commands = {name: _own_directory_told(command) for name, command in db.commands.items()}
             group.commands = {**commands,
-                              "current": _knowing_its_revisions(commands["current"]),
-                              "check": _knowing_its_revisions(commands["check"]),
+                              "current": _knowing_its_revisions(commands["current"], "current"),
+                              "check": _knowing_its_revisions(commands["check"], "check"),
                               "upgrade": _refusing_offline_sql(_making_the_state(_beside_no_scheduler(
-                                  _knowing_its_revisions(commands["upgrade"]), makes_database=True))),
+                                  _knowing_its_revisions(commands["upgrade"], "upgrade"), makes_database=True))),
                               "downgrade": _refusing_offline_sql(_beside_no_scheduler(
-                                  _knowing_its_revisions(commands["downgrade"]))),
+                                  _knowing_its_revisions(commands["downgrade"], "downgrade"))),
                               "stamp": _beside_no_scheduler(commands["stamp"])}
             self.add_command(group, "db")
             self._loaded_plugin_commands = True

@@ -79,18 +79,32 @@ def refused_revisions(app: Flask, unknown: list[str]) -> list[str]:
     return []
 
 
+def set_aside(app: Flask, unknown: list[str]) -> str:
+    """What the database's revisions are when ``unknown`` are those of the
+    plugins CLAUDEOPS_DISABLE_PLUGINS leaves out and the rest is at this
+    installation's heads (``refused_revisions`` found nothing to refuse)."""
+    return (f"the database {shown_url(db.engine.url)} is at this version's schema "
+            f"({', '.join(sorted(_heads(app)))}); its revision(s) {', '.join(unknown)} are taken to be those of "
+            f"the plugin(s) CLAUDEOPS_DISABLE_PLUGINS leaves out ({', '.join(sorted(disabled_installed(app)))}), "
+            "which are left as they are")
+
+
 def _heads(app: Flask) -> set[str]:
     return set(ScriptDirectory.from_config(app.extensions["migrate"].migrate.get_config()).get_heads())
 
 
-def unknown_revisions(app: Flask) -> list[str]:
-    """The revisions the database is at that this installation lacks."""
+def heads_of_database(app: Flask) -> tuple[str, ...]:
+    """The revisions the database is at (one for each branch)."""
     # Its words on configuring (the dialect, transactional DDL) are dropped
     # below DEBUG (app/migration_log.py): no news before every command.
     with db.engine.connect() as connection:
-        current = MigrationContext.configure(connection).get_current_heads()
+        return MigrationContext.configure(connection).get_current_heads()
+
+
+def unknown_revisions(app: Flask) -> list[str]:
+    """The revisions the database is at that this installation lacks."""
     known = known_revision(app)
-    return sorted(revision for revision in current if not known(revision))
+    return sorted(revision for revision in heads_of_database(app) if not known(revision))
 
 
 def dashboard_refusal(app: Flask) -> str | None:

@@ -238,6 +238,51 @@ def test_disabled_its_tables_stay_and_the_service_starts_while_nothing_else_need
     assert "not know" in dashboard_refusal(without)
 
 
+
+def test_disabled_the_db_commands_tell_the_schema_and_a_restore_names_the_setting(app, tmp_path):
+    """With the plugin left out by CLAUDEOPS_DISABLE_PLUGINS and the rest of
+    the schema at its heads, `db current` names each revision, `db upgrade
+    heads` has nothing to run (as at a start), and what needs the plugin's
+    revisions (`db check`, a restore of a backup at its revision) says to take
+    it out of the setting, not that a newer version made the database."""
+    (host_head,) = host_heads()
+    state = tmp_path / "state"
+    env = {**os.environ, **database_env(state), "CLAUDEOPS_STATE_DIR": str(state)}
+
+    def claudeops(*args, disabled=True):
+        return subprocess.run([str(CLAUDEOPS), *args], capture_output=True, text=True, timeout=120,
+                              env={**env, "CLAUDEOPS_DISABLE_PLUGINS": PLUGIN_NAME} if disabled else env)
+
+    db.session.remove()
+    db.engine.dispose()   # the restore finds no other process with the database open
+    current = claudeops("db", "current")
+    assert current.returncode == 0, current.stderr
+    assert f"{host_head} (head)" in current.stdout
+    assert f"{BRANCH_HEAD} (of a plugin CLAUDEOPS_DISABLE_PLUGINS leaves out)" in current.stdout
+    upgrade = claudeops("db", "upgrade", "heads")
+    assert upgrade.returncode == 0, upgrade.stderr
+    assert upgrade.stdout.startswith("Nothing to upgrade: the database ")
+    assert f"is at this version's schema ({host_head}); its revision(s) {BRANCH_HEAD} are taken" in upgrade.stdout
+    check = claudeops("db", "check")
+    assert check.returncode == 1
+    assert "`claudeops db check` needs their revisions: take them out of CLAUDEOPS_DISABLE_PLUGINS" in check.stderr
+    assert "newer version" not in check.stderr
+    assert alembic_versions() == {host_head, BRANCH_HEAD}
+
+    if database_env(state):
+        return   # PostgreSQL: pg_restore, not claudeops restore
+    backup = tmp_path / "backup.db"
+    made = claudeops("backup", str(backup), disabled=False)
+    assert made.returncode == 0, made.stderr
+    before = (state / "claudeops.db").read_bytes()
+    restored = claudeops("restore", str(backup))
+    assert restored.returncode == 1
+    assert (f"is at schema revision {BRANCH_HEAD}, which this installation does not know. If it is that of a "
+            f"plugin CLAUDEOPS_DISABLE_PLUGINS leaves out ({PLUGIN_NAME}): take it out of "
+            "CLAUDEOPS_DISABLE_PLUGINS for the restore") in restored.stderr
+    assert (state / "claudeops.db").read_bytes() == before
+    assert claudeops("restore", str(backup), disabled=False).returncode == 0
+
 # --- (2) migration --------------------------------------------------------------------------
 
 def test_its_migration_applies_with_the_hosts_and_does_not_drift(app):
