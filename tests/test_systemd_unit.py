@@ -77,6 +77,17 @@ def test_the_readme_installs_the_unit_it_names():
     assert Path(UNIT).is_file()
 
 
+
+def test_the_readmes_upgrade_takes_over_what_changed_in_the_unit():
+    """A pull changes the checkout's unit, not the copy systemd runs: the
+    upgrade compares them and reloads, or a unit from before
+    RestartPreventExitStatus restarts a refused start every RestartSec."""
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    section = readme[readme.index("To upgrade, take a backup"):readme.index("To go back, check out")]
+    steps = section[section.index("```sh"):section.index("```", section.index("```sh") + 5)]
+    assert f"diff /etc/systemd/system/{UNIT.name} {INSTALLED_AT}/{UNIT.relative_to(PROJECT_ROOT)}" in steps
+    assert steps.index("diff ") < steps.index("systemctl daemon-reload") < steps.index("systemctl restart")
+
 @pytest.mark.parametrize("options", [["--port", "99999"], ["--host", "0.0.0.0:8080"], ["--hots", "::1"]])
 def test_a_start_refused_for_its_settings_or_options_is_not_retried(tmp_path, monkeypatch, options):
     """Restart=on-failure would otherwise start a unit whose ExecStart has a
