@@ -113,6 +113,30 @@ def test_each_invalid_category_is_warned_of_once_and_a_flood_of_them_stops_at_a_
     assert "CLAUDEOPS_EVENTS_MAX_PER_SESSION=1" in warned[-1]   # the limit's own warning still comes
     assert len([w for w in warnings(session) if "invalid category" in w[1]]) == 3 * MOST_NAMED   # each still noted
 
+def test_refused_outcomes_are_warned_of_for_the_first_few_ids_of_each_reason(app, fake_cli, caplog):
+    """An outcome for a memory that is not there, or was not given to the
+    session, is warned of once for each id, but the ids are the agent's to
+    write: past MOST_NAMED of one reason they go to the debug level, so that
+    an agent naming thousands of ids cannot flood the service log (each
+    used to be a warning of its own). Another reason is still warned of."""
+    from app.session_warnings import MOST_NAMED
+    caplog.set_level(logging.DEBUG)
+    kept = add_memory("Old transcoder crashes on HEVC", confidence=0.2, active=False)   # in no prompt
+    missing = [kept.id + 1000 + n for n in range(3 * MOST_NAMED)]
+    session = run(fake_cli, "\n".join(f"[OUTCOME:worked:m{n}] fine" for n in missing),
+                  f"[OUTCOME:worked:m{kept.id}] fine\n[OUTCOME:worked:m{missing[0]}] again")
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "outcome:" in r.getMessage()]
+    assert [f"m{n} not stored: there is no memory m{n}" in m for n, m in zip(missing, warned[:MOST_NAMED])] == [True] * MOST_NAMED
+    assert warned[MOST_NAMED - 1].endswith(f"; so are any others of its sort, {MOST_NAMED} having been logged)")
+    assert len(warned) == MOST_NAMED + 1
+    assert f"memory m{kept.id} was not given to this session" in warned[-1]
+    debug = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG and "outcome:" in r.getMessage()]
+    assert sum(f"there is no memory m{n} " in m for n in missing[MOST_NAMED:] for m in debug) == 2 * MOST_NAMED
+    assert (f"memory:outcome:worked:m{kept.id} not stored",
+            f"memory m{kept.id} was not given to this session; only memories in its Operational Memory can be scored") \
+        in warnings(session)
+
+
 def test_a_block_of_many_refused_markers_notes_the_first_ten_of_each_plugin_and_counts_the_rest(app, fake_cli):
     """One row of the activity log for each refused marker would let a
     runaway agent store many times the text it writes."""

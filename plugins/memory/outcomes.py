@@ -20,12 +20,13 @@ The tier prompts ("Reporting outcomes" in prompts/*.md) teach the marker.
 from __future__ import annotations
 
 import logging
+import re
 
 from sqlalchemy import select
 
 from app.extensions import db
 from app.plugin_types import MarkerRecord, RunInfo
-from app.session_warnings import IN_ACTIVITY_LOG, session_warner, warn_once
+from app.session_warnings import IN_ACTIVITY_LOG, named_kind, session_warner, warn_once
 from app.web.apiutil import MAX_ID
 from app.write_lock import lock_for_writing
 from plugins.memory import store
@@ -35,6 +36,9 @@ from plugins.memory.models import OUTCOME_LEVELS, Memory, MemoryHistory, MemoryI
 from plugins.memory.settings import outcome_delta
 
 log = logging.getLogger(__name__)
+
+# The memory a refusal names: its kind of refusal is the rest of the message.
+_REF = re.compile(r"\bm\d+\b")
 
 OUTCOME = "outcome"
 CONFIRMING = ("worked", "partial")
@@ -70,8 +74,11 @@ def score_marker(marker: OutcomeMarker, run: RunInfo, settled: dict[int, str]) -
         memory, before = record_outcome(marker.memory_id, marker.level, marker.note, run)
     except OutcomeRefused as exc:
         settled[marker.memory_id] = str(exc)
-        # Once per reason (the id included): an agent repeating a refused outcome is not news.
-        warn_once(log, run.session_id, f"outcome refused: {exc}", f"{label} not stored: {exc}")
+        # Once per reason and id (an agent repeating a refused outcome is not
+        # news), and only the first few ids of each reason: the ids are the
+        # agent's to write, and one writing thousands would flood the log.
+        warn_once(log, run.session_id, named_kind(f"outcome refused: {_REF.sub('m<id>', str(exc))}", str(exc)),
+                  f"{label} not stored: {exc}")
         return MarkerRecord("memory", f"{label} not stored", str(exc), stored=False)
     settled[marker.memory_id] = f"this session already reported an outcome for {memory_ref(memory.id)}"
     return MarkerRecord("memory", label, f"#{memory.id} ({before:g} → {memory.confidence:g}) {marker.note}".rstrip())
