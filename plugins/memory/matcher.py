@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Optional, Sequence
 
+from plugins.memory.text_cache import MATCHER_CACHE_CHARS, TextCache
+
 REINFORCE, CONTRADICT, DISTINCT = "reinforce", "contradict", "distinct"
 
 # Same topic: at least this many shared content words, covering at least
@@ -161,15 +163,7 @@ def _sides_of(features: Features, opposition: Optional[str] = None) -> set:
     return {side for name, side in features.sides if name == opposition}
 
 
-# The same stored observations are compared again with every new one: room
-# for the 50 candidates of some 300 services and categories (about 20 MB at
-# the most). Smaller, a stream's markers for more services than it holds
-# would each work out all 50 of their candidates again (1 ms a marker).
-FEATURES_CACHE_SIZE = 16_384
-
-
-@lru_cache(maxsize=FEATURES_CACHE_SIZE)
-def features(text: str) -> Features:
+def _features(text: str) -> Features:
     tokens = _tokens(text)
     words: set[str] = set()
     quantities: set[float] = set()
@@ -197,6 +191,14 @@ def features(text: str) -> Features:
             words.add(_normalise(word[2:]))
             negations += 1
     return Features(frozenset(words), negations % 2 == 1, frozenset(quantities), frozenset(sides))
+
+
+# The same stored observations are compared again with every new one: room
+# for the 50 candidates of some 300 services and categories, as long as
+# observations are short (text_cache.py). Smaller, a stream's markers for
+# more services than it holds would each work out all 50 of their
+# candidates again (1 ms a marker).
+features = TextCache(_features, MATCHER_CACHE_CHARS)
 
 
 def _tokens(text: str) -> list[str]:

@@ -20,7 +20,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from functools import lru_cache, partial
+from functools import partial
 from typing import Any, Callable, Iterable, Optional
 
 from sqlalchemy import select
@@ -42,6 +42,7 @@ from plugins.memory.relevance import relevant_services, scheduled_run
 from plugins.memory.settings import MAX_OBSERVATION, max_observation_chars, review_on
 from plugins.memory.tally import (escalation_chain, note_confirmed, note_contradicted, note_created, note_reinforced,
                                   tally)
+from plugins.memory.text_cache import MATCHER_CACHE_CHARS, TextCache
 
 log = logging.getLogger(__name__)
 
@@ -212,10 +213,13 @@ def ask_matcher(category: str, service: Optional[str], observation: str, candida
                       observation=observation, candidates=candidates) or Match("distinct")
 
 
-@lru_cache(maxsize=16_384)   # each stored observation is compared again with every new one
-def same_words(observation: str) -> str:
+def _same_words(observation: str) -> str:
     """``observation`` as the same words compare: case, spacing and a closing full stop aside."""
     return " ".join(observation.casefold().split()).rstrip(".。").rstrip()
+
+
+# Each stored observation is compared again with every new one.
+same_words = TextCache(_same_words, MATCHER_CACHE_CHARS)
 
 
 def record_observation(category: str, service: Optional[str], observation: str, run: RunInfo,
