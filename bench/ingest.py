@@ -5,7 +5,8 @@ runs the marker regexes over the agent's text; and the pipeline's memory
 
 The pipeline is the real ``StreamHandler`` fed line by line, as the runner
 feeds it, on a fresh database each time, and closed as ``run_session``
-closes it; its time includes every commit.
+closes it (with the process's earlier objects set apart from the garbage
+collector meanwhile, as there); its time includes every commit.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from app.marker_text import marker_text
 from app.models import SessionActivity
 from app.sessions import control
 from app.sessions.activity import StreamHandler
+from app.sessions.collector import earlier_objects_set_apart
 from app.sessions.manager import run_info
 from bench.dataset import fill, make_app
 from bench.recorded_stream import Recording, read_lines
@@ -105,9 +107,10 @@ class Pipeline:
         with self.app.app_context():
             session = control.claim(control.enqueue(tier=1, trigger="api").id)
             handler = StreamHandler(session, run_info(session))
-            for line in lines:
-                handler.handle_line(line)
-            handler.close()
+            with earlier_objects_set_apart():
+                for line in lines:
+                    handler.handle_line(line)
+                handler.close()
             session.response = handler.response
             db.session.commit()
             return db.session.scalar(select(func.count()).select_from(SessionActivity).where(

@@ -32,6 +32,7 @@ from app.redaction import WITHHELD_ENV, WithheldValues, redactor
 from app.runtime import setting
 from app.sessions import control, escalation
 from app.sessions.activity import StreamHandler
+from app.sessions.collector import earlier_objects_set_apart
 from app.sessions.leftover_groups import owner_of
 from app.sessions.marker_tags import tags_by_plugin
 from app.sessions.prompts import PromptError, system_prompt, tier_prompt
@@ -220,9 +221,10 @@ def _run_started(session: Session, session_id: int, run: RunInfo, marker_tags: d
     handler = StreamHandler(session, run, shutdown, marker_tags)
     outcome: Optional[ProcessOutcome] = None
     try:
-        outcome = run_process(command, handler.handle_line,
-                              _committing(handler, _stop_poller(session.id, shutdown)), handler.handle_oversized)
-        handler.close()   # the rows of the last batch
+        with earlier_objects_set_apart():
+            outcome = run_process(command, handler.handle_line,
+                                  _committing(handler, _stop_poller(session.id, shutdown)), handler.handle_oversized)
+            handler.close()   # the rows of the last batch
         if _ended_with_the_service(outcome, handler, shutdown):
             outcome.ended_by = shutdown_reason(shutdown)
     except SQLAlchemyError as exc:
