@@ -8,7 +8,7 @@ import pytest
 
 from app.sessions import manager
 from app.sessions.activity import StreamHandler
-from app.sessions.collector import earlier_objects_set_apart
+from app.sessions.collector import YOUNG_THRESHOLD, earlier_objects_set_apart
 from tests import streamlines as sl
 
 
@@ -88,3 +88,21 @@ def test_a_session_reads_its_stream_with_the_earlier_objects_set_apart(app, fake
     assert session.status == "completed", session.status_reason
     assert len(frozen_while_reading) == 3 and all(count > 0 for count in frozen_while_reading)
     assert gc.get_freeze_count() == 0
+
+
+def test_the_youngest_generation_is_collected_less_often_meanwhile_and_as_before_after():
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        with earlier_objects_set_apart():
+            assert gc.get_threshold() == (YOUNG_THRESHOLD, 10, 10)
+            with earlier_objects_set_apart():
+                pass
+            assert gc.get_threshold() == (YOUNG_THRESHOLD, 10, 10)
+        assert gc.get_threshold() == (700, 10, 10)
+        gc.set_threshold(0)   # collection turned off: left off
+        with earlier_objects_set_apart():
+            assert gc.get_threshold()[0] == 0
+        assert gc.get_threshold()[0] == 0
+    finally:
+        gc.set_threshold(*before)
