@@ -122,6 +122,30 @@ def test_a_session_the_cli_ended_at_the_daily_limit_names_it(app, fake_cli, run_
                                      "(CLAUDEOPS_DAILY_MAX_COST_USD; this session cost $0.81)")
 
 
+
+def test_a_cost_too_large_to_subtract_from_holds_sessions_back_until_it_leaves_the_day(app, client, fake_cli,
+                                                                                      run_session_now):
+    """A result line's cost is kept if it is a finite number, however
+    large (1e307 dollars, from a broken line), and counts as spent: what is
+    left of the limit, in cents, is then no finite number, and together
+    such costs add up to infinity. The next session is still not run,
+    saying when one can, rather than failing every session (and the
+    Overview's cards) for a day."""
+    change({"CLAUDEOPS_DAILY_MAX_COST_USD": "5"})
+    fake_cli(sl.steps(sl.init(), sl.result(cost=1e307)))
+    huge = run_session_now()
+    assert (huge.status, huge.cost_usd) == (COMPLETED, 1e307)
+    huge.ended_at -= timedelta(hours=2)
+    db.session.commit()
+    spent(3, 1e308)
+    spent(1, 1.0)   # ended since: it is still in the day when the huge one has left it
+    session = run_session_now()
+    assert session.status == "stopped", session.status_reason
+    assert session.status_reason.endswith(f"the next can run from {huge.ended_at + DAY:%Y-%m-%d %H:%M:%S} UTC")
+    assert session_budget(now=huge.ended_at + DAY).usd == 4.0
+    assert "Spent in 24 h" in client.get("/").get_data(as_text=True)
+
+
 @pytest.mark.parametrize("raw, problem", [("-1", "must be from 0 (no limit) to 10000"),
                                           ("10000.5", "must be from 0"), ("inf", "must be from 0"),
                                           ("ten", "must be a number of US dollars"),

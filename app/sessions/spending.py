@@ -75,20 +75,33 @@ def session_budget(now: Optional[datetime] = None) -> Budget:
     now = now or utcnow()
     costs = db.session.execute(day_of_costs_query(now)).all()
     spent = sum(cost for _, cost in costs)
-    # Down to the cent, as the CLI is given it: never a fraction more than is left.
-    left = math.floor(round((daily - spent) * 100, 6)) / 100
+    left = _left(daily, spent)
     if left < CENT:
-        return Budget(runs_from=_when_under(costs, spent, daily), spent=spent, daily=daily)
+        return Budget(runs_from=_when_under(costs, daily), spent=spent, daily=daily)
     if per_session and per_session <= left:
         return Budget(per_session, spent=spent, daily=daily)
     return Budget(left, DAILY_LIMIT, spent=spent, daily=daily)
 
 
-def _when_under(costs: list, spent: float, daily: float) -> datetime:
+def _left(daily: float, spent: float) -> float:
+    """What ``spent`` leaves of ``daily``, down to the cent, as the CLI is
+    given it: never a fraction more than is left. A result line's cost may
+    be any finite number (1e307 from a broken one), and such costs add up
+    to infinity: in cents, one spent past the limit is nothing left, not an
+    overflow."""
+    if spent >= daily:
+        return 0.0
+    return math.floor(round((daily - spent) * 100, 6)) / 100
+
+
+def _when_under(costs: list, daily: float) -> datetime:
     """When enough of ``costs`` (oldest first) has left the 24 hours for a
-    cent to be left of ``daily``."""
-    for ended_at, cost in costs:
-        spent -= cost
-        if daily - spent >= CENT - 1e-9:
+    cent to be left of ``daily``: the end of the newest cost that, with
+    those after it, leaves less. Added from the newest, not taken one by
+    one from the whole: infinity less a cost is still infinity."""
+    after = 0.0
+    for ended_at, cost in reversed(costs):
+        after += cost
+        if _left(daily, after) < CENT:
             return ended_at + DAY
-    return costs[-1][0] + DAY   # not reached: every cost is in ``spent``
+    return costs[-1][0] + DAY   # not reached: with none of them in the day, all of it is left
