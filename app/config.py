@@ -302,7 +302,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("CLAUDEOPS_DAILY_MAX_COST_USD", "0",
             "Most US dollars (to the cent) the sessions that ended in the last 24 hours may spend together, as the "
             "CLI counts them. A session is not run while they have spent it (status `stopped`, saying when the "
-            "next can run); one that runs may spend what is left (its `--max-budget-usd`, or "
+            "next can run): the schedule still queues one each interval, ended so, and runs again by itself once "
+            "the day has room; one that runs may spend what is left (its `--max-budget-usd`, or "
             "`CLAUDEOPS_SESSION_MAX_COST_USD` if lower). A session stopped or timed out before its result line "
             "has no cost to count. 0: no limit.",
             _cost_limit(MAX_DAILY_COST_USD), runtime=True,
