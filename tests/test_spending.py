@@ -122,7 +122,6 @@ def test_a_session_the_cli_ended_at_the_daily_limit_names_it(app, fake_cli, run_
                                      "(CLAUDEOPS_DAILY_MAX_COST_USD; this session cost $0.81)")
 
 
-
 def test_a_cost_too_large_to_subtract_from_holds_sessions_back_until_it_leaves_the_day(app, client, fake_cli,
                                                                                       run_session_now):
     """A result line's cost is kept if it is a finite number, however
