@@ -122,21 +122,19 @@ def test_a_session_the_cli_ended_at_the_daily_limit_names_it(app, fake_cli, run_
                                      "(CLAUDEOPS_DAILY_MAX_COST_USD; this session cost $0.81)")
 
 
-def test_a_cost_too_large_to_subtract_from_holds_sessions_back_until_it_leaves_the_day(app, client, fake_cli,
-                                                                                      run_session_now):
-    """A result line's cost is kept if it is a finite number, however
-    large (1e307 dollars, from a broken line), and counts as spent: what is
-    left of the limit, in cents, is then no finite number, and together
-    such costs add up to infinity. The next session is still not run,
-    saying when one can, rather than failing every session (and the
-    Overview's cards) for a day."""
+def test_a_cost_too_large_to_believe_counts_nothing_and_one_stored_before_holds_sessions_back(
+        app, client, fake_cli, run_session_now):
+    """A result line's cost of over a million dollars (1e307, from a broken
+    line) is unknown, as a negative one is: nothing is spent. One a database
+    holds from before (1e308, too large to count in cents) counts as spent:
+    the next session is still not run, saying when one can, rather than
+    failing every session (and the Overview's cards) for a day."""
     change({"CLAUDEOPS_DAILY_MAX_COST_USD": "5"})
     fake_cli(sl.steps(sl.init(), sl.result(cost=1e307)))
-    huge = run_session_now()
-    assert (huge.status, huge.cost_usd) == (COMPLETED, 1e307)
-    huge.ended_at -= timedelta(hours=2)
-    db.session.commit()
-    spent(3, 1e308)
+    broken = run_session_now()
+    assert (broken.status, broken.cost_usd) == (COMPLETED, None)
+    huge = spent(2, 1e308)
+    spent(3, 1e300)
     spent(1, 1.0)   # ended since: it is still in the day when the huge one has left it
     session = run_session_now()
     assert session.status == "stopped", session.status_reason

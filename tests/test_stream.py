@@ -164,11 +164,16 @@ def test_result_with_wrong_types_keeps_what_is_valid():
 
 @pytest.mark.parametrize("fields", ['"total_cost_usd": -0.5, "num_turns": -5, "duration_ms": 1e400',
                                     '"total_cost_usd": 1e400, "num_turns": -1, "duration_ms": -1.5',
-                                    '"total_cost_usd": -1e-9, "num_turns": 1e400, "duration_ms": -1e400'])
+                                    '"total_cost_usd": -1e-9, "num_turns": 1e400, "duration_ms": -1e400',
+                                    '"total_cost_usd": 1e307, "num_turns": -2, "duration_ms": -2',
+                                    '"total_cost_usd": 1000000.01, "num_turns": -2, "duration_ms": -2'])
 def test_result_numbers_that_cannot_be_so_are_unknown(fields):
     """A cost, a turn count or a duration below 0 or infinite is no
-    figure: stored, it would skew the totals of every session."""
+    figure, nor is a cost of over a million dollars: stored, it would skew
+    the totals of every session (and two of 1e307 add up to infinity)."""
     (result,) = stream.parse_line(f'{{"type": "result", "is_error": false, {fields}}}')
     assert (result.cost_usd, result.num_turns, result.duration_ms) == (None, None, None)
     (zero,) = stream.parse_line('{"type": "result", "total_cost_usd": 0, "num_turns": 0, "duration_ms": 0}')
     assert (zero.cost_usd, zero.num_turns, zero.duration_ms) == (0.0, 0, 0)
+    (most,) = stream.parse_line('{"type": "result", "total_cost_usd": 1000000}')
+    assert most.cost_usd == stream.MAX_COST_USD

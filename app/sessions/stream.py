@@ -231,7 +231,7 @@ def _parse_result(obj: dict) -> list[Item]:
     return [Result(
         is_error=bool(obj.get("is_error")),
         result=_str(obj.get("result")),
-        cost_usd=_number(obj.get("total_cost_usd"), float, least=0),
+        cost_usd=_number(obj.get("total_cost_usd"), float, least=0, most=MAX_COST_USD),
         num_turns=_number(obj.get("num_turns"), int, least=0),
         duration_ms=_number(obj.get("duration_ms"), int, least=0),
         cli_session_id=_str(obj.get("session_id")),
@@ -274,13 +274,17 @@ def _str(value: Any) -> Optional[str]:
 # milliseconds are 24 days); dropped like a non-number rather than refused by
 # the database (PostgreSQL) or stored (SQLite).
 MAX_INTEGER = 2**31 - 1
+# Nor is a session that cost more than a million dollars: a broken line's
+# 1e307 would make the sessions' costs add up to no number (infinity on
+# SQLite, an error on PostgreSQL) in /api/v1/stats and the daily limit.
+MAX_COST_USD = 1_000_000.0
 
 
-def _number(value: Any, kind: type, least: Optional[float] = None) -> Any:
+def _number(value: Any, kind: type, least: Optional[float] = None, most: Optional[float] = None) -> Any:
     """``value`` as ``kind`` if it is a finite JSON number that fits the
-    column (and is at least ``least``), else None: what it stands for is
-    unknown, not what a broken line says (a negative cost, a turn count of
-    -5, a duration of 1e400)."""
+    column (and is from ``least`` to ``most``), else None: what it stands
+    for is unknown, not what a broken line says (a negative cost, a turn
+    count of -5, a duration of 1e400, a cost of 1e307)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     try:
@@ -289,7 +293,7 @@ def _number(value: Any, kind: type, least: Optional[float] = None) -> Any:
         return None
     if kind is int and not -MAX_INTEGER - 1 <= number <= MAX_INTEGER:
         return None
-    if not math.isfinite(number) or (least is not None and number < least):
+    if not math.isfinite(number) or (least is not None and number < least) or (most is not None and number > most):
         return None
     return number
 
