@@ -167,7 +167,7 @@ def guard() -> Optional[Response]:
     """``before_request``: let the request through (None) or answer it."""
     config = current_app.config
     if not credentials_configured(config):
-        if request.remote_addr and not is_loopback(request.remote_addr):
+        if not _from_loopback():
             return _refuse_remote()
         return _refuse_other_sites()
     if _is_open_endpoint():
@@ -177,6 +177,16 @@ def guard() -> Optional[Response]:
     if logged_in():
         return None
     return _to_login()
+
+
+def _from_loopback() -> bool:
+    """Whether the client is this machine. Behind a trusted proxy (gunicorn
+    started by hand; ``serve`` refuses one without a credential) both the
+    address the proxy names and the one the request arrived from must be
+    loopback: a client on another machine that reaches the service around
+    the proxy names whatever it likes in X-Forwarded-For, 127.0.0.1 too."""
+    arrived = request.environ.get("werkzeug.proxy_fix.orig", {}).get("REMOTE_ADDR")
+    return all(not address or is_loopback(address) for address in (request.remote_addr, arrived))
 
 
 def _refuse_remote() -> Response:
