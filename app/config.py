@@ -153,8 +153,14 @@ def _credential(least: int) -> Callable[[str], str]:
     """A password or token: empty leaves it unset. One that begins or ends
     with whitespace (a stray space in an environment file, or nothing but
     spaces) is refused rather than taken for one nobody can type, as is one
-    short enough to guess within the login limit."""
+    short enough to guess within the login limit, or one whose bytes are
+    not UTF-8 (Python holds them as surrogate escapes, which no browser or
+    script can send back: every login would fail on encoding it)."""
     def checked(raw: str) -> str:
+        try:
+            raw.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("is not valid UTF-8; write it in UTF-8, or leave the variable unset") from None
         if raw and raw != raw.strip():
             raise ValueError("begins or ends with whitespace (a stray space in an environment file?); "
                              "remove it, or leave the variable unset")
