@@ -55,12 +55,19 @@ _VALUE = (_VALUE_START + _VALUE_CHARS + r"(?:(?:\\+u(?!00(?:22|27|5[cC]))[0-9a-f
           + _VALUE_CHARS + ")*")
 
 
+# A quoted value's text after its first character: up to the closing quote
+# (either kind, or an escaped one), spaces and all ("correct horse battery").
+_QUOTED_REST = r"[^\"'\\\r\n]*"
+
+
 def _quoted_or_not(unquoted_start: str = r"(?!-)[^\s\"'\\]", rest: str = r"[^\s\"'\\]*") -> str:
     """A value that may be quoted (-p'SECRET', --password SECRET), as the
-    group "secret": quoted, it may start with anything but what ends it;
-    but a quote that may be a JSON string's closing one is taken for an
-    opening one only before what cannot follow a string's end (",:}]")."""
-    return r"(?P<q>\\*[\"'])?(?P<secret>(?(q)[^\s\"'\\,:}\]]|" + unquoted_start + ")" + rest + ")"
+    group "secret": quoted, it may start with anything but what ends it,
+    and runs to its closing quote; but a quote that may be a JSON string's
+    closing one is taken for an opening one only before what cannot follow
+    a string's end (",:}]")."""
+    return (r"(?P<q>\\*[\"'])?(?P<secret>(?(q)[^\s\"'\\,:}\]]|" + unquoted_start + ")(?(q)" + _QUOTED_REST
+            + "|" + rest + "))")
 
 
 _FLAG_VALUE = _quoted_or_not()
@@ -405,7 +412,8 @@ SHAPES: tuple[Rule, ...] = (
         "secret", keep=_placeholder, hints=("sshpass",), word_start=True),
     # -u last of a cluster of short options too (curl -sku user:pw).
     CommandOption("curl user:password", re.compile(r"curl"), re.compile(
-        r"[ \t](?:-[A-Za-z]*u|--user)(?:[ \t]+|=)?" + _QUOTE + r"[^\s:\"'\\]*:(?P<secret>[^\s\"'\\]+)"),
+        r"[ \t](?:-[A-Za-z]*u|--user)(?:[ \t]+|=)?(?P<q>\\*[\"'])?[^\s:\"'\\]*:"
+        r"(?P<secret>[^\s\"'\\](?(q)" + _QUOTED_REST + r"|[^\s\"'\\]*))"),
         hints=("curl",)),
     # The whole value: a session cookie is as good as a password. Also as
     # CGI and WSGI name it (HTTP_COOKIE), which an environment's dump

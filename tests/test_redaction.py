@@ -94,6 +94,12 @@ CAUGHT = [
     ("curl -sku admin:Hunt3rPass https://x", f"curl -sku admin:{R} https://x"),
     ('{"content": "[db]\\npassword:\\tHunt3rTab4\\n"}', f'{{"content": "[db]\\npassword:\\t{R}\\n"}}'),
     ("tool --api_key X1234567", f"tool --api_key {R}"),
+    # Quoted, a flag's value is the whole of it, spaces and all.
+    ("gpg --batch --passphrase 'correct horse battery' -c f", f"gpg --batch --passphrase '{R}' -c f"),
+    ("mysql -u root -p'my pass word' db; sshpass -p \"my pass word\" ssh h; curl -u 'admin:my pass word' x",
+     f"mysql -u root -p'{R}' db; sshpass -p \"{R}\" ssh h; curl -u 'admin:{R}' x"),
+    ('{"command": "docker login --password \\"horse battery\\" x"}',
+     f'{{"command": "docker login --password \\"{R}\\" x"}}'),
     # As CGI and WSGI name the headers (a debug page, request.META).
     ("{'HTTP_AUTHORIZATION': 'Basic SHVudDNyLWh0dHA2Zm9v', 'HTTP_COOKIE': 'sessionid=abc123def456'}",
      f"{{'HTTP_AUTHORIZATION': 'Basic {R}', 'HTTP_COOKIE': '{R}'}}"),
@@ -307,7 +313,8 @@ def test_a_private_key_with_json_escaped_newlines_is_redacted_whole(redactor):
 
 # Parts of the secrets in CAUGHT that no near miss contains.
 SECRET_PARTS = ("s3cr3t-VALUE-xyz", "wJalrXUtnFEMI", "MIIEpAIBAAKC", "hunter2", "dXNlcjpw", "p4ss", "b3BlbnNz",
-                "lQOYBF", "Z9y8Z9y8", "AbCdEfGh", "a1B2a1B2", "abcDEF123", "0987654321", "dozjgNry", "ghp_tok")
+                "lQOYBF", "Z9y8Z9y8", "AbCdEfGh", "a1B2a1B2", "abcDEF123", "0987654321", "dozjgNry", "ghp_tok",
+                "horse battery")
 
 
 @settings(max_examples=300, deadline=None)
