@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from itertools import accumulate
 from typing import Callable, Iterable, Iterator, Mapping, Optional
-from urllib.parse import quote
+from urllib.parse import quote, unquote_plus
 
 import re2
 from flask import Flask, current_app
@@ -756,6 +756,10 @@ def secret_env_values(patterns: Iterable[str], environ: Mapping[str, str]) -> li
             if any(fnmatchcase(name.upper(), pattern) for pattern in patterns)]
 
 
+# Where SQLAlchemy reads a URL's password (sqlalchemy.engine.url._parse_url).
+_URL_PASSWORD = re.compile(r"[\w+]+://[^:/]*:(?P<password>[^@]*)@")
+
+
 def database_passwords(uri: Optional[str]) -> list[str]:
     """The passwords in the database's URL (its own, and a client key's
     ``sslpassword`` in its query), as written and percent-encoded: the agent's
@@ -764,11 +768,24 @@ def database_passwords(uri: Optional[str]) -> list[str]:
         return []
     try:
         url = make_url(uri)
-    except ArgumentError:
+    except (ArgumentError, ValueError):
         return []
     found = [url.password] + [value for key, value in url.query.items() if key.lower().endswith("password")]
     values = [v for v in found if isinstance(v, str)]
-    return values + [quote(v, safe="") for v in values]
+    return values + [quote(v, safe="") for v in values] + _written_passwords(uri)
+
+
+def _written_passwords(uri: str) -> list[str]:
+    """The same passwords spelt as the URL spells them: percent-encoding is
+    no one spelling (``p%40ss!``, ``p%2fss``, ``key+phrase``), and a program
+    that reads the URL may print them so (``urlsplit(url).password``)."""
+    netloc = _URL_PASSWORD.match(uri)
+    found = [netloc["password"]] if netloc else []
+    for pair in uri[netloc.end() if netloc else 0:].partition("?")[2].split("&"):
+        key, equals, value = pair.partition("=")
+        if equals and unquote_plus(key).lower().endswith("password"):
+            found.append(value)
+    return found
 
 
 def build(config: Mapping, settings: Iterable, environ: Optional[Mapping[str, str]] = None,
@@ -781,7 +798,9 @@ def build(config: Mapping, settings: Iterable, environ: Optional[Mapping[str, st
     values = secret_env_values(config.get(ENV_SETTING, []), environ)
     values += [config.get(s.name) for s in settings if s.secret]
     values.append(config.get("SECRET_KEY"))
+    # The URL the service opens, and as the operator wrote it, which the agent's environment holds.
     values += database_passwords(config.get("SQLALCHEMY_DATABASE_URI"))
+    values += database_passwords(config.get("CLAUDEOPS_DATABASE_URL"))
     return Redactor((v for v in values if isinstance(v, str)),
                     withheld=WithheldValues.parse(environ.get(WITHHELD_ENV)) if withheld else None)
 

@@ -7,12 +7,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+from urllib.parse import urlsplit
 
 import pytest
 from hypothesis import given, settings, strategies as st
 from sqlalchemy import text
 
 from app.config import ConfigError, load_settings
+from app.database_url import service_url
 from app.extensions import db
 from app.models import Session, SessionActivity
 from app.redaction import MIN_SECRET_LENGTH, REPLACEMENT, SHAPES, Redactor, build, secret_env_values
@@ -385,6 +387,17 @@ def test_the_database_password_is_redacted_wherever_it_stands():
     assert (redactor.redact("the password is db/pass-word-1, db%2Fpass-word-1 encoded; client-key-phrase")
             == f"the password is {R}, {R} encoded; {R}")
     assert build({"SQLALCHEMY_DATABASE_URI": "sqlite:////srv/state/claudeops.db"}, (), {}).secret_count == 0
+
+
+def test_the_database_password_is_redacted_as_the_url_spells_it():
+    """Percent-encoding is no one spelling: the URL in the agent's
+    environment is the one the operator wrote, whatever the service opens,
+    and a program reading it (urlsplit(url).password) prints it so."""
+    written = "postgresql://ops:p%40ss!w%2aord-1@db.example/claudeops?sslpassword=key+phrase%2B1"
+    redactor = build({"SQLALCHEMY_DATABASE_URI": service_url(written), "CLAUDEOPS_DATABASE_URL": written}, (), {})
+    assert urlsplit(written).password == "p%40ss!w%2aord-1"
+    assert (redactor.redact("p%40ss!w%2aord-1 key+phrase%2B1 p@ss!w*ord-1 key phrase+1")
+            == f"{R} {R} {R} {R}")
 
 
 def test_redact_env_setting_is_validated():
