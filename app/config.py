@@ -217,6 +217,8 @@ def _env_names(raw: str) -> list[str]:
     if raw.startswith("+"):
         raw = REDACT_ENV_DEFAULT + "," + raw[1:]
     names = [item.strip() for item in raw.split(",") if item.strip()]
+    if not names:   # commas alone: as empty, it would redact no variable by value
+        raise ValueError("names no variable; leave it unset for the default list")
     for name in names:
         if not ENV_NAME_PATTERN.match(name):
             raise ValueError(f"{name!r} is not a variable name or pattern (letters, digits, _, * and ?)")

@@ -404,6 +404,9 @@ def test_redact_env_setting_is_validated():
     assert load_settings(environ={"CLAUDEOPS_REDACT_ENV": " MY_KEY , *_PW ,"})["CLAUDEOPS_REDACT_ENV"] == ["MY_KEY", "*_PW"]
     with pytest.raises(ConfigError, match=r"CLAUDEOPS_REDACT_ENV='MY KEY': 'MY KEY' is not a variable name"):
         load_settings(environ={"CLAUDEOPS_REDACT_ENV": "MY KEY"})
+    for empty in ("", " , ", ","):   # it would redact no variable by value
+        with pytest.raises(ConfigError, match="CLAUDEOPS_REDACT_ENV"):
+            load_settings(environ={"CLAUDEOPS_REDACT_ENV": empty})
 
 
 # --- the run log, written as the bytes arrive --------------------------------
