@@ -188,6 +188,15 @@ def test_an_error_result_without_text_gives_its_errors_as_the_reason(app, fake_c
     assert len(session.status_reason) == len("the CLI reported an error: ") + 500
 
 
+def test_an_error_cut_to_the_reason_keeps_no_part_of_a_secret_the_cut_runs_through(app, fake_cli, run_session_now):
+    token = "ghp_" + "a1B2" * 9
+    line = sl.over_budget(1, 1.2)
+    line.update(subtype="error_max_turns", errors=["x" * 470 + " " + token])
+    fake_cli(sl.steps(sl.init(), line) + [{"exit": 1}])
+    session = run_session_now()
+    assert session.status_reason == "the CLI reported an error: " + "x" * 470 + " [redacted]"
+
+
 def test_a_cli_without_credentials_says_how_to_give_it_some_and_the_feed_says_the_session_failed(
         app, fake_cli, run_session_now):
     fake_cli(sl.steps(sl.init(), sl.result("Not logged in · Please run /login", is_error=True)) + [{"exit": 1}])

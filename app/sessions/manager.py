@@ -28,7 +28,7 @@ from app.mcp import ALLOW_RULE, session_mcp_config
 from app.models import COMPLETED, FAILED, STOPPED, TIMED_OUT, Session
 from app.plugin_types import RunInfo, SessionResult
 from app.plugins import call_each, collect
-from app.redaction import WITHHELD_ENV, WithheldValues, redactor
+from app.redaction import WITHHELD_ENV, WithheldValues, head_redacted, redactor
 from app.runtime import setting
 from app.sessions import control, escalation
 from app.sessions.activity import StreamHandler
@@ -336,7 +336,7 @@ def decide_status(outcome: ProcessOutcome, handler: StreamHandler, claude_bin: s
         return STOPPED, outcome.ended_by
     if result is not None and result.is_error:
         what = f"API error {result.api_error_status}" if result.api_error_status else "the CLI reported an error"
-        said = result.result or "; ".join(result.errors[:3])[:MAX_ERRORS_SAID] or "no message"
+        said = result.result or _errors_said(result.errors) or "no message"
         if result.subtype == OVER_BUDGET:
             said += f" ({budget.set_by}; this session cost ${result.cost_usd or 0:.2f})"
         if NOT_LOGGED_IN in said.lower():
@@ -351,6 +351,15 @@ def decide_status(outcome: ProcessOutcome, handler: StreamHandler, claude_bin: s
                    if outcome.oversized_lines else "")
         return FAILED, _with_stderr(f"the Claude CLI ended without a result line{skipped}", outcome.stderr_tail)
     return COMPLETED, None
+
+
+def _errors_said(errors: tuple[str, ...]) -> str:
+    """An error result's first three errors, cut to ``MAX_ERRORS_SAID``
+    where the text as written would be, its secrets found first: cut
+    first, a secret the cut runs through would be kept by its first part,
+    which the redactor no longer knows."""
+    text = "; ".join(errors[:3])
+    return head_redacted(text, redactor().spans(text), MAX_ERRORS_SAID)
 
 
 def _with_stderr(reason: str, stderr_tail: str) -> str:
