@@ -76,6 +76,8 @@ _KEYWORDS = (r"password|passwd|passphrase|secret(?:[_-]?key)?|token|api[_-]?key|
 # A quote, or an escaped one: inside a JSON string (\"), or inside JSON
 # kept in a JSON string, as a tool's output is in a raw line (\\\").
 _QUOTE = r"(?:\\*[\"'])?"
+# A key's closing quote, and a subscript's bracket after it (config['SECRET_KEY'] = …).
+_KEY_END = r"(?:\\*[\"']\]?)?"
 # Between a key and its value: =, :, => and their URL-encoded forms (%3D, %3A; folded to lower case).
 _ASSIGNS = r"(?:[:=]>?|%3d|%3a)"
 # Spaces and tabs around it, a tab also as JSON escapes it (\t), once or more.
@@ -386,7 +388,7 @@ SHAPES: tuple[Rule, ...] = (
     Rule("bearer token", re.compile(r"bearer[ \t]+(?P<secret>[a-z0-9._~+/=-]{8,})"), "secret",
          keep=_word, hints=("bearer",), fold_case=True, word_start=True),
     Rule("key=value pair", re.compile(
-        r"(?:" + _KEYWORDS + r")" + _QUOTE + _GAP + _ASSIGNS + _GAP + _QUOTE + r"(?P<secret>" + _VALUE + ")"),
+        r"(?:" + _KEYWORDS + r")" + _KEY_END + _GAP + _ASSIGNS + _GAP + _QUOTE + r"(?P<secret>" + _VALUE + ")"),
         "secret", keep=_placeholder, hints=("pass", "secret", "token", "key", "credential"), fold_case=True,
         overlapping=True),
     # Short names only as a variable's (upper case, the end of a longer name:
@@ -395,7 +397,7 @@ SHAPES: tuple[Rule, ...] = (
     # The one character before is looked behind at, so each try costs as
     # little on a long run of capitals as on anything else.
     Rule("_PASS variable", re.compile(
-        r"(?<=[A-Z0-9])_(?:PASS|PWD)" + _QUOTE + _GAP + r"[:=]" + _GAP + _QUOTE + r"(?P<secret>" + _VALUE + ")"),
+        r"(?<=[A-Z0-9])_(?:PASS|PWD)" + _KEY_END + _GAP + r"[:=]" + _GAP + _QUOTE + r"(?P<secret>" + _VALUE + ")"),
         "secret", keep=_placeholder_path_or_count, hints=("_PASS", "_PWD")),
     Rule("pass query parameter", re.compile(r"[?&;](?:pass|pwd)=(?P<secret>[^\s\"'`\\&#;]+)"), "secret",
          keep=_placeholder, hints=("pass=", "pwd="), fold_case=True),

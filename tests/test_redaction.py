@@ -58,6 +58,9 @@ CAUGHT = [
     ('{"password": "hunter2", "client_secret": "cs-1"}', f'{{"password": "{R}", "client_secret": "{R}"}}'),
     ("https://x/cb?access_token=abc123&state=9", f"https://x/cb?access_token={R}&state=9"),
     ("private_key => k3y", f"private_key => {R}"),
+    # A subscript's key, as code and configuration assign it.
+    ("app.config['SECRET_KEY'] = 'dev-key-123' and os.environ[\"DB_PASS\"] = \"s3cret-pw\"",
+     f"app.config['SECRET_KEY'] = '{R}' and os.environ[\"DB_PASS\"] = \"{R}\""),
     ("mysql --password hunter2 --user bob", f"mysql --password {R} --user bob"),
     ("curl --api-key k3yVa1ue https://x && tool -apikey K3Y2", f"curl --api-key {R} https://x && tool -apikey {R}"),
     ("mysqld --rootpassword Hunter2xyz && ngrok --authtoken 2abcDEF345ghi",
@@ -316,7 +319,7 @@ def test_a_private_key_with_json_escaped_newlines_is_redacted_whole(redactor):
 # Parts of the secrets in CAUGHT that no near miss contains.
 SECRET_PARTS = ("s3cr3t-VALUE-xyz", "wJalrXUtnFEMI", "MIIEpAIBAAKC", "hunter2", "dXNlcjpw", "p4ss", "b3BlbnNz",
                 "lQOYBF", "Z9y8Z9y8", "AbCdEfGh", "a1B2a1B2", "abcDEF123", "0987654321", "dozjgNry", "ghp_tok",
-                "horse battery")
+                "horse battery", "dev-key-123")
 
 
 @settings(max_examples=300, deadline=None)
