@@ -672,9 +672,37 @@ def _json_key_quote(text: str, start: int) -> Optional[str]:
     while first > 0 and text[first - 1] == "\\":
         first -= 1
     backslashes = quote - first
+    if _opens_a_string(text, first, backslashes):
+        return None
     # Only as many as a quote of some depth has (0, 1, 3, 7, …: one less than a power of two);
     # two are an escaped backslash, then a quote.
     return text[first:quote + 1] if (backslashes + 1) & backslashes == 0 else None
+
+
+# What stands before a string's opening quote in JSON, and ends no key a
+# secret's name ends: a blank, a colon, a bracket, a comma.
+_BEFORE_A_STRING = frozenset(" \t\r\n:[{,")
+
+
+def _opens_a_string(text: str, first: int, backslashes: int) -> bool:
+    """Whether the quote written from ``first`` (after ``backslashes``)
+    opens a string rather than closes a key: in ``{"t": ": 12345678"}`` the
+    colon is the string's own text, and a replacement quoted there would
+    end the string. A line break as JSON escapes it, once or more (a tool's
+    JSON output in a raw line), counts as a blank; a quote right before it
+    is an outer string's opening one if it is of a shallower depth (else
+    it opens the empty key, ``"": 12345678``)."""
+    if first == 0:
+        return True
+    before = text[first - 1]
+    if before in _BEFORE_A_STRING:
+        return True
+    if before == '"':
+        outer = first - 1
+        while outer > 0 and text[outer - 1] == "\\":
+            outer -= 1
+        return _quote_depth(first - 1 - outer) < _quote_depth(backslashes)
+    return before in "nrt" and first >= 2 and text[first - 2] == "\\"
 
 
 def _back_over_blanks(text: str, index: int) -> int:

@@ -282,6 +282,26 @@ def test_a_json_value_that_is_no_string_leaves_the_json_valid(redactor, value, s
             assert inner["input"]["password"] == (shown if scalar else R)
 
 
+@pytest.mark.parametrize("raw", [": ghp_" + "a1B2" * 9 + " x", ":AKIAIOSFODNN7EXAMPLE", ": s3cr3t-VALUE-xyz"])
+def test_a_string_that_begins_with_a_colon_before_a_secret_stays_a_string(redactor, raw):
+    """Its opening quote and the colon look like a key's end and its colon:
+    a replacement quoted there would end the string, and the line would be
+    no JSON."""
+    for document in ({"t": raw, "n": 1}, [raw, raw], {"a": [raw]}, raw, {"": 1, "b": raw}):
+        for indent in (None, 0, 2):
+            for depth in range(3):
+                kept = json.dumps(document, indent=indent)
+                for _ in range(depth):   # a tool's JSON output, kept in the CLI's line
+                    kept = json.dumps({"content": kept})
+                redacted = redactor.redact(kept)
+                for _ in range(depth):
+                    redacted = json.loads(redacted)["content"]
+                assert "a1B2" not in redacted and "AKIA" not in redacted and "VALUE" not in redacted
+                assert json.dumps(json.loads(redacted)) == json.dumps(document).replace(raw, redactor.redact(raw))
+    # A quote right after a quote of its own depth closes the empty key: its value is quoted.
+    assert json.loads(Redactor(["12345678"]).redact(json.dumps({"": 12345678}))) == {"": R}
+
+
 @pytest.mark.parametrize("text", ['{"cookie": []}', '{"Cookie": [1, 2]}', '{"cookie": {}}', '{"cookie":[\n]}'])
 def test_a_cookie_key_whose_json_value_holds_no_string_is_left_as_it_is(redactor, text):
     """Its bracket alone replaced, the JSON would be no JSON."""
