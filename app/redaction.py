@@ -132,6 +132,10 @@ _COMMAND_REACH = 400
 _COMMAND_ENDS = ("\n", "\\n", "|", ";", "&")
 # What ends the word before a program's name when it ends a command too (`-p3; mysql …`).
 _COMMAND_SEPARATORS = (";", "|", "&", "(")
+# An option whose next word is a command to run, not its value: the end of
+# options (`kubectl exec db -- mysql …`), a shell's command string (`sh -c
+# "mysql …"`, `bash -lc …`).
+_RUNS_A_COMMAND = re.compile(r"--|-[A-Za-z]*c")
 
 
 @dataclass(frozen=True)
@@ -176,7 +180,8 @@ def _names_the_command(text: str, index: int) -> bool:
     if window and not window[-1].isspace():
         words = words[:-1]   # the start of the program's own word: a path, a quote
     before = words[-1] if words else ""
-    return not before.startswith("-") or before.endswith(_COMMAND_SEPARATORS)
+    return (not before.startswith("-") or before.endswith(_COMMAND_SEPARATORS)
+            or _RUNS_A_COMMAND.fullmatch(before) is not None)
 
 
 def _fold(text: str) -> str:

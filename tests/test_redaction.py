@@ -81,6 +81,10 @@ CAUGHT = [
     ('{"command": "mysql -u root -pS3cret -e \\"show databases\\""}',
      f'{{"command": "mysql -u root -p{R} -e \\"show databases\\""}}'),
     ("mariadb -p'Qu0ted' -e 'select 1'", f"mariadb -p'{R}' -e 'select 1'"),
+    # Run after the end of options, or as a shell's command string.
+    ("kubectl exec -it mysql-0 -- mysql -uroot -pK8sS3cret; docker exec db sh -c \"mysqldump -pSh3llPw x\"",
+     f"kubectl exec -it mysql-0 -- mysql -uroot -p{R}; docker exec db sh -c \"mysqldump -p{R} x\""),
+    ("bash -lc 'curl -u admin:Bash3dPw x'", f"bash -lc 'curl -u admin:{R} x'"),
     ("sshpass -p S3cret ssh host && sshpass -v -pS3cret scp a b", f"sshpass -p {R} ssh host && sshpass -v -p{R} scp a b"),
     ("sshpass -p 'S3cret' ssh host; sshpass -p\"S3cret\" scp a b", f"sshpass -p '{R}' ssh host; sshpass -p\"{R}\" scp a b"),
     ("curl -u admin:S3cret https://x; curl -s --user=admin:pw x; curl -uadmin:pw2 x",
@@ -339,7 +343,7 @@ def test_a_private_key_with_json_escaped_newlines_is_redacted_whole(redactor):
 # Parts of the secrets in CAUGHT that no near miss contains.
 SECRET_PARTS = ("s3cr3t-VALUE-xyz", "wJalrXUtnFEMI", "MIIEpAIBAAKC", "hunter2", "dXNlcjpw", "p4ss", "b3BlbnNz",
                 "lQOYBF", "Z9y8Z9y8", "AbCdEfGh", "a1B2a1B2", "abcDEF123", "0987654321", "dozjgNry", "ghp_tok",
-                "horse battery", "dev-key-123")
+                "horse battery", "dev-key-123", "K8sS3cret", "Sh3llPw", "Bash3dPw")
 
 
 @settings(max_examples=300, deadline=None)
