@@ -11,7 +11,10 @@ from the shapes in tests/fixtures/) and follows a script named by
     {"sleep": seconds}
     {"orphan": seconds}      start a grandchild that keeps stdout open that long
                              (its pid goes to ``FAKE_CLAUDE_ORPHAN_PID`` when set)
+    {"orphan": seconds, "leaves_group": true}
+                             the same, in a session (and process group) of its own
     {"stderr": "text"}
+    {"touch": "path"}        create a file once what came before is written
     {"exit": code}
     {"trap_signals": true}   from here on end on SIGTERM, SIGINT and SIGHUP as
                              the real CLI does: exit 143, 0 and 129
@@ -127,10 +130,14 @@ def play(steps: list) -> int:
         elif "orphan" in step:
             out.flush()
             # Inherits stdout, so the pipe stays open after this process exits.
-            child = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({step['orphan']})"])
+            child = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({step['orphan']})"],
+                                     start_new_session=step.get("leaves_group", False))
             if os.environ.get("FAKE_CLAUDE_ORPHAN_PID"):
                 with open(os.environ["FAKE_CLAUDE_ORPHAN_PID"], "w") as handle:
                     handle.write(str(child.pid))
+        elif "touch" in step:
+            out.flush()
+            open(step["touch"], "a").close()
         elif "stderr" in step:
             sys.stderr.write(step["stderr"] + "\n")
             sys.stderr.flush()

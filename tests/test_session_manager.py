@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import re
 import os
+import signal
 import threading
 import time
 
@@ -329,6 +330,58 @@ def test_a_stop_after_the_cli_finished_keeps_the_status_its_end_gives_it(app, fa
     assert (session.status, session.status_reason) == ("completed", None)
     assert process_gone(int(orphan_pid_file.read_text())), "the CLI's child outlived the stop"
     assert [s.id for s in db.session.scalars(select(Session))] == [session_id]   # not escalated
+
+
+@pytest.mark.parametrize("ending", ["stopped", "timed_out"])
+def test_what_the_cli_wrote_before_a_stop_or_a_timeout_is_kept_markers_and_all(app, fake_cli, run_session_now,
+                                                                                 tmp_path, monkeypatch, ending):
+    """The runner looks for a stop, and at its clock, between reads: by
+    then the CLI may have written more (while a line's rows were committed,
+    or the check waited on the database). What it wrote before its group was
+    ended is read, into the run log and the session, markers and all."""
+    from app.sessions import manager
+    all_written = tmp_path / "all-written"
+    markers = [f"[EVENT:warning:web] disk filling {number}" for number in range(1, 41)]
+    fake_cli(sl.steps(sl.init(), sl.text(markers[0])) + [{"sleep": 0.3}]
+             + sl.steps(*(sl.text(marker) for marker in markers[1:])) + [{"touch": str(all_written)}, {"sleep": 60}])
+    app.config["CLAUDEOPS_SESSION_TIMEOUT"] = 1
+
+    def poller(session_id, shutdown):
+        def should_stop():
+            # The first look comes once everything is written, none of it read yet.
+            deadline = time.monotonic() + 15
+            while not all_written.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            if ending == "stopped":
+                return manager.OPERATOR_STOP_REASON
+            time.sleep(1.1)   # past the session's timeout
+            return None
+        return should_stop
+    monkeypatch.setattr(manager, "_stop_poller", poller)
+    session = run_session_now()
+    assert session.status == ending
+    assert list(db.session.scalars(select(Event.message).where(Event.session_id == session.id)
+                                   .where(Event.service == "web").order_by(Event.id))) == [
+        marker.removeprefix("[EVENT:warning:web] ") for marker in markers]
+    assert session.response.endswith("disk filling 40")
+    with open(session.log_path) as run_log:
+        assert sum("disk filling" in line for line in run_log) == 40
+
+
+def test_a_stop_does_not_wait_for_a_process_that_left_the_group_holding_stdout(app, fake_cli, run_session_now,
+                                                                              orphan_pid_file):
+    """What the CLI wrote is read once its group has ended; a process that
+    left the group (and so outlives it) holding stdout is not waited for."""
+    fake_cli(sl.steps(sl.init(), sl.text("working")) + [{"orphan": 60, "leaves_group": True}, {"sleep": 60}])
+    shutdown = threading.Event()
+    threading.Timer(0.8, shutdown.set).start()
+    started = time.monotonic()
+    try:
+        session = run_session_now(shutdown=shutdown)
+        assert session.status == "stopped"
+        assert time.monotonic() - started < 4
+    finally:
+        os.kill(int(orphan_pid_file.read_text()), signal.SIGKILL)
 
 
 def test_a_secret_where_a_skipped_lines_preview_is_cut_is_redacted_whole(app, monkeypatch):

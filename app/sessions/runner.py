@@ -183,6 +183,13 @@ def _run(command, on_line, should_stop, on_oversized, run_log, stderr_file, outc
     splitter = LineSplitter(command.max_line_bytes, on_line, oversized)
     try:
         _pump(proc, command, splitter, run_log, should_stop, outcome)
+        if outcome.ended_by:
+            # Stopped or timed out while it ran: what it wrote before its
+            # group was ended (the pipe's buffer, and what it wrote while a
+            # line or the stop's check waited on the database) is read too,
+            # into the run log and the session, markers and all.
+            _end_group(proc)
+            _drain(proc, command, run_log, outcome, splitter)
     except Exception:
         # ``on_line`` failed and the session ends with it. What the CLI wrote
         # until its group is ended (the pipe's buffer, and what it wrote while
@@ -271,21 +278,32 @@ def _pump(proc, command, splitter, run_log, should_stop, outcome) -> None:
     proc.wait()   # stdout ended: the CLI has exited, or is about to
 
 
-def _drain(proc, command: CLICommand, run_log: RedactedLog, outcome: ProcessOutcome) -> None:
-    """Copy what is left on stdout to the run log, up to its end (the group
-    is ended, so no writer is left to hold it) or ``DRAIN_SECONDS`` (a
-    process that left the group may hold it still)."""
+def _drain(proc, command: CLICommand, run_log: RedactedLog, outcome: ProcessOutcome,
+           splitter: Optional[LineSplitter] = None) -> None:
+    """Copy what is left on stdout to the run log (and to ``splitter``'s
+    lines, if given), up to its end (the group is ended, so no writer is
+    left to hold it), a wait that brings nothing (what the group wrote is
+    all read: a process that left the group may hold it still) or, for one
+    that goes on writing, ``DRAIN_SECONDS``."""
     if outcome.log_error:
         return
     deadline = time.monotonic() + DRAIN_SECONDS
+    quiet = True   # nothing came since the last wait
     with closing(_stdout_chunks(proc)) as chunks:
         for data in chunks:
             if data is not None:
+                quiet = False
                 try:
                     run_log.write(data)
                 except OSError as exc:
                     outcome.log_error = _log_error(command.log_path, exc)
                     return
+                if splitter is not None:
+                    splitter.feed(data)
+            elif quiet:
+                return
+            else:
+                quiet = True
             if time.monotonic() >= deadline:
                 return
 
