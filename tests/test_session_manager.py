@@ -332,6 +332,33 @@ def test_a_stop_after_the_cli_finished_keeps_the_status_its_end_gives_it(app, fa
     assert [s.id for s in db.session.scalars(select(Session))] == [session_id]   # not escalated
 
 
+def test_a_stop_as_the_cli_finished_keeps_its_last_lines_and_the_status_its_end_gives_it(
+        app, fake_cli, run_session_now, tmp_path, monkeypatch):
+    """The CLI writes its last lines and exits between two reads, and the
+    runner then sees a Stop: those lines are read all the same, its result
+    line with them, and the session is completed, as its end says."""
+    from app.sessions import manager
+    runs = tmp_path / "runs"
+    monkeypatch.setenv("FAKE_CLAUDE_RUNS", str(runs))
+    fake_cli(sl.steps(sl.init(), sl.text("checking")) + [{"sleep": 0.3}]
+             + sl.steps(sl.text("[EVENT:critical:db] replication stopped"), sl.result("done")))
+
+    def poller(session_id, shutdown):
+        def should_stop():
+            deadline = time.monotonic() + 15   # the first look comes once the CLI has exited
+            while not runs.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(0.5)   # its guard mirrors its exit within 0.1 s
+            return manager.OPERATOR_STOP_REASON
+        return should_stop
+    monkeypatch.setattr(manager, "_stop_poller", poller)
+    session = run_session_now()
+    assert (session.status, session.status_reason) == ("completed", None)
+    assert session.response.endswith("replication stopped")
+    assert db.session.scalar(select(Event.message).where(Event.session_id == session.id,
+                                                         Event.service == "db")) == "replication stopped"
+
+
 @pytest.mark.parametrize("ending", ["stopped", "timed_out"])
 def test_what_the_cli_wrote_before_a_stop_or_a_timeout_is_kept_markers_and_all(app, fake_cli, run_session_now,
                                                                                  tmp_path, monkeypatch, ending):

@@ -35,7 +35,8 @@ ORPHAN_GRACE_SECONDS = 2.0
 # Between SIGTERM and SIGKILL when ending a process group.
 KILL_GRACE_SECONDS = 5.0
 STDERR_TAIL_BYTES = 4000
-# How long the rest of stdout is read after the caller failed and the group was ended.
+# How long the rest of stdout is read once the group was ended (a process that
+# left the group may hold it open).
 DRAIN_SECONDS = 5.0
 # Run by path with the standard library only (-I -S): it starts in milliseconds.
 GUARD_ARGV = [sys.executable, "-I", "-S", groupguard.__file__]
@@ -183,13 +184,13 @@ def _run(command, on_line, should_stop, on_oversized, run_log, stderr_file, outc
     splitter = LineSplitter(command.max_line_bytes, on_line, oversized)
     try:
         _pump(proc, command, splitter, run_log, should_stop, outcome)
-        if outcome.ended_by:
-            # Stopped or timed out while it ran: what it wrote before its
-            # group was ended (the pipe's buffer, and what it wrote while a
-            # line or the stop's check waited on the database) is read too,
-            # into the run log and the session, markers and all.
-            _end_group(proc)
-            _drain(proc, command, run_log, outcome, splitter)
+        # However the reading ended (a stop, the timeout, a leftover child
+        # holding stdout, or its end), what the CLI wrote before its group
+        # was ended is read too, into the run log and the session, markers
+        # and all: the pipe's buffer, what it wrote while a line or the
+        # stop's check waited on the database, its last lines as it exited.
+        _end_group(proc)
+        _drain(proc, command, run_log, outcome, splitter)
     except Exception:
         # ``on_line`` failed and the session ends with it. What the CLI wrote
         # until its group is ended (the pipe's buffer, and what it wrote while
@@ -261,7 +262,7 @@ def _pump(proc, command, splitter, run_log, should_stop, outcome) -> None:
             if reason:
                 # A CLI that has exited (a leftover child holding its stdout) finished
                 # before the stop: it keeps the status its own end gives it. What it
-                # wrote before exiting is read: this comes only once nothing is left.
+                # wrote before exiting is read after the group is ended (``_drain``).
                 if exited_at is None and proc.poll() is None:
                     outcome.ended_by = reason
                 return
