@@ -359,6 +359,17 @@ def test_a_stop_as_the_cli_finished_keeps_its_last_lines_and_the_status_its_end_
                                                          Event.service == "db")) == "replication stopped"
 
 
+def test_a_timeout_after_the_cli_finished_keeps_the_status_its_end_gives_it(app, fake_cli, run_session_now,
+                                                                           orphan_pid_file):
+    """Its leftover child holds stdout open past the session's timeout: the
+    child's group is ended, and the session is completed, not timed out."""
+    fake_cli(sl.steps(sl.init(), sl.text("all done"), sl.result("done")) + [{"orphan": 60}])
+    app.config["CLAUDEOPS_SESSION_TIMEOUT"] = 1
+    session = run_session_now()
+    assert (session.status, session.status_reason) == ("completed", None)
+    assert process_gone(int(orphan_pid_file.read_text())), "the CLI's child outlived the session"
+
+
 @pytest.mark.parametrize("ending", ["stopped", "timed_out"])
 def test_what_the_cli_wrote_before_a_stop_or_a_timeout_is_kept_markers_and_all(app, fake_cli, run_session_now,
                                                                                  tmp_path, monkeypatch, ending):

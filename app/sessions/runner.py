@@ -268,8 +268,9 @@ def _pump(proc, command, splitter, run_log, should_stop, outcome) -> None:
                 return
             now = time.monotonic()
             if now >= deadline:
-                outcome.timed_out = True
-                outcome.ended_by = f"exceeded the session timeout of {command.timeout_seconds:g} s"
+                if exited_at is None and proc.poll() is None:   # as for a stop
+                    outcome.timed_out = True
+                    outcome.ended_by = f"exceeded the session timeout of {command.timeout_seconds:g} s"
                 return
             if exited_at is None and proc.poll() is not None:
                 exited_at = now
