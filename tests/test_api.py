@@ -100,6 +100,8 @@ def test_pagination(client):
     # Python's int() reads these; the API document says ASCII digits.
     ("limit=1_0", "limit must be a whole number"), ("limit=%2B5", "limit must be a whole number"),
     ("limit=%D9%A3", "limit must be a whole number"), ("limit=%205", "limit must be a whole number"),
+    # More digits than Python's int() converts (4,300).
+    ("limit=" + "9" * 5000, "limit must be at most 500"), ("offset=-" + "9" * 5000, "offset must be at least 0"),
 ])
 def test_pagination_errors(client, query, message):
     for path in ("/api/v1/sessions", "/api/v1/events"):
@@ -248,6 +250,16 @@ def test_405_says_which_methods_the_path_offers(client):
     response = client.delete("/api/v1/sessions")
     assert response.status_code == 405 and "error" in response.get_json()
     assert set(response.headers["Allow"].split(", ")) == {"GET", "HEAD", "OPTIONS"}
+
+
+def test_a_number_of_thousands_of_digits_is_read_as_any_other(client):
+    """Leading zeros included: int() alone refuses a string of over 4,300 digits."""
+    for _ in range(3):
+        client.post("/api/v1/sessions/trigger", json={})
+    page = client.get("/api/v1/sessions?limit=" + "0" * 5000 + "2").get_json()
+    assert page["limit"] == 2 and [s["id"] for s in page["sessions"]] == [3, 2]
+    answer = client.get("/api/v1/events?before=" + "9" * 5000)
+    assert answer.status_code == 400 and answer.get_json()["error"] == "before must be at most 2147483647"
 
 
 def test_offset_beyond_any_driver_is_400(client):

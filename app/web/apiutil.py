@@ -49,7 +49,14 @@ def int_arg(name: str, default: int | None = None, minimum: int | None = None,
     # ASCII digits, as the OpenAPI document says: int() also reads "1_0", "+5" and other scripts' digits.
     if not WHOLE_NUMBER.fullmatch(raw):
         raise ApiError(f"{name} must be a whole number, not {raw!r}")
-    value = int(raw)
+    sign, digits = ("-", raw[1:]) if raw.startswith("-") else ("", raw)
+    try:
+        value = int(sign + (digits.lstrip("0") or "0"))
+    except ValueError:   # more digits than int() converts (4,300): beyond every bound, on the side of its sign
+        bound = minimum if sign else maximum
+        if bound is None:
+            raise ApiError(f"{name} has more digits than any number it takes") from None
+        raise ApiError(f"{name} must be {'at least' if sign else 'at most'} {bound}") from None
     if minimum is not None and value < minimum:
         raise ApiError(f"{name} must be at least {minimum}")
     if maximum is not None and value > maximum:
