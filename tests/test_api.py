@@ -224,7 +224,12 @@ def test_events_unknown_level_is_400(client):
 @pytest.mark.parametrize("method, path", [("get", "/api/v1/sessions/2147483648"),
                                           ("get", "/api/v1/sessions/9223372036854775808"),
                                           ("post", "/api/v1/sessions/99999999999999999999999/stop"),
-                                          ("get", "/sessions/9223372036854775808")])
+                                          ("get", "/sessions/9223372036854775808"),
+                                          # More digits than Python's int() converts (4,300).
+                                          ("get", "/api/v1/sessions/" + "9" * 5000),
+                                          ("post", "/api/v1/sessions/" + "9" * 5000 + "/stop"),
+                                          ("get", "/sessions/" + "9" * 5000),
+                                          ("delete", "/memories/" + "9" * 5000)])
 def test_ids_beyond_32_bits_are_404(client, method, path):
     """Ids are INTEGER columns, 32 bits on PostgreSQL: a larger one names no row anywhere."""
     response = getattr(client, method)(path)

@@ -20,8 +20,10 @@ class RowIdConverter(IntegerConverter):
     regex = r"0|[1-9][0-9]*"
 
     def to_python(self, value: str) -> int:
-        number = super().to_python(value)
-        if number > MAX_ROW_ID:
+        # Longer than the largest id, it is larger: int() refuses a number of
+        # over 4,300 digits, which werkzeug takes for a path no rule matches.
+        number = super().to_python(value) if len(value) <= len(str(MAX_ROW_ID)) else None
+        if number is None or number > MAX_ROW_ID:
             # NotFound, not werkzeug's ValidationError: after that, werkzeug
             # answers 405 when the path has rules for other methods.
             raise NotFound(f"nothing has the id {value}; ids end at {MAX_ROW_ID}")
