@@ -310,6 +310,27 @@ def test_a_query_parameter_an_operation_does_not_take_is_400(client, path, messa
     assert (response.status_code, response.get_json()) == (400, {"error": message})
 
 
+def test_a_body_sent_to_an_operation_that_takes_none_is_400_and_nothing_is_done(client):
+    """A stop's ``{"force": true}``, a delete's ids, a read's filter: each was left out without a word."""
+    from plugins.memory.models import Memory
+    client.post("/api/v1/sessions/trigger", json={})
+    memory = client.post("/api/v1/memories", json={"category": "timing", "observation": "backups run at 02:00"})
+    memory_id = memory.get_json()["id"]
+    refused = "this operation takes no request body (send none, or {}); nothing was done"
+    for method, path, body in (("post", "/api/v1/sessions/1/stop", {"force": True}),
+                               ("delete", f"/api/v1/memories/{memory_id}", {"ids": [memory_id]}),
+                               ("delete", f"/api/v1/memories/{memory_id}", "yes"),
+                               ("get", "/api/v1/stats", {"since": "1h"})):
+        response = getattr(client, method)(path, json=body)
+        assert (response.status_code, response.get_json()) == (400, {"error": refused}), (method, path, body)
+    plain = client.delete(f"/api/v1/memories/{memory_id}", data="please", content_type="text/plain")
+    assert plain.status_code == 400
+    assert db.session.get(Session, 1).status == "queued" and db.session.get(Memory, memory_id) is not None
+    # No body, or an empty object (what some clients send with every POST), is no body.
+    assert client.post("/api/v1/sessions/1/stop", data=" {} ", content_type="application/json").status_code == 202
+    assert client.delete(f"/api/v1/memories/{memory_id}").status_code == 200
+
+
 def test_a_query_parameter_is_checked_only_on_the_api_and_after_authentication(tmp_path, client):
     """The dashboard's page leaves one out; an unauthenticated caller
     learns nothing from a 400 (401 first); every parameter an operation

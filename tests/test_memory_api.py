@@ -173,7 +173,7 @@ def test_delete_and_unknown_ids(client):
     memory = add_memory("Obsolete")
     assert client.delete(f"{API}/{memory.id}").get_json() == {"deleted": [memory.id]}
     for method in ("get", "put", "delete"):
-        response = getattr(client, method)(f"{API}/{memory.id}", json={"pinned": True})
+        response = getattr(client, method)(f"{API}/{memory.id}", json={"pinned": True} if method == "put" else None)
         assert response.status_code == 404 and f"memory {memory.id} not found" in response.get_json()["error"]
     # The history outlives the memory.
     history = client.get(f"{API}/{memory.id}/history").get_json()["history"]

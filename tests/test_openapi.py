@@ -155,6 +155,10 @@ def test_every_operation_documents_its_error_statuses(document):
     # The 400 of a query parameter it does not take; the health check lets a monitor's cache-buster be,
     # and answers 400 only for a scope it does not know.
     assert document["paths"]["/health"]["get"]["responses"]["400"]["description"] == "scope is neither service nor host"
+    # One that takes no body refuses one (app/web/query_check.py); one that takes a body says what of it it refuses.
+    for path, method in (("/sessions/{session_id}/stop", "post"), ("/memories/{memory_id}", "delete"),
+                         ("/stats", "get")):
+        assert "or a request body (it takes none" in document["paths"][path][method]["responses"]["400"]["description"]
     for path, item in document["paths"].items():
         for method, operation in item.items():
             assert "400" in operation["responses"], (method, path)

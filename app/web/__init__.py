@@ -38,7 +38,7 @@ def register_web(app: Flask, pm: pluggy.PluginManager) -> None:
     from app.web.api import api
     from app.web.config_page import config_page
     from app.web.openapi import openapi_api
-    from app.web.query_check import query_problem
+    from app.web.query_check import body_problem, query_problem
 
     # Before any rule is added: rules bind their converters when registered.
     app.url_map.converters["int"] = RowIdConverter
@@ -70,11 +70,11 @@ def register_web(app: Flask, pm: pluggy.PluginManager) -> None:
         return _page_error("Not a valid address", f"Nothing to show: the {problem}.", 400)
 
     @app.before_request
-    def refuse_query_parameters_an_api_operation_does_not_take():
+    def refuse_query_parameters_or_a_body_an_api_operation_does_not_take():
         """(The dashboard's pages are forgiving instead: an unknown value is left out and said,
         app/web/ignored_args.py; an unknown name is only left out.)"""
         if request.path.startswith(API_PREFIX + "/"):
-            problem = query_problem()
+            problem = query_problem() or body_problem()
             if problem is not None:
                 raise ApiError(problem)
 

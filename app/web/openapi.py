@@ -95,6 +95,9 @@ TOO_LARGE = error(f"the request body is larger than the {MAX_REQUEST_BYTES // (1
 TAKES_A_BODY = ("post", "put", "patch")
 # What every operation answers before its view runs (app/web/query_check.py).
 UNTAKEN_QUERY = error("a query parameter the operation does not take, or one given twice; nothing was done")
+# … and of one that takes no body, a body (app/web/query_check.py).
+UNTAKEN_QUERY_OR_BODY = error("a query parameter the operation does not take, one given twice, or a request body "
+                              "(it takes none; {} is taken as none); nothing was done")
 
 
 def _declare_common_errors(paths: dict[str, Any]) -> None:
@@ -113,7 +116,8 @@ def _declare_common_errors(paths: dict[str, Any]) -> None:
                 for status, answer in AUTH_ERRORS.items():
                     operation["responses"].setdefault(status, answer)
             if (path, method) not in OPEN_OPERATIONS:   # a monitor's cache-buster is let be (query_check.py)
-                operation["responses"].setdefault("400", UNTAKEN_QUERY)
+                operation["responses"].setdefault("400", UNTAKEN_QUERY if "requestBody" in operation
+                                                  else UNTAKEN_QUERY_OR_BODY)
             operation["responses"].setdefault("503", UNAVAILABLE)
             if method in TAKES_A_BODY:
                 operation["responses"].setdefault("413", TOO_LARGE)

@@ -4,13 +4,20 @@ not have would otherwise be left out without a word, and the unfiltered list
 taken for a filtered one. What each operation takes is what the OpenAPI
 document says it takes, the host's and every plugin's operations alike; an
 operation the document leaves out is not checked, nor is the open health
-check, which monitors ask with a cache-buster of their own (``?_=<time>``)."""
+check, which monitors ask with a cache-buster of their own (``?_=<time>``).
+
+For the same reason an operation the document gives no request body (a
+stop, a delete, a read) refuses one: ``{"force": true}`` sent with a stop,
+or a filter sent in a read's body, would be left out without a word. No
+body, or an empty JSON object (what some clients send with every POST), is
+taken."""
 from __future__ import annotations
 
 from typing import Any, Optional
 
 from flask import request
 
+from app import strict_json
 from app.web.openapi import OPEN_OPERATIONS, cached_document, openapi_path
 
 SHOWN_NAME = 40   # characters of a name a message repeats
@@ -18,9 +25,9 @@ SHOWN_NAME = 40   # characters of a name a message repeats
 
 def query_problem() -> Optional[str]:
     """What is wrong with the request's query parameters, or None."""
-    if not request.args or request.url_rule is None:
+    if not request.args:
         return None
-    taken = _query_parameters(request.url_rule.rule, request.method)
+    taken = _query_parameters()
     if taken is None:
         return None
     unknown = sorted(name for name in request.args if name not in taken)
@@ -44,14 +51,43 @@ def _is_array(parameter: dict[str, Any]) -> bool:
     return kind == "array" or (isinstance(kind, list) and "array" in kind)
 
 
-def _query_parameters(rule: str, method: str) -> Optional[dict[str, dict[str, Any]]]:
-    """The query parameters the operation at ``rule`` takes, by name; None
-    if the document has no such operation."""
-    path, verb = openapi_path(rule), "get" if method == "HEAD" else method.lower()
+def body_problem() -> Optional[str]:
+    """What is wrong with the request's body, sent to an operation that takes none, or None."""
+    data = request.get_data(cache=True)
+    if not data.strip():
+        return None
+    found = _operation()
+    if found is None or "requestBody" in found[1]:
+        return None
+    try:
+        if strict_json.loads(data) == {}:
+            return None
+    except (ValueError, RecursionError):
+        pass
+    return "this operation takes no request body (send none, or {}); nothing was done"
+
+
+def _operation() -> Optional[tuple[dict[str, Any], dict[str, Any]]]:
+    """The request's operation in the document, with its path item; None if
+    the document has no such operation, or it is open (the health check)."""
+    if request.url_rule is None:
+        return None
+    path = openapi_path(request.url_rule.rule)
+    verb = "get" if request.method == "HEAD" else request.method.lower()
     item = cached_document()["paths"].get(path)
     operation = item and item.get(verb)
     if not isinstance(operation, dict) or (path, verb) in OPEN_OPERATIONS:
         return None
+    return item, operation
+
+
+def _query_parameters() -> Optional[dict[str, dict[str, Any]]]:
+    """The query parameters the request's operation takes, by name; None
+    if the document has no such operation."""
+    found = _operation()
+    if found is None:
+        return None
+    item, operation = found
     parameters = [*item.get("parameters", []), *operation.get("parameters", [])]
     return {parameter["name"]: parameter for parameter in parameters
             if isinstance(parameter, dict) and parameter.get("in") == "query"}
