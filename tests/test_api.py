@@ -280,6 +280,27 @@ def test_nul_in_a_query_is_400(client, path):
     assert response.status_code == 400 and "must not contain NUL characters" in response.get_json()["error"]
 
 
+@pytest.mark.parametrize("path, name", [("/api/v1/memories?q=caf%E9", "q"),   # "café" in Latin-1
+                                        ("/api/v1/events?service=%ED%A0%80", "service"),   # half a surrogate pair
+                                        ("/api/v1/sessions?limit=5&%FF=1", "%FF"),
+                                        ("/memories?q=caf%E9", "q"), ("/events?level=info&service=%C3", "service")])
+def test_a_query_that_is_not_utf8_is_400_naming_the_parameter(client, path, name):
+    """Werkzeug keeps such bytes as their escapes, which no filter matches:
+    an empty list came back, as if nothing matched."""
+    client.post("/api/v1/memories", json={"category": "timing", "observation": "the café opens late"})
+    response = client.get(path)
+    said = f"query parameter {name!r} is not UTF-8 text"
+    assert response.status_code == 400
+    assert said in (response.get_json()["error"] if path.startswith("/api/") else response.get_data(as_text=True)
+                    .replace("&#39;", "'"))
+    assert client.get("/api/v1/memories?q=caf%C3%A9").get_json()["total"] == 1   # UTF-8, as sent by any browser
+
+
+def test_a_query_of_raw_bytes_that_are_not_utf8_is_400(client):
+    response = client.get("/api/v1/memories", environ_overrides={"QUERY_STRING": b"q=caf\xe9".decode("latin-1")})
+    assert (response.status_code, response.get_json()) == (400, {"error": "query is not UTF-8 text (byte 5 is not)"})
+
+
 @pytest.mark.parametrize("path", ["/events?service=%00", "/memories?q=a%00b", "/memories/inbox?x%00=1",
                                   "/sessions?status=%00"])
 def test_nul_in_a_dashboard_address_is_400_and_nothing_is_queried(client, path, caplog):

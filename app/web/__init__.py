@@ -21,7 +21,7 @@ from app.plugin_types import DashboardPage
 from app.plugins import HOST_PLUGINS, PluginError, call_at_startup
 from app.timeutil import isoformat
 from app.web import direction_controls
-from app.web.apiutil import ApiError, json_error, nul_in_query
+from app.web.apiutil import ApiError, json_error, nul_in_query, query_not_utf8
 from app.web.headers import register_security_headers
 from app.web.htmx import is_htmx
 from app.web.ignored_args import ignored
@@ -61,8 +61,8 @@ def register_web(app: Flask, pm: pluggy.PluginManager) -> None:
     _refuse_shadowed_routes(app, _page_blueprints(pages) + api_blueprints)
 
     @app.before_request
-    def refuse_nul_in_queries():
-        problem = nul_in_query()
+    def refuse_queries_no_filter_can_match():
+        problem = query_not_utf8() or nul_in_query()   # request.args cannot be read of raw bytes not UTF-8
         if problem is None:
             return None
         if _wants_json():

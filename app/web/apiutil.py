@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import re
 from typing import Any, Iterable, Optional
+from urllib.parse import unquote_plus
 
 from flask import jsonify, request
 
@@ -132,6 +133,26 @@ def nul_in_query() -> Optional[str]:
     for name, value in request.args.items(multi=True):
         if NUL in name or NUL in value:
             return f"query parameter {name.replace(NUL, '')!r} must not contain NUL characters"
+    return None
+
+
+def query_not_utf8() -> Optional[str]:
+    """What is wrong with a query whose bytes, raw or percent-escaped, are
+    not UTF-8 text, or None. Werkzeug keeps such bytes as their escapes (a
+    Latin-1 "café" is read ``caf%E9``), which no filter matches: the list
+    would come back empty, as if nothing matched."""
+    try:
+        text = request.query_string.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"query is not UTF-8 text (byte {exc.start} is not)"
+    for pair in text.split("&"):
+        name, _, value = pair.partition("=")
+        try:
+            unquote_plus(name, errors="strict")
+            unquote_plus(value, errors="strict")
+        except UnicodeDecodeError:
+            return (f"query parameter {name[:40]!r} is not UTF-8 text: a percent-escape in it (%E9, say) "
+                    "decodes to no UTF-8 character")
     return None
 
 
