@@ -189,13 +189,18 @@ def test_a_memories_refresh_past_the_last_page_shows_the_last_page(client):
 
 
 def test_bulk_takes_only_ascii_digits_as_ids(client):
+    """One value that names no memory changes none: the others were deleted without it, without a word."""
     from tests.memory_helpers import add_memory, all_memories
     memory = add_memory("Takes 60s to start")
-    for ids in (["²"], ["\u0661"], ["9" * 5000], ["1.0"], [" 1"]):   # \u0661: Arabic-Indic one
+    for ids in (["²"], ["\u0661"], ["9" * 5000], ["1.0"], [" 1"], [str(memory.id), "abc"],   # \u0661: Arabic-Indic one
+                ["99999999999", str(memory.id)], [str(memory.id), ""]):
         response = client.post("/memories/bulk", data={"ids": ids, "action": "delete"})
         assert response.status_code == 200, ids
-        assert "Select at least one memory first." in response.get_data(as_text=True), ids
+        bad = next(raw for raw in ids if raw != str(memory.id))
+        assert f"Nothing changed: {escape(repr(bad[:40]))} names no memory." in response.get_data(as_text=True), ids
     assert [m.id for m in all_memories()] == [memory.id]
+    assert "Select at least one memory first." in client.post("/memories/bulk", data={"action": "delete"}).get_data(
+        as_text=True)
     response = client.post("/memories/bulk", data={"ids": [str(memory.id)], "action": "delete"})
     assert response.status_code == 200 and all_memories() == []
 

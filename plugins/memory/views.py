@@ -291,12 +291,16 @@ def delete(memory_id: int):
 
 @pages.post("/memories/bulk")
 def bulk():
+    raw_ids = request.form.getlist("ids")
+    if not raw_ids:
+        return _error("Select at least one memory first.")
     # A checkbox's value: ASCII digits, no more than the largest id has. (str.isdigit()
     # also takes "²", which int() refuses, and other scripts' digits, which it reads.)
-    ids = [int(raw) for raw in request.form.getlist("ids")
-           if raw.isascii() and raw.isdigit() and len(raw) <= len(str(MAX_ID))]
-    if not ids:
-        return _error("Select at least one memory first.")
+    # Any other refuses them all, as an id of no memory does: the rest is not changed without it.
+    not_ids = [raw for raw in raw_ids if not (raw.isascii() and raw.isdigit() and len(raw) <= len(str(MAX_ID)))]
+    if not_ids:
+        return _error(f"Nothing changed: {not_ids[0][:40]!r} names no memory.")
+    ids = [int(raw) for raw in raw_ids]
     try:
         memories = store.find_many(ids)
         count = f"{len(memories)} {'memory' if len(memories) == 1 else 'memories'}"
