@@ -196,6 +196,11 @@ def _model(raw: str) -> str:
     value = raw.strip()
     if not value or len(value) > 100 or any(c.isspace() for c in value):
         raise ValueError("must be a model name or alias, without spaces")
+    # A zero-width space pasted with the name, or a direction control: the page
+    # shows "haiku", and every session fails on a model no one has.
+    unseen = next((c for c in value if not c.isprintable()), None)
+    if unseen is not None:
+        raise ValueError(f"must be a model name or alias, without invisible characters (it holds U+{ord(unseen):04X})")
     if value.startswith("-"):   # the CLI would read it as one of its options (--dangerously-…)
         raise ValueError("must be a model name or alias, not an option: no model name begins with -")
     return value
@@ -259,8 +264,11 @@ def boolean(raw: str) -> bool:
     raise ValueError("must be true or false")
 
 
-# What _model takes (surrounding whitespace aside), without the NUL the API refuses.
-MODEL_SCHEMA = {"type": "string", "pattern": "^\\s*[^\\s\\u0000-][^\\s\\u0000]{0,99}\\s*$"}
+# What _model takes (surrounding whitespace aside), without the NUL the API refuses; the
+# invisible characters it refuses are too many for a pattern to list, and are said instead.
+MODEL_SCHEMA = {"type": "string", "pattern": "^\\s*[^\\s\\u0000-][^\\s\\u0000]{0,99}\\s*$",
+                "description": "No invisible character: a control, format, private-use or unassigned one "
+                               "(U+200B, U+202E, …) is refused."}
 
 
 # A tier setting's value in PUT /api/v1/config.

@@ -148,6 +148,9 @@ def test_every_bad_change_is_named_in_one_answer(client):
     ({"CLAUDEOPS_DRY_RUN": 1}, "CLAUDEOPS_DRY_RUN must be true or false"),
     ({"CLAUDEOPS_MAX_TIER": 4}, "must be 1, 2 or 3"),
     ({"CLAUDEOPS_TIER2_MODEL": "two words"}, "without spaces"),
+    # Shown as "haiku", it is no model: every session would fail.
+    ({"CLAUDEOPS_TIER2_MODEL": "hai\u200bku"}, "without invisible characters (it holds U+200B)"),
+    ({"CLAUDEOPS_TIER3_MODEL": "opus\u202e"}, "without invisible characters (it holds U+202E)"),
     # The CLI would take it for one of its options.
     ({"CLAUDEOPS_TIER3_MODEL": "--dangerously-skip-permissions"}, "not an option: no model name begins with -"),
     ({"CLAUDEOPS_DRY_RUN": "perhaps"}, "must be true or false"),

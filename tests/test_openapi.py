@@ -175,6 +175,8 @@ def test_runtime_settings_are_the_config_body(seeded_app, document):
     assert set(body["properties"]) == runtime and body["additionalProperties"] is False
     interval = body["properties"]["CLAUDEOPS_INTERVAL"]["anyOf"]
     assert interval[0]["type"] == "integer" and interval[1] == {"type": "null", "description": "remove the change"}
+    # What the pattern cannot list, the description says (app/config.py _model).
+    assert "No invisible character" in body["properties"]["CLAUDEOPS_TIER1_MODEL"]["anyOf"][0]["description"]
 
 
 # --- schemathesis -------------------------------------------------------------
