@@ -367,6 +367,9 @@ def test_a_bad_entry_refuses_the_whole_file(app):
           "memories": [good | {"history": [{"action": "bogus", "actor": "session"}]}]},
          "memory 1: each history entry needs an action, one of created, reinforced,"),
         ({"format": "claudeops-memories", "version": 2, "memories": []}, "export version 2 is not supported"),
+        # Python takes true for 1.
+        ({"format": "claudeops-memories", "version": True, "memories": [good]},
+         "export version true is not supported (only 1)"),
         # Links name memories by id: two exports joined by hand would link to the wrong ones.
         ({"format": "claudeops-memories", "version": 1,
           "memories": [good | {"id": 1}, good | {"id": 2, "observation": "x", "contradicts_id": 1},

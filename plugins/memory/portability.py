@@ -272,8 +272,10 @@ def parse_json(document: Any, most: int = MAX_IMPORT) -> list[Entry]:
         raise ImportRefused(f'not a memories export: expected an object with "format": "{FORMAT_NAME}"')
     if "version" not in document:
         raise ImportRefused(f'the export names no version: expected "version": {FORMAT_VERSION}')
-    if document["version"] != FORMAT_VERSION:
-        raise ImportRefused(f"export version {document['version']!r} is not supported (only {FORMAT_VERSION})")
+    # true is no version, though Python takes it for 1.
+    if isinstance(document["version"], bool) or document["version"] != FORMAT_VERSION:
+        raise ImportRefused(f"export version {json.dumps(document['version'])[:40]} is not supported "
+                            f"(only {FORMAT_VERSION})")
     unknown = unknown_fields(document, DOCUMENT_KEYS)   # a newer version's are refused by its version above
     if unknown:
         raise ImportRefused(f"the export has {unknown}")
