@@ -24,7 +24,16 @@ def _int(raw: str) -> int:
     try:
         return int(raw)
     except ValueError:
-        raise ValueError("must be a whole number") from None
+        pass
+    # More digits than int() reads (4,300): leading zeros, or a number past every setting's bounds.
+    text = raw.strip()
+    sign, digits = (text[0], text[1:]) if text[:1] in ("+", "-") else ("", text)
+    if not (digits.isascii() and digits.isdigit()):
+        raise ValueError("must be a whole number")
+    digits = digits.lstrip("0") or "0"
+    if len(digits) > 20:
+        raise ValueError(f"must be a whole number within its bounds, not one of {len(digits)} digits")
+    return int(sign + digits)
 
 
 # The longest interval the scheduler can arm (a date beyond it is a wait of

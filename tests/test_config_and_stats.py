@@ -166,6 +166,30 @@ def test_bad_changes_are_refused_and_nothing_is_stored(client, body, message):
     assert config_of(client)["CLAUDEOPS_TIER1_MODEL"]["value"] == "haiku"
 
 
+def test_a_number_of_thousands_of_digits_is_refused_naming_what_is_wrong(client):
+    """Python reads no integer of more than 4,300 digits: its own message
+    ("Exceeds the limit … use sys.set_int_max_str_digits()"), "not valid
+    JSON" or "must be a whole number" said nothing true of what was sent."""
+    huge = "9" * 5000
+    response = client.put("/api/v1/config", data='{"CLAUDEOPS_INTERVAL": %s}' % huge, content_type="application/json")
+    assert response.get_json() == {"error": "the body holds a number of more than 4,300 digits, beyond any field's "
+                                            "bounds"}
+    for limit, said in ((huge + "/4h", "the count must be at most 2147483647"), ("2/" + huge + "h",
+                                                                                 "the window must be at most 366d")):
+        response = client.put("/api/v1/config", json={"CLAUDEOPS_COOLDOWN_RESTART_LIMIT": limit})
+        assert response.status_code == 400 and response.get_json()["error"].endswith(said + (
+            " (0 forbids the action)" if "count" in said else "")), limit
+    page = client.post("/config", data={"CLAUDEOPS_INTERVAL": huge})
+    assert page.status_code == 400 and "must be a whole number within its bounds, not one of 5000 digits" in \
+        page.get_data(as_text=True)
+    assert config_of(client)["CLAUDEOPS_INTERVAL"]["value"] == "3600"
+    # Leading zeros are no part of a number's size.
+    assert client.post("/config", data={"CLAUDEOPS_INTERVAL": "0" * 5000 + "600"}).status_code == 302
+    assert client.put("/api/v1/config", json={"CLAUDEOPS_COOLDOWN_RESTART_LIMIT": "3/" + "0" * 5000 + "2h"}).status_code == 200
+    assert config_of(client)["CLAUDEOPS_INTERVAL"]["value"] == "600"
+    assert config_of(client)["CLAUDEOPS_COOLDOWN_RESTART_LIMIT"]["json_value"] == "3/2h"
+
+
 def test_config_needs_json(client):
     assert client.put("/api/v1/config", data="x=1", content_type="text/plain").status_code == 415
 

@@ -82,8 +82,10 @@ def json_body() -> dict[str, Any]:
         body = strict_json.loads(data)
     except strict_json.DuplicateKey as exc:
         raise ApiError(f"the body is refused: {exc}") from None
-    except ValueError as exc:   # not JSON (the parser says where), or not UTF-8
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:   # not JSON (the parser says where), or not UTF-8
         raise ApiError(f"the body is not valid JSON: {exc}") from None
+    except ValueError:   # valid JSON, but Python reads no integer of more than 4,300 digits
+        raise ApiError("the body holds a number of more than 4,300 digits, beyond any field's bounds") from None
     except RecursionError:   # the parser gives up on very deep nesting
         raise ApiError("the body is nested too deeply") from None
     if not isinstance(body, dict):
