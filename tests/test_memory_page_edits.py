@@ -106,6 +106,25 @@ def test_adding_a_memory_with_a_confidence_beyond_0_to_1_says_it_was_clamped(app
                      r"from 0 to 1\)\.", said), said
 
 
+def test_a_confidence_the_forms_do_not_write_as_a_number_is_refused_and_nothing_changes(app, client):
+    """float() reads "0_5" as 5 (kept as 1.0, "clamped") and other scripts' digits; a number input sends neither."""
+    memory = add_memory("Takes 60s to start", confidence=0.7)
+    for typed in ("0_5", "\u0660.\u0665", "1e"):   # Arabic-Indic "0.5"
+        said = html_unescape(_said(client.put(f"/memories/{memory.id}/confidence", data={"confidence": typed},
+                                              headers=HTMX)))
+        assert said == f"Not saved: confidence must be a number, not {typed!r}", said
+        said = html_unescape(_said(client.post("/memories/bulk", data={"ids": [str(memory.id)], "action": "confidence",
+                                                                        "bulk_confidence": typed})))
+        assert said == f"Nothing changed: confidence must be a number, not {typed!r}", said
+        said = html_unescape(_said(client.post("/memories", data={"category": "timing", "observation": "Slow",
+                                                                   "confidence": typed}, headers=HTMX)))
+        assert said.startswith("Memory not added: confidence must be a number"), said
+    assert [(m.id, m.confidence) for m in all_memories()] == [(memory.id, 0.7)]
+    for typed, kept in ((" .5 ", 0.5), ("5e-1", 0.5), ("-0", 0.0)):
+        client.put(f"/memories/{memory.id}/confidence", data={"confidence": typed}, headers=HTMX)
+        assert db.session.get(Memory, memory.id, populate_existing=True).confidence == kept, typed
+
+
 def test_adding_a_memory_that_restates_another_names_it_and_keeps_both(app, client):
     old = add_memory("Takes 60s to start after restart", category="timing", service="jellyfin", confidence=0.7)
     said = _said(client.post("/memories", data={"category": "timing", "service": "jellyfin",

@@ -150,12 +150,19 @@ def clean_category(raw) -> str:
     return raw
 
 
+# A number as a form's field writes one: float() also reads "0_5" (as 5, kept
+# as 1.0) and other scripts' digits.
+DECIMAL = re.compile(r"\s*[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*")
+
+
 def parse_confidence(raw) -> float:
     """A number, clamped to [0, 1]; anything else is refused."""
     if isinstance(raw, bool):
         raise MemoryInputError("confidence must be a number")
     if raw is None:   # JSON's null, as the API was sent it
         raise MemoryInputError("confidence must be a number, not null")
+    if isinstance(raw, str) and not DECIMAL.fullmatch(raw):
+        raise MemoryInputError(f"confidence must be a number, not {raw[:40]!r}")
     try:
         value = float(raw)
     except (TypeError, ValueError):
