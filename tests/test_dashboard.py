@@ -343,6 +343,21 @@ def test_a_fragment_opened_by_hand_sends_to_its_page(client, fragment, page):
     assert piece.status_code == 200 and "<nav" not in piece.get_data(as_text=True)
 
 
+@pytest.mark.parametrize("after", ["abc", "1_0", "\u0663", " 1", "+1", "1.0", "9" * 5000])
+def test_live_fragment_refuses_an_after_that_is_no_plain_number(client, after):
+    """Read by int(), "1_0" or other scripts' digits would poll from an id
+    the page never showed, and "abc" from the start, appending the whole
+    log again; refused, the page keeps what it has."""
+    session = add_session(status="running", started_at=utcnow())
+    db.session.add(SessionActivity(session_id=session.id, kind="text", body="one", created_at=utcnow()))
+    db.session.commit()
+    live = client.get(f"/sessions/{session.id}/live", query_string={"after": after}, headers=HTMX)
+    assert live.status_code == 400
+    body = live.get_data(as_text=True)
+    assert "after" in body and "one" not in body
+    assert len(body) < 2000   # the value is not echoed whole
+
+
 def test_live_fragment_appends_only_new_activity_and_stops_polling_when_done(client):
     session = add_session(status="running", started_at=utcnow())
     first = SessionActivity(session_id=session.id, kind="text", body="one", created_at=utcnow())

@@ -224,3 +224,18 @@ def test_a_session_not_run_is_no_session_to_the_plugins_nor_a_failure(tmp_path, 
         assert db.session.scalar(select(func.count()).where(Session.parent_id == session.id)) == 0
         stats = app.test_client().get("/api/v1/stats").get_json()
         assert stats["success_rate"] == 1.0
+
+
+def test_the_stats_and_the_daily_limit_count_a_session_ending_on_the_days_edge_alike(app):
+    """A session that ended exactly 24 hours before ``now`` has left the day
+    for the limit, and so for ``cost_usd_24h``; one a microsecond later is in both."""
+    now = utcnow()
+    edge = spent(24, 3.0)
+    edge.ended_at = now - DAY
+    inside = spent(24, 0.5)
+    inside.ended_at = now - DAY + timedelta(microseconds=1)
+    db.session.commit()
+    limit_counts = [cost for _, cost in db.session.execute(day_of_costs_query(now))]
+    stats_count = db.session.scalar(total_cost_query(now - DAY))
+    assert limit_counts == [0.5]
+    assert stats_count == 0.5

@@ -52,7 +52,10 @@ class Budget:
 
 
 def total_cost_query(since: datetime) -> Select:
-    return select(func.coalesce(func.sum(Session.cost_usd), 0.0)).where(Session.ended_at >= since)
+    """What the sessions that ended after ``since`` cost: after, as the daily
+    limit counts the day (``day_of_costs_query``), so that a session ending
+    on the edge is in both or in neither."""
+    return select(func.coalesce(func.sum(Session.cost_usd), 0.0)).where(Session.ended_at > since)
 
 
 def day_of_costs_query(now: datetime) -> Select:
@@ -62,7 +65,7 @@ def day_of_costs_query(now: datetime) -> Select:
 
 
 def cost_since(since: datetime) -> float:
-    """What the sessions that ended since ``since`` cost, together."""
+    """What the sessions that ended after ``since`` cost, together."""
     return db.session.scalar(total_cost_query(since))
 
 

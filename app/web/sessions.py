@@ -16,6 +16,7 @@ from app.models import CLI_TRIGGER, RUNNING, SchedulerState, Session, SessionAct
 from app.sessions import control, escalation
 from app.sessions.results_dir import held_elsewhere
 from app.timeutil import utcnow
+from app.web.apiutil import ApiError, int_arg
 from app.web.htmx import fragment_of, is_htmx, render_page
 from app.web.ignored_args import id_arg
 from app.web.paging import page_number
@@ -72,11 +73,22 @@ def detail(session_id: int):
 def live(session_id: int):
     """New activity since ``after`` plus the current header; polled while the session runs."""
     session = db.session.get(Session, session_id) or abort(404)
-    after = bounded_row_id(request.args.get("after", 0, type=int) or 0)
+    after = bounded_row_id(_after_arg())
     activity = _activity_after(session_id, after)
     return render_template("sessions/_live.html", session=session, activity=activity,
                            last_id=activity[-1].id if activity else after,
                            more=len(activity) == ACTIVITY_PAGE, **_chain_context(session))
+
+
+def _after_arg() -> int:
+    """The poll's ``after``, read as the API reads a number: ASCII digits
+    only. Read by ``int()``, "1_0" or another script's digits would poll from
+    an id the page never showed, and a value that is no number from the
+    start, appending the whole log again. A 400 leaves the page as it is."""
+    try:
+        return int_arg("after", default=0)
+    except ApiError as exc:
+        abort(400, exc.message)
 
 
 def _chain_context(session: Session) -> dict:
