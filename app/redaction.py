@@ -4,7 +4,8 @@ A ``Redactor`` is built once per application (``init_app``) from the values
 of secret environment variables (``CLAUDEOPS_REDACT_ENV``: names or glob
 patterns), the settings declared secret, and a fixed set of credential
 shapes: bearer and API tokens, private key blocks, ``password=``-style
-pairs, URLs with credentials. docs/security.md lists exactly what is caught
+pairs and their name/value forms, clients' password flags, URLs with
+credentials. docs/security.md lists exactly what is caught
 and what is not.
 
 What it finds is replaced by ``[redacted]``. The replacement holds no quote
@@ -51,13 +52,16 @@ ENV_SETTING = "CLAUDEOPS_REDACT_ENV"   # parsed in app.config
 # Written unrolled, so that a run of ordinary characters costs one class.
 _VALUE_START = r"[^\s\"'`\\,;&<>:{}\[\]]"
 _VALUE_CHARS = r"[^\s\"'`\\,;&<>}\]]*"
-_VALUE = (_VALUE_START + _VALUE_CHARS + r"(?:(?:\\+u(?!00(?:22|27|5[cC]))[0-9a-fA-F]{4}|[}\]](?![\s,}\]\"'\\]|$))"
-          + _VALUE_CHARS + ")*")
+_VALUE_REST = (_VALUE_CHARS + r"(?:(?:\\+u(?!00(?:22|27|5[cC]))[0-9a-fA-F]{4}|[}\]](?![\s,}\]\"'\\]|$))"
+               + _VALUE_CHARS + ")*")
+_VALUE = _VALUE_START + _VALUE_REST
 
 
 # A quoted value's text after its first character: up to the closing quote
 # (either kind, or an escaped one), spaces and all ("correct horse battery").
 _QUOTED_REST = r"[^\"'\\\r\n]*"
+# Its first character (not what may follow a JSON string's closing quote: _quoted_or_not).
+_QUOTED_FIRST = r"[^\s\"'\\,:}\]]"
 
 
 def _quoted_or_not(unquoted_start: str = r"(?!-)[^\s\"'\\]", rest: str = r"[^\s\"'\\]*") -> str:
@@ -66,7 +70,7 @@ def _quoted_or_not(unquoted_start: str = r"(?!-)[^\s\"'\\]", rest: str = r"[^\s\
     and runs to its closing quote; but a quote that may be a JSON string's
     closing one is taken for an opening one only before what cannot follow
     a string's end (",:}]")."""
-    return (r"(?P<q>\\*[\"'])?(?P<secret>(?(q)[^\s\"'\\,:}\]]|" + unquoted_start + ")(?(q)" + _QUOTED_REST
+    return (r"(?P<q>\\*[\"'])?(?P<secret>(?(q)" + _QUOTED_FIRST + "|" + unquoted_start + ")(?(q)" + _QUOTED_REST
             + "|" + rest + "))")
 
 
@@ -121,15 +125,21 @@ class Rule:
             start, end = match.span(self.group)
             if self.word_start and not _starts_word(text, match.start()):
                 continue
-            if self.keep is not None and self.keep(text[start:end]):
+            if self.kept(text, match, start, end):
                 continue
             yield start, end
+
+    def kept(self, text: str, match: re.Match, start: int, end: int) -> bool:
+        """Whether what ``match`` found, ``text[start:end]``, is left as it is."""
+        return self.keep is not None and self.keep(text[start:end])
 
 
 # How far after a program its options are looked for, and what ends its
 # command before that: a line (also as a raw JSON line escapes it), a pipe, ; or &.
 _COMMAND_REACH = 400
 _COMMAND_ENDS = ("\n", "\\n", "|", ";", "&")
+_LINE_BREAKS = ("\n", "\\n")
+_ESCAPED_TAB = re.compile(r"\\+t")
 # What ends the word before a program's name when it ends a command too (`-p3; mysql …`).
 _COMMAND_SEPARATORS = (";", "|", "&", "(")
 # An option whose next word is a command to run, not its value: the end of
@@ -169,13 +179,30 @@ class CommandOption:
             scanned = max(scanned, end)
 
 
+def _user_then_password(short: str, separator: str) -> re.Pattern:
+    """A user's name and password given as one option's value, ``-u
+    user:SECRET`` (curl's, ``separator`` ":") or ``-U user%SECRET`` (Samba's,
+    "%"): also last of a cluster of short options (``-sku``), as ``--user``,
+    joined (``-uuser:``, ``--user=``), quoted or not. The name may hold a
+    backslash (``DOMAIN\\user``), but not one that escapes a quote."""
+    name = r"[^\s\"'\\" + separator + "]*"
+    return re.compile(
+        r"[ \t](?:-[A-Za-z]*" + short + r"|--user)(?:[ \t]+|=)?(?P<q>\\*[\"'])?" + name + r"(?:\\+(?![\"'\\])" + name
+        + ")*" + separator + r"(?P<secret>[^\s\"'\\](?(q)" + _QUOTED_REST + r"|[^\s\"'\\]*))")
+
+
 def _names_the_command(text: str, index: int) -> bool:
     """Whether the program named at ``index`` is run there: its name starts
     a word (after a path, a quote or an escaped one), and the word before
-    is no option whose value it would be (a command's end, or none, is fine)."""
+    is no option whose value it would be (a command's end, or none, is fine):
+    a word on its own line's, not the line before's (``ls -l\\nmysql …``);
+    a line break and a tab also as a raw JSON line escapes them."""
     if not _starts_word(text, index):
         return False
     window = text[max(0, index - 100):index]
+    window = window[max((found + len(end) for end in _LINE_BREAKS if (found := window.rfind(end)) >= 0), default=0):]
+    if "\\t" in window:
+        window = _ESCAPED_TAB.sub(" ", window)
     words = window.rsplit(None, 2)
     if window and not window[-1].isspace():
         words = words[:-1]   # the start of the program's own word: a path, a quote
@@ -371,6 +398,44 @@ def _quote_depth(backslashes: int) -> int:
     return ((backslashes + 1) & -(backslashes + 1)).bit_length() - 1
 
 
+# A name a secret goes by, as the key=value pair and _PASS variable rules
+# tell it: one of the key words at its end (any case), or _PASS, _PWD (upper case).
+_SECRET_NAME = re.compile(r"(?:" + _KEYWORDS + r")\Z")
+_PASS_NAME = re.compile(r"[A-Z0-9]_(?:PASS|PWD)\Z")
+
+
+def _secret_name(name: str) -> Optional[Callable[[str], bool]]:
+    """What keeps the value of a secret called ``name`` (``_placeholder``,
+    or ``_placeholder_path_or_count`` as for ``DB_PASS=``); None if the name
+    is no secret's (``LOG_LEVEL``)."""
+    if _SECRET_NAME.search(_fold(name)):
+        return _placeholder
+    if _PASS_NAME.search(name):
+        return _placeholder_path_or_count
+    return None
+
+
+@dataclass(frozen=True)
+class NamedValue(Rule):
+    """A value given apart from its name, a secret's when the name is
+    (``_secret_name``): the pattern's group "name", then its group "secret".
+    Its hints are what such a name holds."""
+
+    group: str | int = "secret"
+    hints: tuple[str, ...] = ("pass", "secret", "token", "key", "credential", "_pwd")
+    fold_case: bool = True
+    word_start: bool = True
+
+    def kept(self, text: str, match: re.Match, start: int, end: int) -> bool:
+        keep = _secret_name(text[match.start("name"):match.end("name")])
+        return keep is None or keep(text[start:end])
+
+
+# A line break between a YAML mapping's lines (also as a raw JSON line
+# escapes it), and the number the CLI writes before each line of a file it read.
+_NEXT_LINE = r"(?:\r?\n|(?:\\+r)?\\+n)(?:[ \t]*[0-9]+(?:\u2192|\\+u2192))?" + _GAP
+
+
 SHAPES: tuple[Rule, ...] = (
     PrivateKeys(),
     Rule("URL credentials", re.compile(r"[A-Za-z0-9]://[^\s:/@\"'\\]*:(?P<secret>[^\s/\"'\\]+)@"), "secret",
@@ -417,11 +482,31 @@ SHAPES: tuple[Rule, ...] = (
     Rule("sshpass -p password", re.compile(
         r"sshpass[ \t]+(?:-[a-zA-Z]+[ \t]+)*?-p[ \t]*" + _FLAG_VALUE),
         "secret", keep=_placeholder, hints=("sshpass",), word_start=True),
-    # -u last of a cluster of short options too (curl -sku user:pw).
-    CommandOption("curl user:password", re.compile(r"curl"), re.compile(
-        r"[ \t](?:-[A-Za-z]*u|--user)(?:[ \t]+|=)?(?P<q>\\*[\"'])?[^\s:\"'\\]*:"
-        r"(?P<secret>[^\s\"'\\](?(q)" + _QUOTED_REST + r"|[^\s\"'\\]*))"),
-        hints=("curl",)),
+    CommandOption("curl user:password", re.compile(r"curl"), _user_then_password("u", ":"), hints=("curl",)),
+    CommandOption("smbclient user%password", re.compile(r"smbclient|rpcclient|smbcacls"),
+                  _user_then_password("U", "%"), hints=("smbclient", "rpcclient", "smbcacls")),
+    # A word of its own after redis-cli: -a, --pass (-p is its port).
+    CommandOption("redis-cli -a password", re.compile(r"(?:redis|valkey)-cli"),
+                  re.compile(r"[ \t](?:-a|--pass)[ \t]+" + _FLAG_VALUE),
+                  hints=("redis-cli", "valkey-cli")),
+    # -p, the value joined to it or not, where it is the password: mongo's
+    # shells and tools (--port is the port; not mongod, mongos), smbmap, a
+    # registry's login (not docker run's -p8080:80).
+    CommandOption("-p password", re.compile(
+        r"(?:mongo(?:sh|dump|restore|export|import|stat|top|files)?|smbmap)(?![\w-])"
+        r"|(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry)[ \t]+login"),
+        re.compile(r"[ \t]-p[ \t]*" + _FLAG_VALUE),
+        hints=("mongo", "smbmap", "login")),
+    # OpenLDAP's clients: -w (-W asks), also last of a cluster of options
+    # that take no value (-xw, not -fnew.ldif); ldappasswd's old and new
+    # passwords too (-a, -s; elsewhere -s is the search's scope).
+    CommandOption("ldap -w password", re.compile(
+        r"ldap(?:search|modify|add|delete|whoami|passwd|compare|modrdn|exop)"),
+        re.compile(r"[ \t]-[ALMNQVWZcnvx]*w[ \t]*" + _FLAG_VALUE),
+        hints=("ldapsearch", "ldapmodify", "ldapadd", "ldapdelete", "ldapwhoami", "ldappasswd", "ldapcompare",
+               "ldapmodrdn", "ldapexop")),
+    CommandOption("ldappasswd -a, -s passwords", re.compile(r"ldappasswd"),
+                  re.compile(r"[ \t]-[as][ \t]*" + _FLAG_VALUE), hints=("ldappasswd",)),
     # The whole value: a session cookie is as good as a password. Also as
     # CGI and WSGI name it (HTTP_COOKIE), which an environment's dump
     # (env, printenv, a CGI script's debug output) writes with "=". Not a
@@ -433,6 +518,20 @@ SHAPES: tuple[Rule, ...] = (
         + _quoted_or_not(unquoted_start=r"(?![\[{]\s*(?:\\*\"|[\]}\[{0-9-]))[^\s\"'\\]", rest=r"[^\r\n\"'\\]*")),
         "secret", keep=_placeholder, hints=("cookie",), fold_case=True, word_start=True),
     CookieList(),
+    # An environment variable as Kubernetes and ECS list them: "- name: DB_PASSWORD",
+    # "value: …" on the next line; {"name": "DB_PASSWORD", "value": "…"}. A
+    # quoted value whole; valueFrom, and a YAML block's "|" (its value on the
+    # lines after), are no value. The name is read possessively (++): what
+    # may end it is none of its characters, and a long run of them ending
+    # otherwise would be read again from each.
+    NamedValue("name/value pair", re.compile(
+        r"name" + _KEY_END + _GAP + ":" + _GAP + _QUOTE + r"(?P<name>[a-z0-9_.-]++)" + _KEY_END + _GAP
+        + r"(?:,(?:\s|\\+[nrt])*|" + _NEXT_LINE + ")" + _QUOTE + "value" + _KEY_END + _GAP + ":" + _GAP
+        + _quoted_or_not(r"(?!\|)" + _VALUE_START, _VALUE_REST))),
+    # PHP's constants: define('DB_PASSWORD', '…'), a quoted value only (not getenv('…')).
+    NamedValue("PHP define", re.compile(
+        r"define" + _GAP + r"\(" + _GAP + r"\\*[\"'](?P<name>[a-z0-9_]++)\\*[\"']" + _GAP + "," + _GAP
+        + r"\\*[\"'](?P<secret>" + _QUOTED_FIRST + _QUOTED_REST + ")")),
     # Hints as narrow as the pattern allows: "key" for api-key, not "api",
     # which every status page's "GET /api/…" holds.
     Rule("--password value", re.compile(

@@ -81,6 +81,8 @@ CAUGHT = [
     ('{"command": "mysql -u root -pS3cret -e \\"show databases\\""}',
      f'{{"command": "mysql -u root -p{R} -e \\"show databases\\""}}'),
     ("mariadb -p'Qu0ted' -e 'select 1'", f"mariadb -p'{R}' -e 'select 1'"),
+    # On a line after one ending in an option (in a raw line too, the line break escaped).
+    ("ls -l\nmysql -uroot -pN3xtLine1 db", f"ls -l\nmysql -uroot -p{R} db"),
     # Run after the end of options, or as a shell's command string.
     ("kubectl exec -it mysql-0 -- mysql -uroot -pK8sS3cret; docker exec db sh -c \"mysqldump -pSh3llPw x\"",
      f"kubectl exec -it mysql-0 -- mysql -uroot -p{R}; docker exec db sh -c \"mysqldump -p{R} x\""),
@@ -89,6 +91,44 @@ CAUGHT = [
     ("sshpass -p 'S3cret' ssh host; sshpass -p\"S3cret\" scp a b", f"sshpass -p '{R}' ssh host; sshpass -p\"{R}\" scp a b"),
     ("curl -u admin:S3cret https://x; curl -s --user=admin:pw x; curl -uadmin:pw2 x",
      f"curl -u admin:{R} https://x; curl -s --user=admin:{R} x; curl -uadmin:{R} x"),
+    ("curl --ntlm -u 'CORP\\bob:NtlmS3cret' x", f"curl --ntlm -u 'CORP\\bob:{R}' x"),
+    # Other clients' password flags, each in its own client's command.
+    ("redis-cli -h cache -a S3cretRedis ping; redis-cli --user app --pass 'my redis pw' -p 6380 get k",
+     f"redis-cli -h cache -a {R} ping; redis-cli --user app --pass '{R}' -p 6380 get k"),
+    ("mongosh -u admin -p M0ngoPw --port 27017 && mongodump -u a -pM0ngoDump --port 27018 -o /b",
+     f"mongosh -u admin -p {R} --port 27017 && mongodump -u a -p{R} --port 27018 -o /b"),
+    ('docker login -u ci -p D0ckerPw registry.io; podman login -p "P0dman pw" q.io',
+     f'docker login -u ci -p {R} registry.io; podman login -p "{R}" q.io'),
+    ("docker login -u ci --password D0ckerLong1 r.io", f"docker login -u ci --password {R} r.io"),
+    ("ldapsearch -x -D cn=admin,dc=ex -w LdapS3cret -b dc=ex -s sub; ldapwhoami -xwLdapJoined1 -H ldap://dc",
+     f"ldapsearch -x -D cn=admin,dc=ex -w {R} -b dc=ex -s sub; ldapwhoami -xw{R} -H ldap://dc"),
+    ("ldapmodify -D cn=admin -w 'ldap mod pw' -f x.ldif && ldappasswd -x -w B1ndPw -a 0ldPw123 -s N3wPw456 uid=bob",
+     f"ldapmodify -D cn=admin -w '{R}' -f x.ldif && ldappasswd -x -w {R} -a {R} -s {R} uid=bob"),
+    ("smbclient //fs/share -U bob%SmbS3cret -c ls; rpcclient --user=CORP\\bob%RpcS3cret dc",
+     f"smbclient //fs/share -U bob%{R} -c ls; rpcclient --user=CORP\\bob%{R} dc"),
+    ("smbcacls -U 'bob%my smb pw' //fs/s f; smbmap -u admin -p SmbmapPw1 -H 10.0.0.5 -P 445",
+     f"smbcacls -U 'bob%{R}' //fs/s f; smbmap -u admin -p {R} -H 10.0.0.5 -P 445"),
+    ('{"command": "redis-cli -a \\"S3cretRedisQ\\" ping; smbclient -U \\"bob%SmbS3cretQ\\" -L fs"}',
+     f'{{"command": "redis-cli -a \\"{R}\\" ping; smbclient -U \\"bob%{R}\\" -L fs"}}'),
+    ("kubectl exec -it redis-0 -- redis-cli -a S3cretRedis2; sh -c 'ldapsearch -x -w LdapS3cret2 -b dc=ex'",
+     f"kubectl exec -it redis-0 -- redis-cli -a {R}; sh -c 'ldapsearch -x -w {R} -b dc=ex'"),
+    # A secret-named environment variable as Kubernetes and ECS list them.
+    ("env:\n- name: LOG_LEVEL\n  value: debug\n- name: DB_PASSWORD\n  value: K8sEnvPw1\n- name: REDIS_PASS\n"
+     "  value: \"K8s quoted pw\"",
+     f"env:\n- name: LOG_LEVEL\n  value: debug\n- name: DB_PASSWORD\n  value: {R}\n- name: REDIS_PASS\n"
+     f"  value: \"{R}\""),
+    ('{"env": [{"name": "DB_PASSWORD", "value": "K8sJsonPw2"}, {"name":"API_TOKEN","value":12345678}]}',
+     f'{{"env": [{{"name": "DB_PASSWORD", "value": "{R}"}}, {{"name":"API_TOKEN","value":"{R}"}}]}}'),
+    ('{\n    "name": "AWS_SECRET_ACCESS_KEY",\n    "value": "wJalrK8sJson3"\n}',
+     f'{{\n    "name": "AWS_SECRET_ACCESS_KEY",\n    "value": "{R}"\n}}'),
+    ("containers: [{env: [{name: client_secret, value: K8sFlowPw4}]}]",
+     f"containers: [{{env: [{{name: client_secret, value: {R}}}]}}]"),
+    # A file the CLI read, each line numbered.
+    ("    12\u2192      - name: DB_PASSWORD\n    13\u2192        value: K8sReadPw5",
+     f"    12\u2192      - name: DB_PASSWORD\n    13\u2192        value: {R}"),
+    # PHP's constants.
+    ("define('DB_PASSWORD', 'Php S3cret');\ndefine( \"AUTH_TOKEN\", \"PhpTok3n\" ); define('DB_HOST', 'db');",
+     f"define('DB_PASSWORD', '{R}');\ndefine( \"AUTH_TOKEN\", \"{R}\" ); define('DB_HOST', 'db');"),
     ("Cookie: session=abc123; theme=dark", f"Cookie: {R}"),
     ("< Set-Cookie: sid=xyz; Path=/; HttpOnly", f"< Set-Cookie: {R}"),
     ('{"Cookie": "session=abc"}', f'{{"Cookie": "{R}"}}'),
@@ -178,6 +218,21 @@ LEFT_ALONE = [
     "docker run --name mysql -p3306:3306 mysql:8 && mysql -h db -p$MYSQL_PWD",
     "docker run -u 1000:1000 img && sudo -u postgres:postgres psql",
     "sshpass -f /etc/pw ssh host && sshpass -e ssh host",
+    # -p is a port in most commands, and in redis-cli's; --port is mongo's.
+    "docker run -p 8080:80 nginx && ssh -p 2222 host && redis-cli -p 6379 ping && mongo --port 27017 admin",
+    "docker run -d --name mongo -p 27017:27017 mongo:7; journalctl -u mongod -p err; kubectl logs mongo-0 -p",
+    "mongosh -u admin -p --port 27017; docker login -u ci --password-stdin r.io; redis-cli --askpass -p 6380",
+    "ldapsearch -x -W -D cn=admin -y /etc/ldap.pw -s sub; ldapmodify -fnew.ldif -Hldap://www.ex; ldappasswd -A -S",
+    "docker login -u ci -p $CI_REGISTRY_PASSWORD r.io; redis-cli -a \"$REDIS_PASSWORD\"; ldapsearch -w ${LDAP_PW}",
+    "smbclient //fs/share -U bob -N; smbclient -U% -L fs; rpcclient --user=CORP\\bob dc",
+    # A name/value pair whose name is no secret's, or whose value is given elsewhere.
+    "- name: LOG_LEVEL\n  value: debug\n- name: DB_PASSWORD_FILE\n  value: /run/secrets/db\n"
+    "- name: TESTS_PASS\n  value: 12",
+    '{"name": "LOG_LEVEL", "value": "debug"}, {"name": "DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "db"}}}',
+    "- name: password_min_length\n  value: 8\n- name: API_TOKEN\n  value: $(API_TOKEN)\n"
+    "- name: DB_PASSWORD\n\n  value: x",
+    "- name: API_KEY\n  value: |-\n    not-read-here",
+    "define('DB_HOST', 'db.internal'); define('DB_PASSWORD', getenv('DB_PASSWORD')); define('API_KEY', '');",
     "cookie-jar: /tmp/c.txt and curl --cookie-jar /tmp/c x",
     # No value: null says the key is unset.
     '{"api_key": null, "password": false, "secret": true}',
@@ -229,6 +284,16 @@ def test_a_status_page_naming_paths_and_keys_holds_no_hint(redactor):
     assert redactor.redact(page) == page
 
 
+def test_a_manifest_and_commands_naming_no_secret_hold_no_hint(redactor):
+    """A name/value pair is gated by what a secret's name holds, not by
+    "name" or "value", and a client's flag by the client's name: an
+    environment list of ordinary names and ports given with -p reach no rule."""
+    text = ('env:\n- name: LOG_LEVEL\n  value: debug\n- name: PORT\n  value: "8080"\n'
+            "docker run -p 8080:80 nginx; ssh -p 2222 host\n")
+    assert redactor.gate.search(text) is None
+    assert redactor.redact(text) == text
+
+
 def test_secrets_of_any_characters_are_found_past_the_gate():
     """The gate that lets most texts through untouched never lets a secret
     through: values with spaces, regex characters and letters whose case
@@ -262,6 +327,17 @@ def test_a_raw_stream_json_line_stays_valid_json(redactor, raw, _):
         assert decoded == redactor.redact(raw)
 
 
+def redacted_in_line(redactor, text: str, depth: int) -> str:
+    """``text`` as a tool's JSON output kept ``depth`` times in the CLI's
+    line (each time as a JSON string), redacted there, and read back out."""
+    for _ in range(depth):
+        text = json.dumps({"content": text})
+    redacted = redactor.redact(text)
+    for _ in range(depth):
+        redacted = json.loads(redacted)["content"]
+    return redacted
+
+
 @pytest.mark.parametrize("value, shown", [
     (12345678, R), (-1.5e3, R), (None, None), (True, True), (["sid=abc123def456", "b=1"], [R, R]),
 ], ids=["number", "float", "null", "true", "array"])
@@ -274,12 +350,7 @@ def test_a_json_value_that_is_no_string_leaves_the_json_valid(redactor, value, s
     document = {"input": {"headers": {"Cookie": value}, "password": value if scalar else 12345678}, "n": 1}
     for text in (json.dumps(document), json.dumps(document, separators=(",", ":"))):
         for depth in range(3):
-            kept = text
-            for _ in range(depth):   # a tool's JSON output, kept in the CLI's line
-                kept = json.dumps({"content": kept})
-            redacted = redactor.redact(kept)
-            for _ in range(depth):
-                redacted = json.loads(redacted)["content"]
+            redacted = redacted_in_line(redactor, text, depth)
             inner = json.loads(redacted)
             assert inner["n"] == 1 and "abc123def456" not in redacted and "12345678" not in redacted, redacted
             assert inner["input"]["headers"]["Cookie"] == shown
@@ -294,12 +365,7 @@ def test_a_string_that_begins_with_a_colon_before_a_secret_stays_a_string(redact
     for document in ({"t": raw, "n": 1}, [raw, raw], {"a": [raw]}, raw, {"": 1, "b": raw}):
         for indent in (None, 0, 2):
             for depth in range(3):
-                kept = json.dumps(document, indent=indent)
-                for _ in range(depth):   # a tool's JSON output, kept in the CLI's line
-                    kept = json.dumps({"content": kept})
-                redacted = redactor.redact(kept)
-                for _ in range(depth):
-                    redacted = json.loads(redacted)["content"]
+                redacted = redacted_in_line(redactor, json.dumps(document, indent=indent), depth)
                 assert "a1B2" not in redacted and "AKIA" not in redacted and "VALUE" not in redacted
                 assert json.dumps(json.loads(redacted)) == json.dumps(document).replace(raw, redactor.redact(raw))
     # A quote right after a quote of its own depth closes the empty key: its value is quoted.
@@ -333,6 +399,20 @@ def test_a_secret_value_is_found_as_go_and_json_inside_json_write_it(redactor):
             assert decoded == secret_redactor.redact(output)
 
 
+def test_an_environment_list_stays_valid_json_at_any_depth(redactor):
+    """kubectl -o json and an ECS task definition, as a tool prints them and
+    kept in the CLI's line: each secret-named variable's value, a string or
+    a number, is replaced, and the JSON stays JSON."""
+    document = {"env": [{"name": "LOG_LEVEL", "value": "debug"}, {"name": "DB_PASSWORD", "value": "Env Pw 1"},
+                        {"name": "API_TOKEN", "value": 12345678}, {"name": "DB_PASS", "value": "/run/pw"}]}
+    expected = {"env": [{"name": "LOG_LEVEL", "value": "debug"}, {"name": "DB_PASSWORD", "value": R},
+                        {"name": "API_TOKEN", "value": R}, {"name": "DB_PASS", "value": "/run/pw"}]}
+    for indent in (None, 4):
+        for depth in range(3):
+            redacted = redacted_in_line(redactor, json.dumps(document, indent=indent), depth)
+            assert json.loads(redacted) == expected, (indent, depth)
+
+
 def test_a_private_key_with_json_escaped_newlines_is_redacted_whole(redactor):
     line = json.dumps({"content": f"cat id_rsa\n{PEM}\n$ "})
     assert "\\n" in line and "MIIE" in line
@@ -340,10 +420,15 @@ def test_a_private_key_with_json_escaped_newlines_is_redacted_whole(redactor):
     assert json.loads(redacted) == {"content": f"cat id_rsa\n{R}\n$ "}
 
 
-# Parts of the secrets in CAUGHT that no near miss contains.
+# Parts of the secrets in CAUGHT that no near miss contains. Not a client's
+# password in the command a piece begins with: joined to the piece before
+# (-H x"curl -u …), its program's name is that option's value.
 SECRET_PARTS = ("s3cr3t-VALUE-xyz", "wJalrXUtnFEMI", "MIIEpAIBAAKC", "hunter2", "dXNlcjpw", "p4ss", "b3BlbnNz",
                 "lQOYBF", "Z9y8Z9y8", "AbCdEfGh", "a1B2a1B2", "abcDEF123", "0987654321", "dozjgNry", "ghp_tok",
-                "horse battery", "dev-key-123", "K8sS3cret", "Sh3llPw", "Bash3dPw")
+                "horse battery", "dev-key-123", "K8sS3cret", "Sh3llPw", "Bash3dPw", "redis pw",
+                "S3cretRedis2", "M0ngoDump", "P0dman", "D0ckerLong", "LdapJoined", "LdapS3cret2", "B1ndPw", "0ldPw123",
+                "N3wPw456", "RpcS3cret", "SmbS3cretQ", "SmbmapPw", "K8sEnvPw", "K8s quoted", "K8sJsonPw", "wJalrK8s",
+                "K8sFlowPw", "K8sReadPw", "Php S3cret", "PhpTok3n", "N3xtLine")
 
 
 @settings(max_examples=300, deadline=None)
