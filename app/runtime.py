@@ -19,6 +19,7 @@ from app.config import Setting
 from app.extensions import db
 from app.models import RuntimeSetting
 from app.timeutil import utcnow
+from app.web.apiutil import echoed
 from app.write_lock import lock_for_writing
 
 log = logging.getLogger(__name__)
@@ -109,7 +110,7 @@ def in_force(spec: Setting | str, raw: str | None) -> Any:
         if (name, raw) not in logged:
             logged.add((name, raw))
             log.warning("ignoring stored %s=%s (%s); using the configured value", name,
-                        "(set, hidden)" if spec.secret else repr(raw), why)
+                        "(set, hidden)" if spec.secret else echoed(raw), why)
     return current_app.config[name]
 
 
@@ -163,7 +164,7 @@ def checked(values: dict[str, Any]) -> dict[str, str | None]:
             known = ", ".join(s.name for s in runtime_settings())
             what = ("cannot be changed at run time" if any(s.name == name for s in declared())
                     else "is no setting of this service (nor of its plugins)")
-            problems[name] = f"{name} {what}; these can be changed at run time: {known}"
+            problems[name] = f"{echoed(name, quote=False)} {what}; these can be changed at run time: {known}"
             continue
         if raw is None:
             parsed[name] = None
@@ -175,7 +176,7 @@ def checked(values: dict[str, Any]) -> dict[str, str | None]:
         try:
             spec.parse(text)
         except ValueError as exc:   # a secret's value is never shown back, as in the configuration's errors
-            problems[name] = f"{name}={'(set, hidden)' if spec.secret else repr(text)}: {exc}"
+            problems[name] = f"{name}={'(set, hidden)' if spec.secret else echoed(text)}: {exc}"
             continue
         parsed[name] = text
     if problems:

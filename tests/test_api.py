@@ -475,6 +475,54 @@ def test_deeply_nested_json_is_400(client):
     assert response.status_code == 400 and "nested too deeply" in response.get_json()["error"]
 
 
+# --- a client's value a refusal repeats: its start, never a megabyte of it ---
+
+LONG = "x" * 1_048_576
+CUT = f"'{'x' * 80}…' (1,048,576 characters)"
+
+
+def test_a_value_a_message_repeats_is_whole_when_short_and_cut_when_long():
+    from app.web.apiutil import echoed
+    assert echoed("x" * 80) == repr("x" * 80) and echoed("it's") == repr("it's")   # as messages always read
+    assert echoed(LONG) == CUT
+    assert echoed(LONG, quote=False) == f"{'x' * 80}… (1,048,576 characters)" and echoed("web", quote=False) == "web"
+    assert echoed(9) == "9" and echoed(["x"] * 1000) == repr(["x"] * 1000)[:80] + "…"
+
+
+@pytest.mark.parametrize("path, said", [
+    ("/api/v1/events?before=", "before must be a whole number, not "),
+    ("/api/v1/events?level=", "level must be one of info, warning, critical, not "),
+    ("/api/v1/cooldowns?action=", "action must be one of restart, redeployment, not "),
+    ("/api/v1/cooldowns?outcome=", "outcome must be one of "),
+    ("/api/v1/memories?active=", "active must be true or false, not "),
+    ("/api/v1/memories?category=", "category must be one of "),
+    ("/api/v1/memories?status=", "status must be one of "),
+    ("/api/v1/memories/export?format=", "format must be json or markdown, not "),
+])
+def test_a_long_query_value_is_400_naming_the_parameter_and_repeating_only_its_start(client, path, said):
+    response = client.get(path + LONG)
+    error = response.get_json()["error"]
+    assert response.status_code == 400 and error.startswith(said) and error.endswith(f"not {CUT}"), error[:200]
+    assert len(error) < 300
+
+
+@pytest.mark.parametrize("method, path, body, said", [
+    ("post", "/api/v1/memories", {"category": LONG, "observation": "x"}, "category must be one of "),
+    ("post", "/api/v1/memories", {"category": "timing", "observation": "x", "service": "a" + "@" * 1_048_575},
+     "(memories of 'a@@@"),
+    ("put", "/api/v1/config", {"CLAUDEOPS_TIER1_MODEL": LONG}, f"CLAUDEOPS_TIER1_MODEL={CUT}: must be a model name"),
+    ("put", "/api/v1/config", {LONG: 1}, f"{'x' * 80}… (1,048,576 characters) is no setting of this service"),
+    ("post", "/api/v1/memories/import", {"format": "claudeops-memories", "version": 1, "memories": [
+        {"category": "timing", "observation": "x", "created_at": LONG}]},
+     f"nothing imported: memory 1: {CUT} is not an ISO 8601 timestamp"),
+])
+def test_a_long_json_field_is_400_naming_it_and_repeating_only_its_start(client, method, path, body, said):
+    response = getattr(client, method)(path, json=body)
+    error = response.get_json()["error"]
+    assert response.status_code == 400 and said in error and "(1,048,576 characters)" in error, error[:200]
+    assert len(error) < 1_000
+
+
 def test_a_trigger_sent_again_with_its_idempotency_key_queues_one_session(client):
     """A retry after a lost answer: the same session, as it is now (200)."""
     key = {"Idempotency-Key": "deploy-check:2026-11-29T10:00"}

@@ -405,6 +405,20 @@ def test_a_stored_value_that_no_longer_parses_falls_back_with_a_warning(app, cli
     assert db.session.get(RuntimeSetting, "CLAUDEOPS_MAX_TIER") is None
 
 
+def test_a_long_stored_value_that_no_longer_parses_is_logged_and_shown_by_its_start(app, client, caplog):
+    """One a version took (leading zeros count for nothing) and a later one
+    refuses: the warning and the page repeat its first characters, not a
+    megabyte of them."""
+    from app.models import RuntimeSetting
+    stored = "0" * (1_048_576 - 8) + "99999999"   # over 366 days
+    db.session.add(RuntimeSetting(name="CLAUDEOPS_INTERVAL", value=stored, updated_at=utcnow()))
+    db.session.commit()
+    assert setting("CLAUDEOPS_INTERVAL") == 3600
+    cut = f"'{'0' * 80}…' (1,048,576 characters)"
+    assert f"ignoring stored CLAUDEOPS_INTERVAL={cut} (must be at most" in caplog.text and "0" * 81 not in caplog.text
+    assert config_of(client)["CLAUDEOPS_INTERVAL"]["ignored"].startswith(f"the stored change {cut} is ignored (")
+
+
 def test_a_stored_change_is_read_and_parsed_once_per_cache_period_and_the_configuration_at_once(app):
     """Plugins ask for their limits on every marker of a stream: within
     CACHE_SECONDS the stored change is neither read nor parsed again. Without

@@ -534,6 +534,37 @@ def test_run_now_rejects_a_bad_tier_with_a_message(client):
     assert db.session.scalar(select(Session)) is None
 
 
+# A value of a megabyte, as a script may send in any field, and the start of
+# it a refusal repeats, with its length (quoted, as the page escapes it).
+LONG = "x" * 1_048_576
+CUT = f"&#39;{'x' * 80}…&#39; (1,048,576 characters)"
+
+
+def test_a_long_form_field_is_refused_naming_it_and_repeating_only_its_start(client):
+    response = client.post("/sessions/run", data={"tier": LONG, "prompt": "check disks"})
+    html = response.get_data(as_text=True)
+    assert response.status_code == 400
+    assert ('<p class="field-error" id="run-now-problem" role="alert">Not queued: tier must be 1, 2 or 3, not '
+            f"{CUT}</p>") in html
+    assert "x" * 81 not in html
+    page = client.post("/config", data={"CLAUDEOPS_TIER1_MODEL": LONG})
+    assert page.status_code == 400
+    # The field keeps what was typed; the problem below it repeats only its start.
+    problem = re.search(r'<p class="field-error" id="problem-CLAUDEOPS_TIER1_MODEL">([^<]*)</p>',
+                        page.get_data(as_text=True)).group(1)
+    assert problem.startswith(f"CLAUDEOPS_TIER1_MODEL={CUT}: must be a model name")
+    added = client.post("/memories", data={"category": LONG, "observation": "backups run at 02:00"}, headers=HTMX)
+    assert "Memory not added: category must be one of" in added.get_data(as_text=True)
+    assert f", not {CUT}</p>" in added.get_data(as_text=True) and len(added.get_data()) < 1_000
+    import io
+    # A file's name of a megabyte is past the 500,000 bytes werkzeug keeps of a form's part (413).
+    upload = client.post("/memories/import", data={"file": (io.BytesIO(b"\xff"), LONG[:100_000])},
+                         content_type="multipart/form-data", follow_redirects=True)
+    assert f"Nothing imported: {'x' * 80}… (100,000 characters) is not UTF-8 text." in upload.get_data(as_text=True)
+    assert "x" * 81 not in upload.get_data(as_text=True)
+    assert db.session.scalar(select(Session)) is None
+
+
 def test_stop_button(client):
     session = add_session(status="queued")
     response = client.post(f"/sessions/{session.id}/stop", follow_redirects=True)

@@ -22,6 +22,7 @@ from app.models import (CLI_TRIGGER, FAILED, FINISHED_STATUSES, INTERRUPTED, QUE
 from app.portable_text import is_unicode
 from app.redaction import redactor
 from app.timeutil import utcnow
+from app.web.apiutil import echoed
 from app.write_lock import lock_for_writing
 
 MAX_PROMPT_CHARS = 20_000
@@ -53,7 +54,7 @@ def enqueue(tier: int = 1, prompt: str | None = None, trigger: str = "api", pare
             escalation_reason: str | None = None, request_key: str | None = None) -> Session:
     if tier not in TIERS:
         numbers = [str(number) for number in sorted(TIERS)]
-        raise ControlError(f"tier must be {', '.join(numbers[:-1])} or {numbers[-1]}, not {tier!r}", field="tier")
+        raise ControlError(f"tier must be {', '.join(numbers[:-1])} or {numbers[-1]}, not {echoed(tier)}", field="tier")
     if trigger not in TRIGGERS:
         raise ControlError(f"unknown trigger {trigger!r}")
     # An escalation carries its parent's request as stored: checked when it

@@ -13,7 +13,7 @@ from app.database_url import shown_url
 from app.extensions import db
 from app.runtime import SettingError, change, checked, declared, in_force, overrides, refused, runtime_settings
 from app.web import direction_controls
-from app.web.apiutil import ApiError, json_body
+from app.web.apiutil import ApiError, echoed, json_body
 from app.write_lock import lock_for_request
 
 config_page = Blueprint("config", __name__)
@@ -72,7 +72,7 @@ def _ignored(spec: Setting, stored: str, why: str, source: str) -> str:
     made it would otherwise see only the value in force, not that theirs is
     ignored."""
     instead = "the environment's value" if source == "environment" else "the default"
-    return (f"the stored change {shown(spec, stored)!r} is ignored ({why}); {instead} is in force. "
+    return (f"the stored change {echoed(shown(spec, stored))} is ignored ({why}); {instead} is in force. "
             "Save a value, or reset, to replace it")
 
 

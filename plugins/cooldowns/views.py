@@ -9,7 +9,7 @@ from flask import Blueprint, request
 from app.extensions import db
 from app.listing import count_up_to
 from app.timeutil import utcnow
-from app.web.apiutil import ApiError, page, pagination
+from app.web.apiutil import ApiError, echoed, page, pagination
 from app.web.filter_options import choices_state
 from app.web.htmx import render_page
 from app.web.ignored_args import ignore
@@ -37,11 +37,11 @@ def _filters(strict: bool) -> tuple[str | None, str | None, str | None]:
     outcome = raw_outcome.lower() or None
     if raw_action and action is None:
         if strict:
-            raise ApiError(f"action must be one of {', '.join(ACTIONS)}, not {raw_action!r}")
+            raise ApiError(f"action must be one of {', '.join(ACTIONS)}, not {echoed(raw_action)}")
         ignore(f"the action {raw_action[:40]!r}, none of {', '.join(ACTIONS)}: every action is shown")
     if outcome not in (None, *OUTCOMES):
         if strict:
-            raise ApiError(f"outcome must be one of {', '.join(OUTCOMES)}, not {raw_outcome!r}")
+            raise ApiError(f"outcome must be one of {', '.join(OUTCOMES)}, not {echoed(raw_outcome)}")
         ignore(f"the outcome {raw_outcome[:40]!r}, none of {', '.join(OUTCOMES)}: every outcome is shown")
         outcome = None
     return service, action, outcome

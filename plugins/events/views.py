@@ -8,7 +8,7 @@ from sqlalchemy import or_, select
 
 from app.extensions import db
 from app.listing import count_up_to, distinct_values
-from app.web.apiutil import MAX_ID, ApiError, int_arg, page, pagination
+from app.web.apiutil import MAX_ID, ApiError, echoed, int_arg, page, pagination
 from app.web.filter_options import choices_state
 from app.web.htmx import render_page
 from app.web.ignored_args import ignore
@@ -66,7 +66,7 @@ def list_events():
     if raw_level:
         level = normalise_level(raw_level)
         if level is None:
-            raise ApiError(f"level must be one of {', '.join(LEVELS)}, not {raw_level!r}")
+            raise ApiError(f"level must be one of {', '.join(LEVELS)}, not {echoed(raw_level)}")
     query, just_after = _by_id(_filtered(level, _service_arg()))
     total = count_up_to(query)
     if just_after:

@@ -9,7 +9,8 @@ from sqlalchemy import select
 from app.extensions import db
 from app.runtime import setting
 from app.write_lock import lock_for_request
-from app.web.apiutil import ApiError, json_body, json_error, json_described, page, pagination, unknown_fields
+from app.web.apiutil import (ApiError, echoed, json_body, json_error, json_described, page, pagination,
+                             unknown_fields)
 from plugins.memory import queries, review, store
 from plugins.memory.models import Memory, MemoryHistory
 
@@ -52,7 +53,7 @@ def _active_arg():
         return True
     if raw.lower() in ("false", "0", "no"):
         return False
-    raise ApiError(f"active must be true or false, not {raw!r}")
+    raise ApiError(f"active must be true or false, not {echoed(raw)}")
 
 
 def _optional_body(allowed: set[str]) -> dict:
@@ -189,7 +190,7 @@ def export_memories():
                         mimetype="application/json")
     if fmt == "markdown":
         return Response(portability.export_markdown(), mimetype="text/markdown")
-    raise ApiError(f"format must be json or markdown, not {fmt!r}")
+    raise ApiError(f"format must be json or markdown, not {echoed(fmt)}")
 
 
 @api.post("/memories/import")

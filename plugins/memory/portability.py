@@ -24,7 +24,7 @@ from app.extensions import db
 from app.models import Session
 from app.snapshot import one_snapshot
 from app.timeutil import utcnow
-from app.web.apiutil import MAX_ID, json_described, unknown_fields, unstorable_text
+from app.web.apiutil import MAX_ID, echoed, json_described, unknown_fields, unstorable_text
 from app.write_lock import lock_for_writing
 from plugins.memory import candidates, store
 from plugins.memory.candidates import IdRuns, Pair
@@ -388,15 +388,16 @@ def _time(value) -> Optional[datetime]:
         raise ValueError("timestamps must be ISO 8601 text")
     try:
         parsed = datetime.fromisoformat(value)
-        if parsed.tzinfo is None:
-            raise ValueError(f"{value!r} has no time zone")
+    except ValueError:   # Python's own words repeat the value whole
+        raise ValueError(f"{echoed(value)} is not an ISO 8601 timestamp") from None
+    if parsed.tzinfo is None:
+        raise ValueError(f"{echoed(value)} has no time zone")
+    try:
         parsed = parsed.astimezone(timezone.utc)
-    except ValueError as exc:
-        raise ValueError(str(exc) if "time zone" in str(exc) else f"{value!r} is not an ISO 8601 timestamp") from None
     except OverflowError:   # a time zone that pushes the instant past year 9999
-        raise ValueError(f"{value!r} is out of range") from None
+        raise ValueError(f"{echoed(value)} is out of range") from None
     if not EARLIEST_TIME <= parsed <= utcnow() + CLOCK_SKEW:
-        raise ValueError(f"{value!r} is out of range: timestamps run from 1970 to a day from now")
+        raise ValueError(f"{echoed(value)} is out of range: timestamps run from 1970 to a day from now")
     return parsed
 
 

@@ -7,6 +7,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import selectinload
 
 from app.listing import Total, count_up_to, distinct_values
+from app.web.apiutil import echoed
 from plugins.memory import search
 from plugins.memory.models import APPROVED, CATEGORIES, PROPOSED, REJECTED, REVIEW_STATES, Memory
 from plugins.memory.store import GENERAL, MemoryInputError
@@ -49,7 +50,7 @@ def _one_of(raw: str, choices, name: str) -> str:
     the cooldowns' action and outcome are read; MemoryInputError if none."""
     value = raw.strip().lower()
     if value not in choices:
-        raise MemoryInputError(f"{name} must be one of {', '.join(choices)}, not {raw!r}")
+        raise MemoryInputError(f"{name} must be one of {', '.join(choices)}, not {echoed(raw)}")
     return value
 
 

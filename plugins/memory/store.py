@@ -30,7 +30,7 @@ from app.plugin_types import RunInfo
 from app.plugins import call_first
 from app.session_warnings import AT_DEBUG_LEVEL, warn_once
 from app.timeutil import utcnow
-from app.web.apiutil import MAX_ID
+from app.web.apiutil import MAX_ID, echoed
 from app.write_lock import lock_for_writing
 from plugins.memory.candidates import candidates as find_candidates
 from plugins.memory.context import MemoryContext, build_memory_context
@@ -140,13 +140,13 @@ def clean_service(raw) -> Optional[str]:
         # As a marker naming a host or a unit (db.lan, getty@tty1) is kept: the operator is told that spelling.
         spelt = memory_spelling(service)
         raise MemoryInputError("service must be 1-100 letters, digits, '_' or '-'"
-                               + (f" (memories of {service!r} are kept under {spelt!r})" if spelt else ""))
+                               + (f" (memories of {echoed(service)} are kept under {spelt!r})" if spelt else ""))
     return service.lower()
 
 
 def clean_category(raw) -> str:
     if raw not in CATEGORIES:
-        raise MemoryInputError(f"category must be one of {', '.join(CATEGORIES)}, not {raw!r}")
+        raise MemoryInputError(f"category must be one of {', '.join(CATEGORIES)}, not {echoed(raw)}")
     return raw
 
 
@@ -166,7 +166,7 @@ def parse_confidence(raw) -> float:
     try:
         value = float(raw)
     except (TypeError, ValueError):
-        raise MemoryInputError(f"confidence must be a number, not {raw!r}") from None
+        raise MemoryInputError(f"confidence must be a number, not {echoed(raw)}") from None
     except OverflowError:   # an integer too large for a float
         raise MemoryInputError("confidence must be a finite number") from None
     if value != value or value in (float("inf"), float("-inf")):

@@ -15,7 +15,7 @@ from sqlalchemy import select
 from app.extensions import db
 from app.runtime import setting
 from app.web import direction_controls
-from app.web.apiutil import MAX_ID
+from app.web.apiutil import MAX_ID, echoed
 from app.models import Session
 from app.web.filter_options import choices_state
 from app.write_lock import lock_for_request
@@ -466,17 +466,18 @@ def import_file():
     if upload is None or not upload.filename:
         flash("Import: choose an exported file first.", "error")
         return redirect(url_for("memory.index"))
+    named = echoed(upload.filename, quote=False)   # a script may send any name, of any length
     try:
         text = upload.read().decode("utf-8")
         report = portability.import_entries(portability.parse(text, most=portability.MAX_WEB_IMPORT),
                                             source=upload.filename)
     except UnicodeDecodeError:
-        flash(f"Nothing imported: {upload.filename} is not UTF-8 text.", "error")
+        flash(f"Nothing imported: {named} is not UTF-8 text.", "error")
     except portability.ImportRefused as exc:
         db.session.rollback()
-        flash(f"Nothing imported from {upload.filename}: {exc}", "error")
+        flash(f"Nothing imported from {named}: {exc}", "error")
     else:
         db.session.commit()
         counts = report.to_dict()
-        flash(f"Imported {upload.filename}: " + ", ".join(f"{n} {what}" for what, n in counts.items()) + ".", "info")
+        flash(f"Imported {named}: " + ", ".join(f"{n} {what}" for what, n in counts.items()) + ".", "info")
     return redirect(url_for("memory.index"))
