@@ -352,6 +352,27 @@ def test_a_body_sent_to_an_operation_that_takes_none_is_400_and_nothing_is_done(
     assert client.delete(f"/api/v1/memories/{memory_id}").status_code == 200
 
 
+def test_the_body_of_an_operation_that_takes_one_is_left_for_its_view_to_read(app):
+    """The check for a body an operation does not take reads none where the
+    operation takes one: an import of megabytes is read once, by its view."""
+    from app.web.query_check import body_problem
+
+    class Unread(io.RawIOBase):
+        def readable(self):
+            return True
+
+        def readinto(self, buffer):
+            raise AssertionError("the body was read")
+
+    for method, path in (("POST", "/api/v1/memories/import"), ("PUT", "/api/v1/config"),
+                         ("POST", "/api/v1/sessions/trigger")):
+        with app.test_request_context(path, method=method, content_type="application/json", content_length=1000,
+                                      environ_overrides={"wsgi.input": Unread()}):
+            assert body_problem() is None, path
+    with app.test_request_context("/api/v1/stats", data=b'{"since": "1h"}', content_type="application/json"):
+        assert body_problem() == "this operation takes no request body (send none, or {}); nothing was done"
+
+
 def test_a_query_parameter_is_checked_only_on_the_api_and_after_authentication(tmp_path, client):
     """The dashboard's page leaves one out; an unauthenticated caller
     learns nothing from a 400 (401 first); every parameter an operation

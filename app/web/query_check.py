@@ -53,11 +53,12 @@ def _is_array(parameter: dict[str, Any]) -> bool:
 
 def body_problem() -> Optional[str]:
     """What is wrong with the request's body, sent to an operation that takes none, or None."""
-    data = request.get_data(cache=True)
-    if not data.strip():
-        return None
     found = _operation()
     if found is None or "requestBody" in found[1]:
+        return None   # not read here: the view reads the body it takes, and judges it itself
+    # Within MAX_CONTENT_LENGTH: a larger body was refused before anything read it (app/web/request_body.py).
+    data = request.get_data(cache=True)
+    if not data.strip():
         return None
     try:
         if strict_json.loads(data) == {}:
