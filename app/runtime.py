@@ -16,10 +16,10 @@ from flask import current_app
 from sqlalchemy import select
 
 from app.config import Setting
+from app.echoed import echoed
 from app.extensions import db
 from app.models import RuntimeSetting
 from app.timeutil import utcnow
-from app.web.apiutil import echoed
 from app.write_lock import lock_for_writing
 
 log = logging.getLogger(__name__)

@@ -503,7 +503,7 @@ CUT = f"'{'x' * 80}…' (1,048,576 characters)"
 
 
 def test_a_value_a_message_repeats_is_whole_when_short_and_cut_when_long():
-    from app.web.apiutil import echoed
+    from app.echoed import echoed
     assert echoed("x" * 80) == repr("x" * 80) and echoed("it's") == repr("it's")   # as messages always read
     assert echoed(LONG) == CUT
     assert echoed(LONG, quote=False) == f"{'x' * 80}… (1,048,576 characters)" and echoed("web", quote=False) == "web"

@@ -16,13 +16,13 @@ from sqlalchemy import and_, case, func, or_, select, update
 
 from app import process_identity
 from app.config import TIERS
+from app.echoed import echoed
 from app.extensions import db
 from app.models import (CLI_TRIGGER, FAILED, FINISHED_STATUSES, INTERRUPTED, QUEUED, RUNNING, STOPPED, TRIGGERS,
                         SchedulerState, Session, SessionActivity)
 from app.portable_text import is_unicode
 from app.redaction import redactor
 from app.timeutil import utcnow
-from app.web.apiutil import echoed
 from app.write_lock import lock_for_writing
 
 MAX_PROMPT_CHARS = 20_000

@@ -9,6 +9,7 @@ from urllib.parse import unquote_plus
 from flask import jsonify, request
 
 from app import strict_json
+from app.echoed import echoed
 from app.listing import Total
 from app.portable_text import is_unicode
 from app.web.row_ids import MAX_ROW_ID
@@ -117,28 +118,6 @@ def json_described(value: Any, most: int = 40) -> str:
         return "null"
     written = json.dumps(value, ensure_ascii=False)
     return f"{json_kind(value)} {written if len(written) <= most else written[:most - 1] + '…'}"
-
-
-# The most characters of a client's value a message repeats: enough to know
-# it by. Repeated whole, a runaway one (a log pasted into a field, a query
-# value of a megabyte) would make the answer, and the log line, as long as
-# the request.
-ECHOED_CHARS = 80
-
-
-def echoed(value: Any, quote: bool = True) -> str:
-    """A client's value as a message repeats it: as ``repr()`` writes it
-    (text unquoted, with ``quote`` false). Text longer than ``ECHOED_CHARS``
-    is cut there, with "…" and its length: ``'aaaa…' (1,048,576
-    characters)``; anything else (a JSON list, say) as ``repr()`` writes it,
-    cut there with "…"."""
-    if not isinstance(value, str):
-        written = repr(value)
-        return written if len(written) <= ECHOED_CHARS else written[:ECHOED_CHARS] + "…"
-    if len(value) <= ECHOED_CHARS:
-        return repr(value) if quote else value
-    cut = value[:ECHOED_CHARS] + "…"
-    return f"{repr(cut) if quote else cut} ({len(value):,} characters)"
 
 
 def unknown_fields(given: Iterable[Any], allowed: Iterable[str]) -> Optional[str]:

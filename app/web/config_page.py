@@ -10,10 +10,11 @@ from sqlalchemy.engine import make_url
 
 from app.config import Setting
 from app.database_url import shown_url
+from app.echoed import echoed
 from app.extensions import db
 from app.runtime import SettingError, change, checked, declared, in_force, overrides, refused, runtime_settings
 from app.web import direction_controls
-from app.web.apiutil import ApiError, echoed, json_body
+from app.web.apiutil import ApiError, json_body
 from app.write_lock import lock_for_request
 
 config_page = Blueprint("config", __name__)

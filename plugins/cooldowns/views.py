@@ -6,10 +6,11 @@ from pathlib import Path
 
 from flask import Blueprint, request
 
+from app.echoed import echoed
 from app.extensions import db
 from app.listing import count_up_to
 from app.timeutil import utcnow
-from app.web.apiutil import ApiError, echoed, page, pagination
+from app.web.apiutil import ApiError, page, pagination
 from app.web.filter_options import choices_state
 from app.web.htmx import render_page
 from app.web.ignored_args import ignore

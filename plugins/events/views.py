@@ -6,9 +6,10 @@ from pathlib import Path
 from flask import Blueprint, request
 from sqlalchemy import or_, select
 
+from app.echoed import echoed
 from app.extensions import db
 from app.listing import count_up_to, distinct_values
-from app.web.apiutil import MAX_ID, ApiError, echoed, int_arg, page, pagination
+from app.web.apiutil import MAX_ID, ApiError, int_arg, page, pagination
 from app.web.filter_options import choices_state
 from app.web.htmx import render_page
 from app.web.ignored_args import ignore

@@ -6,11 +6,11 @@ from __future__ import annotations
 from flask import Blueprint, Response, request, stream_with_context
 from sqlalchemy import select
 
+from app.echoed import echoed
 from app.extensions import db
 from app.runtime import setting
 from app.write_lock import lock_for_request
-from app.web.apiutil import (ApiError, echoed, json_body, json_error, json_described, page, pagination,
-                             unknown_fields)
+from app.web.apiutil import (ApiError, json_body, json_error, json_described, page, pagination, unknown_fields)
 from plugins.memory import queries, review, store
 from plugins.memory.models import Memory, MemoryHistory
 

@@ -20,11 +20,12 @@ from sqlalchemy import select
 from app import strict_json
 from app.bulk_insert import BulkInsert
 from app.db_redaction import redacted_values
+from app.echoed import echoed
 from app.extensions import db
 from app.models import Session
 from app.snapshot import one_snapshot
 from app.timeutil import utcnow
-from app.web.apiutil import MAX_ID, echoed, json_described, unknown_fields, unstorable_text
+from app.web.apiutil import MAX_ID, json_described, unknown_fields, unstorable_text
 from app.write_lock import lock_for_writing
 from plugins.memory import candidates, store
 from plugins.memory.candidates import IdRuns, Pair

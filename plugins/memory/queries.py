@@ -6,8 +6,8 @@ from typing import Optional
 from sqlalchemy import select
 from sqlalchemy.orm import selectinload
 
+from app.echoed import echoed
 from app.listing import Total, count_up_to, distinct_values
-from app.web.apiutil import echoed
 from plugins.memory import search
 from plugins.memory.models import APPROVED, CATEGORIES, PROPOSED, REJECTED, REVIEW_STATES, Memory
 from plugins.memory.store import GENERAL, MemoryInputError

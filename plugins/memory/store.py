@@ -25,12 +25,13 @@ from typing import Any, Callable, Iterable, Optional
 
 from sqlalchemy import select
 
+from app.echoed import echoed
 from app.extensions import db
 from app.plugin_types import RunInfo
 from app.plugins import call_first
 from app.session_warnings import AT_DEBUG_LEVEL, warn_once
 from app.timeutil import utcnow
-from app.web.apiutil import MAX_ID, echoed
+from app.web.apiutil import MAX_ID
 from app.write_lock import lock_for_writing
 from plugins.memory.candidates import candidates as find_candidates
 from plugins.memory.context import MemoryContext, build_memory_context

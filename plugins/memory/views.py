@@ -12,10 +12,11 @@ from flask import (Blueprint, Response, abort, flash, make_response, redirect, r
                    stream_with_context, url_for)
 from sqlalchemy import select
 
+from app.echoed import echoed
 from app.extensions import db
 from app.runtime import setting
 from app.web import direction_controls
-from app.web.apiutil import MAX_ID, echoed
+from app.web.apiutil import MAX_ID
 from app.models import Session
 from app.web.filter_options import choices_state
 from app.write_lock import lock_for_request
