@@ -191,8 +191,9 @@ def call_each(hook_name: str, commit_each: bool = False, shutdown: Optional[thre
     faulty plugin loses only its own rows.
 
     A database that cannot store anything (locked, full, read-only) is not
-    the plugin's fault: that error is raised to the caller, so a session ends
-    with a clear reason instead of running on while every record is dropped.
+    the plugin's fault: that error is raised to the caller (its
+    ``claudeops_plugin`` names the implementation that met it), so a session
+    ends with a clear reason instead of running on while every record is dropped.
     With ``commit_each`` and ``shutdown`` (the event that ends a wait when the
     service stops), a database server that went away for a moment is waited
     for instead: the implementation that met it is called again once it is
@@ -258,6 +259,7 @@ def _each_result(hook_name: str, commit_each: bool, kwargs: dict[str, Any],
             if commit_each:
                 roll_back()   # on what a server that went away left of the connection too
             if storage_fault(exc):
+                exc.claudeops_plugin = impl.plugin_name   # for the caller to say whose write it refused
                 raise
             log_fault(log, impl.plugin_name, hook_name, type(exc).__name__, "plugin %s failed in %s",
                       impl.plugin_name, hook_name, exc_info=True)

@@ -972,6 +972,66 @@ def test_an_escalate_marker_is_not_lost_to_a_database_server_gone_away_as_it_is_
         db.session.remove()
 
 
+class LockedInItsEndHook:
+    """A plugin whose ``claudeops_session_finished`` writes a row, then meets
+    the database locked past its busy timeout (a storage fault)."""
+    __name__ = "locked_at_the_end"
+
+    @hookimpl
+    def claudeops_session_finished(self, run, result):
+        db.session.add(Event(session_id=run.session_id, tier=run.tier, level="info", service=None,
+                             message="written before the lock"))
+        db.session.flush()
+        raise OperationalError("INSERT INTO events", {}, sqlite3.OperationalError("database is locked"))
+
+
+def test_a_plugins_end_hook_the_database_refuses_costs_the_session_neither_its_end_nor_its_escalation(
+        tmp_path, fake_cli, caplog):
+    """The session's end is recorded before its plugins are told: their
+    failure, the database's fault, is logged and their rows rolled back, and
+    the escalation the agent asked for is queued all the same."""
+    app = make_app(tmp_path, plugins=[LockedInItsEndHook()])
+    fake_cli(sl.steps(sl.init(), sl.text("[ESCALATE] the web tier answers 502"), sl.result("checked", cost=0.25)))
+    with app.app_context():
+        session_id = run_session(control.claim(control.enqueue().id)).id
+        db.session.remove()
+        session = db.session.get(Session, session_id)
+        assert (session.status, session.status_reason, session.cost_usd) == ("completed", None, 0.25)
+        children = db.session.scalars(select(Session).where(Session.parent_id == session_id)).all()
+        assert [(child.tier, child.status, child.escalation_reason) for child in children] == [
+            (2, "queued", "the web tier answers 502")]
+        assert "written before the lock" not in all_events_of(session_id)
+        assert all_events_of(session_id)[-1].startswith(f"Session #{session_id} escalated to tier 2")
+    said = [r for r in caplog.records if "failed in claudeops_session_finished" in r.getMessage()]
+    assert len(said) == 1 and said[0].levelname == "ERROR" and not said[0].exc_info   # no traceback: not a bug
+    assert said[0].getMessage().startswith(
+        f"session {session_id}: plugin locked_at_the_end failed in claudeops_session_finished (the database is "
+        "locked: another connection held it for longer than the busy timeout")
+    assert said[0].getMessage().endswith(
+        "its end stays as recorded, and the escalation it asked for is still decided")
+
+
+def test_a_database_server_gone_for_longer_than_an_end_hook_waits_leaves_the_escalation_to_be_queued(
+        tmp_path, fake_cli, monkeypatch, caplog):
+    """The end hook's wait gives up; the escalation's own write waits for
+    the server again, and is queued once it takes it."""
+    monkeypatch.setattr(dbfaults, "OUTAGE_SECONDS", 1.2)   # one pause of 0.5 s, then not the next of 1 s
+    outage = GoingAwayAtTheEnd(times=0)
+    outage.left["finished"] = 100
+    app = make_app(tmp_path, plugins=[outage])
+    fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:web] checked"), sl.result("checked")))
+    with app.app_context():
+        session_id = run_session(control.claim(control.enqueue().id)).id
+        db.session.remove()
+        assert db.session.get(Session, session_id).status == "completed"
+        child = db.session.scalar(select(Session).where(Session.parent_id == session_id))
+        assert (child.tier, child.status, child.escalation_reason) == (2, "queued", "the web tier still answers 502")
+        assert "finished: completed" not in all_events_of(session_id)
+    assert "the database did not come back within 1.2 s" in caplog.text
+    assert (f"session {session_id}: plugin {type(outage).__module__}.GoingAwayAtTheEnd failed in "
+            "claudeops_session_finished (the database is unavailable") in caplog.text
+
+
 def test_a_database_server_gone_for_longer_than_its_end_waits_leaves_the_session_to_the_scheduler(
         tmp_path, fake_cli, monkeypatch, caplog):
     monkeypatch.setattr(dbfaults, "OUTAGE_SECONDS", 1.2)   # one pause of 0.5 s, then not the next of 1 s

@@ -458,10 +458,28 @@ def _tell_the_end(session: Session, run: RunInfo, shutdown: threading.Event, lat
         status=session.status, reason=session.status_reason, response=session.response or "",
         cost_usd=session.cost_usd, num_turns=session.num_turns, duration_ms=session.duration_ms,
         is_error=session.is_error, cli_session_id=session.cli_session_id)
-    call_each("claudeops_session_finished", run=run, commit_each=True, shutdown=shutdown, result=result)
+    _tell_the_plugins_it_ended(run, result, shutdown)
     reason = escalation.requested(run, result)
     dbfaults.waiting_out(partial(escalation.consider, session, run, result, reason, shutdown),
                          f"session {run.session_id}: considering its escalation", shutdown)
+
+
+def _tell_the_plugins_it_ended(run: RunInfo, result: SessionResult, shutdown: threading.Event) -> None:
+    """``claudeops_session_finished``, each plugin's rows committed after it,
+    a server gone away meanwhile waited for (``call_each``). A database that
+    still refuses a plugin's write costs the plugins their word of the end,
+    not the session what follows it: its end is recorded already, and the
+    escalation it asked for is decided, its own write waited for, as ever."""
+    try:
+        call_each("claudeops_session_finished", run=run, commit_each=True, shutdown=shutdown, result=result)
+    except SQLAlchemyError as exc:
+        dbfaults.roll_back()   # the plugin's rows are rolled back already; a failed commit before any is not
+        plugin = getattr(exc, "claudeops_plugin", None)
+        said = (f"plugin {plugin} failed in claudeops_session_finished ({dbfaults.describe(exc)}): what it wrote "
+                "is rolled back, and the plugins after it are not told of the end" if plugin
+                else f"the plugins could not be told of its end ({dbfaults.describe(exc)})")
+        log.error("session %s: %s; its end stays as recorded, and the escalation it asked for is still decided",
+                  run.session_id, said, exc_info=dbfaults.storage_fault(exc) is None)
 
 
 def _status_words(session: Session) -> str:
