@@ -296,7 +296,7 @@ def serve(app: Flask, host: str, port: int, workers: int) -> int:
             exit_code = 1
             break
         if scheduler.shutdown_event.is_set():   # it lost its runner lock
-            log.error("the scheduler stopped; shutting down")
+            log.error("the scheduler stopped, having lost its runner lock; shutting down")
             exit_code = 1
             break
     log.info("shutting down%s", stopped_by(stop))
@@ -377,7 +377,7 @@ def run_scheduler(app: Flask) -> int:
     exit_code = 0
     while not stop.wait(1.0):
         if scheduler.shutdown_event.is_set():   # it lost its runner lock
-            log.error("the scheduler stopped")
+            log.error("the scheduler stopped, having lost its runner lock")
             exit_code = 1
             break
     else:

@@ -199,6 +199,9 @@ def test_a_scheduler_whose_lock_went_to_another_stops_its_session(checked_by_han
         assert scheduler.verify_lock() is False
         wait_for(lambda: session_status(first, running) == "stopped", timeout=20)
         assert scheduler.shutdown_event.is_set()
+        with first.app_context():   # not put down to a shutdown no one asked for
+            assert db.session.get(Session, running).status_reason.startswith(
+                "the scheduler lost the database's runner lock (another Claude Ops process took it")
         with first.app_context():   # nothing more is claimed
             later = control.enqueue(trigger="api").id
         time.sleep(2)

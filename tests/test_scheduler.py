@@ -282,6 +282,33 @@ def test_shutdown_ends_the_running_session_as_stopped(app, fake_cli, scheduler):
     assert session.status == "stopped" and "service shut down" in session.status_reason
 
 
+def test_a_lost_runner_lock_stops_the_running_session_saying_so_not_that_the_service_shut_down(
+        app, fake_cli, scheduler, monkeypatch, caplog):
+    """Only PostgreSQL's lock can be lost (tests/test_runner_lock.py): lost
+    here by its check's answer. The session is stopped as a shutdown stops
+    it, but no one stopped the service, and another process may be running
+    sessions now: the operator is told which."""
+    caplog.set_level(logging.INFO, logger="app.sessions.manager")
+    fake_cli(session_script(60))
+    instance = scheduler(interval=0)
+    session_id = control.enqueue().id
+    wait_for(lambda: any(s.status == "running" for s in all_sessions()), timeout=5)
+    monkeypatch.setattr(instance._lock, "verify", lambda: False)   # the keeper looks again within a second
+    wait_for(lambda: instance._stopped.is_set(), timeout=20)
+    session = db.session.get(Session, session_id, populate_existing=True)
+    assert (session.status, session.status_reason) == (
+        "stopped", "the scheduler lost the database's runner lock (another Claude Ops process took it, or the "
+                   "database could not be reached again within 60 s); the service exits, for its init system to "
+                   "start it again")
+    [said] = [r.getMessage() for r in caplog.records if "runner lock" in r.getMessage()
+              and r.name == "app.sessions.scheduler"]
+    assert said.startswith("this scheduler no longer holds the database's runner lock (another Claude Ops process "
+                           "took it, or the database could not be reached again within 60 s); it stops running "
+                           "sessions, the running one ends as stopped")
+    assert f"session {session_id} stopped: {session.status_reason}" in caplog.text
+    assert "shut down" not in caplog.text
+
+
 def test_a_scheduled_run_stopped_while_queued_does_not_stop_the_schedule(app, fake_cli, scheduler):
     fake_cli(session_script(2))
     control.enqueue(trigger="api")   # keeps the worker busy, so the scheduled run waits in the queue

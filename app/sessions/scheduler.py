@@ -63,6 +63,12 @@ INTERVAL_LOOK_SECONDS = 1.0
 RETENTION_JOB_ID = "retention"
 RETENTION_HOURS = 24
 SCHEDULE_TRIGGER = "schedule"
+# Why the running session was stopped when the lock went: the service exits
+# after it, but no one stopped the service, and it may be running sessions
+# elsewhere now.
+LOST_LOCK_REASON = (f"the scheduler lost the database's runner lock (another Claude Ops process took it, or the "
+                    f"database could not be reached again within {dbfaults.OUTAGE_SECONDS:g} s); the service exits, "
+                    "for its init system to start it again")
 
 
 class SessionScheduler:
@@ -206,8 +212,13 @@ class SessionScheduler:
             return not self._lock_lost
         if self.shutdown_event.is_set():   # given back by a shutdown while the check waited
             return False
-        log.error("this scheduler no longer holds the database's runner lock; it stops running sessions")
+        log.error("this scheduler no longer holds the database's runner lock (another Claude Ops process took it, "
+                  "or the database could not be reached again within %g s); it stops running sessions, the running "
+                  "one ends as stopped, and the service exits for its init system to start it again: if another "
+                  "process holds the lock, that one runs sessions from now on", dbfaults.OUTAGE_SECONDS)
         self._lock_lost = True
+        # What the running session's stop is put down to: not the service's stop (manager.shutdown_reason).
+        self.shutdown_event.claudeops_reason = LOST_LOCK_REASON
         threading.Thread(target=self.shutdown, name="scheduler-stop", daemon=True).start()
         return False
 
