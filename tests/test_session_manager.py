@@ -1,10 +1,13 @@
 """Sessions through the real runner with a fake CLI: every way a session ends."""
 from __future__ import annotations
 
+import errno
 import json
+import logging
 import re
 import os
 import signal
+import subprocess
 import threading
 import time
 
@@ -303,6 +306,47 @@ def test_stop_request_ends_the_session_and_its_group(app, fake_cli, orphan_pid_f
     assert time.monotonic() - started < 10
     assert session.response == "working"
     assert process_gone(int(orphan_pid_file.read_text())), "the CLI's child outlived the stop"
+
+
+def refused_as_another_users(monkeypatch) -> list[int]:
+    """``os.killpg`` answering as the kernel does for a group whose members
+    left all run as another user (kill(2): EPERM when no member could be
+    signalled): this service's user cannot start such a process to test
+    with. The signals it was asked to send."""
+    from app.sessions import runner
+    asked: list[int] = []
+
+    def refused(pgid: int, sig: int) -> None:
+        asked.append(sig)
+        raise PermissionError(errno.EPERM, os.strerror(errno.EPERM))
+    monkeypatch.setattr(runner.os, "killpg", refused)
+    return asked
+
+
+def test_a_group_left_to_another_user_is_named_in_a_warning_without_a_grace_period(monkeypatch, caplog):
+    from app.sessions import runner
+    proc = subprocess.Popen(["true"], start_new_session=True)
+    proc.wait()   # reaped, as the runner reaps the CLI's guard before it ends the group
+    asked = refused_as_another_users(monkeypatch)
+    started = time.monotonic()
+    runner._end_group(proc)
+    runner._end_group(proc)   # every way out of a run ends the group again
+    assert time.monotonic() - started < 1, "waited a grace period for processes it could not signal"
+    assert asked == [signal.SIGTERM, signal.SIGTERM]   # no SIGKILL: the kernel let it signal none of them
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
+        f"process group {proc.pid} of the session's CLI could not be ended: what is left of it runs as another "
+        "user (a setuid helper, or sudo), whom this service may not signal. It is left running, and the session "
+        f"ends without it: end it as root or that user (kill -TERM -- -{proc.pid})"]
+
+
+def test_a_session_whose_group_is_left_to_another_user_ends_as_its_cli_did(app, fake_cli, run_session_now,
+                                                                          monkeypatch, caplog):
+    fake_cli(sl.steps(sl.init(), sl.text("[EVENT:info:web] up"), sl.result("up")))
+    refused_as_another_users(monkeypatch)
+    session = run_session_now()
+    assert (session.status, session.status_reason, session.response) == ("completed", None, "[EVENT:info:web] up")
+    assert db.session.scalar(select(Event.message)) == "up"
+    assert caplog.text.count("of the session's CLI could not be ended: what is left of it runs as another user") == 1
 
 
 def test_a_stop_after_the_cli_finished_keeps_the_status_its_end_gives_it(app, fake_cli, orphan_pid_file):

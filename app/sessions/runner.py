@@ -338,11 +338,18 @@ def _read(fd: int) -> Optional[bytes]:
 def _end_group(proc: subprocess.Popen) -> None:
     """SIGTERM the whole group; SIGKILL whatever is left after a grace period.
 
-    Called at every end, so nothing a session started outlives it."""
+    Called at every end, so nothing a session started outlives it: nothing
+    but what runs as another user (a setuid helper, sudo), which the kernel
+    does not let this service signal. That is left, with a warning."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
+            break
+        except PermissionError:
+            # Refused only if no member could be signalled (kill(2)): all
+            # that is left is another user's, and no grace period ends it.
+            _warn_left_to_another_user(proc)
             break
         deadline = time.monotonic() + KILL_GRACE_SECONDS
         while time.monotonic() < deadline:
@@ -354,6 +361,17 @@ def _end_group(proc: subprocess.Popen) -> None:
             continue
         break
     proc.wait()
+
+
+def _warn_left_to_another_user(proc: subprocess.Popen) -> None:
+    """Once a session: every way out of ``_run`` ends the group again, and
+    meets the same refusal."""
+    if getattr(proc, "claudeops_left_to_another_user", False):
+        return
+    proc.claudeops_left_to_another_user = True
+    log.warning("process group %d of the session's CLI could not be ended: what is left of it runs as another user "
+                "(a setuid helper, or sudo), whom this service may not signal. It is left running, and the session "
+                "ends without it: end it as root or that user (kill -TERM -- -%d)", proc.pid, proc.pid)
 
 
 def group_alive(pgid: int) -> bool:
