@@ -63,6 +63,20 @@ def test_trigger_rejects_bad_bodies(client, body, message):
     assert message in response.get_json()["error"]
 
 
+def test_a_body_of_many_unknown_fields_names_the_first_ten_and_counts_the_rest(client):
+    """Listed whole, a hundred thousand unknown keys would make the answer
+    megabytes long; the first few (in order) name the mistake."""
+    body = {f"f{n:06d}": 1 for n in range(100_000)}
+    response = client.post("/api/v1/sessions/trigger", json=body)
+    assert response.status_code == 400
+    first = ", ".join(f"f{n:06d}" for n in range(10))
+    assert response.get_json()["error"] == (f"unknown field(s): {first} and 99,990 more; "
+                                            "allowed: prompt, start_tier")
+    # Ten are named as before, with nothing added.
+    ten = client.post("/api/v1/sessions/trigger", json={f"f{n:06d}": 1 for n in range(10)})
+    assert ten.get_json()["error"] == f"unknown field(s): {first}; allowed: prompt, start_tier"
+
+
 def test_trigger_needs_json(client):
     response = client.post("/api/v1/sessions/trigger", data="prompt=hi",
                            content_type="application/x-www-form-urlencoded")

@@ -120,13 +120,24 @@ def json_described(value: Any, most: int = 40) -> str:
     return f"{json_kind(value)} {written if len(written) <= most else written[:most - 1] + '…'}"
 
 
+UNKNOWN_FIELDS_NAMED = 10
+
+
 def unknown_fields(given: Iterable[Any], allowed: Iterable[str]) -> Optional[str]:
     """What to say of the keys of ``given`` that ``allowed`` does not hold
     (each cut to 40 characters), naming what is allowed: a sequence in its
     own order, a set sorted; None when every key is allowed."""
     allowed_names = list(allowed) if isinstance(allowed, (list, tuple)) else sorted(allowed)
     unknown = sorted(str(key)[:40] for key in given if key not in allowed_names)
-    return f"unknown field(s): {', '.join(unknown)}; allowed: {', '.join(allowed_names)}" if unknown else None
+    if not unknown:
+        return None
+    # The first few name the mistake; a body of a hundred thousand keys
+    # would make the answer as long as the request.
+    named = ", ".join(unknown[:UNKNOWN_FIELDS_NAMED])
+    more = len(unknown) - UNKNOWN_FIELDS_NAMED
+    if more > 0:
+        named += f" and {more:,} more"
+    return f"unknown field(s): {named}; allowed: {', '.join(allowed_names)}"
 
 
 def nul_in_query() -> Optional[str]:
