@@ -120,19 +120,20 @@ def json_described(value: Any, most: int = 40) -> str:
     return f"{json_kind(value)} {written if len(written) <= most else written[:most - 1] + '…'}"
 
 
+# How many unknown fields a refusal names; the rest it counts.
 UNKNOWN_FIELDS_NAMED = 10
 
 
 def unknown_fields(given: Iterable[Any], allowed: Iterable[str]) -> Optional[str]:
     """What to say of the keys of ``given`` that ``allowed`` does not hold
-    (each cut to 40 characters), naming what is allowed: a sequence in its
-    own order, a set sorted; None when every key is allowed."""
+    (the first ``UNKNOWN_FIELDS_NAMED`` in sorted order, each cut to 40
+    characters, and how many more), naming what is allowed: a sequence in
+    its own order, a set sorted; None when every key is allowed."""
     allowed_names = list(allowed) if isinstance(allowed, (list, tuple)) else sorted(allowed)
     unknown = sorted(str(key)[:40] for key in given if key not in allowed_names)
     if not unknown:
         return None
-    # The first few name the mistake; a body of a hundred thousand keys
-    # would make the answer as long as the request.
+    # A few name the mistake; all of a hundred thousand would make the answer as long as the request.
     named = ", ".join(unknown[:UNKNOWN_FIELDS_NAMED])
     more = len(unknown) - UNKNOWN_FIELDS_NAMED
     if more > 0:
