@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from app.plain_numbers import decimal_number, whole_number
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -21,19 +23,9 @@ class ConfigError(ValueError):
 
 
 def _int(raw: str) -> int:
-    try:
-        return int(raw)
-    except ValueError:
-        pass
-    # More digits than int() reads (4,300): leading zeros, or a number past every setting's bounds.
-    text = raw.strip()
-    sign, digits = (text[0], text[1:]) if text[:1] in ("+", "-") else ("", text)
-    if not (digits.isascii() and digits.isdigit()):
-        raise ValueError("must be a whole number")
-    digits = digits.lstrip("0") or "0"
-    if len(digits) > 20:
-        raise ValueError(f"must be a whole number within its bounds, not one of {len(digits)} digits")
-    return int(sign + digits)
+    """A whole-number setting: spaces around it are an environment file's
+    habit; "1_0" and other scripts' digits are refused (see plain_numbers)."""
+    return whole_number(raw.strip())
 
 
 # The longest interval the scheduler can arm (a date beyond it is a wait of
@@ -60,13 +52,13 @@ def _cost_limit(most: int) -> Callable[[str], float]:
     """A parser of US dollars to the cent, from 0 (no limit) to ``most``."""
     def parse(raw: str) -> float:
         try:
-            value = float(raw)
+            asked = decimal_number(raw.strip())
         except ValueError:
             raise ValueError("must be a number of US dollars (0 for no limit)") from None
-        if not math.isfinite(value) or not 0 <= value <= most:
+        if not math.isfinite(asked) or not 0 <= asked <= most:
             raise ValueError(f"must be from 0 (no limit) to {most}")
-        value = round(value, 2) + 0.0   # "-0" is no limit as 0 is, and is shown so, not as -0.0
-        if value == 0 and float(raw) != 0:
+        value = round(asked, 2) + 0.0   # "-0" is no limit as 0 is, and is shown so, not as -0.0
+        if value == 0 and asked != 0:
             raise ValueError("must be at least 0.01 (a cent), or 0 for no limit")
         return value
     return parse

@@ -18,6 +18,9 @@ from flask import Blueprint
 # ever, whose schema is RETENTION_DAYS_SCHEMA; true/false, 1/0, yes/no, on/off).
 from app.config import (POSITIVE_INT_SCHEMA, RETENTION_DAYS_SCHEMA, Setting, boolean, positive_int,  # noqa: F401
                         retention_days)
+# whole_number and decimal_number read a number as every setting does (ASCII
+# digits: not "1_0", not other scripts' digits), for a parser with bounds of its own.
+from app.plain_numbers import decimal_number, whole_number  # noqa: F401
 # Part of the plugin API too: warn_once(log, session_id, kind, message) logs a
 # warning the first time a kind comes up in a session, at debug level after;
 # named_kind(kind, value) makes a kind of each value the agent wrote.

@@ -196,6 +196,10 @@ _NUMBER = re.compile(r"0[xX][0-9a-fA-F]*|[0-9]+")
 _HOST_NAME = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)(?:\.(?!-)[A-Za-z0-9-]{1,63}(?<!-))*\.?")
 
 
+# A port as people write it: ASCII digits (str.isdigit() also takes "²", which int() refuses).
+_PORT = re.compile(r"[0-9]{1,5}")
+
+
 def listen_host(given: str) -> str:
     """``given`` as an address to listen on: an IP address (an IPv6 one with
     or without brackets) or a host name. Anything else raises ``ValueError``
@@ -206,7 +210,7 @@ def listen_host(given: str) -> str:
     if _is_address_or_name(host):
         return host
     name, colon, port = host.rpartition(":")
-    if colon and port.isdigit() and 1 <= int(port) <= 65535 and _is_address_or_name(name):
+    if colon and _PORT.fullmatch(port) and 1 <= int(port) <= 65535 and _is_address_or_name(name):
         raise ValueError(f"{given!r} has a port in it: give the port with --port "
                          f"(--host {name.strip('[]')} --port {port})")
     raise ValueError(f"{given!r} is neither an IP address nor a host name")

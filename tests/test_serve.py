@@ -161,6 +161,10 @@ def test_an_ipv6_address_is_listened_on_as_given(tmp_path, host):
     ("0x7f000001", "is neither an IP address nor a host name"),
     ("0x7f.1", "is neither an IP address nor a host name"),
     ("localhost:99999", "is neither an IP address nor a host name"),
+    # str.isdigit() takes these; int() refuses the first and reads the second as 3.
+    ("localhost:\u00b2", "is neither an IP address nor a host name"),
+    ("localhost:\u0663", "is neither an IP address nor a host name"),
+    ("localhost:" + "9" * 5000, "is neither an IP address nor a host name"),
     ("[127.0.0.1]", "is neither an IP address nor a host name"),
 ])
 def test_serve_refuses_a_host_that_is_no_address_before_anything_starts(tmp_path, monkeypatch, host, why):

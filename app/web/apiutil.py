@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Iterable, Optional
 from urllib.parse import unquote_plus
 
@@ -11,6 +10,7 @@ from flask import jsonify, request
 from app import strict_json
 from app.echoed import echoed
 from app.listing import Total
+from app.plain_numbers import BEYOND_EVERY_BOUND, is_whole_number, whole_number
 from app.portable_text import is_unicode
 from app.web.row_ids import MAX_ROW_ID
 
@@ -39,26 +39,19 @@ def json_error(message: str, status: int):
     return response
 
 
-WHOLE_NUMBER = re.compile(r"-?[0-9]+")
-
-
 def int_arg(name: str, default: int | None = None, minimum: int | None = None,
             maximum: int | None = None) -> int | None:
     """A whole-number query argument, or a 400 that says what is wrong."""
     raw = request.args.get(name)
     if raw is None or raw == "":
         return default
-    # ASCII digits, as the OpenAPI document says: int() also reads "1_0", "+5" and other scripts' digits.
-    if not WHOLE_NUMBER.fullmatch(raw):
+    # ASCII digits and a minus, as the OpenAPI document says (plain_numbers); no "+", which a
+    # query string would carry as a space unless escaped.
+    if raw.startswith("+") or not is_whole_number(raw):
         raise ApiError(f"{name} must be a whole number, not {echoed(raw)}")
-    sign, digits = ("-", raw[1:]) if raw.startswith("-") else ("", raw)
-    try:
-        value = int(sign + (digits.lstrip("0") or "0"))
-    except ValueError:   # more digits than int() converts (4,300): beyond every bound, on the side of its sign
-        bound = minimum if sign else maximum
-        if bound is None:
-            raise ApiError(f"{name} has more digits than any number it takes") from None
-        raise ApiError(f"{name} must be {'at least' if sign else 'at most'} {bound}") from None
+    value = whole_number(raw)
+    if abs(value) == BEYOND_EVERY_BOUND and (minimum if value < 0 else maximum) is None:
+        raise ApiError(f"{name} has more digits than any number it takes")
     if minimum is not None and value < minimum:
         raise ApiError(f"{name} must be at least {minimum}")
     if maximum is not None and value > maximum:

@@ -13,6 +13,8 @@ from typing import Optional
 
 from flask import has_request_context, request
 
+from app.plain_numbers import whole_number
+
 # Kept with the request, not in ``g``: an application context (and its ``g``)
 # may outlive a request, as in a script or a test that holds one open.
 _KEY = "claudeops.ignored_args"
@@ -34,7 +36,7 @@ def int_arg(name: str) -> Optional[int]:
     if raw is None or raw == "":
         return None
     try:
-        return int(raw)
+        return whole_number(raw)
     except ValueError:
         ignore(f"{name}={raw[:40]!r}, which is not a number; the page is shown without it")
         return None

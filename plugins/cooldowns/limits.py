@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from app.config import TIER_SCHEMA, tier
+from app.plain_numbers import whole_number
 from app.plugin_types import POSITIVE_INT_SCHEMA, RETENTION_DAYS_SCHEMA, Setting, positive_int, retention_days
 from app.runtime import setting
 
@@ -57,7 +58,7 @@ def parse_limit(raw: str) -> Limit:
     match = LIMIT_FORMAT.match(raw)
     if match is None:
         raise ValueError("must be <count>/<window>, like 2/4h (window in s, m, h or d)")
-    count, amount, unit = _whole(match[1]), _whole(match[2]), match[3]
+    count, amount, unit = whole_number(match[1]), whole_number(match[2]), match[3]
     if count > MAX_COUNT:
         raise ValueError(f"the count must be at most {MAX_COUNT} (0 forbids the action)")
     seconds = amount * UNIT_SECONDS[unit]
@@ -67,13 +68,6 @@ def parse_limit(raw: str) -> Limit:
     if seconds > MAX_WINDOW.total_seconds():
         raise ValueError("the window must be at most 366d")
     return Limit(count, timedelta(seconds=seconds))
-
-
-def _whole(digits: str) -> int:
-    """ASCII digits as a number; more than 20 of them (int() reads no more
-    than 4,300) as one past both bounds, which then say so."""
-    digits = digits.lstrip("0") or "0"
-    return int(digits) if len(digits) <= 20 else 10**20
 
 
 def format_window(window: timedelta) -> str:

@@ -11,8 +11,10 @@ from sqlalchemy import select
 from app.extensions import db
 from app.models import RUNNING, Session
 from app.output_file import OutputRefused, write_text
+from app.plain_numbers import is_whole_number, whole_number
 from app.runtime import setting
 from app.standard_output import echo
+from app.web.row_ids import MAX_ROW_ID
 from app.write_lock import lock_for_writing
 from plugins.memory import queries, review, store
 from plugins.memory.context import format_confidence
@@ -54,9 +56,11 @@ class MemoryId(click.ParamType):
         if isinstance(value, int):
             return value
         text = str(value).removeprefix("#")
-        if not (text.isascii() and text.isdigit()):
+        # Digits alone, no sign; and no more than an id has, which the database could not even compare.
+        number = whole_number(text) if is_whole_number(text) and text[0] not in "+-" else None
+        if number is None or number > MAX_ROW_ID:
             self.fail(f"{value!r} is not a memory id (the number `memories list` shows)", param, ctx)
-        return int(text)
+        return number
 
 
 MEMORY_ID = MemoryId()

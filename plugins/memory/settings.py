@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from app.plugin_types import POSITIVE_INT_SCHEMA, Setting, boolean, positive_int
+from app.plugin_types import POSITIVE_INT_SCHEMA, Setting, boolean, decimal_number, positive_int, whole_number
 from app.runtime import setting
 
 BUDGET_SETTING = "CLAUDEOPS_MEMORY_BUDGET"
@@ -43,20 +43,14 @@ def budget(raw: str) -> int:
 
 
 def hours(raw: str) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError("must be a whole number") from None
+    value = whole_number(raw.strip())
     if not 0 <= value <= MAX_RELEVANT_HOURS:
         raise ValueError(f"must be from 0 to {MAX_RELEVANT_HOURS} (366 days)")
     return value
 
 
 def confidence_delta(raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError("must be a number") from None
+    value = decimal_number(raw.strip())
     if not math.isfinite(value) or not -1 <= value <= 1:
         raise ValueError("must be a number from -1 to 1")
     return round(value, 3)

@@ -27,6 +27,7 @@ from sqlalchemy import select
 
 from app.echoed import echoed
 from app.extensions import db
+from app.plain_numbers import decimal_number
 from app.plugin_types import RunInfo
 from app.plugins import call_first
 from app.session_warnings import AT_DEBUG_LEVEL, warn_once
@@ -151,21 +152,15 @@ def clean_category(raw) -> str:
     return raw
 
 
-# A number as a form's field writes one: float() also reads "0_5" (as 5, kept
-# as 1.0) and other scripts' digits.
-DECIMAL = re.compile(r"\s*[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*")
-
-
 def parse_confidence(raw) -> float:
     """A number, clamped to [0, 1]; anything else is refused."""
     if isinstance(raw, bool):
         raise MemoryInputError("confidence must be a number")
     if raw is None:   # JSON's null, as the API was sent it
         raise MemoryInputError("confidence must be a number, not null")
-    if isinstance(raw, str) and not DECIMAL.fullmatch(raw):
-        raise MemoryInputError(f"confidence must be a number, not {raw[:40]!r}")
     try:
-        value = float(raw)
+        # A form's field as a person types it (plain_numbers: not "0_5", which float() reads as 5).
+        value = decimal_number(raw.strip()) if isinstance(raw, str) else float(raw)
     except (TypeError, ValueError):
         raise MemoryInputError(f"confidence must be a number, not {echoed(raw)}") from None
     except OverflowError:   # an integer too large for a float
