@@ -166,7 +166,9 @@ def test_a_session_cost_limit_is_given_to_the_cli_and_a_session_it_ended_says_so
 
 
 @pytest.mark.parametrize("raw, problem", [("-1", "must be from 0 (no limit) to 1000"), ("1001", "must be from 0"),
-                                          ("nan", "must be from 0"), ("lots", "must be a number of US dollars"),
+                                          ("nan", "must be a number of US dollars"),
+                                          ("1_0", "must be a number of US dollars"),
+                                          ("lots", "must be a number of US dollars"),
                                           ("0.001", "must be at least 0.01 (a cent)")])
 def test_a_session_cost_limit_that_is_no_amount_is_refused(app, raw, problem):
     with pytest.raises(SettingError, match=re.escape(problem)):
