@@ -32,11 +32,11 @@ from app import create_app, dbfaults, extensions
 from app.extensions import db
 from app.hookspecs import hookimpl
 from app.models import SchedulerState, Session, SessionActivity
-from app.plugin_types import PromptSection
+from app.plugin_types import PromptSection, SessionResult
 from app.runtime import change
-from app.sessions import control
+from app.sessions import control, escalation
 from app.sessions import manager as manager_module
-from app.sessions.manager import run_session
+from app.sessions.manager import run_info, run_session
 from app.sessions.scheduler import SessionScheduler
 from app.timeutil import utcnow
 from app.web import DATABASE_UNAVAILABLE
@@ -1065,6 +1065,90 @@ def test_a_database_server_gone_for_longer_than_its_end_waits_leaves_the_session
         db.session.remove()
     assert f"session {session_id}: recording its end: the database did not come back within 1.2 s" in caplog.text
     assert f"session {session_id} recorded as completed: {late}" in caplog.text
+
+
+class FullAsTheEscalationIsQueued:
+    """A database that takes no new session while ``full``: the disk filled
+    up just as the session's end was recorded (a storage fault, which no
+    wait outlasts)."""
+
+    def __init__(self):
+        self.full = True
+
+    def before_flush(self, orm_session, _context, _instances):
+        if self.full and any(isinstance(row, Session) and row.trigger == "escalation" for row in orm_session.new):
+            raise OperationalError("INSERT INTO sessions", {}, sqlite3.OperationalError("database or disk is full"))
+
+
+def children_of(session_id: int) -> list[tuple]:
+    db.session.remove()
+    return [(child.tier, child.status, child.escalation_reason) for child in db.session.scalars(
+        select(Session).where(Session.parent_id == session_id))]
+
+
+def test_an_escalation_the_database_refuses_as_its_session_ends_is_queued_once_it_takes_writes(
+        tmp_path, fake_cli, caplog):
+    """Before, the agent's request was dropped with a worker failure in the
+    log: the session's end was recorded, and nothing asked again."""
+    full = FullAsTheEscalationIsQueued()
+    app = make_app(tmp_path)
+    fake_cli(sl.steps(sl.init(), sl.text("[ESCALATE] the web tier answers 502"), sl.result("checked", cost=0.25)))
+    with app.app_context():
+        session_id = control.enqueue().id
+        instance = SessionScheduler(app)
+        with before_each_flush(full.before_flush):
+            assert instance._run_next() is True   # the worker goes on to what is queued next
+            with pytest.raises(OperationalError, match="database or disk is full"):
+                instance._record_unfinished()   # still full: tried again on the worker's next round
+        session = db.session.get(Session, session_id)
+        assert (session.status, session.status_reason, session.cost_usd) == ("completed", None, 0.25)
+        assert children_of(session_id) == []
+        full.full = False   # space freed
+        instance._record_unfinished()
+        assert children_of(session_id) == [(2, "queued", "the web tier answers 502")]
+        instance._record_unfinished()   # decided once: not queued twice
+        assert children_of(session_id) == [(2, "queued", "the web tier answers 502")]
+        assert all_events_of(session_id)[-1].startswith(f"Session #{session_id} escalated to tier 2 (investigate)")
+    kept = [r for r in caplog.records if "could not be decided" in r.getMessage()]
+    assert len(kept) == 1 and kept[0].levelname == "ERROR" and not kept[0].exc_info   # the disk's fault: no traceback
+    assert kept[0].getMessage() == (
+        f"session {session_id}: the escalation it asked for (the web tier answers 502) could not be decided (the "
+        "disk holding the database is full (database or disk is full)); it is tried again until the database "
+        "takes it")
+    assert f"session {session_id}: the database takes writes again, and the escalation it asked for is decided" \
+        in caplog.text
+    assert "scheduler worker failed" not in caplog.text
+
+
+def test_an_escalation_still_refused_as_the_scheduler_stops_is_said_to_be_lost(tmp_path, fake_cli, caplog):
+    full = FullAsTheEscalationIsQueued()
+    app = make_app(tmp_path)
+    fake_cli(sl.steps(sl.init(), sl.text("[ESCALATE] the web tier answers 502"), sl.result("checked")))
+    with app.app_context():
+        session_id = control.enqueue().id
+        instance = SessionScheduler(app)
+        with before_each_flush(full.before_flush):
+            instance._run_next()
+            instance._record_last_words()
+        assert children_of(session_id) == []
+    assert (f"session {session_id}: the escalation it asked for (the web tier answers 502) is not queued: the "
+            "database refused it until the service stopped") in caplog.text
+
+
+def test_an_escalation_queued_before_a_later_write_failed_is_not_queued_again(app):
+    """A fault after the child was committed (its notice, the badge's
+    correction) leaves it undecided as far as the scheduler knows: trying
+    again must not run the same investigation twice."""
+    parent = control.claim(control.enqueue().id)
+    control.end_running(parent.id, None, utcnow(), "completed")
+    control.enqueue(tier=2, trigger="escalation", parent_id=parent.id, escalation_reason="queued before")
+    result = SessionResult(status="completed", reason=None, response="", cost_usd=None, num_turns=None,
+                           duration_ms=None, is_error=False, cli_session_id=None)
+    undecided = escalation.Undecided(parent.id, run_info(parent), result, "asked again")
+    assert escalation.consider_again(undecided) is None
+    assert children_of(parent.id) == [(2, "queued", "queued before")]
+    # One deleted meanwhile (retention, an operator) is nothing to decide.
+    assert escalation.consider_again(escalation.Undecided(10**6, run_info(parent), result, "gone")) is None
 
 
 def test_a_session_the_database_refused_to_start_is_recorded_failed_with_a_notice(tmp_path, monkeypatch):

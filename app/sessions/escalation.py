@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import dataclass
 from typing import Optional
 
 from sqlalchemy import or_, select
@@ -80,6 +81,29 @@ def consider(session: Session, run: RunInfo, result: SessionResult, reason: Opti
     notice("warning", f"Session #{session.id} escalated to tier {next_tier} ({TIERS[next_tier]}) as "
            f"session #{child.id}: {reason}", run, shutdown)
     return child
+
+
+@dataclass(frozen=True)
+class Undecided:
+    """An escalation a session asked for that the database refused to
+    decide as it ended (full, read-only, locked past its busy timeout, a
+    server not back in time): what ``consider`` is given, kept to try again."""
+
+    session_id: int
+    run: RunInfo
+    result: SessionResult
+    reason: str
+
+
+def consider_again(undecided: Undecided, shutdown: Optional[threading.Event] = None) -> Optional[Session]:
+    """``consider`` for an ``Undecided`` escalation, unless its child was
+    queued before the fault (a write after it failed: a second would run the
+    same investigation twice) or the session is gone (deleted meanwhile)."""
+    session = db.session.get(Session, undecided.session_id)
+    if session is None or db.session.scalar(
+            select(Session.id).where(Session.parent_id == session.id, Session.trigger == "escalation").limit(1)):
+        return None
+    return consider(session, undecided.run, undecided.result, undecided.reason, shutdown)
 
 
 # The activity log's badge of a refused [ESCALATE] (plugins/escalation).

@@ -460,8 +460,13 @@ def _tell_the_end(session: Session, run: RunInfo, shutdown: threading.Event, lat
         is_error=session.is_error, cli_session_id=session.cli_session_id)
     _tell_the_plugins_it_ended(run, result, shutdown)
     reason = escalation.requested(run, result)
-    dbfaults.waiting_out(partial(escalation.consider, session, run, result, reason, shutdown),
-                         f"session {run.session_id}: considering its escalation", shutdown)
+    try:
+        dbfaults.waiting_out(partial(escalation.consider, session, run, result, reason, shutdown),
+                             f"session {run.session_id}: considering its escalation", shutdown)
+    except Exception as exc:
+        if reason is not None:   # asked once only: kept for the scheduler to decide once the database takes it
+            exc.claudeops_undecided = escalation.Undecided(run.session_id, run, result, reason)
+        raise
 
 
 def _tell_the_plugins_it_ended(run: RunInfo, result: SessionResult, shutdown: threading.Event) -> None:

@@ -118,6 +118,7 @@ class SessionScheduler:
         # time of that end, to record as soon as the database takes it.
         # Session id → its UnfinishedSession.
         self._unfinished: dict[int, UnfinishedSession] = {}
+        self._undecided: dict[int, escalation.Undecided] = {}   # escalations the database refused to decide
         # The worker failing again and again (a database that takes no
         # writes): since when, how many times, and when it was last logged.
         self._failing: Optional[WorkerFailures] = None
@@ -191,6 +192,10 @@ class SessionScheduler:
             for session_id, end in self._unfinished.items():
                 log.warning("session %s is left recorded as running (%s; the database refused that too: %s); the "
                             "next start marks it interrupted", session_id, end.reason, dbfaults.describe(exc))
+            for session_id, undecided in self._undecided.items():
+                log.error("session %s: the escalation it asked for (%s) is not queued: the database refused it until "
+                          "the service stopped (%s); queue it with Run now if it is still wanted", session_id,
+                          undecided.reason, dbfaults.describe(exc))
         if self._lock_lost:   # the state is the new holder's to publish
             return
         with self.app.app_context():
@@ -427,6 +432,10 @@ class SessionScheduler:
                     log.info("running session %s (tier %s, %s)", session_id, session.tier, trigger)
                     run_session(session, self.shutdown_event)
                 except Exception as exc:
+                    if (undecided := getattr(exc, "claudeops_undecided", None)) is not None:
+                        # Its end is recorded: only its escalation is left to decide, and the worker goes on.
+                        self._keep_undecided(undecided, exc)
+                        return True
                     # Written by a plain UPDATE, which no flush redacts, and
                     # a driver's message may quote a connection string.
                     status, reason = _unfinished_end(exc)
@@ -470,9 +479,10 @@ class SessionScheduler:
 
     def _record_unfinished(self) -> None:
         """Record sessions whose run raised as ended (failed, unless it came as
-        far as its end), so none stays "running" while nothing runs it;
+        far as its end), so none stays "running" while nothing runs it, and
+        decide the escalations the database refused as their sessions ended;
         retried until the database takes it."""
-        if not self._unfinished:
+        if not self._unfinished and not self._undecided:
             return
         with self.app.app_context():
             try:
@@ -482,8 +492,23 @@ class SessionScheduler:
                     if recorded:
                         log.warning("session %s recorded as %s: %s", session_id, end.status, end.reason)
                         self._tell_late_end(session_id, end)
+                for session_id, undecided in list(self._undecided.items()):
+                    escalation.consider_again(undecided, self.shutdown_event)
+                    del self._undecided[session_id]
+                    log.warning("session %s: the database takes writes again, and the escalation it asked for is "
+                                "decided", session_id)
             finally:
                 db.session.remove()
+
+    def _keep_undecided(self, undecided: escalation.Undecided, exc: Exception) -> None:
+        """An escalation the database refused to decide, kept to try again
+        with the sessions left unfinished: the agent's request is not dropped
+        while the service runs."""
+        dbfaults.roll_back()
+        self._undecided[undecided.session_id] = undecided
+        log.error("session %s: the escalation it asked for (%s) could not be decided (%s); it is tried again until "
+                  "the database takes it", undecided.session_id, undecided.reason, dbfaults.describe(exc),
+                  exc_info=dbfaults.storage_fault(exc) is None)
 
     def _tell_late_end(self, session_id: int, end: UnfinishedSession) -> None:
         """Told once, whatever comes of it: the end is recorded by now, and a
@@ -492,6 +517,9 @@ class SessionScheduler:
         try:
             finish_late(session_id, end.run, self.shutdown_event)
         except Exception as exc:
+            if (undecided := getattr(exc, "claudeops_undecided", None)) is not None:
+                self._keep_undecided(undecided, exc)
+                return
             log.error("session %s: its end is recorded, but the plugins could not be told of it (%s)", session_id,
                       dbfaults.describe(exc), exc_info=dbfaults.storage_fault(exc) is None)
             dbfaults.roll_back()
