@@ -14,10 +14,10 @@ import re
 
 WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")
 DECIMAL_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-# Past every bound the service checks, and the 2**63 - 1 a database's integer
-# column holds. A number with more digits is read as this, on the side of its sign, so that
-# the bound checked next refuses it by name ("must be at most …"), however
-# many digits it has.
+# Past every bound the service checks, and past the 2**63 - 1 a database's
+# integer column holds. A number of more digits is read as this, on the side
+# of its sign, so that the bound checked next refuses it by name ("must be at
+# most …"), however many digits it has.
 BEYOND_EVERY_BOUND = 10**20
 _MOST_DIGITS = len(str(BEYOND_EVERY_BOUND)) - 1
 
