@@ -554,6 +554,11 @@ def run_once(tier: int, prompt: str | None):
             recovery.recover()   # what an earlier `claudeops run` or scheduler, killed, left behind
             session = _run_chain(tier, prompt, shutdown)
         except SQLAlchemyError as exc:
+            if (undecided := getattr(exc, "claudeops_undecided", None)) is not None:   # its end is recorded
+                raise click.ClickException(
+                    f"session #{undecided.session_id} ended {undecided.result.status}, but the escalation it asked "
+                    f"for ({undecided.reason}) could not be queued: {dbfaults.describe(exc)}; run tier "
+                    f"{undecided.run.tier + 1} by hand if it is still wanted") from None
             raise click.ClickException(
                 f"the session could not be recorded: {dbfaults.describe(exc)}; if it shows as running, the "
                 "next `claudeops run` or scheduler start marks it interrupted") from None

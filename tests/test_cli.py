@@ -143,6 +143,24 @@ def test_a_stop_as_the_session_ends_leaves_no_escalation_queued(tmp_path, fake_c
     assert capsys.readouterr().out.splitlines()[-1] == "session #2: stopped (stopped by the operator before it started)"
 
 
+def test_run_says_so_when_the_database_refuses_the_escalation_its_session_asked_for(tmp_path, fake_cli, monkeypatch):
+    """Its end is recorded: "the session could not be recorded" would be
+    untrue, and the request would be lost unsaid."""
+    from sqlalchemy.exc import OperationalError
+
+    from app.cli import main
+    from app.sessions import escalation
+    refused = OperationalError("INSERT INTO sessions", {}, sqlite3.OperationalError("database or disk is full"))
+    monkeypatch.setattr(escalation, "consider", lambda *args: (_ for _ in ()).throw(refused))
+    fake_cli(sl.steps(sl.init(), sl.text("[ESCALATE] the disk is full"), sl.result("Escalating.")))
+    result = make_app(tmp_path).test_cli_runner().invoke(main, ["run"])
+    assert result.exit_code == 1 and result.exception is not None and isinstance(result.exception, SystemExit)
+    assert ("Error: session #1 ended completed, but the escalation it asked for (the disk is full) could not be "
+            "queued: the disk holding the database is full (database or disk is full); run tier 2 by hand if it "
+            "is still wanted") in result.output
+    assert stored_sessions(tmp_path) == [(1, "cli", "completed")]
+
+
 @pytest.mark.parametrize("prompt, message", [
     ("x" * 20001, b"Error: prompt is 20001 characters; the limit is 20000"),
     (b"not UTF-8: \xff", b"Error: prompt must be text: it holds bytes that are not UTF-8"),
