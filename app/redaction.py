@@ -179,6 +179,12 @@ class CommandOption:
             scanned = max(scanned, end)
 
 
+# A word of a command, for a password given by its place among them: quoted
+# whole (a URL, 'user name', also with a JSON-escaped quote), or up to a
+# space or a quote (not past a JSON string's end: `"…admin", "x": "…"`).
+_ARGUMENT = r"(?:\\*[\"']" + _QUOTED_REST + r"\\*[\"']|[^\s\"'\\]+)"
+
+
 def _user_then_password(short: str, separator: str) -> re.Pattern:
     """A user's name and password given as one option's value, ``-u
     user:SECRET`` (curl's, ``separator`` ":") or ``-U user%SECRET`` (Samba's,
@@ -259,6 +265,13 @@ def _placeholder_path_or_count(value: str) -> bool:
     (``BUILD_PWD=/src``), and a number, which a ``_PASS`` one may count
     (``TESTS_PASS=12``): neither is a password."""
     return _placeholder(value) or value.startswith(("/", "~")) or value.isdigit()
+
+
+def _placeholder_path_count_or_mode(value: str) -> bool:
+    """As ``_placeholder_path_or_count``; and a lower-case word alone, by
+    which an ``_AUTH`` variable names a mode (``SMTP_AUTH=login``,
+    ``LDAP_AUTH=simple``, ``NGINX_AUTH=off``), not a password."""
+    return _placeholder_path_or_count(value) or (value.isascii() and value.isalpha() and value.islower())
 
 
 def _no_digit(value: str) -> bool:
@@ -469,6 +482,12 @@ SHAPES: tuple[Rule, ...] = (
     Rule("_PASS variable", re.compile(
         r"(?<=[A-Z0-9])_(?:PASS|PWD)" + _KEY_END + _GAP + r"[:=]" + _GAP + _QUOTE + r"(?P<secret>" + _VALUE + ")"),
         "secret", keep=_placeholder_path_or_count, hints=("_PASS", "_PWD")),
+    # _AUTH the same way, as clients take a password from it (REDISCLI_AUTH=,
+    # BASIC_AUTH=user:…, HTTP_AUTH=…); but a lower-case word alone is a mode
+    # (SMTP_AUTH=login, LDAP_AUTH=simple, NGINX_AUTH=off), and kept too.
+    Rule("_AUTH variable", re.compile(
+        r"(?<=[A-Z0-9])_AUTH" + _KEY_END + _GAP + r"[:=]" + _GAP + _QUOTE + r"(?P<secret>" + _VALUE + ")"),
+        "secret", keep=_placeholder_path_count_or_mode, hints=("_AUTH",)),
     Rule("pass query parameter", re.compile(r"[?&;](?:pass|pwd)=(?P<secret>[^\s\"'`\\&#;]+)"), "secret",
          keep=_placeholder, hints=("pass=", "pwd="), fold_case=True),
     Rule("openssl pass:", re.compile(r"-pass(?:in|out)?[ \t]+pass:(?P<secret>[^\s\"'\\]+)"), "secret",
@@ -485,18 +504,53 @@ SHAPES: tuple[Rule, ...] = (
     CommandOption("curl user:password", re.compile(r"curl"), _user_then_password("u", ":"), hints=("curl",)),
     CommandOption("smbclient user%password", re.compile(r"smbclient|rpcclient|smbcacls"),
                   _user_then_password("U", "%"), hints=("smbclient", "rpcclient", "smbcacls")),
+    CommandOption("lftp user,password", re.compile(r"lftp"), _user_then_password("u", ","), hints=("lftp",)),
     # A word of its own after redis-cli: -a, --pass (-p is its port).
     CommandOption("redis-cli -a password", re.compile(r"(?:redis|valkey)-cli"),
                   re.compile(r"[ \t](?:-a|--pass)[ \t]+" + _FLAG_VALUE),
                   hints=("redis-cli", "valkey-cli")),
     # -p, the value joined to it or not, where it is the password: mongo's
-    # shells and tools (--port is the port; not mongod, mongos), smbmap, a
-    # registry's login (not docker run's -p8080:80).
+    # shells and tools (--port is the port; not mongod, mongos), smbmap,
+    # Dell's racadm, hydra (-P is a file of passwords), netexec and
+    # crackmapexec (nxc, cme), evil-winrm (-P is its port), a registry's
+    # login (not docker run's -p8080:80), az login. "cme" with the space
+    # after it: "acme" holds it.
     CommandOption("-p password", re.compile(
-        r"(?:mongo(?:sh|dump|restore|export|import|stat|top|files)?|smbmap)(?![\w-])"
-        r"|(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry)[ \t]+login"),
+        r"(?:mongo(?:sh|dump|restore|export|import|stat|top|files)?|smbmap|racadm|hydra|netexec|nxc|crackmapexec"
+        r"|cme|evil-winrm)(?![\w-])"
+        r"|(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry|az)[ \t]+login"),
         re.compile(r"[ \t]-p[ \t]*" + _FLAG_VALUE),
-        hints=("mongo", "smbmap", "login")),
+        hints=("mongo", "smbmap", "racadm", "hydra", "netexec", "nxc", "crackmapexec", "cme ", "evil-winrm",
+               "login")),
+    # ipmitool: -P, and the Kg key, -k (-y hex); -p is its port, -E, -K
+    # and -Y take them from the environment or ask.
+    CommandOption("ipmitool -P password", re.compile(r"ipmitool"),
+                  re.compile(r"[ \t]-[Pky][ \t]*" + _FLAG_VALUE), hints=("ipmitool",)),
+    # Net-SNMP's clients: -A and -X, SNMPv3's passphrases (-a and -x name
+    # their protocols), and -c, v1's and v2c's community; not snmpd's nor
+    # snmptrapd's -c, a configuration file.
+    CommandOption("snmp -A, -X, -c", re.compile(
+        r"snmp(?:walk|get|getnext|set|bulkwalk|bulkget|table|trap|status|df|inform|delta|netstat|usm|vacm)(?![\w-])"),
+        re.compile(r"[ \t]-[AXc][ \t]*" + _FLAG_VALUE),
+        hints=("snmpwalk", "snmpget", "snmpset", "snmpbulkwalk", "snmpbulkget", "snmptable", "snmptrap",
+               "snmpstatus", "snmpdf", "snmpinform", "snmpdelta", "snmpnetstat", "snmpusm", "snmpvacm")),
+    # htpasswd's password is a word of its own, the command's last (before
+    # a redirection, > /dev/null, 2>&1; the end of a string it is quoted in
+    # right after it), given so with -b in a cluster of options (-nb, -bcB):
+    # without it htpasswd asks.
+    CommandOption("htpasswd -b password", re.compile(r"htpasswd"), re.compile(
+        r"[ \t]-[A-Za-z0-9]*b[A-Za-z0-9]*(?:[ \t]+" + _ARGUMENT + r")*?[ \t]+" + _FLAG_VALUE
+        + r"(?(q)\\*[\"'])(?:[ \t]*[0-9]*>>?[ \t]*[^\s\"'\\]*)*(?=[ \t]*\Z|\\*[\"'])"), hints=("htpasswd",)),
+    # FreeRDP's clients: /p: (FreeRDP 2 and 3, X11, Wayland, SDL).
+    CommandOption("FreeRDP /p: password", re.compile(r"(?:xfreerdp|wlfreerdp|sdl-freerdp)3?"),
+                  re.compile(r"[ \t]/p:" + _FLAG_VALUE), hints=("freerdp",)),
+    # The MinIO client's secret key: the fourth word after alias set (or
+    # the old config host add), NAME URL ACCESSKEY SECRETKEY. The words as
+    # written, each one space apart: a hint holds them ("host add" alone
+    # would be every "host address").
+    CommandOption("mc alias set secret key", re.compile(r"mc(?:li)?(?![\w-])"), re.compile(
+        r"[ \t](?:alias set|config host add)(?:[ \t]+" + _ARGUMENT + r"){3}[ \t]+" + _FLAG_VALUE),
+        hints=("alias set", "config host add")),
     # OpenLDAP's clients: -w (-W asks), also last of a cluster of options
     # that take no value (-xw, not -fnew.ldif); ldappasswd's old and new
     # passwords too (-a, -s; elsewhere -s is the search's scope).

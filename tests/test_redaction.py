@@ -70,6 +70,8 @@ CAUGHT = [
     # JSON kept in a JSON string (a Kubernetes last-applied-configuration annotation).
     ('annotation: "{\\"password\\": \\"KubeSecretPw42\\"}"', f'annotation: "{{\\"password\\": \\"{R}\\"}}"'),
     ("DB_PASS='s3cret!' MYSQL_ROOT_PWD: x9y8z7 REDIS_PASS=\"q1w2\"", f"DB_PASS='{R}' MYSQL_ROOT_PWD: {R} REDIS_PASS=\"{R}\""),
+    ("export REDISCLI_AUTH=R3disAuth1 BASIC_AUTH=admin:B4sicPw; os.environ[\"HTTP_AUTH\"] = \"Http4uth\"",
+     f"export REDISCLI_AUTH={R} BASIC_AUTH={R}; os.environ[\"HTTP_AUTH\"] = \"{R}\""),
     ("GET /login?user=bob&pwd=s3cr3t&next=/ and /auth;pass=hunter2", f"GET /login?user=bob&pwd={R}&next=/ and /auth;pass={R}"),
     ("openssl enc -aes256 -pass pass:S3cret -in x && openssl rsa -passin pass:K3y2",
      f"openssl enc -aes256 -pass pass:{R} -in x && openssl rsa -passin pass:{R}"),
@@ -112,6 +114,40 @@ CAUGHT = [
      f'{{"command": "redis-cli -a \\"{R}\\" ping; smbclient -U \\"bob%{R}\\" -L fs"}}'),
     ("kubectl exec -it redis-0 -- redis-cli -a S3cretRedis2; sh -c 'ldapsearch -x -w LdapS3cret2 -b dc=ex'",
      f"kubectl exec -it redis-0 -- redis-cli -a {R}; sh -c 'ldapsearch -x -w {R} -b dc=ex'"),
+    # A BMC's: ipmitool's password and Kg keys (-p is its port), Dell's racadm.
+    ("ipmitool -I lanplus -H 10.0.0.9 -U admin -P Ipm1S3cret -p 623 chassis status; "
+     "ipmitool -H bmc -U admin -PIpm1Joined -k Kg1Key4 -y 0a1b2c3d4e sel list; racadm -r idrac -u root -p Rac4dmPw getsysinfo",
+     f"ipmitool -I lanplus -H 10.0.0.9 -U admin -P {R} -p 623 chassis status; "
+     f"ipmitool -H bmc -U admin -P{R} -k {R} -y {R} sel list; racadm -r idrac -u root -p {R} getsysinfo"),
+    # Net-SNMP's clients: SNMPv3's passphrases and v1's and v2c's community.
+    ("snmpwalk -v3 -u mon -l authPriv -a SHA -A 'Snmp auth pw' -x AES -X Snmp9Priv 10.0.0.1 system; "
+     "snmpget -v2c -c Snmp7Comm host sysUpTime.0; snmpbulkwalk -v 2c -cSnmp8Comm -Cr10 host",
+     f"snmpwalk -v3 -u mon -l authPriv -a SHA -A '{R}' -x AES -X {R} 10.0.0.1 system; "
+     f"snmpget -v2c -c {R} host sysUpTime.0; snmpbulkwalk -v 2c -c{R} -Cr10 host"),
+    ('{"command": "snmpset -v3 -u ops -l authPriv -A \\"Snmp json auth\\" -X \\"Snmp json priv\\" h sysContact.0 s me"}',
+     f'{{"command": "snmpset -v3 -u ops -l authPriv -A \\"{R}\\" -X \\"{R}\\" h sysContact.0 s me"}}'),
+    # htpasswd -b: the command's last word, before a redirection or the end of its string.
+    ("htpasswd -bc /etc/nginx/.htpasswd admin Htpw0rd1 && nginx -s reload; htpasswd -nbB admin 'ht pass word' > /dev/null 2>&1",
+     f"htpasswd -bc /etc/nginx/.htpasswd admin {R} && nginx -s reload; htpasswd -nbB admin '{R}' > /dev/null 2>&1"),
+    ('{"command": "htpasswd -nb admin \\"Htp json pw\\"", "description": "hash"}; sh -c \'htpasswd -b -C 10 f u Htp4Sh\'',
+     f'{{"command": "htpasswd -nb admin \\"{R}\\"", "description": "hash"}}; sh -c \'htpasswd -b -C 10 f u {R}\''),
+    ("lftp -u admin,Lftp5ecret ftp.example.com; lftp -u 'bob,lftp pass word' -e 'mirror; bye' host",
+     f"lftp -u admin,{R} ftp.example.com; lftp -u 'bob,{R}' -e 'mirror; bye' host"),
+    ("az login -u ops@example.com -p Az5ecret1; hydra -l admin -p Hydr4Pw ssh://10.0.0.5",
+     f"az login -u ops@example.com -p {R}; hydra -l admin -p {R} ssh://10.0.0.5"),
+    ("nxc smb 10.0.0.0/24 -u admin -p 'Nxc pass 1'; netexec winrm h -u a -p N3texecPw; crackmapexec smb h -u a -pCr4ckPw; "
+     "cme smb h -u a -p Cme5Pw; evil-winrm -i 10.0.0.5 -u Administrator -p 'Ev1l winrm' -P 5985",
+     f"nxc smb 10.0.0.0/24 -u admin -p '{R}'; netexec winrm h -u a -p {R}; crackmapexec smb h -u a -p{R}; "
+     f"cme smb h -u a -p {R}; evil-winrm -i 10.0.0.5 -u Administrator -p '{R}' -P 5985"),
+    ('xfreerdp /u:admin /p:Rdp5ecret /v:host +clipboard; xfreerdp3 /u:a /p:"rdp quoted pw" /v:h; wlfreerdp /p:Wl4Rdp /v:h; '
+     "sdl-freerdp /p:Sdl4Rdp /v:h",
+     f'xfreerdp /u:admin /p:{R} /v:host +clipboard; xfreerdp3 /u:a /p:"{R}" /v:h; wlfreerdp /p:{R} /v:h; '
+     f"sdl-freerdp /p:{R} /v:h"),
+    # The MinIO client's secret key: the fourth word after alias set, or config host add.
+    ("mc alias set myminio http://10.0.0.5:9000 minioadmin Min10Secret --api S3v4; "
+     "mc ls s3 && mc config host add s3 'https://s3.example.com' s3access 'Mc old secret'",
+     f"mc alias set myminio http://10.0.0.5:9000 minioadmin {R} --api S3v4; "
+     f"mc ls s3 && mc config host add s3 'https://s3.example.com' s3access '{R}'"),
     # A secret-named environment variable as Kubernetes and ECS list them.
     ("env:\n- name: LOG_LEVEL\n  value: debug\n- name: DB_PASSWORD\n  value: K8sEnvPw1\n- name: REDIS_PASS\n"
      "  value: \"K8s quoted pw\"",
@@ -225,6 +261,17 @@ LEFT_ALONE = [
     "ldapsearch -x -W -D cn=admin -y /etc/ldap.pw -s sub; ldapmodify -fnew.ldif -Hldap://www.ex; ldappasswd -A -S",
     "docker login -u ci -p $CI_REGISTRY_PASSWORD r.io; redis-cli -a \"$REDIS_PASSWORD\"; ldapsearch -w ${LDAP_PW}",
     "smbclient //fs/share -U bob -N; smbclient -U% -L fs; rpcclient --user=CORP\\bob dc",
+    "ipmitool -I lanplus -H bmc -U admin -E -p 623 power status; ipmitool -H bmc -U admin -P \"$IPMI_PW\" -K -Y sel list",
+    "ipmitool -H bmc -U admin -f /root/ipmi.pw sdr; racadm -r idrac -u root -p $IDRAC_PW getsysinfo",
+    "snmpwalk -v3 -u mon -l authPriv -a SHA -x AES host; snmpwalk -v2c -c \"$COMMUNITY\" host; snmpget -v 2c -c $RO h",
+    "snmpd -c /etc/snmp/snmpd.conf; snmptrapd -c /etc/snmp/snmptrapd.conf -f; snmptable -v2c -Cf , -Cw 80 h ifTable",
+    # A lower-case word alone is an _AUTH variable's mode.
+    "SMTP_AUTH=login LDAP_AUTH=simple NGINX_AUTH=off REDISCLI_AUTH=$REDIS_PW HTPASSWD_AUTH=/etc/h RETRY_AUTH=3 X_AUTH=true",
+    "htpasswd -c /etc/nginx/.htpasswd admin; htpasswd -D /etc/h bob; htpasswd -nb admin \"$HT_PW\"; cat .htpasswd",
+    "hydra -l admin -P /usr/share/wordlists/rockyou.txt ssh://h; evil-winrm -i h -u a -p $WINRM_PW -P 5985",
+    "docker run -d --name acme -p 8443:443 acme/server; lftp -u admin ftp.example.com; lftp -p 2121 host",
+    "xfreerdp /u:admin /v:host /port:3389 +clipboard; xfreerdp /u:a /p:$RDP_PW /v:h",
+    "mc ls myminio/bucket; mc alias set local http://127.0.0.1:9000 \"$MINIO_ROOT_USER\" \"$MINIO_ROOT_PASSWORD\"; mc alias list",
     # A name/value pair whose name is no secret's, or whose value is given elsewhere.
     "- name: LOG_LEVEL\n  value: debug\n- name: DB_PASSWORD_FILE\n  value: /run/secrets/db\n"
     "- name: TESTS_PASS\n  value: 12",
@@ -287,9 +334,12 @@ def test_a_status_page_naming_paths_and_keys_holds_no_hint(redactor):
 def test_a_manifest_and_commands_naming_no_secret_hold_no_hint(redactor):
     """A name/value pair is gated by what a secret's name holds, not by
     "name" or "value", and a client's flag by the client's name: an
-    environment list of ordinary names and ports given with -p reach no rule."""
+    environment list of ordinary names and ports given with -p reach no rule,
+    nor does a daemon of a client's family (snmpd), acme's name (which holds
+    "cme") or a host's address (not mc's "config host add")."""
     text = ('env:\n- name: LOG_LEVEL\n  value: debug\n- name: PORT\n  value: "8080"\n'
-            "docker run -p 8080:80 nginx; ssh -p 2222 host\n")
+            "docker run -p 8080:80 nginx; ssh -p 2222 host\n"
+            "snmpd[812]: Connection from UDP: [10.0.0.5]:161\nacme: renewed example.org; host address 10.0.0.7\n")
     assert redactor.gate.search(text) is None
     assert redactor.redact(text) == text
 
@@ -428,7 +478,10 @@ SECRET_PARTS = ("s3cr3t-VALUE-xyz", "wJalrXUtnFEMI", "MIIEpAIBAAKC", "hunter2", 
                 "horse battery", "dev-key-123", "K8sS3cret", "Sh3llPw", "Bash3dPw", "redis pw",
                 "S3cretRedis2", "M0ngoDump", "P0dman", "D0ckerLong", "LdapJoined", "LdapS3cret2", "B1ndPw", "0ldPw123",
                 "N3wPw456", "RpcS3cret", "SmbS3cretQ", "SmbmapPw", "K8sEnvPw", "K8s quoted", "K8sJsonPw", "wJalrK8s",
-                "K8sFlowPw", "K8sReadPw", "Php S3cret", "PhpTok3n", "N3xtLine")
+                "K8sFlowPw", "K8sReadPw", "Php S3cret", "PhpTok3n", "N3xtLine", "Ipm1Joined", "Kg1Key4", "0a1b2c3d4e",
+                "Rac4dmPw", "Snmp7Comm", "Snmp8Comm", "R3disAuth1", "B4sicPw", "Http4uth", "Htp4Sh", "lftp pass",
+                "Hydr4Pw", "N3texecPw", "Cr4ckPw", "Cme5Pw", "Ev1l winrm", "rdp quoted", "Wl4Rdp", "Sdl4Rdp",
+                "Mc old secret")
 
 
 @settings(max_examples=300, deadline=None)
