@@ -183,6 +183,13 @@ class CommandOption:
 # whole (a URL, 'user name', also with a JSON-escaped quote), or up to a
 # space or a quote (not past a JSON string's end: `"…admin", "x": "…"`).
 _ARGUMENT = r"(?:\\*[\"']" + _QUOTED_REST + r"\\*[\"']|[^\s\"'\\]+)"
+# The MinIO client's words, counted past its long options: one that takes
+# no value alone (--insecure), any other with its value (--api s3v4,
+# --api=s3v4); each read once (an atomic group), so that no other reading
+# of the options shifts the count. The word itself starts with no "-".
+_MC_OPTION = (r"(?>--(?:insecure|json|debug|quiet|no-color|disable-pager|dp)(?![^\s\"'\\])|--[A-Za-z][\w-]*"
+              r"(?:=|[ \t]+)" + _ARGUMENT + ")")
+_MC_WORD = r"(?:[ \t]+" + _MC_OPTION + r")*[ \t]+(?!-)" + _ARGUMENT
 
 
 def _user_then_password(short: str, separator: str) -> re.Pattern:
@@ -415,16 +422,20 @@ def _quote_depth(backslashes: int) -> int:
 # tell it: one of the key words at its end (any case), or _PASS, _PWD (upper case).
 _SECRET_NAME = re.compile(r"(?:" + _KEYWORDS + r")\Z")
 _PASS_NAME = re.compile(r"[A-Z0-9]_(?:PASS|PWD)\Z")
+_AUTH_NAME = re.compile(r"[A-Z0-9]_AUTH\Z")
 
 
 def _secret_name(name: str) -> Optional[Callable[[str], bool]]:
     """What keeps the value of a secret called ``name`` (``_placeholder``,
-    or ``_placeholder_path_or_count`` as for ``DB_PASS=``); None if the name
-    is no secret's (``LOG_LEVEL``)."""
+    or ``_placeholder_path_or_count`` as for ``DB_PASS=``, or
+    ``_placeholder_path_count_or_mode`` as for ``REDISCLI_AUTH=``); None if
+    the name is no secret's (``LOG_LEVEL``)."""
     if _SECRET_NAME.search(_fold(name)):
         return _placeholder
     if _PASS_NAME.search(name):
         return _placeholder_path_or_count
+    if _AUTH_NAME.search(name):
+        return _placeholder_path_count_or_mode
     return None
 
 
@@ -435,7 +446,7 @@ class NamedValue(Rule):
     Its hints are what such a name holds."""
 
     group: str | int = "secret"
-    hints: tuple[str, ...] = ("pass", "secret", "token", "key", "credential", "_pwd")
+    hints: tuple[str, ...] = ("pass", "secret", "token", "key", "credential", "_pwd", "_auth")
     fold_case: bool = True
     word_start: bool = True
 
@@ -523,17 +534,33 @@ SHAPES: tuple[Rule, ...] = (
         hints=("mongo", "smbmap", "racadm", "hydra", "netexec", "nxc", "crackmapexec", "cme ", "evil-winrm",
                "login")),
     # ipmitool: -P, and the Kg key, -k (-y hex); -p is its port, -E, -K
-    # and -Y take them from the environment or ask.
-    CommandOption("ipmitool -P password", re.compile(r"ipmitool"),
-                  re.compile(r"[ \t]-[Pky][ \t]*" + _FLAG_VALUE), hints=("ipmitool",)),
+    # and -Y take them from the environment or ask. And a user's new
+    # password, the word after the user's id in user set password (the
+    # size after it, 16 or 20, stays; without it ipmitool asks).
+    CommandOption("ipmitool -P password", re.compile(r"ipmitool"), re.compile(
+        r"[ \t](?:-[Pky][ \t]*|user[ \t]+set[ \t]+password[ \t]+" + _ARGUMENT + r"[ \t]+)" + _FLAG_VALUE),
+        hints=("ipmitool",)),
+    # Dell's racadm (-p is above): a user's password set as an attribute,
+    # iDRAC.Users.2.Password (any case), or by the old config command,
+    # -o cfgUserAdminPassword, its -i index and -g group before or after.
+    CommandOption("racadm user password", re.compile(r"racadm"), re.compile(
+        r"[ \t](?:set[ \t]+(?i:idrac\.users\.[0-9]+\.password)|-o[ \t]+(?i:cfguseradminpassword)"
+        r"(?:[ \t]+-[gi][ \t]+" + _ARGUMENT + r")*)[ \t]+" + _FLAG_VALUE), hints=("racadm",)),
     # Net-SNMP's clients: -A and -X, SNMPv3's passphrases (-a and -x name
-    # their protocols), and -c, v1's and v2c's community; not snmpd's nor
-    # snmptrapd's -c, a configuration file.
+    # their protocols), the keys made from them, -3m and -3M (master), -3k
+    # and -3K (localized), and -c, v1's and v2c's community; not snmpd's
+    # nor snmptrapd's -c, a configuration file.
     CommandOption("snmp -A, -X, -c", re.compile(
         r"snmp(?:walk|get|getnext|set|bulkwalk|bulkget|table|trap|status|df|inform|delta|netstat|usm|vacm)(?![\w-])"),
-        re.compile(r"[ \t]-[AXc][ \t]*" + _FLAG_VALUE),
+        re.compile(r"[ \t]-(?:[AXc]|3[mMkK])[ \t]*" + _FLAG_VALUE),
         hints=("snmpwalk", "snmpget", "snmpset", "snmpbulkwalk", "snmpbulkget", "snmptable", "snmptrap",
                "snmpstatus", "snmpdf", "snmpinform", "snmpdelta", "snmpnetstat", "snmpusm", "snmpvacm")),
+    # snmpusm's passwd: the old passphrase, then the new one (-Co, -Ca and
+    # -Cx before them say which key they change), each a rule of its own.
+    CommandOption("snmpusm passwd old passphrase", re.compile(r"snmpusm"), re.compile(
+        r"[ \t]passwd(?:[ \t]+-C[oax]+)*[ \t]+" + _FLAG_VALUE), hints=("snmpusm",)),
+    CommandOption("snmpusm passwd new passphrase", re.compile(r"snmpusm"), re.compile(
+        r"[ \t]passwd(?:[ \t]+-C[oax]+)*[ \t]+(?!-)" + _ARGUMENT + r"[ \t]+" + _FLAG_VALUE), hints=("snmpusm",)),
     # htpasswd's password is a word of its own, the command's last (before
     # a redirection, > /dev/null, 2>&1; the end of a string it is quoted in
     # right after it), given so with -b in a cluster of options (-nb, -bcB):
@@ -541,16 +568,25 @@ SHAPES: tuple[Rule, ...] = (
     CommandOption("htpasswd -b password", re.compile(r"htpasswd"), re.compile(
         r"[ \t]-[A-Za-z0-9]*b[A-Za-z0-9]*(?:[ \t]+" + _ARGUMENT + r")*?[ \t]+" + _FLAG_VALUE
         + r"(?(q)\\*[\"'])(?:[ \t]*[0-9]*>>?[ \t]*[^\s\"'\\]*)*(?=[ \t]*\Z|\\*[\"'])"), hints=("htpasswd",)),
-    # FreeRDP's clients: /p: (FreeRDP 2 and 3, X11, Wayland, SDL).
+    # FreeRDP's clients: /p: (FreeRDP 2 and 3, X11, Wayland, SDL), the
+    # gateway's /gp:, and /pth:, the NT hash passed for the password.
     CommandOption("FreeRDP /p: password", re.compile(r"(?:xfreerdp|wlfreerdp|sdl-freerdp)3?"),
-                  re.compile(r"[ \t]/p:" + _FLAG_VALUE), hints=("freerdp",)),
-    # The MinIO client's secret key: the fourth word after alias set (or
-    # the old config host add), NAME URL ACCESSKEY SECRETKEY. The words as
-    # written, each one space apart: a hint holds them ("host add" alone
-    # would be every "host address").
+                  re.compile(r"[ \t]/(?:p|gp|pth):" + _FLAG_VALUE), hints=("freerdp",)),
+    # netexec (nxc), crackmapexec (cme) and evil-winrm: -H, the hash passed
+    # for the password (an NT hash logs in as the password does).
+    CommandOption("-H hash", re.compile(r"(?:netexec|nxc|crackmapexec|cme|evil-winrm)(?![\w-])"),
+                  re.compile(r"[ \t]-H[ \t]*" + _FLAG_VALUE),
+                  hints=("netexec", "nxc", "crackmapexec", "cme ", "evil-winrm")),
+    # The MinIO client's secret keys: the fourth word after alias set (or
+    # the old config host add), NAME URL ACCESSKEY SECRETKEY, and the third
+    # after admin user add, ALIAS USER SECRETKEY; its options not counted
+    # (_MC_WORD). The words as written, each one space apart: a hint holds
+    # them ("host add" alone would be every "host address"; "admin user
+    # add" with the space after it, not "admin user added").
     CommandOption("mc alias set secret key", re.compile(r"mc(?:li)?(?![\w-])"), re.compile(
-        r"[ \t](?:alias set|config host add)(?:[ \t]+" + _ARGUMENT + r"){3}[ \t]+" + _FLAG_VALUE),
-        hints=("alias set", "config host add")),
+        r"[ \t](?:(?:alias set|config host add)(?:" + _MC_WORD + r"){3}|admin user add(?= )(?:" + _MC_WORD + r"){2})"
+        r"(?:[ \t]+" + _MC_OPTION + r")*[ \t]+" + _FLAG_VALUE),
+        hints=("alias set", "config host add", "admin user add ")),
     # OpenLDAP's clients: -w (-W asks), also last of a cluster of options
     # that take no value (-xw, not -fnew.ldif); ldappasswd's old and new
     # passwords too (-a, -s; elsewhere -s is the search's scope).

@@ -148,6 +148,37 @@ CAUGHT = [
      "mc ls s3 && mc config host add s3 'https://s3.example.com' s3access 'Mc old secret'",
      f"mc alias set myminio http://10.0.0.5:9000 minioadmin {R} --api S3v4; "
      f"mc ls s3 && mc config host add s3 'https://s3.example.com' s3access '{R}'"),
+    # A user's password given by its place: ipmitool's (the size after it
+    # stays), racadm's attribute (any case) and old config, mc admin user add.
+    ("ipmitool -I lanplus -H bmc -U admin -E user set password 3 'Ipmi new pw' 20; "
+     "ipmitool user set password 4 Ipm1User",
+     f"ipmitool -I lanplus -H bmc -U admin -E user set password 3 '{R}' 20; ipmitool user set password 4 {R}"),
+    ("racadm set iDRAC.Users.2.Password Rac4Set1; racadm -r h -u root -E set idrac.users.3.PASSWORD 'Rac set q'; "
+     "racadm config -g cfgUserAdmin -o cfgUserAdminPassword -i 2 Rac0ldCfg; "
+     "racadm config -g cfgUserAdmin -i 3 -o cfgUserAdminPassword RacCfg2",
+     f"racadm set iDRAC.Users.2.Password {R}; racadm -r h -u root -E set idrac.users.3.PASSWORD '{R}'; "
+     f"racadm config -g cfgUserAdmin -o cfgUserAdminPassword -i 2 {R}; "
+     f"racadm config -g cfgUserAdmin -i 3 -o cfgUserAdminPassword {R}"),
+    ('{"command": "ipmitool -H bmc user set password 2 \\"Ipmi json pw\\" 16; '
+     'racadm set iDRAC.Users.2.Password \\"Rac json\\""}',
+     f'{{"command": "ipmitool -H bmc user set password 2 \\"{R}\\" 16; '
+     f'racadm set iDRAC.Users.2.Password \\"{R}\\""}}'),
+    # mc's options are not counted among its words, before them or between.
+    ("mc admin user add myminio alice Al1ceSecret; mc alias set --api s3v4 myminio http://10.0.0.5:9000 ak Min10Api; "
+     "mcli alias set --insecure --api=s3v4 m http://h ak --path auto MidSecret",
+     f"mc admin user add myminio alice {R}; mc alias set --api s3v4 myminio http://10.0.0.5:9000 ak {R}; "
+     f"mcli alias set --insecure --api=s3v4 m http://h ak --path auto {R}"),
+    # A hash passed for the password, FreeRDP's gateway password.
+    ("xfreerdp /u:admin /gp:GwPass1x /pth:8846f7eaee8fb117ad06bdd830b7586c /v:host; "
+     "nxc smb 10.0.0.0/24 -u admin -H aad3b435b51404eeaad3b435b51404ee:31d6cfe0d16ae931b73c59d7e0c089c0; "
+     "evil-winrm -i h -u a -H 'e19ccf75ee54e06b06a5907af13cef42'",
+     f"xfreerdp /u:admin /gp:{R} /pth:{R} /v:host; nxc smb 10.0.0.0/24 -u admin -H {R}; "
+     f"evil-winrm -i h -u a -H '{R}'"),
+    # Net-SNMP's keys, and snmpusm's old and new passphrases (the user after them stays).
+    ("snmpget -v3 -u mon -l authPriv -3m 0x1a2b3c4d5e6f -3k 0xaabbccddeeff -x AES -3K 0x9988776655 h sysUpTime.0; "
+     "snmpusm -v3 -u admin -l authNoPriv -a MD5 -A Usm4uthPw host passwd -Co Usm0ldPw UsmN3wPw bob",
+     f"snmpget -v3 -u mon -l authPriv -3m {R} -3k {R} -x AES -3K {R} h sysUpTime.0; "
+     f"snmpusm -v3 -u admin -l authNoPriv -a MD5 -A {R} host passwd -Co {R} {R} bob"),
     # A secret-named environment variable as Kubernetes and ECS list them.
     ("env:\n- name: LOG_LEVEL\n  value: debug\n- name: DB_PASSWORD\n  value: K8sEnvPw1\n- name: REDIS_PASS\n"
      "  value: \"K8s quoted pw\"",
@@ -159,6 +190,9 @@ CAUGHT = [
      f'{{\n    "name": "AWS_SECRET_ACCESS_KEY",\n    "value": "{R}"\n}}'),
     ("containers: [{env: [{name: client_secret, value: K8sFlowPw4}]}]",
      f"containers: [{{env: [{{name: client_secret, value: {R}}}]}}]"),
+    # An _AUTH variable's, as the _AUTH variable rule takes it.
+    ('- name: REDISCLI_AUTH\n  value: R3disK8sAuth\n{"name": "BASIC_AUTH", "value": "admin:B4sicJs0n"}',
+     f'- name: REDISCLI_AUTH\n  value: {R}\n{{"name": "BASIC_AUTH", "value": "{R}"}}'),
     # A file the CLI read, each line numbered.
     ("    12\u2192      - name: DB_PASSWORD\n    13\u2192        value: K8sReadPw5",
      f"    12\u2192      - name: DB_PASSWORD\n    13\u2192        value: {R}"),
@@ -272,6 +306,16 @@ LEFT_ALONE = [
     "docker run -d --name acme -p 8443:443 acme/server; lftp -u admin ftp.example.com; lftp -p 2121 host",
     "xfreerdp /u:admin /v:host /port:3389 +clipboard; xfreerdp /u:a /p:$RDP_PW /v:h",
     "mc ls myminio/bucket; mc alias set local http://127.0.0.1:9000 \"$MINIO_ROOT_USER\" \"$MINIO_ROOT_PASSWORD\"; mc alias list",
+    "ipmitool -H bmc -U admin -E user list 1; ipmitool user set password 2 \"$PW\" 16; ipmitool user set name 2 bob",
+    "racadm get iDRAC.Users.2.UserName; racadm set iDRAC.Users.2.Password ${IDRAC_NEW}; "
+    "racadm set iDRAC.Users.2.Privilege 0x1ff",
+    # Which ask for the keys: mc alias set NAME URL, its options not counted as words.
+    "mc admin user list myminio; mc alias set local http://127.0.0.1:9000; mc alias set local http://h --api S3v4",
+    "mc alias set --api s3v4 local http://h; mc admin user add myminio bob \"$BOB_SECRET\"",
+    "xfreerdp /u:admin /v:host; xfreerdp /u:a /gp:$GW_PW /pth:${NT_HASH} /v:h",
+    "nxc smb h -u a -H \"$HASH\" --local-auth; evil-winrm -i h -u a -H $NT_HASH",
+    "snmpget -v3 -u mon -l authPriv -3m $AUTH_KEY -3k ${KEY} h; snmpusm -v3 h passwd -Ca \"$OLD\" \"$NEW\" bob",
+    "- name: SMTP_AUTH\n  value: login\n- name: REDISCLI_AUTH\n  value: $(REDIS_PW)\n- name: smtp_auth\n  value: x1",
     # A name/value pair whose name is no secret's, or whose value is given elsewhere.
     "- name: LOG_LEVEL\n  value: debug\n- name: DB_PASSWORD_FILE\n  value: /run/secrets/db\n"
     "- name: TESTS_PASS\n  value: 12",
@@ -336,10 +380,12 @@ def test_a_manifest_and_commands_naming_no_secret_hold_no_hint(redactor):
     "name" or "value", and a client's flag by the client's name: an
     environment list of ordinary names and ports given with -p reach no rule,
     nor does a daemon of a client's family (snmpd), acme's name (which holds
-    "cme") or a host's address (not mc's "config host add")."""
+    "cme"), a host's address (not mc's "config host add") or a user added
+    (not mc's "admin user add ")."""
     text = ('env:\n- name: LOG_LEVEL\n  value: debug\n- name: PORT\n  value: "8080"\n'
             "docker run -p 8080:80 nginx; ssh -p 2222 host\n"
-            "snmpd[812]: Connection from UDP: [10.0.0.5]:161\nacme: renewed example.org; host address 10.0.0.7\n")
+            "snmpd[812]: Connection from UDP: [10.0.0.5]:161\nacme: renewed example.org; host address 10.0.0.7\n"
+            "useradd[901]: admin user added to group wheel\n")
     assert redactor.gate.search(text) is None
     assert redactor.redact(text) == text
 
@@ -481,7 +527,9 @@ SECRET_PARTS = ("s3cr3t-VALUE-xyz", "wJalrXUtnFEMI", "MIIEpAIBAAKC", "hunter2", 
                 "K8sFlowPw", "K8sReadPw", "Php S3cret", "PhpTok3n", "N3xtLine", "Ipm1Joined", "Kg1Key4", "0a1b2c3d4e",
                 "Rac4dmPw", "Snmp7Comm", "Snmp8Comm", "R3disAuth1", "B4sicPw", "Http4uth", "Htp4Sh", "lftp pass",
                 "Hydr4Pw", "N3texecPw", "Cr4ckPw", "Cme5Pw", "Ev1l winrm", "rdp quoted", "Wl4Rdp", "Sdl4Rdp",
-                "Mc old secret")
+                "Mc old secret", "Ipm1User", "Rac set q", "Rac0ldCfg", "RacCfg2", "Rac json", "Min10Api", "MidSecret",
+                "31d6cfe0d16ae931", "e19ccf75ee54e06b", "Usm4uthPw", "Usm0ldPw", "UsmN3wPw", "R3disK8sAuth",
+                "B4sicJs0n")
 
 
 @settings(max_examples=300, deadline=None)
