@@ -128,7 +128,7 @@ def test_a_dashboard_filter_in_other_digits_is_ignored_and_said(client):
     assert page.status_code == 200 and "before=&#39;1_0&#39;, which is not a number" in body
 
 
-@pytest.mark.parametrize("given_id", ["1_2", "\u0661", "+1", "9" * 30, "#" + "9" * 5000])
+@pytest.mark.parametrize("given_id", ["1_2", "\u0661", "+1", "9" * 21, "#" + "9" * 5000])
 def test_the_memories_command_takes_no_id_that_is_not_one(tmp_path, given_id):
     app = make_app(tmp_path)
     result = CliRunner().invoke(app.cli, ["memories", "delete", given_id])

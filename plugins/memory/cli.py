@@ -11,10 +11,9 @@ from sqlalchemy import select
 from app.extensions import db
 from app.models import RUNNING, Session
 from app.output_file import OutputRefused, write_text
-from app.plain_numbers import is_whole_number, whole_number
+from app.plain_numbers import BEYOND_EVERY_BOUND, is_whole_number, whole_number
 from app.runtime import setting
 from app.standard_output import echo
-from app.web.row_ids import MAX_ROW_ID
 from app.write_lock import lock_for_writing
 from plugins.memory import queries, review, store
 from plugins.memory.context import format_confidence
@@ -56,9 +55,10 @@ class MemoryId(click.ParamType):
         if isinstance(value, int):
             return value
         text = str(value).removeprefix("#")
-        # Digits alone, no sign; and no more than an id has, which the database could not even compare.
+        # Digits alone, no sign. One past any row's id is looked for, and not found, as the API's is;
+        # only one of more digits than any bound is refused here, not read as the bound (plain_numbers).
         number = whole_number(text) if is_whole_number(text) and text[0] not in "+-" else None
-        if number is None or number > MAX_ROW_ID:
+        if number is None or number == BEYOND_EVERY_BOUND:
             self.fail(f"{value!r} is not a memory id (the number `memories list` shows)", param, ctx)
         return number
 
