@@ -144,7 +144,8 @@ def test_a_cost_too_large_to_believe_counts_nothing_and_one_stored_before_holds_
 
 
 @pytest.mark.parametrize("raw, problem", [("-1", "must be from 0 (no limit) to 10000"),
-                                          ("10000.5", "must be from 0"), ("inf", "must be from 0"),
+                                          ("10000.5", "must be from 0"), ("inf", "must be a number of US dollars"),
+                                          ("1_0", "must be a number of US dollars"),
                                           ("ten", "must be a number of US dollars"),
                                           ("0.004", "must be at least 0.01 (a cent)")])
 def test_a_daily_limit_that_is_no_amount_is_refused(app, raw, problem):
