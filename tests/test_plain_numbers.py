@@ -57,24 +57,16 @@ def test_a_decimal_too_large_for_a_float_is_infinite_for_its_bounds_to_refuse():
     assert math.isinf(decimal_number("1e999"))
 
 
-@given(st.text(max_size=30))
-def test_whole_number_agrees_with_int_wherever_it_reads_a_number(text):
+@pytest.mark.parametrize("read, python", [(whole_number, int), (decimal_number, float)],
+                         ids=["whole_number", "decimal_number"])
+@given(text=st.text(max_size=30))
+def test_a_number_read_is_what_python_reads_from_the_same_text(read, python, text):
     try:
-        value = whole_number(text)
+        value = read(text)
     except ValueError:
         return
     assert text.isascii() and "_" not in text and text.strip() == text
-    assert value == int(text)
-
-
-@given(st.text(max_size=30))
-def test_decimal_number_agrees_with_float_wherever_it_reads_a_number(text):
-    try:
-        value = decimal_number(text)
-    except ValueError:
-        return
-    assert text.isascii() and "_" not in text and text.strip() == text
-    assert value == float(text)
+    assert value == python(text)
 
 
 @pytest.mark.parametrize("name, raw", [("CLAUDEOPS_INTERVAL", "1_0"), ("CLAUDEOPS_MAX_TIER", "\u0663"),
