@@ -12,6 +12,7 @@ import errno
 import os
 
 import secrets
+import weakref
 from pathlib import Path
 from typing import Optional
 
@@ -108,9 +109,14 @@ def guard_database(app: Flask, engine: Engine) -> None:
     if engine.dialect.name != "sqlite" or not database or database == ":memory:" or database.startswith("file:"):
         return
 
+    # Weakly: Flask-SQLAlchemy keeps the engine for as long as the app lives,
+    # and a listener holding the app would keep both for ever.
+    app_ref = weakref.ref(app)
+
     @event.listens_for(engine, "do_connect")
     def _only_an_existing_file(*_args) -> None:
-        if not _absent(Path(database)):
+        app = app_ref()
+        if app is None or not _absent(Path(database)):
             return
         if not app.extensions.get(MADE):
             raise NoDatabase(shown_url(make_url(app.config["SQLALCHEMY_DATABASE_URI"])), _missing(app, Path(database)))

@@ -3,6 +3,8 @@
 that may be there, but not for this user to look at, is left to SQLite."""
 from __future__ import annotations
 
+import gc
+import weakref
 from pathlib import Path
 
 from sqlalchemy import text
@@ -61,3 +63,16 @@ def test_a_new_database_and_its_side_files_are_the_owners_only_whatever_the_umas
     finally:
         os.umask(old)
     assert database.name in modes and modes == dict.fromkeys(modes, 0o600)
+
+
+def test_an_app_let_go_is_freed(tmp_path):
+    """Flask-SQLAlchemy keeps an app's engines while the app lives: nothing an
+    engine holds may hold the app, or every app made in a process (each
+    test's, an embedding program's) would stay until the process ends."""
+    app = make_app(tmp_path)
+    with app.app_context():
+        db.session.execute(text("SELECT 1"))   # the engine made, and its listeners
+    freed = weakref.ref(app)
+    del app
+    gc.collect()
+    assert freed() is None
