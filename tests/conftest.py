@@ -43,6 +43,26 @@ def make_app(tmp_path: Path, plugins=(), upgrade: bool = True, **overrides):
     return app
 
 
+def pytest_addoption(parser):
+    parser.addoption("--serial", choices=("include", "skip", "only"), default="include",
+                     help="tests marked serial, which must run alone: run them with the others (include, "
+                          "the default), leave them out (skip: bin/test's run across several processes), "
+                          "or run only them")
+
+
+def pytest_collection_modifyitems(config, items):
+    part = config.getoption("--serial")
+    if part == "include":
+        return
+    kept, left_out = [], []
+    for item in items:
+        alone = item.get_closest_marker("serial") is not None
+        (kept if alone == (part == "only") else left_out).append(item)
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = kept
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _drop_remaining_databases():
     """What module-scoped services created is dropped when the run ends."""

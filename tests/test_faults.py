@@ -45,7 +45,7 @@ from plugins.events.models import Event
 from plugins.memory.models import Memory
 from tests import streamlines as sl
 from tests.conftest import FAKE_CLAUDE, make_app
-from tests.support.database import (database_url, on_postgres, restart_server, restartable, server_answers,
+from tests.support.database import (database_url, on_postgres, restart_server, restarts_the_server, server_answers,
                                      sqlite_only)
 from tests.support.faults import (SchedulerProcess, assert_group_ends, bind_read_only, connect, group_alive,
                                   integrity, mount_tmpfs, read_pid, read_pid_and_group, unmount, wait_for)
@@ -829,7 +829,7 @@ class RestartingPlugin:
         return None
 
 
-@pytest.mark.skipif(not restartable(), reason="PostgreSQL only: needs bin/test --postgres's own server to restart")
+@restarts_the_server
 def test_a_postgresql_restart_mid_session_loses_nothing_and_the_session_goes_on(tmp_path, fake_cli, caplog):
     plugin = RestartingPlugin(down_for=2.0)
     app = make_app(tmp_path, plugins=[plugin])
@@ -1232,7 +1232,7 @@ class RestartAsWritten:
         return session
 
 
-@pytest.mark.skipif(not restartable(), reason="PostgreSQL only: needs bin/test --postgres's own server to restart")
+@restarts_the_server
 def test_a_postgresql_restart_as_a_session_ends_is_waited_for(tmp_path, fake_cli, caplog):
     restart = RestartAsWritten(down_for=2.0, writing=lambda row: row.status == "completed")
     app = make_app(tmp_path)
@@ -1322,7 +1322,7 @@ def test_a_database_server_gone_for_longer_than_a_session_start_waits_leaves_it_
     assert f"session {session_id}: recording its start: the database did not come back within 1.2 s" in caplog.text
 
 
-@pytest.mark.skipif(not restartable(), reason="PostgreSQL only: needs bin/test --postgres's own server to restart")
+@restarts_the_server
 def test_a_postgresql_restart_as_a_session_starts_is_waited_for(tmp_path, fake_cli, caplog):
     restart = RestartAsWritten(down_for=2.0, writing=lambda row: _being_set(row, "system_prompt"))
     app = make_app(tmp_path)

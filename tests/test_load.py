@@ -26,7 +26,9 @@ from tests.support.database import database_url, on_postgres
 from tests.support.faults import integrity, wait_for
 from tests.support.service import Service
 
-pytestmark = pytest.mark.slow
+# serial: bin/test runs it alone. wrk and four workers take every core, and a
+# test beside it would take its share from the service under load.
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 MARKERS = 2000               # half events, half memories, one per text block
 WORKERS = 4

@@ -21,7 +21,7 @@ from app.sessions.runner_lock import RunnerLock, SchedulerAlreadyRunning
 from app.sessions.scheduler import SessionScheduler
 from tests import streamlines as sl
 from tests.conftest import FAKE_CLAUDE, make_app
-from tests.support.database import postgres_only, restart_server, restartable, server_answers
+from tests.support.database import postgres_only, restart_server, restarts_the_server, server_answers
 from tests.support.service import CLAUDEOPS, Service
 
 pytestmark = postgres_only("advisory locks; a SQLite database is locked by a file beside it (tests/test_scheduler.py)")
@@ -166,7 +166,7 @@ def test_the_scheduler_takes_a_lost_lock_again_within_seconds_unasked(two_hosts,
     assert not scheduler.shutdown_event.is_set()
 
 
-@pytest.mark.skipif(not restartable(), reason="needs bin/test --postgres's own server to restart")
+@restarts_the_server
 def test_a_server_restart_keeps_the_scheduler_and_its_lock(checked_by_hand, two_hosts, tmp_path, caplog):
     first, _second, start = two_hosts
     scheduler = start(first)

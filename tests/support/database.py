@@ -111,6 +111,15 @@ def restartable() -> bool:
     return bool(host) and (Path(host) / "data" / "postmaster.pid").exists()
 
 
+def restarts_the_server(test):
+    """Mark a test that restarts the test server: it runs only on
+    ``bin/test --postgres``'s own server, and alone (``serial``), so that no
+    test running beside it meets the outage."""
+    test = pytest.mark.serial(test)
+    return pytest.mark.skipif(not restartable(),
+                              reason="PostgreSQL only: needs bin/test --postgres's own server to restart")(test)
+
+
 def restart_server(down_for: float) -> None:
     """Restart the test server as an operator restarts theirs: every
     connection is ended, and for ``down_for`` seconds none is taken."""
